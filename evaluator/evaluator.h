@@ -1,0 +1,222 @@
+// The evaluator: compile (NVRTC, in a limited child process) -> run (the trusted runner executable,
+// one process per candidate) -> check (here, outside every runner) -> time. Verdicts are data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "problems/problems.h"
+
+namespace ws {
+
+// ---- Launch plans -------------------------------------------------------------------------------
+// A candidate is one CUDA translation unit of device code whose head holds a JSON plan:
+//
+//   /* warpsmith:plan
+//   { "knobs":  { "ROWS": [4, 8, 16] },                // -DROWS=<value>; the first value is default
+//     "launch": [ { "kernel": "quantize_rows",
+//                   "grid":  ["ceil_div(M, ROWS)"], "block": ["256"], "cluster": ["1"],
+//                   "smem":  "0",
+//                   "args":  ["x", "q", "scales", "M", "K", {"i64": "M*K"}, "workspace"] } ],
+//     "workspace": { "bytes": "0", "zero": false } }
+//   */
+//
+// Expressions may use the shape symbols, parameters (bound to their value index), knobs and
+// `num_sms`. Args: a tensor name (device pointer), "workspace", an expression (int32, range-checked)
+// or {"i64": expr}.
+
+struct PlanArg {
+  enum class Kind { kTensor, kWorkspace, kI32, kI64 };
+  Kind kind = Kind::kI32;
+  std::string text;  // tensor name or expression
+};
+
+struct PlanLaunch {
+  std::string kernel;
+  std::vector<std::string> grid, block, cluster;  // 1-3 expressions each; cluster may be empty
+  std::string smem = "0";
+  std::vector<PlanArg> args;
+};
+
+struct Plan {
+  std::map<std::string, std::vector<int64_t>> knobs;  // name -> allowed values (first = default)
+  std::vector<PlanLaunch> launches;
+  std::string workspace_bytes = "0";
+  bool workspace_zero = false;
+};
+
+/// Extracts and parses the plan comment from a candidate's source. plan_error messages name the
+/// field ("launch[0].grid[1]: ...").
+Result<Plan> ParsePlan(const std::string& source);
+
+/// Checks a plan against a problem: kernels named, tensors known, every expression parses and
+/// only uses known names. Shape-dependent bounds are checked by ResolvePlan.
+Status ValidatePlan(const Plan& plan, const ProblemSpec& spec);
+
+/// A plan with every expression evaluated for one shape: what the runner executes.
+struct ResolvedLaunch {
+  std::string kernel;
+  int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, cluster[3] = {1, 1, 1};
+  int64_t smem = 0;
+  struct Arg {
+    PlanArg::Kind kind;
+    std::string tensor;  // kTensor
+    int64_t value = 0;   // kI32 / kI64
+  };
+  std::vector<Arg> args;
+};
+
+struct DeviceLimits {
+  int num_sms = 132;
+  int max_threads_per_block = 1024;
+  int64_t max_smem_per_block = 227 * 1024;
+  int64_t max_grid[3] = {2147483647, 65535, 65535};
+  int max_cluster = 16;
+  int64_t max_workspace = int64_t{8} << 30;
+};
+
+struct ResolvedPlan {
+  std::vector<ResolvedLaunch> launches;
+  int64_t workspace_bytes = 0;
+  bool workspace_zero = false;
+};
+
+/// Evaluates the plan for one shape and knob setting, bounding every dimension by `limits`.
+Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, const SymbolTable& symbols,
+                                 const std::map<std::string, int64_t>& knob_values,
+                                 const DeviceLimits& limits);
+
+// ---- Compilation --------------------------------------------------------------------------------
+
+enum class Arch { kSm90a, kSm100a };
+std::string_view ArchName(Arch a);  // "sm_90a"
+Result<Arch> ParseArch(std::string_view name);
+
+struct ResourceReport {
+  struct Kernel {
+    std::string name;
+    int registers = 0;
+    int64_t smem_static = 0;
+    int64_t stack_frame = 0;
+    int64_t spill_stores = 0, spill_loads = 0;
+  };
+  std::vector<Kernel> kernels;
+};
+
+struct CompileRequest {
+  std::string source;
+  Arch arch = Arch::kSm90a;
+  std::map<std::string, std::string> defines;  // -DNAME=VALUE (knobs, parameters)
+  std::vector<std::string> include_dirs;       // extra allowed include directories
+};
+
+struct CompileResult {
+  bool ok = false;
+  std::string log;          // NVRTC's log, capped
+  std::string cubin_path;   // in the cache
+  std::string hash;         // content hash of (source, arch, defines, NVRTC version)
+  ResourceReport resources;
+  bool cached = false;
+};
+
+struct CompileOptions {
+  std::string cache_dir;            // default: <workspace>/cache
+  std::string compile_worker;       // path of ws_compile; default: beside the running binary
+  double timeout_s = 60;
+  int64_t memory_bytes = int64_t{4} << 30;
+};
+
+/// Compiles in a separate, limited process. A compile error is ok() with result.ok == false; an
+/// error Status means the compile step itself broke (no worker, cache unwritable).
+Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& opts);
+
+// ---- Evaluation ---------------------------------------------------------------------------------
+
+enum class Verdict { kOk, kCompileError, kPlanError, kCrashed, kTimeout, kWrongAnswer, kSuspicious, kNoGpu };
+std::string_view VerdictName(Verdict v);
+
+struct Timing {
+  double median_us = 0, min_us = 0, p90_us = 0, mean_us = 0, stdev_us = 0;
+  int iterations = 0;
+};
+
+/// One shape's outcome.
+struct CaseResult {
+  std::string kind;  // "test", "bench", "hidden"
+  Shape shape;
+  Verdict verdict = Verdict::kOk;
+  std::string message;             // first mismatches, crash reason, ...
+  std::optional<Timing> timing;    // bench shapes
+  double sol_us = 0;               // speed-of-light time for this shape on this GPU (0 if unknown)
+  double bytes = 0;                // minimum bytes moved
+  std::map<std::string, double> flops;
+};
+
+struct DeviceInfo {
+  std::string name;        // "NVIDIA H200"
+  std::string arch;        // "sm_90a"
+  std::string driver;      // "580.159.04"
+  int num_sms = 0;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  DeviceLimits limits;
+};
+
+/// Measured ceilings for one GPU model.
+struct DeviceCeilings {
+  std::string gpu;
+  double copy_bytes_per_s = 0;   // read + write counted
+  double bf16_flops_per_s = 0;
+  double fp8_flops_per_s = 0;
+  std::string measured_at;
+};
+
+struct EvalRequest {
+  const ProblemSpec* spec = nullptr;
+  std::string source;                          // the candidate .cu
+  std::string source_name;                     // for messages
+  Arch arch = Arch::kSm90a;
+  std::map<std::string, std::string> params;   // resolved parameters
+  std::map<std::string, int64_t> knobs;        // overrides; others take their default
+  bool compile_only = false;
+  bool time_bench = true;                      // time the bench shapes
+  bool include_hidden = true;
+  std::optional<DeviceCeilings> ceilings;      // for speed-of-light
+};
+
+struct EvalResult {
+  Verdict verdict = Verdict::kOk;
+  std::string message;
+  CompileResult compile;
+  std::vector<CaseResult> cases;
+  std::optional<DeviceInfo> device;
+  std::map<std::string, int64_t> knobs;        // the knob values used
+  double geomean_us = 0;                       // over bench shapes, when timed
+  double sol_fraction = 0;                     // geomean of T_SOL / T over bench shapes
+  bool ran_on_gpu = false;
+};
+
+struct EvaluatorOptions {
+  std::string workspace = ".warpsmith";        // cache and scratch live here
+  std::string runner;                          // path of ws_runner; default: beside this binary
+  double case_timeout_s = 60;                  // wall-clock limit per runner process and shape
+  double compile_timeout_s = 60;
+  int timing_iterations = 0;                   // 0: chosen from the kernel's time
+};
+
+/// Probes for a usable GPU by running the runner's `devices` command. No GPU is not an error:
+/// the result is empty.
+Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts);
+
+/// Measures copy bandwidth and BF16/FP8 matrix rates (through the runner).
+Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts);
+
+/// Compiles, runs, checks and times one candidate. Failures of the candidate are verdicts; an
+/// error Status means the evaluator itself could not work (bad request, missing runner).
+Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts);
+
+}  // namespace ws
