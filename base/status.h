@@ -22,7 +22,7 @@ class Status {
   static Status Error(fmt::format_string<Args...> f, Args&&... args) {
     Status s;
     s.msg_ = fmt::format(f, std::forward<Args>(args)...);
-    if (s.msg_.empty()) s.msg_ = "error";
+    if (s.msg_->empty()) s.msg_ = "error";
     return s;
   }
   bool ok() const { return !msg_.has_value(); }
