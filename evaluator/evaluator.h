@@ -130,13 +130,19 @@ struct CompileOptions {
   int64_t memory_bytes = int64_t{4} << 30;
 };
 
+/// Hex SHA-256 of `data` (kernel identities, the compile cache's keys).
+std::string Sha256Hex(std::string_view data);
+
 /// Compiles in a separate, limited process. A compile error is ok() with result.ok == false; an
 /// error Status means the compile step itself broke (no worker, cache unwritable).
 Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& opts);
 
 // ---- Evaluation ---------------------------------------------------------------------------------
 
-enum class Verdict { kOk, kCompileError, kPlanError, kCrashed, kTimeout, kWrongAnswer, kSuspicious, kNoGpu };
+/// kNotRun: compiled and the plan is valid, but nothing ran (no GPU, or --compile-only).
+enum class Verdict {
+  kOk, kCompileError, kPlanError, kCrashed, kTimeout, kWrongAnswer, kSuspicious, kNotRun
+};
 std::string_view VerdictName(Verdict v);
 
 struct Timing {
@@ -186,6 +192,7 @@ struct EvalRequest {
   bool time_bench = true;                      // time the bench shapes
   bool include_hidden = true;
   std::optional<DeviceCeilings> ceilings;      // for speed-of-light
+  std::optional<DeviceInfo> device;            // from ProbeDevice; probed here when empty
 };
 
 struct EvalResult {
@@ -203,14 +210,17 @@ struct EvalResult {
 struct EvaluatorOptions {
   std::string workspace = ".warpsmith";        // cache and scratch live here
   std::string runner;                          // path of ws_runner; default: beside this binary
-  double case_timeout_s = 60;                  // wall-clock limit per runner process and shape
+  double startup_timeout_s = 30;               // runner start-up allowance (module loads, NVRTC)
+  double case_timeout_s = 5;                   // added per correctness case to the runner's limit
   double compile_timeout_s = 60;
-  int timing_iterations = 0;                   // 0: chosen from the kernel's time
+  int timing_iterations = 0;                   // 0: chosen from the speed-of-light time
+  bool keep_scratch = false;                   // keep runner dumps (for debugging)
 };
 
 /// Probes for a usable GPU by running the runner's `devices` command. No GPU is not an error:
-/// the result is empty.
-Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts);
+/// the result is empty and `why_none` (if given) says why.
+Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts,
+                                              std::string* why_none = nullptr);
 
 /// Measures copy bandwidth and BF16/FP8 matrix rates (through the runner).
 Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts);

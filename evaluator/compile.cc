@@ -1,0 +1,219 @@
+// Compilation: the orchestrator side. The NVRTC call itself happens in ws_compile, a separate
+// process under limits, so a preprocessor or template bomb costs a child, not us.
+#include <sys/stat.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <nvrtc.h>
+#include <openssl/evp.h>
+
+#include "evaluator/evaluator.h"
+#include "evaluator/internal.h"
+#include "sandbox/sandbox.h"
+
+namespace ws {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string_view ArchName(Arch a) { return a == Arch::kSm90a ? "sm_90a" : "sm_100a"; }
+
+Result<Arch> ParseArch(std::string_view name) {
+  if (name == "sm_90a") return Arch::kSm90a;
+  if (name == "sm_100a") return Arch::kSm100a;
+  return Status::Error("unknown arch '{}' (allowed: sm_90a, sm_100a)", name);
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status::Error("cannot write {}: {}", tmp, std::strerror(errno));
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f) return Status::Error("cannot write {}", tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::Error("cannot rename {} to {}: {}", tmp, path, ec.message());
+  return Status::Ok();
+}
+
+ResourceReport ParsePtxasLog(const std::string& log) {
+  ResourceReport report;
+  std::istringstream in(log);
+  std::string line;
+  static const std::regex kEntry(R"(Compiling entry function '([^']+)')");
+  static const std::regex kProps(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex kUsed(R"(Used (\d+) registers)");
+  static const std::regex kSmem(R"((\d+) bytes smem)");
+  ResourceReport::Kernel* cur = nullptr;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, kEntry)) {
+      report.kernels.push_back({});
+      cur = &report.kernels.back();
+      cur->name = m[1];
+    } else if (cur && std::regex_search(line, m, kProps)) {
+      cur->stack_frame = std::stoll(m[1]);
+      cur->spill_stores = std::stoll(m[2]);
+      cur->spill_loads = std::stoll(m[3]);
+    } else if (cur && std::regex_search(line, m, kUsed)) {
+      cur->registers = std::stoi(m[1]);
+      if (std::regex_search(line, m, kSmem)) cur->smem_static = std::stoll(m[1]);
+    }
+  }
+  return report;
+}
+
+json ResourcesToJson(const ResourceReport& r) {
+  json arr = json::array();
+  for (const auto& k : r.kernels) {
+    arr.push_back({{"name", k.name},
+                   {"registers", k.registers},
+                   {"smem_static", k.smem_static},
+                   {"stack_frame", k.stack_frame},
+                   {"spill_stores", k.spill_stores},
+                   {"spill_loads", k.spill_loads}});
+  }
+  return arr;
+}
+
+ResourceReport ResourcesFromJson(const json& arr) {
+  ResourceReport r;
+  for (const auto& k : arr) {
+    ResourceReport::Kernel kk;
+    kk.name = k.value("name", "");
+    kk.registers = k.value("registers", 0);
+    kk.smem_static = k.value("smem_static", int64_t{0});
+    kk.stack_frame = k.value("stack_frame", int64_t{0});
+    kk.spill_stores = k.value("spill_stores", int64_t{0});
+    kk.spill_loads = k.value("spill_loads", int64_t{0});
+    r.kernels.push_back(kk);
+  }
+  return r;
+}
+
+std::vector<std::string> DefaultIncludeDirs() {
+  std::vector<std::string> dirs;
+  std::string cuda_home = std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "";
+  for (std::string base : {cuda_home + "/include", std::string(WS_CUDA_INCLUDE_DIR)}) {
+    if (base == "/include" || !fs::is_directory(base)) continue;
+    dirs.push_back(base);
+    if (fs::is_directory(base + "/cccl")) dirs.push_back(base + "/cccl");
+    break;
+  }
+  return dirs;
+}
+
+Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& opts) {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  std::vector<std::string> includes = DefaultIncludeDirs();
+  includes.insert(includes.end(), req.include_dirs.begin(), req.include_dirs.end());
+
+  // Everything that changes the cubin goes into its key.
+  std::string key = fmt::format("warpsmith-compile-v1\nnvrtc {}.{}\narch {}\n", major, minor,
+                                ArchName(req.arch));
+  for (const auto& [k, v] : req.defines) key += fmt::format("-D{}={}\n", k, v);
+  for (const auto& d : includes) key += fmt::format("-I{}\n", d);
+  key += req.source;
+
+  CompileResult result;
+  result.hash = Sha256Hex(key);
+  std::string cache_dir = opts.cache_dir.empty() ? ".warpsmith/cache" : opts.cache_dir;
+  std::error_code ec;
+  fs::create_directories(cache_dir, ec);
+  if (ec) return Status::Error("cannot create the compile cache {}: {}", cache_dir, ec.message());
+  std::string cubin = fmt::format("{}/{}.cubin", cache_dir, result.hash);
+  std::string meta = fmt::format("{}/{}.json", cache_dir, result.hash);
+
+  if (fs::exists(cubin) && fs::exists(meta)) {
+    auto text = ReadFile(meta);
+    if (text.ok()) {
+      json m = json::parse(*text, nullptr, false);
+      if (m.is_object() && m.value("ok", false)) {
+        result.ok = true;
+        result.cached = true;
+        result.cubin_path = cubin;
+        result.log = m.value("log", "");
+        result.resources = ResourcesFromJson(m.value("resources", json::array()));
+        return result;
+      }
+    }
+  }
+
+  std::string worker = opts.compile_worker.empty() ? SelfDir() + "/ws_compile" : opts.compile_worker;
+  json request = {{"source", req.source},
+                  {"name", "candidate.cu"},
+                  {"arch", std::string(ArchName(req.arch))},
+                  {"defines", req.defines},
+                  {"include_dirs", includes},
+                  {"out", fmt::format("{}.tmp.{}", cubin, ::getpid())}};
+  SandboxSpec spec;
+  spec.argv = {worker};
+  spec.stdin_data = request.dump();
+  spec.limits.wall_seconds = opts.timeout_s;
+  spec.limits.address_space_bytes = opts.memory_bytes;
+  spec.limits.cpu_seconds = static_cast<int64_t>(opts.timeout_s) + 5;
+  spec.limits.file_size_bytes = int64_t{512} << 20;
+  spec.limits.output_cap_bytes = 4 << 20;
+  WS_ASSIGN_OR_RETURN(SandboxResult run, RunSandboxed(spec));
+  std::string out_tmp = request["out"].get<std::string>();
+
+  auto fail = [&](std::string why) {
+    fs::remove(out_tmp, ec);
+    result.ok = false;
+    result.log = std::move(why);
+    return result;
+  };
+  if (run.timed_out) {
+    return fail(fmt::format("compile timed out after {:.0f} s (limit)", opts.timeout_s));
+  }
+  if (run.signaled || run.exit_code != 0) {
+    return fail(fmt::format("the compiler process failed ({}), likely out of memory or time; "
+                            "stderr: {}",
+                            run.Describe(), run.stderr_data.substr(0, 2000)));
+  }
+  json reply = json::parse(run.stdout_data, nullptr, false);
+  if (!reply.is_object()) return Status::Error("ws_compile replied with malformed JSON");
+  result.log = reply.value("log", "");
+  if (result.log.size() > 64 * 1024) result.log = result.log.substr(0, 64 * 1024) + "\n[log truncated]";
+  if (!reply.value("ok", false)) return fail(result.log.empty() ? "compile failed" : result.log);
+  result.resources = ParsePtxasLog(result.log);
+  fs::rename(out_tmp, cubin, ec);
+  if (ec) return Status::Error("cannot move the cubin into the cache: {}", ec.message());
+  json m = {{"ok", true}, {"log", result.log}, {"resources", ResourcesToJson(result.resources)}};
+  WS_RETURN_IF_ERROR(WriteFileAtomic(meta, m.dump()));
+  result.ok = true;
+  result.cubin_path = cubin;
+  return result;
+}
+
+}  // namespace ws

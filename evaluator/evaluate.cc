@@ -1,0 +1,604 @@
+// Evaluate(): plan -> compile -> reference runner and candidate runner -> checker -> timings.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/evaluator.h"
+#include "evaluator/internal.h"
+#include "sandbox/sandbox.h"
+
+namespace ws {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kOk: return "ok";
+    case Verdict::kCompileError: return "compile_error";
+    case Verdict::kPlanError: return "plan_error";
+    case Verdict::kCrashed: return "crashed";
+    case Verdict::kTimeout: return "timeout";
+    case Verdict::kWrongAnswer: return "wrong_answer";
+    case Verdict::kSuspicious: return "suspicious";
+    case Verdict::kNotRun: return "not_run";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// A time this far under the measured speed-of-light bound is not credible: measured ceilings
+// (a device copy, a library GEMM) sit a little under the hardware's, so a small margin is honest.
+constexpr double kSuspiciousFraction = 1.15;
+
+std::string RunnerPath(const EvaluatorOptions& opts) {
+  return opts.runner.empty() ? SelfDir() + "/ws_runner" : opts.runner;
+}
+
+uint64_t SecureRandom64() {
+  std::random_device rd;  // getrandom(2) on Linux
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string ShapeText(const Shape& s) {
+  std::string t;
+  for (const auto& [k, v] : s.symbols) t += fmt::format("{}{}={}", t.empty() ? "" : ", ", k, v);
+  return "{" + t + "}";
+}
+
+json ShapeJson(const Shape& s) {
+  json j = json::object();
+  for (const auto& [k, v] : s.symbols) j[k] = v;
+  return j;
+}
+
+Result<DeviceInfo> ParseDevice(const json& d) {
+  try {
+    DeviceInfo info;
+    info.name = d.at("name").get<std::string>();
+    info.arch = d.value("arch", "");
+    info.driver = d.value("driver", "");
+    info.num_sms = d.at("num_sms").get<int>();
+    info.l2_bytes = d.value("l2_bytes", int64_t{0});
+    info.memory_bytes = d.value("memory_bytes", int64_t{0});
+    info.limits.num_sms = info.num_sms;
+    info.limits.max_threads_per_block = d.value("max_threads_per_block", 1024);
+    info.limits.max_smem_per_block = d.value("max_smem_per_block", int64_t{227 * 1024});
+    if (d.contains("max_grid") && d["max_grid"].size() == 3) {
+      for (int i = 0; i < 3; ++i) info.limits.max_grid[i] = d["max_grid"][i].get<int64_t>();
+    }
+    return info;
+  } catch (const json::exception& e) {
+    return Status::Error("runner reported a malformed device: {}", e.what());
+  }
+}
+
+std::map<std::string, std::string> ParamDefines(const ProblemSpec& spec,
+                                                const std::map<std::string, std::string>& params) {
+  std::map<std::string, std::string> defs;
+  for (const auto& p : spec.params) {
+    std::string upper;
+    for (char c : p.name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    auto it = params.find(p.name);
+    const std::string& chosen = it == params.end() ? p.default_value : it->second;
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      std::string v;
+      for (char c : p.values[i]) {
+        v += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+      }
+      defs[fmt::format("WS_{}_{}", upper, v)] = std::to_string(i);
+      if (p.values[i] == chosen) defs["WS_" + upper] = std::to_string(i);
+    }
+  }
+  return defs;
+}
+
+// The bytes and FLOPs the problem states for one shape, and the speed-of-light time.
+struct Cost {
+  double bytes = 0;
+  std::map<std::string, double> flops;
+  double sol_us = 0;
+};
+
+Result<Cost> ShapeCost(const ProblemSpec& spec, const SymbolTable& symbols,
+                       const std::optional<DeviceCeilings>& ceilings) {
+  Cost c;
+  WS_ASSIGN_OR_RETURN(int64_t bytes, EvalExpr(spec.cost_bytes, symbols));
+  c.bytes = static_cast<double>(bytes);
+  for (const auto& [cls, expr] : spec.cost_flops) {
+    WS_ASSIGN_OR_RETURN(int64_t f, EvalExpr(expr, symbols));
+    c.flops[cls] = static_cast<double>(f);
+  }
+  if (ceilings && ceilings->copy_bytes_per_s > 0) {
+    double t = c.bytes / ceilings->copy_bytes_per_s;
+    for (const auto& [cls, f] : c.flops) {
+      double rate = cls == "fp8" ? ceilings->fp8_flops_per_s : ceilings->bf16_flops_per_s;
+      if (rate > 0) t = std::max(t, f / rate);
+    }
+    c.sol_us = t * 1e6;
+  }
+  return c;
+}
+
+struct PlannedCase {
+  std::string id;
+  std::string kind;
+  Shape shape;
+  SymbolTable symbols;
+  ResolvedPlan plan;
+  Cost cost;
+  std::vector<uint64_t> seeds;
+  json timing;            // null for correctness-only cases
+  int audit_set = 0, last_set = 0;
+};
+
+json LaunchesJson(const ResolvedPlan& plan) {
+  json arr = json::array();
+  for (const auto& l : plan.launches) {
+    json args = json::array();
+    for (const auto& a : l.args) {
+      switch (a.kind) {
+        case PlanArg::Kind::kTensor: args.push_back({{"tensor", a.tensor}}); break;
+        case PlanArg::Kind::kWorkspace: args.push_back({{"workspace", true}}); break;
+        case PlanArg::Kind::kI32: args.push_back({{"i32", a.value}}); break;
+        case PlanArg::Kind::kI64: args.push_back({{"i64", a.value}}); break;
+      }
+    }
+    arr.push_back({{"kernel", l.kernel},
+                   {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
+                   {"block", {l.block[0], l.block[1], l.block[2]}},
+                   {"cluster", {l.cluster[0], l.cluster[1], l.cluster[2]}},
+                   {"smem", l.smem},
+                   {"args", args}});
+  }
+  return arr;
+}
+
+Result<json> TensorsJson(const ProblemSpec& spec, const SymbolTable& symbols) {
+  json arr = json::array();
+  for (const auto& t : spec.tensors) {
+    WS_ASSIGN_OR_RETURN(int64_t numel, TensorNumel(t, symbols));
+    json j = {{"name", t.name},
+              {"dtype", std::string(DTypeName(t.dtype))},
+              {"numel", numel},
+              {"role", t.role == TensorRole::kInput ? "input" : "output"}};
+    if (t.role == TensorRole::kInput) {
+      j["init"] = {{"dist", t.init.dist},
+                   {"mean", t.init.mean},
+                   {"stddev", t.init.stddev},
+                   {"lo", t.init.lo},
+                   {"hi", t.init.hi}};
+    }
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+Result<int64_t> InputBytes(const ProblemSpec& spec, const SymbolTable& symbols) {
+  int64_t total = 0;
+  for (const auto& t : spec.tensors) {
+    if (t.role != TensorRole::kInput) continue;
+    WS_ASSIGN_OR_RETURN(int64_t n, TensorNumel(t, symbols));
+    total += n * DTypeSize(t.dtype);
+  }
+  return total;
+}
+
+struct RunnerOutcome {
+  SandboxResult process;
+  std::map<std::string, json> cases;  // by id, the cases the runner finished
+};
+
+Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string& job_path,
+                                const json& job, double wall_seconds) {
+  WS_RETURN_IF_ERROR(WriteFileAtomic(job_path, job.dump()));
+  SandboxSpec spec;
+  spec.argv = {RunnerPath(opts), "run", job_path};
+  spec.limits.wall_seconds = wall_seconds;
+  spec.limits.open_files = 1024;
+  spec.limits.output_cap_bytes = 1 << 20;
+  WS_ASSIGN_OR_RETURN(SandboxResult proc, RunSandboxed(spec));
+  RunnerOutcome out;
+  out.process = std::move(proc);
+  auto text = ReadFile(job["result"].get<std::string>());
+  if (text.ok()) {
+    json r = json::parse(*text, nullptr, false);
+    if (r.is_object() && r.contains("cases") && r["cases"].is_array()) {
+      for (const auto& c : r["cases"]) {
+        if (c.is_object() && c.contains("id") && c["id"].is_string()) out.cases[c["id"]] = c;
+      }
+    }
+  }
+  return out;
+}
+
+std::string DumpPath(const std::string& prefix, const std::string& tag, const std::string& tensor) {
+  return fmt::format("{}.{}.{}.bin", prefix, tag, tensor);
+}
+
+// Compares every output of one run of the candidate with the reference's run on the same inputs.
+Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
+                                   const std::string& got_prefix, const std::string& got_tag,
+                                   const std::string& want_prefix) {
+  for (const auto& t : spec.tensors) {
+    if (t.role != TensorRole::kOutput) continue;
+    WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols));
+    auto got = ReadFile(DumpPath(got_prefix, got_tag, t.name));
+    if (!got.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
+    WS_ASSIGN_OR_RETURN(std::string want, ReadFile(DumpPath(want_prefix, "check", t.name)));
+    std::string diff = CompareExact(t.name, dims, DTypeSize(t.dtype), *got, want);
+    if (!diff.empty()) return diff;
+  }
+  return std::string();
+}
+
+Timing ParseTiming(const json& t) {
+  Timing tm;
+  tm.median_us = t.value("median_us", 0.0);
+  tm.min_us = t.value("min_us", 0.0);
+  tm.p90_us = t.value("p90_us", 0.0);
+  tm.mean_us = t.value("mean_us", 0.0);
+  tm.stdev_us = t.value("stdev_us", 0.0);
+  tm.iterations = t.contains("times_us") ? static_cast<int>(t["times_us"].size()) : 0;
+  return tm;
+}
+
+}  // namespace
+
+Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts, std::string* why_none) {
+  auto none = [&](std::string why) -> Result<std::optional<DeviceInfo>> {
+    if (why_none) *why_none = std::move(why);
+    return std::optional<DeviceInfo>();
+  };
+  if (!fs::exists("/dev/nvidiactl")) return none("no NVIDIA device nodes (/dev/nvidiactl)");
+  std::string runner = RunnerPath(opts);
+  if (!fs::exists(runner)) return Status::Error("the runner {} is missing; build it first", runner);
+  SandboxSpec spec;
+  spec.argv = {runner, "devices"};
+  spec.limits.wall_seconds = 60;
+  WS_ASSIGN_OR_RETURN(SandboxResult r, RunSandboxed(spec));
+  if (r.timed_out || r.signaled || r.exit_code != 0) {
+    std::string err = r.stderr_data.substr(0, 500);
+    while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
+    return none(fmt::format("the runner found no usable GPU ({}{}{})", r.Describe(),
+                            err.empty() ? "" : ": ", err));
+  }
+  json j = json::parse(r.stdout_data, nullptr, false);
+  if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array() || j["devices"].empty()) {
+    return none("the runner listed no devices");
+  }
+  WS_ASSIGN_OR_RETURN(DeviceInfo info, ParseDevice(j["devices"][0]));
+  return std::optional<DeviceInfo>(std::move(info));
+}
+
+Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts) {
+  SandboxSpec spec;
+  spec.argv = {RunnerPath(opts), "probe"};
+  spec.limits.wall_seconds = 300;
+  WS_ASSIGN_OR_RETURN(SandboxResult r, RunSandboxed(spec));
+  if (r.timed_out || r.signaled || r.exit_code != 0) {
+    return Status::Error("device probe failed ({}): {}", r.Describe(), r.stderr_data.substr(0, 2000));
+  }
+  json j = json::parse(r.stdout_data, nullptr, false);
+  if (!j.is_object()) return Status::Error("device probe printed malformed JSON");
+  DeviceCeilings c;
+  c.gpu = j.value("gpu", "");
+  c.copy_bytes_per_s = j.value("copy_bytes_per_s", 0.0);
+  c.bf16_flops_per_s = j.value("bf16_flops_per_s", 0.0);
+  c.fp8_flops_per_s = j.value("fp8_flops_per_s", 0.0);
+  if (c.gpu.empty() || c.copy_bytes_per_s <= 0) {
+    return Status::Error("device probe gave no copy bandwidth: {}", r.stdout_data.substr(0, 500));
+  }
+  return c;
+}
+
+Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts) {
+  if (!req.spec) return Status::Error("Evaluate: no problem given");
+  const ProblemSpec& spec = *req.spec;
+  EvalResult res;
+  auto reject = [&](Verdict v, std::string msg) -> Result<EvalResult> {
+    res.verdict = v;
+    res.message = std::move(msg);
+    return res;
+  };
+
+  // 1. The plan.
+  auto plan = ParsePlan(req.source);
+  if (!plan.ok()) return reject(Verdict::kPlanError, plan.status().message());
+  if (Status s = ValidatePlan(*plan, spec); !s.ok()) return reject(Verdict::kPlanError, s.message());
+  for (const auto& [name, allowed] : plan->knobs) {
+    auto it = req.knobs.find(name);
+    int64_t v = it == req.knobs.end() ? allowed.front() : it->second;
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      return reject(Verdict::kPlanError,
+                    fmt::format("knob {}={} is not one of the plan's values", name, v));
+    }
+    res.knobs[name] = v;
+  }
+  for (const auto& [name, _] : req.knobs) {
+    if (!plan->knobs.count(name)) {
+      return reject(Verdict::kPlanError, fmt::format("knob '{}' is not declared by the plan", name));
+    }
+  }
+
+  // Every shape the evaluation may run, in the order their failures are reported.
+  std::vector<std::pair<std::string, const Shape*>> shapes;
+  for (const auto& s : spec.test_shapes) shapes.emplace_back("test", &s);
+  if (req.include_hidden) {
+    for (const auto& s : spec.hidden_shapes) shapes.emplace_back("hidden", &s);
+  }
+  for (const auto& s : spec.bench_shapes) shapes.emplace_back("bench", &s);
+  auto shape_label = [&](const std::string& kind, const Shape& s, size_t index) {
+    // Hidden shapes are never named: their dims must not reach an agent.
+    return kind == "hidden" ? fmt::format("hidden shape #{}", index)
+                            : fmt::format("{} shape {}", kind, ShapeText(s));
+  };
+
+  // A plan that cannot be resolved for some shape (with the default device's limits) is rejected
+  // before anything is compiled.
+  DeviceLimits default_limits;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    SymbolTable sym = BindSymbols(spec, *shapes[i].second, req.params);
+    auto rp = ResolvePlan(*plan, spec, sym, res.knobs, default_limits);
+    if (!rp.ok()) {
+      return reject(Verdict::kPlanError, fmt::format("{}: {}", shape_label(shapes[i].first,
+                                                                           *shapes[i].second, i),
+                                                     rp.status().message()));
+    }
+  }
+
+  // 2. Compile.
+  std::map<std::string, std::string> defines = ParamDefines(spec, req.params);
+  for (const auto& [k, v] : res.knobs) defines[k] = std::to_string(v);
+  CompileOptions copts;
+  copts.cache_dir = opts.workspace + "/cache";
+  copts.timeout_s = opts.compile_timeout_s;
+  WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
+  if (!res.compile.ok) return reject(Verdict::kCompileError, res.compile.log);
+  if (req.compile_only) {
+    return reject(Verdict::kNotRun, fmt::format("compiled for {}; plan valid; not run (compile only)",
+                                                ArchName(req.arch)));
+  }
+
+  // 3. A GPU?
+  std::string why = "no device found";
+  std::optional<DeviceInfo> device = req.device;
+  if (!device) {
+    WS_ASSIGN_OR_RETURN(device, ProbeDevice(opts, &why));
+  }
+  if (!device) {
+    return reject(Verdict::kNotRun,
+                  fmt::format("compiled for {}; plan valid; not run: running needs a GPU ({})",
+                              ArchName(req.arch), why));
+  }
+  res.device = device;
+  if (!device->arch.empty() && device->arch != ArchName(req.arch)) {
+    return reject(Verdict::kNotRun,
+                  fmt::format("compiled for {}; plan valid; not run: the GPU ({}) is {}",
+                              ArchName(req.arch), device->name, device->arch));
+  }
+
+  // The trusted reference, compiled for the same parameters with its default knobs.
+  std::string ref_path = spec.dir + "/" + spec.gpu_reference;
+  WS_ASSIGN_OR_RETURN(std::string ref_source, ReadFile(ref_path));
+  auto ref_plan = ParsePlan(ref_source);
+  if (!ref_plan.ok()) return ref_plan.status().Context(ref_path);
+  WS_RETURN_IF_ERROR(ValidatePlan(*ref_plan, spec).Context(ref_path));
+  auto ref_defines = ParamDefines(spec, req.params);
+  for (const auto& [k, v] : ref_plan->knobs) ref_defines[k] = std::to_string(v.front());
+  WS_ASSIGN_OR_RETURN(CompileResult ref_compile,
+                      Compile({ref_source, req.arch, ref_defines, {}}, copts));
+  if (!ref_compile.ok) {
+    return Status::Error("the GPU reference {} does not compile: {}", ref_path, ref_compile.log);
+  }
+
+  // 4. Jobs. Seeds come from the OS's CSPRNG, fresh for every evaluation.
+  std::string scratch = fmt::format("{}/scratch/{:016x}", opts.workspace, SecureRandom64());
+  std::error_code ec;
+  fs::create_directories(scratch, ec);
+  if (ec) return Status::Error("cannot create {}: {}", scratch, ec.message());
+  struct Cleanup {
+    std::string dir;
+    bool keep;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(dir, ec);
+    }
+  } cleanup{scratch, opts.keep_scratch};
+
+  const int poison = static_cast<int>(SecureRandom64() % 256);
+  std::vector<PlannedCase> cases;
+  double cand_budget_s = opts.startup_timeout_s, ref_budget_s = opts.startup_timeout_s;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [kind, shape] = shapes[i];
+    PlannedCase pc;
+    pc.id = fmt::format("{}-{}", kind, i);
+    pc.kind = kind;
+    pc.shape = *shape;
+    pc.symbols = BindSymbols(spec, *shape, req.params);
+    WS_ASSIGN_OR_RETURN(pc.cost, ShapeCost(spec, pc.symbols, req.ceilings));
+    auto rp = ResolvePlan(*plan, spec, pc.symbols, res.knobs, device->limits);
+    if (!rp.ok()) {
+      return reject(Verdict::kPlanError,
+                    fmt::format("{}: {}", shape_label(kind, *shape, i), rp.status().message()));
+    }
+    pc.plan = std::move(*rp);
+    pc.seeds.push_back(SecureRandom64());
+    double case_s = opts.case_timeout_s;
+    if (kind == "bench" && req.time_bench) {
+      WS_ASSIGN_OR_RETURN(int64_t in_bytes, InputBytes(spec, pc.symbols));
+      // Enough input sets that rotating them defeats the L2, within a memory budget.
+      int64_t sets = in_bytes > 0 ? (2 * device->l2_bytes + in_bytes - 1) / in_bytes : 2;
+      sets = std::clamp<int64_t>(sets, 2, 8);
+      while (sets > 2 && sets * in_bytes > (int64_t{24} << 30)) --sets;
+      for (int64_t s = 1; s < sets; ++s) pc.seeds.push_back(SecureRandom64());
+      double est_us = pc.cost.sol_us > 0 ? pc.cost.sol_us : pc.cost.bytes / 2e12 * 1e6;
+      int iters = opts.timing_iterations > 0
+                      ? opts.timing_iterations
+                      : static_cast<int>(std::clamp(300000.0 / std::max(est_us, 1.0), 20.0, 200.0));
+      int audit = static_cast<int>(SecureRandom64() % static_cast<uint64_t>(iters - 1));
+      pc.audit_set = audit % static_cast<int>(sets);
+      pc.last_set = (iters - 1) % static_cast<int>(sets);
+      pc.timing = {{"warmup", 3},
+                   {"iterations", iters},
+                   {"l2_flush_bytes", std::max<int64_t>(2 * device->l2_bytes, 64 << 20)},
+                   {"audit_iteration", audit}};
+      // A candidate may be far slower than speed-of-light and still correct; a hang is not.
+      case_s += 10 + (iters + 5) * (est_us * 1e-6 * 50 + 2e-3);
+    }
+    cand_budget_s += case_s;
+    ref_budget_s += opts.case_timeout_s * (pc.timing.is_null() ? 1 : 3);
+    cases.push_back(std::move(pc));
+  }
+
+  json cand_job = {{"cubin", fs::absolute(res.compile.cubin_path).string()},
+                   {"result", fs::absolute(scratch + "/candidate.result.json").string()},
+                   {"cases", json::array()}};
+  json ref_job = {{"cubin", fs::absolute(ref_compile.cubin_path).string()},
+                  {"result", fs::absolute(scratch + "/reference.result.json").string()},
+                  {"cases", json::array()}};
+  auto ref_plan_for = [&](const PlannedCase& pc) {
+    return ResolvePlan(*ref_plan, spec, pc.symbols, {}, device->limits);
+  };
+  for (const auto& pc : cases) {
+    WS_ASSIGN_OR_RETURN(json tensors, TensorsJson(spec, pc.symbols));
+    std::string prefix = fs::absolute(scratch + "/cand-" + pc.id).string();
+    cand_job["cases"].push_back({{"id", pc.id},
+                                 {"launches", LaunchesJson(pc.plan)},
+                                 {"workspace", {{"bytes", pc.plan.workspace_bytes},
+                                                {"zero", pc.plan.workspace_zero}}},
+                                 {"tensors", tensors},
+                                 {"input_seeds", pc.seeds},
+                                 {"poison", poison},
+                                 {"timing", pc.timing},
+                                 {"dump", prefix},
+                                 {"dump_inputs", false}});
+    auto rp = ref_plan_for(pc);
+    if (!rp.ok()) return rp.status().Context(ref_path);
+    std::set<int> sets = {0};
+    if (!pc.timing.is_null()) sets.insert({pc.audit_set, pc.last_set});
+    for (int s : sets) {
+      ref_job["cases"].push_back(
+          {{"id", fmt::format("{}@{}", pc.id, s)},
+           {"launches", LaunchesJson(*rp)},
+           {"workspace", {{"bytes", rp->workspace_bytes}, {"zero", rp->workspace_zero}}},
+           {"tensors", tensors},
+           {"input_seeds", {pc.seeds[s]}},
+           {"poison", (poison + 1) % 256},
+           {"timing", nullptr},
+           {"dump", fs::absolute(fmt::format("{}/ref-{}@{}", scratch, pc.id, s)).string()},
+           {"dump_inputs", false}});
+    }
+  }
+
+  // 5. Run: the reference first (trusted), then the candidate, in separate processes.
+  WS_ASSIGN_OR_RETURN(RunnerOutcome ref,
+                      RunRunner(opts, scratch + "/reference.job.json", ref_job, ref_budget_s));
+  for (const auto& c : ref_job["cases"]) {
+    auto it = ref.cases.find(c["id"].get<std::string>());
+    if (it == ref.cases.end() || it->second.value("status", "") != "ok") {
+      return Status::Error("the reference runner failed on case {} ({}): {}{}",
+                           c["id"].get<std::string>(), ref.process.Describe(),
+                           it == ref.cases.end() ? "" : it->second.value("message", ""),
+                           ref.process.stderr_data.substr(0, 1000));
+    }
+  }
+  WS_ASSIGN_OR_RETURN(RunnerOutcome cand,
+                      RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s));
+  res.ran_on_gpu = true;
+
+  // 6. Check, case by case; the first failure decides the verdict.
+  double log_sum = 0, sol_log_sum = 0;
+  int timed = 0, sol_known = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const PlannedCase& pc = cases[i];
+    CaseResult cr;
+    cr.kind = pc.kind;
+    cr.shape = pc.shape;
+    cr.bytes = pc.cost.bytes;
+    cr.flops = pc.cost.flops;
+    cr.sol_us = pc.cost.sol_us;
+    std::string label = shape_label(pc.kind, pc.shape, i);
+    auto it = cand.cases.find(pc.id);
+    auto fail = [&](Verdict v, std::string msg) {
+      cr.verdict = v;
+      cr.message = msg;
+      if (res.verdict == Verdict::kOk) {
+        res.verdict = v;
+        res.message = fmt::format("{}: {}", label, msg);
+      }
+    };
+    if (it == cand.cases.end()) {
+      if (cand.process.timed_out) {
+        fail(Verdict::kTimeout,
+             fmt::format("did not finish within the limit ({:.0f} s for the whole run)",
+                         cand_budget_s));
+      } else {
+        fail(Verdict::kCrashed,
+             fmt::format("the runner died before finishing this case ({}){}",
+                         cand.process.Describe(),
+                         cand.process.stderr_data.empty()
+                             ? ""
+                             : ": " + cand.process.stderr_data.substr(0, 500)));
+      }
+      res.cases.push_back(cr);
+      break;  // later cases never ran
+    }
+    const json& c = it->second;
+    std::string status = c.value("status", "");
+    if (status == "crashed" || status == "launch_error") {
+      fail(Verdict::kCrashed, c.value("message", status));
+    } else if (status == "guard_violation" || !c.value("guards_intact", true)) {
+      fail(Verdict::kWrongAnswer,
+           "wrote outside its output buffers: " + c.value("message", std::string("guard damaged")));
+    } else if (!c.value("inputs_unchanged", true)) {
+      fail(Verdict::kWrongAnswer, "modified its inputs");
+    } else if (status != "ok") {
+      fail(Verdict::kCrashed, fmt::format("runner status '{}': {}", status, c.value("message", "")));
+    } else {
+      std::string cand_prefix = scratch + "/cand-" + pc.id;
+      std::vector<std::pair<std::string, int>> runs = {{"check", 0}};
+      if (!pc.timing.is_null()) {
+        runs.emplace_back("audit", pc.audit_set);
+        runs.emplace_back("last", pc.last_set);
+      }
+      for (const auto& [tag, set] : runs) {
+        auto diff = CompareOutputs(spec, pc.symbols, cand_prefix, tag,
+                                   fmt::format("{}/ref-{}@{}", scratch, pc.id, set));
+        if (!diff.ok()) return diff.status();
+        if (!diff->empty()) {
+          fail(Verdict::kWrongAnswer,
+               tag == "check" ? *diff : fmt::format("in the {} timed run: {}", tag, *diff));
+          break;
+        }
+      }
+      if (cr.verdict == Verdict::kOk && c.contains("timing") && c["timing"].is_object()) {
+        cr.timing = ParseTiming(c["timing"]);
+        if (cr.sol_us > 0 && cr.timing->median_us * kSuspiciousFraction < cr.sol_us) {
+          fail(Verdict::kSuspicious,
+               fmt::format("median {:.2f} us is under the speed-of-light bound {:.2f} us",
+                           cr.timing->median_us, cr.sol_us));
+        }
+      }
+    }
+    if (cr.timing && cr.timing->median_us > 0) {
+      log_sum += std::log(cr.timing->median_us);
+      ++timed;
+      if (cr.sol_us > 0) {
+        sol_log_sum += std::log(cr.sol_us / cr.timing->median_us);
+        ++sol_known;
+      }
+    }
+    res.cases.push_back(std::move(cr));
+  }
+  if (timed) res.geomean_us = std::exp(log_sum / timed);
+  if (sol_known) res.sol_fraction = std::exp(sol_log_sum / sol_known);
+  return res;
+}
+
+}  // namespace ws

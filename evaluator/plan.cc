@@ -1,0 +1,334 @@
+// Launch plans: parsing the JSON block at a candidate's head, validating it against a problem, and
+// resolving it to concrete launch geometry for one shape.
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/evaluator.h"
+
+namespace ws {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kPlanTag = "warpsmith:plan";
+const std::set<std::string, std::less<>> kPlanKeys = {"knobs", "launch", "workspace", "problem"};
+const std::set<std::string, std::less<>> kLaunchKeys = {"kernel", "grid", "block", "cluster",
+                                                        "smem", "args"};
+const std::set<std::string, std::less<>> kDeviceSymbols = {"num_sms"};
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// An expression field: a JSON string, or an integer written as a number.
+Result<std::string> ExprField(const json& j, const std::string& field) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
+  return Status::Error("{}: expected an expression (string or integer), got {}", field,
+                       j.type_name());
+}
+
+Result<std::vector<std::string>> DimsField(const json& j, const std::string& field,
+                                           bool allow_empty) {
+  std::vector<std::string> out;
+  if (j.is_string() || j.is_number_integer()) {
+    WS_ASSIGN_OR_RETURN(auto e, ExprField(j, field));
+    out.push_back(e);
+    return out;
+  }
+  if (!j.is_array()) return Status::Error("{}: expected an array of 1 to 3 expressions", field);
+  if (j.size() > 3 || (j.empty() && !allow_empty)) {
+    return Status::Error("{}: expected 1 to 3 expressions, got {}", field, j.size());
+  }
+  for (size_t i = 0; i < j.size(); ++i) {
+    WS_ASSIGN_OR_RETURN(auto e, ExprField(j[i], fmt::format("{}[{}]", field, i)));
+    out.push_back(e);
+  }
+  return out;
+}
+
+Result<Plan> ParsePlanJson(const json& root) {
+  Plan plan;
+  if (!root.is_object()) return Status::Error("the plan must be a JSON object");
+  for (auto& [key, _] : root.items()) {
+    if (!kPlanKeys.count(key)) {
+      return Status::Error("unknown field '{}' (allowed: knobs, launch, workspace)", key);
+    }
+  }
+  if (root.contains("knobs")) {
+    const json& knobs = root["knobs"];
+    if (!knobs.is_object()) return Status::Error("knobs: expected an object name -> [values]");
+    for (auto& [name, values] : knobs.items()) {
+      std::string field = fmt::format("knobs.{}", name);
+      if (!IsIdentifier(name)) return Status::Error("{}: not a valid identifier", field);
+      if (name.rfind("WS_", 0) == 0) return Status::Error("{}: the WS_ prefix is reserved", field);
+      if (!values.is_array() || values.empty()) {
+        return Status::Error("{}: expected a non-empty array of integers", field);
+      }
+      std::vector<int64_t> vals;
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (!values[i].is_number_integer()) {
+          return Status::Error("{}[{}]: expected an integer", field, i);
+        }
+        vals.push_back(values[i].get<int64_t>());
+      }
+      plan.knobs[name] = std::move(vals);
+    }
+  }
+  if (!root.contains("launch")) return Status::Error("launch: missing (at least one kernel launch)");
+  const json& launches = root["launch"];
+  if (!launches.is_array() || launches.empty()) {
+    return Status::Error("launch: expected a non-empty array of launches");
+  }
+  if (launches.size() > 16) return Status::Error("launch: at most 16 launches, got {}", launches.size());
+  for (size_t li = 0; li < launches.size(); ++li) {
+    const json& l = launches[li];
+    std::string base = fmt::format("launch[{}]", li);
+    if (!l.is_object()) return Status::Error("{}: expected an object", base);
+    for (auto& [key, _] : l.items()) {
+      if (!kLaunchKeys.count(key)) return Status::Error("{}.{}: unknown field", base, key);
+    }
+    PlanLaunch pl;
+    if (!l.contains("kernel") || !l["kernel"].is_string() ||
+        !IsIdentifier(l["kernel"].get<std::string>())) {
+      return Status::Error("{}.kernel: expected the name of an extern \"C\" __global__ function", base);
+    }
+    pl.kernel = l["kernel"].get<std::string>();
+    for (const char* key : {"grid", "block"}) {
+      if (!l.contains(key)) return Status::Error("{}.{}: missing", base, key);
+    }
+    WS_ASSIGN_OR_RETURN(pl.grid, DimsField(l["grid"], base + ".grid", false));
+    WS_ASSIGN_OR_RETURN(pl.block, DimsField(l["block"], base + ".block", false));
+    if (l.contains("cluster")) {
+      WS_ASSIGN_OR_RETURN(pl.cluster, DimsField(l["cluster"], base + ".cluster", true));
+    }
+    if (l.contains("smem")) {
+      WS_ASSIGN_OR_RETURN(pl.smem, ExprField(l["smem"], base + ".smem"));
+    }
+    if (!l.contains("args") || !l["args"].is_array()) {
+      return Status::Error("{}.args: expected an array", base);
+    }
+    const json& args = l["args"];
+    if (args.size() > 64) return Status::Error("{}.args: at most 64 arguments", base);
+    for (size_t ai = 0; ai < args.size(); ++ai) {
+      std::string field = fmt::format("{}.args[{}]", base, ai);
+      const json& a = args[ai];
+      PlanArg arg;
+      if (a.is_string()) {
+        arg.text = a.get<std::string>();
+        arg.kind = arg.text == "workspace" ? PlanArg::Kind::kWorkspace : PlanArg::Kind::kI32;
+        // Tensor names are told apart from expressions by ValidatePlan, which knows the problem.
+      } else if (a.is_number_integer()) {
+        arg.kind = PlanArg::Kind::kI32;
+        arg.text = std::to_string(a.get<int64_t>());
+      } else if (a.is_object() && a.size() == 1 && a.contains("i64")) {
+        arg.kind = PlanArg::Kind::kI64;
+        WS_ASSIGN_OR_RETURN(arg.text, ExprField(a["i64"], field + ".i64"));
+      } else if (a.is_object() && a.size() == 1 && a.contains("i32")) {
+        arg.kind = PlanArg::Kind::kI32;
+        WS_ASSIGN_OR_RETURN(arg.text, ExprField(a["i32"], field + ".i32"));
+      } else {
+        return Status::Error(
+            "{}: expected a tensor name, \"workspace\", an expression, or {{\"i64\": expr}}", field);
+      }
+      pl.args.push_back(std::move(arg));
+    }
+    plan.launches.push_back(std::move(pl));
+  }
+  if (root.contains("workspace")) {
+    const json& w = root["workspace"];
+    if (!w.is_object()) return Status::Error("workspace: expected {{\"bytes\": expr, \"zero\": bool}}");
+    for (auto& [key, _] : w.items()) {
+      if (key != "bytes" && key != "zero") return Status::Error("workspace.{}: unknown field", key);
+    }
+    if (w.contains("bytes")) {
+      WS_ASSIGN_OR_RETURN(plan.workspace_bytes, ExprField(w["bytes"], "workspace.bytes"));
+    }
+    if (w.contains("zero")) {
+      if (!w["zero"].is_boolean()) return Status::Error("workspace.zero: expected true or false");
+      plan.workspace_zero = w["zero"].get<bool>();
+    }
+  }
+  return plan;
+}
+
+// Names an expression may use for `spec`, given the plan's knobs.
+std::set<std::string, std::less<>> ExprNames(const Plan& plan, const ProblemSpec& spec) {
+  std::set<std::string, std::less<>> names(kDeviceSymbols.begin(), kDeviceSymbols.end());
+  for (const auto& s : spec.symbols) names.insert(s);
+  for (const auto& p : spec.params) names.insert(p.name);
+  for (const auto& [k, _] : plan.knobs) names.insert(k);
+  return names;
+}
+
+Status CheckExpr(const std::string& expr, const std::string& field,
+                 const std::set<std::string, std::less<>>& names) {
+  auto ids = ExprIdentifiers(expr);
+  if (!ids.ok()) return ids.status().Context(field);
+  for (const auto& id : *ids) {
+    if (!names.count(id)) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      return Status::Error("{}: unknown name '{}' in \"{}\" (known: {})", field, id, expr, known);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Plan> ParsePlan(const std::string& source) {
+  size_t tag = source.find(kPlanTag);
+  if (tag == std::string::npos) {
+    return Status::Error(
+        "no launch plan: the source must begin with a /* warpsmith:plan {{...}} */ comment");
+  }
+  size_t open = source.rfind("/*", tag);
+  if (open == std::string::npos || source.find_first_not_of(" \t\r\n", open + 2) != tag) {
+    return Status::Error("the warpsmith:plan tag must open a /* ... */ comment");
+  }
+  size_t close = source.find("*/", tag);
+  if (close == std::string::npos) return Status::Error("the plan comment is not closed with */");
+  std::string body = source.substr(tag + kPlanTag.size(), close - tag - kPlanTag.size());
+  json root = json::parse(body, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (root.is_discarded()) {
+    // Parse again with exceptions on, only to get the parser's position and reason.
+    try {
+      (void)json::parse(body, nullptr, true, true);
+    } catch (const json::exception& e) {
+      return Status::Error("the plan is not valid JSON: {}", e.what());
+    }
+    return Status::Error("the plan is not valid JSON");
+  }
+  return ParsePlanJson(root);
+}
+
+Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
+  auto names = ExprNames(plan, spec);
+  for (const auto& [knob, _] : plan.knobs) {
+    if (spec.FindTensor(knob) || spec.FindParam(knob) ||
+        std::find(spec.symbols.begin(), spec.symbols.end(), knob) != spec.symbols.end() ||
+        kDeviceSymbols.count(knob)) {
+      return Status::Error("knobs.{}: clashes with a name of the problem", knob);
+    }
+  }
+  for (size_t li = 0; li < plan.launches.size(); ++li) {
+    const PlanLaunch& l = plan.launches[li];
+    std::string base = fmt::format("launch[{}]", li);
+    auto check_dims = [&](const std::vector<std::string>& dims, const char* what) -> Status {
+      for (size_t d = 0; d < dims.size(); ++d) {
+        WS_RETURN_IF_ERROR(CheckExpr(dims[d], fmt::format("{}.{}[{}]", base, what, d), names));
+      }
+      return Status::Ok();
+    };
+    WS_RETURN_IF_ERROR(check_dims(l.grid, "grid"));
+    WS_RETURN_IF_ERROR(check_dims(l.block, "block"));
+    WS_RETURN_IF_ERROR(check_dims(l.cluster, "cluster"));
+    WS_RETURN_IF_ERROR(CheckExpr(l.smem, base + ".smem", names));
+    for (size_t ai = 0; ai < l.args.size(); ++ai) {
+      const PlanArg& a = l.args[ai];
+      std::string field = fmt::format("{}.args[{}]", base, ai);
+      if (a.kind == PlanArg::Kind::kWorkspace || spec.FindTensor(a.text)) continue;
+      WS_RETURN_IF_ERROR(CheckExpr(a.text, field, names));
+    }
+  }
+  return CheckExpr(plan.workspace_bytes, "workspace.bytes", names);
+}
+
+Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, const SymbolTable& symbols,
+                                 const std::map<std::string, int64_t>& knob_values,
+                                 const DeviceLimits& limits) {
+  SymbolTable env = symbols;
+  env["num_sms"] = limits.num_sms;
+  for (const auto& [name, allowed] : plan.knobs) {
+    auto it = knob_values.find(name);
+    int64_t v = it == knob_values.end() ? allowed.front() : it->second;
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      return Status::Error("knobs.{}: {} is not one of the allowed values", name, v);
+    }
+    env[name] = v;
+  }
+  for (const auto& [name, _] : knob_values) {
+    if (!plan.knobs.count(name)) return Status::Error("knob '{}' is not declared by the plan", name);
+  }
+  auto eval = [&](const std::string& e, const std::string& field) -> Result<int64_t> {
+    auto v = EvalExpr(e, env);
+    if (!v.ok()) return v.status().Context(field);
+    return v;
+  };
+
+  ResolvedPlan out;
+  for (size_t li = 0; li < plan.launches.size(); ++li) {
+    const PlanLaunch& l = plan.launches[li];
+    std::string base = fmt::format("launch[{}]", li);
+    ResolvedLaunch rl;
+    rl.kernel = l.kernel;
+    auto dims = [&](const std::vector<std::string>& exprs, int64_t* dst, const char* what,
+                    const int64_t* maxes, int64_t product_max) -> Status {
+      int64_t product = 1;
+      for (size_t d = 0; d < exprs.size(); ++d) {
+        std::string field = fmt::format("{}.{}[{}]", base, what, d);
+        WS_ASSIGN_OR_RETURN(int64_t v, eval(exprs[d], field));
+        if (v < 1 || v > maxes[d]) {
+          return Status::Error("{} = {} (\"{}\") is outside [1, {}]", field, v, exprs[d], maxes[d]);
+        }
+        dst[d] = v;
+        product *= v;  // each factor is bounded, so this cannot overflow before the check below
+        if (product > product_max) {
+          return Status::Error("{}: total {} exceeds the limit {}", base + "." + what, product,
+                               product_max);
+        }
+      }
+      return Status::Ok();
+    };
+    const int64_t block_max[3] = {1024, 1024, 64};
+    const int64_t cluster_max[3] = {limits.max_cluster, limits.max_cluster, limits.max_cluster};
+    WS_RETURN_IF_ERROR(dims(l.grid, rl.grid, "grid", limits.max_grid, int64_t{1} << 40));
+    WS_RETURN_IF_ERROR(dims(l.block, rl.block, "block", block_max, limits.max_threads_per_block));
+    WS_RETURN_IF_ERROR(dims(l.cluster, rl.cluster, "cluster", cluster_max, limits.max_cluster));
+    for (int d = 0; d < 3; ++d) {
+      if (rl.grid[d] % rl.cluster[d] != 0) {
+        return Status::Error("{}: grid[{}] = {} is not a multiple of cluster[{}] = {}", base, d,
+                             rl.grid[d], d, rl.cluster[d]);
+      }
+    }
+    WS_ASSIGN_OR_RETURN(rl.smem, eval(l.smem, base + ".smem"));
+    if (rl.smem < 0 || rl.smem > limits.max_smem_per_block) {
+      return Status::Error("{}.smem = {} is outside [0, {}]", base, rl.smem,
+                           limits.max_smem_per_block);
+    }
+    for (size_t ai = 0; ai < l.args.size(); ++ai) {
+      const PlanArg& a = l.args[ai];
+      std::string field = fmt::format("{}.args[{}]", base, ai);
+      ResolvedLaunch::Arg ra;
+      ra.kind = a.kind;
+      if (a.kind == PlanArg::Kind::kWorkspace) {
+        // pointer filled by the runner
+      } else if (a.kind != PlanArg::Kind::kI64 && spec.FindTensor(a.text)) {
+        ra.kind = PlanArg::Kind::kTensor;
+        ra.tensor = a.text;
+      } else {
+        WS_ASSIGN_OR_RETURN(ra.value, eval(a.text, field));
+        if (a.kind == PlanArg::Kind::kI32 && (ra.value < INT32_MIN || ra.value > INT32_MAX)) {
+          return Status::Error("{} = {} does not fit in int32; pass it as {{\"i64\": ...}}", field,
+                               ra.value);
+        }
+      }
+      rl.args.push_back(std::move(ra));
+    }
+    out.launches.push_back(std::move(rl));
+  }
+  WS_ASSIGN_OR_RETURN(out.workspace_bytes, eval(plan.workspace_bytes, "workspace.bytes"));
+  if (out.workspace_bytes < 0 || out.workspace_bytes > limits.max_workspace) {
+    return Status::Error("workspace.bytes = {} is outside [0, {}]", out.workspace_bytes,
+                         limits.max_workspace);
+  }
+  out.workspace_zero = plan.workspace_zero;
+  return out;
+}
+
+}  // namespace ws

@@ -1,0 +1,561 @@
+// warpsmith: the command line. Exit status: 0 ok, 1 the candidate was rejected, 2 usage or
+// internal error.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "evaluator/evaluator.h"
+#include "orchestrator/store.h"
+#include "problems/problems.h"
+#include "sandbox/sandbox.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr int kExitOk = 0, kExitRejected = 1, kExitError = 2;
+
+struct Globals {
+  std::string workspace = ".warpsmith";
+  std::string problems_dir;
+};
+
+std::string DefaultProblemsDir() {
+  if (const char* env = std::getenv("WARPSMITH_PROBLEMS")) return env;
+  // Next to the binary's source tree (build/ sits in the repository), else the compiled-in path.
+  fs::path beside = fs::path(SelfDir()).parent_path() / "problems";
+  if (fs::is_directory(beside)) return beside.string();
+  return std::string(WS_SOURCE_DIR) + "/problems";
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "warpsmith: %s\n", s.message().c_str());
+  return kExitError;
+}
+
+Result<std::vector<ProblemSpec>> LoadAll(const Globals& g) {
+  return LoadProblemSet(g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir);
+}
+
+Result<ProblemSpec> FindProblem(const Globals& g, const std::string& name) {
+  WS_ASSIGN_OR_RETURN(auto all, LoadAll(g));
+  std::string names;
+  for (auto& p : all) {
+    if (p.name == name) return std::move(p);
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  return Status::Error("no problem named '{}' (known: {})", name, names);
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const Globals& g) {
+  std::error_code ec;
+  fs::create_directories(g.workspace, ec);
+  if (ec) return Status::Error("cannot create the workspace {}: {}", g.workspace, ec.message());
+  return Store::Open(g.workspace + "/warpsmith.db");
+}
+
+Result<std::map<std::string, std::string>> ParseSets(const std::vector<std::string>& sets) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : sets) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::Error("--set expects NAME=VALUE, got '{}'", s);
+    }
+    out[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string ShapeText(const Shape& s) {
+  std::string t;
+  for (const auto& [k, v] : s.symbols) t += fmt::format("{}{}={}", t.empty() ? "" : " ", k, v);
+  return t;
+}
+
+json ShapeJson(const Shape& s) {
+  json j = json::object();
+  for (const auto& [k, v] : s.symbols) j[k] = v;
+  return j;
+}
+
+std::string ParamsJson(const std::map<std::string, std::string>& params) {
+  return json(params).dump();
+}
+
+// ---- problems -----------------------------------------------------------------------------------
+
+json SpecJson(const ProblemSpec& p, bool full) {
+  json j = {{"name", p.name}, {"description", p.description}};
+  j["symbols"] = p.symbols;
+  json params = json::object();
+  for (const auto& prm : p.params) params[prm.name] = {{"values", prm.values}, {"default", prm.default_value}};
+  j["params"] = params;
+  if (!full) return j;
+  json tensors = json::array();
+  for (const auto& t : p.tensors) {
+    tensors.push_back({{"name", t.name},
+                       {"dtype", std::string(DTypeName(t.dtype))},
+                       {"shape", t.shape},
+                       {"role", t.role == TensorRole::kInput ? "input" : "output"}});
+  }
+  j["tensors"] = tensors;
+  j["constraints"] = p.constraints;
+  json test = json::array(), bench = json::array();
+  for (const auto& s : p.test_shapes) test.push_back(ShapeJson(s));
+  for (const auto& s : p.bench_shapes) {
+    json b = ShapeJson(s);
+    b["source"] = s.source;
+    bench.push_back(b);
+  }
+  // Hidden shapes are never printed: only their number.
+  j["shapes"] = {{"test", test}, {"bench", bench}, {"hidden_count", p.hidden_shapes.size()}};
+  j["cost"] = {{"bytes", p.cost_bytes}, {"flops", p.cost_flops}};
+  j["gpu_reference"] = p.gpu_reference;
+  j["baseline"] = p.baseline;
+  j["starting_kernel"] = p.starting_kernel;
+  return j;
+}
+
+int CmdProblems(const Globals& g, bool as_json) {
+  auto all = LoadAll(g);
+  if (!all.ok()) return Fail(all.status());
+  if (as_json) {
+    json arr = json::array();
+    for (const auto& p : *all) arr.push_back(SpecJson(p, false));
+    std::cout << arr.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& p : *all) {
+    std::cout << fmt::format("{:<28} {}\n", p.name, p.description.substr(0, 70));
+  }
+  return kExitOk;
+}
+
+int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
+  auto p = FindProblem(g, name);
+  if (!p.ok()) return Fail(p.status());
+  json j = SpecJson(*p, true);
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{}\n  {}\n\n", p->name, p->description);
+  for (const auto& prm : p->params) {
+    std::string vals;
+    for (const auto& v : prm.values) vals += (vals.empty() ? "" : " | ") + v;
+    std::cout << fmt::format("  param {} = {} (default {})\n", prm.name, vals, prm.default_value);
+  }
+  for (const auto& t : p->tensors) {
+    std::string dims;
+    for (const auto& d : t.shape) dims += (dims.empty() ? "" : ", ") + d;
+    std::cout << fmt::format("  {:<6} {:<8} {:<9} [{}]\n",
+                             t.role == TensorRole::kInput ? "input" : "output", t.name,
+                             DTypeName(t.dtype), dims);
+  }
+  std::cout << fmt::format("\n  bytes moved: {}\n", p->cost_bytes);
+  for (const auto& [cls, f] : p->cost_flops) std::cout << fmt::format("  {} FLOPs: {}\n", cls, f);
+  std::cout << "\n  test shapes:\n";
+  for (const auto& s : p->test_shapes) std::cout << "    " << ShapeText(s) << "\n";
+  std::cout << "  bench shapes:\n";
+  for (const auto& s : p->bench_shapes) {
+    std::cout << fmt::format("    {:<22} {}\n", ShapeText(s), s.source);
+  }
+  std::cout << fmt::format("  hidden shapes: {} (not shown)\n", p->hidden_shapes.size());
+  std::cout << fmt::format("\n  reference: {}/{}\n  baseline:  {}/{}\n", p->dir, p->gpu_reference,
+                           p->dir, p->baseline);
+  return kExitOk;
+}
+
+// ---- eval ---------------------------------------------------------------------------------------
+
+json ResultJson(const EvalResult& r) {
+  json cases = json::array();
+  for (const auto& c : r.cases) {
+    json j = {{"kind", c.kind}, {"verdict", std::string(VerdictName(c.verdict))},
+              {"message", c.message}, {"bytes", c.bytes}, {"sol_us", c.sol_us}};
+    if (c.kind != "hidden") j["shape"] = ShapeJson(c.shape);
+    if (c.timing) {
+      j["timing"] = {{"median_us", c.timing->median_us}, {"min_us", c.timing->min_us},
+                     {"p90_us", c.timing->p90_us},       {"mean_us", c.timing->mean_us},
+                     {"stdev_us", c.timing->stdev_us},   {"iterations", c.timing->iterations}};
+    }
+    cases.push_back(j);
+  }
+  json res = {{"verdict", std::string(VerdictName(r.verdict))},
+              {"message", r.message},
+              {"ran_on_gpu", r.ran_on_gpu},
+              {"knobs", r.knobs},
+              {"compile", {{"ok", r.compile.ok}, {"hash", r.compile.hash}, {"cached", r.compile.cached}}},
+              {"cases", cases},
+              {"geomean_us", r.geomean_us},
+              {"sol_fraction", r.sol_fraction}};
+  json kernels = json::array();
+  for (const auto& k : r.compile.resources.kernels) {
+    kernels.push_back({{"name", k.name}, {"registers", k.registers}, {"smem_static", k.smem_static},
+                       {"stack_frame", k.stack_frame}, {"spill_stores", k.spill_stores},
+                       {"spill_loads", k.spill_loads}});
+  }
+  res["resources"] = kernels;
+  if (r.device) res["device"] = {{"name", r.device->name}, {"arch", r.device->arch},
+                                 {"driver", r.device->driver}};
+  return res;
+}
+
+void PrintResult(const EvalResult& r, const std::string& problem) {
+  for (const auto& k : r.compile.resources.kernels) {
+    std::cout << fmt::format("  kernel {}: {} registers, {} B static smem, {} B stack, {} B spilled\n",
+                             k.name, k.registers, k.smem_static, k.stack_frame,
+                             k.spill_stores + k.spill_loads);
+  }
+  if (r.device) {
+    std::cout << fmt::format("  gpu: {} ({}, driver {})\n", r.device->name, r.device->arch,
+                             r.device->driver);
+  }
+  if (!r.cases.empty()) {
+    std::cout << fmt::format("  {:<7} {:<22} {:<13} {:>11} {:>11} {:>10} {:>8} {:>8}\n", "kind",
+                             "shape", "verdict", "median us", "p90 us", "SOL us", "of SOL",
+                             "TB/s");
+  }
+  int hidden = 0;
+  for (const auto& c : r.cases) {
+    std::string shape = c.kind == "hidden" ? fmt::format("#{}", hidden++) : ShapeText(c.shape);
+    std::string med = "-", p90 = "-", sol = c.sol_us > 0 ? fmt::format("{:.2f}", c.sol_us) : "-",
+                frac = "-", tbps = "-";
+    if (c.timing) {
+      med = fmt::format("{:.2f}", c.timing->median_us);
+      p90 = fmt::format("{:.2f}", c.timing->p90_us);
+      if (c.sol_us > 0) frac = fmt::format("{:.3f}", c.sol_us / c.timing->median_us);
+      tbps = fmt::format("{:.3f}", c.bytes / (c.timing->median_us * 1e-6) / 1e12);
+    }
+    std::cout << fmt::format("  {:<7} {:<22} {:<13} {:>11} {:>11} {:>10} {:>8} {:>8}\n", c.kind,
+                             shape, VerdictName(c.verdict), med, p90, sol, frac, tbps);
+  }
+  std::string summary = fmt::format("{}: {}", problem, VerdictName(r.verdict));
+  if (r.verdict == Verdict::kOk && r.geomean_us > 0) {
+    summary += fmt::format(" — geomean {:.2f} us over bench shapes", r.geomean_us);
+    if (r.sol_fraction > 0) summary += fmt::format(", {:.3f} of speed-of-light", r.sol_fraction);
+  }
+  std::cout << summary << "\n";
+  if (!r.message.empty()) std::cout << "  " << r.message << "\n";
+}
+
+struct EvalArgs {
+  std::string problem, file, arch = "sm_90a";
+  bool compile_only = false, as_json = false, no_hidden = false;
+  std::vector<std::string> sets, knobs;
+};
+
+Result<std::optional<DeviceCeilings>> CeilingsFor(Store& store, const DeviceInfo& device,
+                                                  const EvaluatorOptions& opts) {
+  WS_ASSIGN_OR_RETURN(auto stored, store.GetCeilings(device.name));
+  if (!stored) {
+    std::fprintf(stderr, "warpsmith: no measured ceilings for %s yet; probing the device once\n",
+                 device.name.c_str());
+    WS_ASSIGN_OR_RETURN(DeviceCeilings c, MeasureCeilings(opts));
+    CeilingsRecord rec{c.gpu, c.copy_bytes_per_s, c.bf16_flops_per_s, c.fp8_flops_per_s, ""};
+    WS_RETURN_IF_ERROR(store.PutCeilings(rec));
+    WS_ASSIGN_OR_RETURN(stored, store.GetCeilings(c.gpu));
+    if (!stored) return Status::Error("ceilings for {} were not stored", c.gpu);
+  }
+  DeviceCeilings c;
+  c.gpu = stored->gpu;
+  c.copy_bytes_per_s = stored->copy_bytes_per_s;
+  c.bf16_flops_per_s = stored->bf16_flops_per_s;
+  c.fp8_flops_per_s = stored->fp8_flops_per_s;
+  c.measured_at = stored->measured_at;
+  return std::optional<DeviceCeilings>(c);
+}
+
+int CmdEval(const Globals& g, const EvalArgs& a) {
+  auto spec = FindProblem(g, a.problem);
+  if (!spec.ok()) return Fail(spec.status());
+  std::ifstream in(a.file, std::ios::binary);
+  if (!in) return Fail(Status::Error("cannot read {}", a.file));
+  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto arch = ParseArch(a.arch);
+  if (!arch.ok()) return Fail(arch.status());
+  auto sets = ParseSets(a.sets);
+  if (!sets.ok()) return Fail(sets.status());
+  auto params = ResolveParams(*spec, *sets);
+  if (!params.ok()) return Fail(params.status());
+  auto knob_text = ParseSets(a.knobs);
+  if (!knob_text.ok()) return Fail(knob_text.status());
+  std::map<std::string, int64_t> knobs;
+  for (const auto& [k, v] : *knob_text) {
+    char* end = nullptr;
+    long long n = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end) return Fail(Status::Error("--knob {}: '{}' is not an integer", k, v));
+    knobs[k] = n;
+  }
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+
+  EvaluatorOptions opts;
+  opts.workspace = g.workspace;
+  EvalRequest req;
+  req.spec = &*spec;
+  req.source = source;
+  req.source_name = a.file;
+  req.arch = *arch;
+  req.params = *params;
+  req.knobs = knobs;
+  req.compile_only = a.compile_only;
+  req.include_hidden = !a.no_hidden;
+  if (!a.compile_only) {
+    std::string why;
+    auto device = ProbeDevice(opts, &why);
+    if (!device.ok()) return Fail(device.status());
+    req.device = *device;
+    if (*device) {
+      auto ceilings = CeilingsFor(**store, **device, opts);
+      if (!ceilings.ok()) return Fail(ceilings.status());
+      req.ceilings = *ceilings;
+    } else {
+      std::fprintf(stderr, "warpsmith: no GPU here (%s): compiling and validating only\n",
+                   why.c_str());
+    }
+  }
+  auto result = Evaluate(req, opts);
+  if (!result.ok()) return Fail(result.status());
+  const EvalResult& r = *result;
+
+  // Record it: the kernel once per content, every evaluation.
+  KernelRecord k;
+  k.problem = spec->name;
+  k.hash = Sha256Hex(source);
+  k.source = source;
+  k.origin = "file:" + fs::path(a.file).lexically_normal().string();
+  auto kid = (*store)->PutKernel(k);
+  if (!kid.ok()) return Fail(kid.status());
+  EvaluationRecord e;
+  e.kernel_id = *kid;
+  e.problem = spec->name;
+  e.params_json = ParamsJson(*params);
+  e.knobs_json = json(r.knobs).dump();
+  if (r.device) {
+    e.gpu = r.device->name;
+    e.driver = r.device->driver;
+  }
+  e.arch = std::string(ArchName(*arch));
+  e.verdict = std::string(VerdictName(r.verdict));
+  e.message = r.message;
+  e.resources_json = ResultJson(r)["resources"].dump();
+  e.time_us = r.verdict == Verdict::kOk ? r.geomean_us : 0;
+  e.sol_fraction = r.verdict == Verdict::kOk ? r.sol_fraction : 0;
+  for (const auto& c : r.cases) {
+    if (!c.timing) continue;
+    e.timings.push_back({ShapeJson(c.shape).dump(), c.kind, c.timing->median_us, c.timing->min_us,
+                         c.timing->p90_us, c.timing->stdev_us, c.timing->iterations, c.sol_us});
+  }
+  auto eid = (*store)->AddEvaluation(e);
+  if (!eid.ok()) return Fail(eid.status());
+
+  if (a.as_json) {
+    json j = ResultJson(r);
+    j["evaluation_id"] = *eid;
+    j["problem"] = spec->name;
+    j["params"] = *params;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("evaluation {} of {} ({}, {})\n", *eid, a.file, spec->name,
+                             ParamsJson(*params));
+    PrintResult(r, spec->name);
+  }
+  switch (r.verdict) {
+    case Verdict::kOk:
+    case Verdict::kNotRun:
+      return kExitOk;
+    default:
+      return kExitRejected;
+  }
+}
+
+// ---- leaderboard --------------------------------------------------------------------------------
+
+int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  auto rows = (*store)->Leaderboard(problem);
+  if (!rows.ok()) return Fail(rows.status());
+  if (as_json) {
+    json arr = json::array();
+    for (const auto& r : *rows) {
+      arr.push_back({{"problem", r.problem}, {"params", json::parse(r.params_json, nullptr, false)},
+                     {"gpu", r.gpu}, {"time_us", r.time_us}, {"sol_fraction", r.sol_fraction},
+                     {"kernel_id", r.kernel_id}, {"evaluation_id", r.evaluation_id},
+                     {"kernel_hash", r.kernel_hash}, {"origin", r.origin},
+                     {"created_at", r.created_at}});
+    }
+    std::cout << arr.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (rows->empty()) {
+    std::cout << "no verified, timed kernels yet" << (problem.empty() ? "" : " for " + problem)
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11} {:>7} {:<13} {}\n", "problem", "params",
+                           "gpu", "geomean us", "of SOL", "kernel", "origin");
+  for (const auto& r : *rows) {
+    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>7.3f} {:<13} {}\n", r.problem,
+                             r.params_json, r.gpu, r.time_us, r.sol_fraction,
+                             r.kernel_hash.substr(0, 12), r.origin);
+  }
+  return kExitOk;
+}
+
+// ---- reference ----------------------------------------------------------------------------------
+
+int CmdReference(const Globals& g, const std::string& problem, const std::string& in_dir,
+                 const std::string& out_dir, const std::vector<std::string>& set_args) {
+  auto spec = FindProblem(g, problem);
+  if (!spec.ok()) return Fail(spec.status());
+  auto sets = ParseSets(set_args);
+  if (!sets.ok()) return Fail(sets.status());
+  auto params = ResolveParams(*spec, *sets);
+  if (!params.ok()) return Fail(params.status());
+  TensorMap inputs;
+  Shape shape;
+  for (const auto& t : spec->tensors) {
+    if (t.role != TensorRole::kInput) continue;
+    std::string path = in_dir + "/" + t.name + ".npy";
+    auto tensor = ReadNpy(path, t.dtype);
+    if (!tensor.ok()) return Fail(tensor.status());
+    if (tensor->dims.size() != t.shape.size()) {
+      return Fail(Status::Error("{}: {} dims, the spec's '{}' has {}", path, tensor->dims.size(),
+                                t.name, t.shape.size()));
+    }
+    // Bare symbols in the spec's shape take their values from the file.
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const std::string& e = t.shape[d];
+      if (std::find(spec->symbols.begin(), spec->symbols.end(), e) == spec->symbols.end()) continue;
+      auto [it, fresh] = shape.symbols.emplace(e, tensor->dims[d]);
+      if (!fresh && it->second != tensor->dims[d]) {
+        return Fail(Status::Error("{}: dim {} is {}, but {} = {} from another input", path, d,
+                                  tensor->dims[d], e, it->second));
+      }
+    }
+    inputs.emplace(t.name, std::move(*tensor));
+  }
+  if (Status s = ValidateShape(*spec, shape); !s.ok()) return Fail(s);
+  SymbolTable symbols = BindSymbols(*spec, shape, *params);
+  auto outputs = RunCpuReference(*spec, symbols, *params, inputs);
+  if (!outputs.ok()) return Fail(outputs.status());
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return Fail(Status::Error("cannot create {}: {}", out_dir, ec.message()));
+  for (const auto& [name, t] : *outputs) {
+    std::string path = out_dir + "/" + name + ".npy";
+    if (Status s = WriteNpy(path, t); !s.ok()) return Fail(s);
+    std::cout << fmt::format("wrote {} ({}, {} elements)\n", path, DTypeName(t.dtype), t.numel());
+  }
+  return kExitOk;
+}
+
+// ---- device -------------------------------------------------------------------------------------
+
+int CmdDeviceProbe(const Globals& g, bool as_json) {
+  EvaluatorOptions opts;
+  opts.workspace = g.workspace;
+  std::string why;
+  auto device = ProbeDevice(opts, &why);
+  if (!device.ok()) return Fail(device.status());
+  if (!*device) return Fail(Status::Error("no GPU to probe: {}", why));
+  auto c = MeasureCeilings(opts);
+  if (!c.ok()) return Fail(c.status());
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  CeilingsRecord rec{c->gpu, c->copy_bytes_per_s, c->bf16_flops_per_s, c->fp8_flops_per_s, ""};
+  if (Status s = (*store)->PutCeilings(rec); !s.ok()) return Fail(s);
+  if (as_json) {
+    std::cout << json{{"gpu", c->gpu}, {"arch", (*device)->arch}, {"driver", (*device)->driver},
+                      {"copy_bytes_per_s", c->copy_bytes_per_s},
+                      {"bf16_flops_per_s", c->bf16_flops_per_s},
+                      {"fp8_flops_per_s", c->fp8_flops_per_s}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << fmt::format(
+        "{} ({}, driver {}): copy {:.3f} TB/s, bf16 {:.0f} TFLOP/s, fp8 {:.0f} TFLOP/s (stored)\n",
+        c->gpu, (*device)->arch, (*device)->driver, c->copy_bytes_per_s / 1e12,
+        c->bf16_flops_per_s / 1e12, c->fp8_flops_per_s / 1e12);
+  }
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"warpsmith: kernel optimization campaigns for MXFP8 MoE on Hopper and Blackwell"};
+  app.require_subcommand(1);
+  Globals g;
+  app.add_option("--workspace", g.workspace, "workspace folder (store, cache, scratch)")
+      ->capture_default_str();
+  app.add_option("--problems-dir", g.problems_dir, "problem set folder (default: ./problems)");
+
+  int rc = kExitOk;
+  bool as_json = false;
+
+  auto* problems = app.add_subcommand("problems", "list problems, or show one");
+  problems->add_flag("--json", as_json, "machine-readable output");
+  auto* show = problems->add_subcommand("show", "show one problem");
+  std::string show_name;
+  show->add_option("NAME", show_name)->required();
+  show->add_flag("--json", as_json, "machine-readable output");
+  show->callback([&] { rc = CmdProblemShow(g, show_name, as_json); });
+  problems->callback([&] {
+    if (problems->get_subcommands().empty()) rc = CmdProblems(g, as_json);
+  });
+
+  EvalArgs ea;
+  auto* eval = app.add_subcommand("eval", "compile, check and time one candidate kernel");
+  eval->add_option("PROBLEM", ea.problem)->required();
+  eval->add_option("FILE", ea.file, "the candidate .cu (device code + plan)")->required();
+  eval->add_option("--arch", ea.arch, "sm_90a or sm_100a")->capture_default_str();
+  eval->add_flag("--compile-only", ea.compile_only, "compile and validate the plan; run nothing");
+  eval->add_option("--set", ea.sets, "problem parameter NAME=VALUE")->take_all();
+  eval->add_option("--knob", ea.knobs, "knob NAME=VALUE (default: the plan's first value)");
+  eval->add_flag("--no-hidden", ea.no_hidden, "skip hidden shapes (such a result is not ranked)");
+  eval->add_flag("--json", ea.as_json, "machine-readable output");
+  eval->callback([&] { rc = CmdEval(g, ea); });
+
+  std::string lb_problem;
+  auto* lb = app.add_subcommand("leaderboard", "the fastest verified kernels");
+  lb->add_option("--problem", lb_problem);
+  lb->add_flag("--json", as_json, "machine-readable output");
+  lb->callback([&] { rc = CmdLeaderboard(g, lb_problem, as_json); });
+
+  std::string ref_problem, ref_in, ref_out;
+  std::vector<std::string> ref_sets;
+  auto* ref = app.add_subcommand("reference", "run a problem's CPU reference on .npy inputs");
+  ref->add_option("PROBLEM", ref_problem)->required();
+  ref->add_option("--in", ref_in, "folder with <tensor>.npy inputs")->required();
+  ref->add_option("--out", ref_out, "folder for <tensor>.npy outputs")->required();
+  ref->add_option("--set", ref_sets, "problem parameter NAME=VALUE");
+  ref->callback([&] { rc = CmdReference(g, ref_problem, ref_in, ref_out, ref_sets); });
+
+  auto* device = app.add_subcommand("device", "the GPU and its measured ceilings");
+  device->require_subcommand(1);
+  auto* probe = device->add_subcommand("probe", "measure copy bandwidth and BF16/FP8 matrix rates");
+  probe->add_flag("--json", as_json, "machine-readable output");
+  probe->callback([&] { rc = CmdDeviceProbe(g, as_json); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitError;
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace ws
+
+int main(int argc, char** argv) { return ws::Main(argc, argv); }
