@@ -1,0 +1,492 @@
+// The SQLite store, on the raw C API. Statements go through a small RAII wrapper; every sqlite
+// error becomes a Status naming the operation and sqlite3_errmsg.
+#include "orchestrator/store.h"
+
+#include <sqlite3.h>
+
+#include <iterator>
+#include <string_view>
+#include <utility>
+
+namespace ws {
+namespace {
+
+// VerdictName(Verdict::kOk); spelled out so the store does not depend on the evaluator.
+constexpr std::string_view kVerdictOk = "ok";
+
+// ISO-8601 UTC with milliseconds, from SQLite's clock.
+#define WS_STORE_NOW "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+// Schema migrations, oldest first; step i takes the schema from version i to i + 1. Append
+// only: a released step never changes.
+constexpr const char* kMigrations[] = {
+    // 1: kernels, evaluations with their per-shape timings, and measured GPU ceilings.
+    R"sql(
+      CREATE TABLE kernels (
+        id         INTEGER PRIMARY KEY,
+        problem    TEXT NOT NULL,
+        hash       TEXT NOT NULL,
+        source     TEXT NOT NULL,
+        origin     TEXT NOT NULL DEFAULT '',
+        parent_id  INTEGER REFERENCES kernels(id),
+        created_at TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql(),
+        UNIQUE (problem, hash)
+      );
+      CREATE INDEX kernels_by_parent ON kernels(parent_id);
+
+      CREATE TABLE evaluations (
+        id             INTEGER PRIMARY KEY,
+        kernel_id      INTEGER NOT NULL REFERENCES kernels(id),
+        problem        TEXT NOT NULL,
+        params_json    TEXT NOT NULL DEFAULT '{}',
+        knobs_json     TEXT NOT NULL DEFAULT '{}',
+        gpu            TEXT NOT NULL DEFAULT '',
+        arch           TEXT NOT NULL DEFAULT '',
+        driver         TEXT NOT NULL DEFAULT '',
+        verdict        TEXT NOT NULL,
+        message        TEXT NOT NULL DEFAULT '',
+        resources_json TEXT NOT NULL DEFAULT '{}',
+        time_us        REAL NOT NULL DEFAULT 0,
+        sol_fraction   REAL NOT NULL DEFAULT 0,
+        created_at     TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
+      );
+      CREATE INDEX evaluations_by_problem ON evaluations(problem, id);
+      CREATE INDEX evaluations_by_kernel ON evaluations(kernel_id);
+      -- The leaderboard scans only timed ok rows, already in rank order per group.
+      CREATE INDEX evaluations_leaderboard
+        ON evaluations(problem, params_json, gpu, time_us, created_at, id)
+        WHERE verdict = 'ok' AND time_us > 0;
+
+      CREATE TABLE timings (
+        evaluation_id INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
+        shape_json    TEXT NOT NULL,
+        kind          TEXT NOT NULL,
+        median_us     REAL NOT NULL DEFAULT 0,
+        min_us        REAL NOT NULL DEFAULT 0,
+        p90_us        REAL NOT NULL DEFAULT 0,
+        stdev_us      REAL NOT NULL DEFAULT 0,
+        iterations    INTEGER NOT NULL DEFAULT 0,
+        sol_us        REAL NOT NULL DEFAULT 0
+      );
+      CREATE INDEX timings_by_evaluation ON timings(evaluation_id);
+
+      CREATE TABLE ceilings (
+        gpu              TEXT PRIMARY KEY,
+        copy_bytes_per_s REAL NOT NULL DEFAULT 0,
+        bf16_flops_per_s REAL NOT NULL DEFAULT 0,
+        fp8_flops_per_s  REAL NOT NULL DEFAULT 0,
+        measured_at      TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
+      );
+    )sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+Status SqliteError(sqlite3* db, std::string_view op) {
+  return Status::Error("{}: {}", op, db != nullptr ? sqlite3_errmsg(db) : "out of memory");
+}
+
+Status Exec(sqlite3* db, const char* sql, std::string_view op) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) == SQLITE_OK) return Status::Ok();
+  Status s = Status::Error("{}: {}", op, err != nullptr ? err : sqlite3_errmsg(db));
+  sqlite3_free(err);
+  return s;
+}
+
+// One prepared statement; finalized on destruction. Bind indexes start at 1, columns at 0.
+class Stmt {
+ public:
+  static Result<Stmt> Prepare(sqlite3* db, std::string_view sql, std::string_view op) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+        SQLITE_OK) {
+      return SqliteError(db, op);
+    }
+    return Stmt(db, stmt, op);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(Stmt&& o) noexcept
+      : db_(o.db_), stmt_(std::exchange(o.stmt_, nullptr)), op_(o.op_), bind_rc_(o.bind_rc_) {}
+  Stmt& operator=(Stmt&&) = delete;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  // Bind failures are remembered and reported by the next Step, so callers bind in a row.
+  Stmt& Bind(int i, int64_t v) { return Check(sqlite3_bind_int64(stmt_, i, v)); }
+  Stmt& Bind(int i, int v) { return Bind(i, static_cast<int64_t>(v)); }
+  Stmt& Bind(int i, double v) { return Check(sqlite3_bind_double(stmt_, i, v)); }
+  Stmt& Bind(int i, std::string_view v) {
+    return Check(sqlite3_bind_text64(stmt_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+  }
+  Stmt& Bind(int i, const std::string& v) { return Bind(i, std::string_view(v)); }
+  Stmt& Bind(int i, const char* v) { return Bind(i, std::string_view(v)); }
+  Stmt& Bind(int i, const std::optional<int64_t>& v) {
+    return v ? Bind(i, *v) : Check(sqlite3_bind_null(stmt_, i));
+  }
+
+  /// True with a row ready, false when done.
+  Result<bool> Step() {
+    if (bind_rc_ != SQLITE_OK) return SqliteError(db_, op_);
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return SqliteError(db_, op_);
+  }
+  /// Steps a statement that returns no rows.
+  Status Run() {
+    Result<bool> r = Step();
+    return r.ok() ? Status::Ok() : r.status();
+  }
+  /// Rewinds for another execution with new bindings.
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    bind_rc_ = SQLITE_OK;
+  }
+
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    if (p == nullptr) return "";
+    return std::string(reinterpret_cast<const char*>(p),
+                       static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+
+ private:
+  Stmt(sqlite3* db, sqlite3_stmt* stmt, std::string_view op) : db_(db), stmt_(stmt), op_(op) {}
+  Stmt& Check(int rc) {
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+    return *this;
+  }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+  std::string_view op_;  // a literal at every call site
+  int bind_rc_ = SQLITE_OK;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front, so a busy database waits in busy_timeout here
+// rather than failing halfway through. Rolls back unless committed.
+class Transaction {
+ public:
+  static Result<Transaction> Begin(sqlite3* db, std::string_view op) {
+    WS_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE", op));
+    return Transaction(db, op);
+  }
+  ~Transaction() {
+    if (db_ != nullptr) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(Transaction&& o) noexcept : db_(std::exchange(o.db_, nullptr)), op_(o.op_) {}
+  Transaction& operator=(Transaction&&) = delete;
+
+  Status Commit() {
+    WS_RETURN_IF_ERROR(Exec(db_, "COMMIT", op_));
+    db_ = nullptr;
+    return Status::Ok();
+  }
+
+ private:
+  Transaction(sqlite3* db, std::string_view op) : db_(db), op_(op) {}
+  sqlite3* db_;
+  std::string_view op_;
+};
+
+Result<int> UserVersion(sqlite3* db) {
+  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db, "PRAGMA user_version", "reading schema version"));
+  WS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return Status::Error("reading schema version: no row");
+  return static_cast<int>(s.Int(0));
+}
+
+Status Configure(sqlite3* db) {
+  sqlite3_extended_result_codes(db, 1);
+  if (sqlite3_busy_timeout(db, 5000) != SQLITE_OK) return SqliteError(db, "setting busy timeout");
+  // journal_mode answers with the mode now in effect; anything but wal means it did not stick.
+  WS_ASSIGN_OR_RETURN(Stmt wal, Stmt::Prepare(db, "PRAGMA journal_mode=WAL", "enabling WAL"));
+  WS_ASSIGN_OR_RETURN(bool row, wal.Step());
+  if (!row || wal.Text(0) != "wal") {
+    return Status::Error("enabling WAL: journal mode is {}", row ? wal.Text(0) : "unknown");
+  }
+  // With WAL, NORMAL still keeps every commit across a process crash; only power loss may
+  // lose the last ones.
+  WS_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous=NORMAL", "setting synchronous"));
+  WS_RETURN_IF_ERROR(Exec(db, "PRAGMA foreign_keys=ON", "enabling foreign keys"));
+  return Status::Ok();
+}
+
+// Applies the missing steps, each with its version bump in one transaction. Another process may
+// be migrating the same file, so the version is read again under the write lock.
+Result<int> Migrate(sqlite3* db) {
+  while (true) {
+    WS_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db, "migrating schema"));
+    WS_ASSIGN_OR_RETURN(int version, UserVersion(db));
+    if (version > kSchemaVersion) {
+      return Status::Error("schema version {} is newer than this build knows ({})", version,
+                           kSchemaVersion);
+    }
+    if (version == kSchemaVersion) {
+      WS_RETURN_IF_ERROR(tx.Commit());
+      return version;
+    }
+    WS_RETURN_IF_ERROR(
+        Exec(db, kMigrations[version], fmt::format("migrating schema to version {}", version + 1)));
+    WS_RETURN_IF_ERROR(Exec(db, fmt::format("PRAGMA user_version = {}", version + 1).c_str(),
+                            "setting schema version"));
+    WS_RETURN_IF_ERROR(tx.Commit());
+  }
+}
+
+constexpr const char* kEvaluationColumns =
+    "id, kernel_id, problem, params_json, knobs_json, gpu, arch, driver, verdict, message, "
+    "resources_json, time_us, sol_fraction, created_at";
+
+EvaluationRecord ReadEvaluation(const Stmt& s) {
+  EvaluationRecord e;
+  e.id = s.Int(0);
+  e.kernel_id = s.Int(1);
+  e.problem = s.Text(2);
+  e.params_json = s.Text(3);
+  e.knobs_json = s.Text(4);
+  e.gpu = s.Text(5);
+  e.arch = s.Text(6);
+  e.driver = s.Text(7);
+  e.verdict = s.Text(8);
+  e.message = s.Text(9);
+  e.resources_json = s.Text(10);
+  e.time_us = s.Double(11);
+  e.sol_fraction = s.Double(12);
+  e.created_at = s.Text(13);
+  return e;
+}
+
+}  // namespace
+
+Store::Store(sqlite3* db) : db_(db) {}
+
+Store::~Store() { sqlite3_close_v2(db_); }
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  // The Store owns the handle from here, so every failure below closes it.
+  std::unique_ptr<Store> store(new Store(db));
+  if (rc != SQLITE_OK) return SqliteError(db, fmt::format("opening {}", path));
+  Status s = Configure(db);
+  if (!s.ok()) return s.Context(fmt::format("opening {}", path));
+  Result<int> version = Migrate(db);
+  if (!version.ok()) return version.status().Context(fmt::format("opening {}", path));
+  store->version_ = *version;
+  return store;
+}
+
+int Store::schema_version() const { return version_; }
+
+Result<int64_t> Store::PutKernel(const KernelRecord& k) {
+  if (k.problem.empty() || k.hash.empty()) {
+    return Status::Error("putting kernel: problem and hash must be set");
+  }
+  // Insert-or-ignore then look up: the unique (problem, hash) index makes this safe across
+  // processes without a transaction.
+  WS_ASSIGN_OR_RETURN(
+      Stmt insert,
+      Stmt::Prepare(db_,
+                    "INSERT INTO kernels (problem, hash, source, origin, parent_id) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (problem, hash) DO NOTHING",
+                    "putting kernel"));
+  insert.Bind(1, k.problem).Bind(2, k.hash).Bind(3, k.source).Bind(4, k.origin).Bind(5, k.parent_id);
+  WS_RETURN_IF_ERROR(insert.Run());
+  WS_ASSIGN_OR_RETURN(
+      Stmt find, Stmt::Prepare(db_, "SELECT id FROM kernels WHERE problem = ?1 AND hash = ?2",
+                               "looking up kernel"));
+  find.Bind(1, k.problem).Bind(2, k.hash);
+  WS_ASSIGN_OR_RETURN(bool row, find.Step());
+  if (!row) return Status::Error("putting kernel: row vanished after insert");
+  return find.Int(0);
+}
+
+Result<KernelRecord> Store::GetKernel(int64_t id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "SELECT id, problem, hash, source, origin, parent_id, created_at "
+                            "FROM kernels WHERE id = ?1",
+                            "getting kernel"));
+  s.Bind(1, id);
+  WS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return Status::Error("getting kernel: no kernel with id {}", id);
+  KernelRecord k;
+  k.id = s.Int(0);
+  k.problem = s.Text(1);
+  k.hash = s.Text(2);
+  k.source = s.Text(3);
+  k.origin = s.Text(4);
+  if (!s.IsNull(5)) k.parent_id = s.Int(5);
+  k.created_at = s.Text(6);
+  return k;
+}
+
+Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
+  WS_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_, "adding evaluation"));
+  WS_ASSIGN_OR_RETURN(
+      Stmt insert,
+      Stmt::Prepare(db_,
+                    "INSERT INTO evaluations (kernel_id, problem, params_json, knobs_json, gpu, "
+                    "arch, driver, verdict, message, resources_json, time_us, sol_fraction) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    "adding evaluation"));
+  insert.Bind(1, e.kernel_id)
+      .Bind(2, e.problem)
+      .Bind(3, e.params_json)
+      .Bind(4, e.knobs_json)
+      .Bind(5, e.gpu)
+      .Bind(6, e.arch)
+      .Bind(7, e.driver)
+      .Bind(8, e.verdict)
+      .Bind(9, e.message)
+      .Bind(10, e.resources_json)
+      .Bind(11, e.time_us)
+      .Bind(12, e.sol_fraction);
+  WS_RETURN_IF_ERROR(insert.Run());
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+
+  WS_ASSIGN_OR_RETURN(
+      Stmt timing,
+      Stmt::Prepare(db_,
+                    "INSERT INTO timings (evaluation_id, shape_json, kind, median_us, min_us, "
+                    "p90_us, stdev_us, iterations, sol_us) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    "adding timing"));
+  for (const ShapeTiming& t : e.timings) {
+    timing.Reset();
+    timing.Bind(1, id)
+        .Bind(2, t.shape_json)
+        .Bind(3, t.kind)
+        .Bind(4, t.median_us)
+        .Bind(5, t.min_us)
+        .Bind(6, t.p90_us)
+        .Bind(7, t.stdev_us)
+        .Bind(8, t.iterations)
+        .Bind(9, t.sol_us);
+    WS_RETURN_IF_ERROR(timing.Run());
+  }
+  WS_RETURN_IF_ERROR(tx.Commit());
+  return id;
+}
+
+Result<std::vector<EvaluationRecord>> Store::Evaluations(const std::string& problem, int limit) {
+  // Newest first; an empty problem means all, a limit <= 0 means no limit.
+  std::string sql = fmt::format("SELECT {} FROM evaluations {} ORDER BY id DESC LIMIT ?2",
+                                kEvaluationColumns, problem.empty() ? "" : "WHERE problem = ?1");
+  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql, "listing evaluations"));
+  if (!problem.empty()) s.Bind(1, problem);
+  s.Bind(2, limit > 0 ? int64_t{limit} : int64_t{-1});
+  std::vector<EvaluationRecord> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadEvaluation(s));
+  }
+
+  WS_ASSIGN_OR_RETURN(
+      Stmt t, Stmt::Prepare(db_,
+                            "SELECT shape_json, kind, median_us, min_us, p90_us, stdev_us, "
+                            "iterations, sol_us FROM timings WHERE evaluation_id = ?1 "
+                            "ORDER BY rowid",
+                            "listing timings"));
+  for (EvaluationRecord& e : out) {
+    t.Reset();
+    t.Bind(1, e.id);
+    while (true) {
+      WS_ASSIGN_OR_RETURN(bool row, t.Step());
+      if (!row) break;
+      ShapeTiming st;
+      st.shape_json = t.Text(0);
+      st.kind = t.Text(1);
+      st.median_us = t.Double(2);
+      st.min_us = t.Double(3);
+      st.p90_us = t.Double(4);
+      st.stdev_us = t.Double(5);
+      st.iterations = static_cast<int>(t.Int(6));
+      st.sol_us = t.Double(7);
+      e.timings.push_back(std::move(st));
+    }
+  }
+  return out;
+}
+
+Status Store::PutCeilings(const CeilingsRecord& c) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s,
+      Stmt::Prepare(db_,
+                    "INSERT INTO ceilings (gpu, copy_bytes_per_s, bf16_flops_per_s, "
+                    "fp8_flops_per_s, measured_at) "
+                    "VALUES (?1, ?2, ?3, ?4, COALESCE(NULLIF(?5, ''), " WS_STORE_NOW ")) "
+                    "ON CONFLICT (gpu) DO UPDATE SET copy_bytes_per_s = excluded.copy_bytes_per_s, "
+                    "bf16_flops_per_s = excluded.bf16_flops_per_s, "
+                    "fp8_flops_per_s = excluded.fp8_flops_per_s, "
+                    "measured_at = excluded.measured_at",
+                    "putting ceilings"));
+  s.Bind(1, c.gpu)
+      .Bind(2, c.copy_bytes_per_s)
+      .Bind(3, c.bf16_flops_per_s)
+      .Bind(4, c.fp8_flops_per_s)
+      .Bind(5, c.measured_at);
+  return s.Run();
+}
+
+Result<std::optional<CeilingsRecord>> Store::GetCeilings(const std::string& gpu) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "SELECT gpu, copy_bytes_per_s, bf16_flops_per_s, fp8_flops_per_s, "
+                            "measured_at FROM ceilings WHERE gpu = ?1",
+                            "getting ceilings"));
+  s.Bind(1, gpu);
+  WS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<CeilingsRecord>();
+  CeilingsRecord c;
+  c.gpu = s.Text(0);
+  c.copy_bytes_per_s = s.Double(1);
+  c.bf16_flops_per_s = s.Double(2);
+  c.fp8_flops_per_s = s.Double(3);
+  c.measured_at = s.Text(4);
+  return std::optional<CeilingsRecord>(std::move(c));
+}
+
+Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& problem) {
+  // Rank within each (problem, params, gpu) by time, the earliest winning ties; keep rank 1.
+  std::string sql = fmt::format(
+      "SELECT problem, params_json, gpu, kernel_id, id, hash, origin, time_us, sol_fraction, "
+      "created_at FROM ("
+      "  SELECT e.problem, e.params_json, e.gpu, e.kernel_id, e.id, k.hash, k.origin, e.time_us,"
+      "    e.sol_fraction, e.created_at, ROW_NUMBER() OVER ("
+      "      PARTITION BY e.problem, e.params_json, e.gpu"
+      "      ORDER BY e.time_us, e.created_at, e.id) AS rank"
+      "  FROM evaluations e JOIN kernels k ON k.id = e.kernel_id"
+      // A literal verdict, not a parameter, so the planner can use the partial index.
+      "  WHERE e.verdict = '{}' AND e.time_us > 0 {}"
+      ") WHERE rank = 1 ORDER BY problem, params_json, time_us, gpu",
+      kVerdictOk, problem.empty() ? "" : "AND e.problem = ?1");
+  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql, "reading leaderboard"));
+  if (!problem.empty()) s.Bind(1, problem);
+  std::vector<LeaderboardEntry> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    LeaderboardEntry l;
+    l.problem = s.Text(0);
+    l.params_json = s.Text(1);
+    l.gpu = s.Text(2);
+    l.kernel_id = s.Int(3);
+    l.evaluation_id = s.Int(4);
+    l.kernel_hash = s.Text(5);
+    l.origin = s.Text(6);
+    l.time_us = s.Double(7);
+    l.sol_fraction = s.Double(8);
+    l.created_at = s.Text(9);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace ws

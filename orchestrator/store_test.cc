@@ -1,0 +1,345 @@
+#include "orchestrator/store.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+namespace ws {
+namespace {
+
+// A fresh directory per test, removed afterwards.
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ws_store_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/ws.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<Store> OpenOrDie() {
+    Result<std::unique_ptr<Store>> s = Store::Open(path_);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::string dir_, path_;
+};
+
+KernelRecord Kernel(const std::string& problem, const std::string& hash) {
+  KernelRecord k;
+  k.problem = problem;
+  k.hash = hash;
+  k.source = "// source " + hash;
+  k.origin = "file:" + hash + ".cu";
+  return k;
+}
+
+EvaluationRecord Eval(int64_t kernel_id, const std::string& problem, const std::string& params,
+                      const std::string& gpu, const std::string& verdict, double time_us) {
+  EvaluationRecord e;
+  e.kernel_id = kernel_id;
+  e.problem = problem;
+  e.params_json = params;
+  e.gpu = gpu;
+  e.verdict = verdict;
+  e.time_us = time_us;
+  e.sol_fraction = time_us > 0 ? 1.0 / time_us : 0;
+  return e;
+}
+
+const std::regex kIsoUtc(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)");
+
+TEST_F(StoreTest, OpenMigrateReopenKeepsDataAndVersion) {
+  int64_t id = 0;
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->schema_version(), 1);
+    Result<int64_t> r = store->PutKernel(Kernel("p", "h1"));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    id = *r;
+  }
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), 1);
+  Result<KernelRecord> k = store->GetKernel(id);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(k->hash, "h1");
+}
+
+TEST_F(StoreTest, NewerSchemaIsRefused) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Result<std::unique_ptr<Store>> s = Store::Open(path_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("newer"), std::string::npos) << s.status().message();
+}
+
+TEST_F(StoreTest, KernelsAreDedupedByProblemAndHash) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  int64_t a = *store->PutKernel(Kernel("p", "h"));
+  KernelRecord again = Kernel("p", "h");
+  again.origin = "tuner";  // a second sighting does not overwrite the first
+  EXPECT_EQ(*store->PutKernel(again), a);
+  int64_t b = *store->PutKernel(Kernel("q", "h"));
+  EXPECT_NE(a, b);
+
+  KernelRecord child = Kernel("p", "h2");
+  child.parent_id = a;
+  int64_t c = *store->PutKernel(child);
+  Result<KernelRecord> k = store->GetKernel(c);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(k->id, c);
+  EXPECT_EQ(k->problem, "p");
+  EXPECT_EQ(k->source, "// source h2");
+  EXPECT_EQ(k->origin, "file:h2.cu");
+  EXPECT_EQ(k->parent_id, a);
+  EXPECT_TRUE(std::regex_match(k->created_at, kIsoUtc)) << k->created_at;
+
+  EXPECT_EQ(store->GetKernel(a)->origin, "file:h.cu");
+  EXPECT_FALSE(store->GetKernel(a)->parent_id.has_value());
+  EXPECT_FALSE(store->GetKernel(12345).ok());
+  EXPECT_FALSE(store->PutKernel(Kernel("p", "")).ok());
+
+  KernelRecord orphan = Kernel("p", "h3");
+  orphan.parent_id = 999;
+  Result<int64_t> bad = store->PutKernel(orphan);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("FOREIGN KEY"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST_F(StoreTest, EvaluationWithTimingsRoundTrips) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  int64_t kid = *store->PutKernel(Kernel("p", "h"));
+  EvaluationRecord e = Eval(kid, "p", R"({"rounding":"rceil"})", "NVIDIA H200", "ok", 12.5);
+  e.knobs_json = R"({"ROWS":4})";
+  e.arch = "sm_90a";
+  e.driver = "580.1";
+  e.message = "fine";
+  e.resources_json = R"({"regs":64})";
+  e.sol_fraction = 0.75;
+  ShapeTiming t1{R"({"M":1024})", "bench", 10, 9, 11, 0.5, 100, 8};
+  ShapeTiming t2{R"({"M":4096})", "bench", 15.5, 15, 16, 0.25, 50, 12};
+  e.timings = {t1, t2};
+  Result<int64_t> id = store->AddEvaluation(e);
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  int64_t id2 = *store->AddEvaluation(Eval(kid, "p", "{}", "", "compile_error", 0));
+  ASSERT_TRUE(store->AddEvaluation(Eval(kid, "other", "{}", "", "ok", 1)).ok());
+
+  Result<std::vector<EvaluationRecord>> all = store->Evaluations("p", 0);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id, id2);  // newest first
+  EXPECT_TRUE((*all)[0].timings.empty());
+  const EvaluationRecord& got = (*all)[1];
+  EXPECT_EQ(got.id, *id);
+  EXPECT_EQ(got.kernel_id, kid);
+  EXPECT_EQ(got.problem, "p");
+  EXPECT_EQ(got.params_json, e.params_json);
+  EXPECT_EQ(got.knobs_json, e.knobs_json);
+  EXPECT_EQ(got.gpu, "NVIDIA H200");
+  EXPECT_EQ(got.arch, "sm_90a");
+  EXPECT_EQ(got.driver, "580.1");
+  EXPECT_EQ(got.verdict, "ok");
+  EXPECT_EQ(got.message, "fine");
+  EXPECT_EQ(got.resources_json, e.resources_json);
+  EXPECT_DOUBLE_EQ(got.time_us, 12.5);
+  EXPECT_DOUBLE_EQ(got.sol_fraction, 0.75);
+  EXPECT_TRUE(std::regex_match(got.created_at, kIsoUtc)) << got.created_at;
+  ASSERT_EQ(got.timings.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const ShapeTiming& want = e.timings[i];
+    const ShapeTiming& have = got.timings[i];
+    EXPECT_EQ(have.shape_json, want.shape_json);
+    EXPECT_EQ(have.kind, want.kind);
+    EXPECT_DOUBLE_EQ(have.median_us, want.median_us);
+    EXPECT_DOUBLE_EQ(have.min_us, want.min_us);
+    EXPECT_DOUBLE_EQ(have.p90_us, want.p90_us);
+    EXPECT_DOUBLE_EQ(have.stdev_us, want.stdev_us);
+    EXPECT_EQ(have.iterations, want.iterations);
+    EXPECT_DOUBLE_EQ(have.sol_us, want.sol_us);
+  }
+
+  EXPECT_EQ(store->Evaluations("p", 1)->size(), 1u);
+  EXPECT_EQ(store->Evaluations("", 0)->size(), 3u);
+}
+
+TEST_F(StoreTest, FailedEvaluationLeavesNothingBehind) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EvaluationRecord e = Eval(/*kernel_id=*/777, "p", "{}", "g", "ok", 1);
+  e.timings = {ShapeTiming{"{}", "bench", 1, 1, 1, 0, 1, 1}};
+  Result<int64_t> r = store->AddEvaluation(e);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("adding evaluation"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(store->Evaluations("", 0)->empty());
+  // The rolled-back transaction does not wedge the connection.
+  int64_t kid = *store->PutKernel(Kernel("p", "h"));
+  e.kernel_id = kid;
+  EXPECT_TRUE(store->AddEvaluation(e).ok());
+}
+
+TEST_F(StoreTest, LeaderboardPicksFastestOkPerGroup) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  int64_t k1 = *store->PutKernel(Kernel("p", "k1"));
+  int64_t k2 = *store->PutKernel(Kernel("p", "k2"));
+  int64_t k3 = *store->PutKernel(Kernel("q", "k3"));
+  const std::string a = R"({"rounding":"a"})", b = R"({"rounding":"b"})";
+  struct Row {
+    int64_t kernel;
+    std::string problem, params, gpu, verdict;
+    double time_us;
+  };
+  std::vector<Row> rows = {
+      {k1, "p", a, "H200", "ok", 20},
+      {k2, "p", a, "H200", "ok", 10},           // fastest ok for (p, a, H200)
+      {k1, "p", a, "H200", "wrong_answer", 1},  // not ok
+      {k1, "p", a, "H200", "ok", 0},            // not timed
+      {k1, "p", a, "H200", "ok", 10},           // a later tie loses
+      {k1, "p", a, "B200", "ok", 5},
+      {k1, "p", b, "H200", "ok", 30},
+      {k2, "p", b, "H200", "crashed", 3},
+      {k3, "q", a, "H200", "ok", 7},
+      {k3, "q", b, "H200", "timeout", 7},  // no ok row: no entry
+  };
+  std::vector<int64_t> ids;
+  for (const Row& r : rows) {
+    Result<int64_t> id = store->AddEvaluation(Eval(r.kernel, r.problem, r.params, r.gpu,
+                                                   r.verdict, r.time_us));
+    ASSERT_TRUE(id.ok()) << id.status().message();
+    ids.push_back(*id);
+  }
+
+  Result<std::vector<LeaderboardEntry>> board = store->Leaderboard("");
+  ASSERT_TRUE(board.ok()) << board.status().message();
+  struct Want {
+    std::string problem, params, gpu;
+    int64_t evaluation_id, kernel_id;
+    std::string hash;
+    double time_us;
+  };
+  std::vector<Want> want = {
+      {"p", a, "B200", ids[5], k1, "k1", 5},
+      {"p", a, "H200", ids[1], k2, "k2", 10},
+      {"p", b, "H200", ids[6], k1, "k1", 30},
+      {"q", a, "H200", ids[8], k3, "k3", 7},
+  };
+  ASSERT_EQ(board->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const LeaderboardEntry& got = (*board)[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got.problem, want[i].problem);
+    EXPECT_EQ(got.params_json, want[i].params);
+    EXPECT_EQ(got.gpu, want[i].gpu);
+    EXPECT_EQ(got.evaluation_id, want[i].evaluation_id);
+    EXPECT_EQ(got.kernel_id, want[i].kernel_id);
+    EXPECT_EQ(got.kernel_hash, want[i].hash);
+    EXPECT_EQ(got.origin, "file:" + want[i].hash + ".cu");
+    EXPECT_DOUBLE_EQ(got.time_us, want[i].time_us);
+    EXPECT_DOUBLE_EQ(got.sol_fraction, 1.0 / want[i].time_us);
+    EXPECT_TRUE(std::regex_match(got.created_at, kIsoUtc)) << got.created_at;
+  }
+
+  Result<std::vector<LeaderboardEntry>> only_q = store->Leaderboard("q");
+  ASSERT_TRUE(only_q.ok()) << only_q.status().message();
+  ASSERT_EQ(only_q->size(), 1u);
+  EXPECT_EQ((*only_q)[0].evaluation_id, ids[8]);
+  EXPECT_TRUE(store->Leaderboard("none")->empty());
+}
+
+TEST_F(StoreTest, CeilingsUpsert) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  Result<std::optional<CeilingsRecord>> none = store->GetCeilings("H200");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_FALSE(none->has_value());
+
+  CeilingsRecord c{"H200", 4e12, 9e14, 1.8e15, ""};
+  ASSERT_TRUE(store->PutCeilings(c).ok());
+  auto got = *store->GetCeilings("H200");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_DOUBLE_EQ(got->copy_bytes_per_s, 4e12);
+  EXPECT_DOUBLE_EQ(got->bf16_flops_per_s, 9e14);
+  EXPECT_DOUBLE_EQ(got->fp8_flops_per_s, 1.8e15);
+  EXPECT_TRUE(std::regex_match(got->measured_at, kIsoUtc)) << got->measured_at;
+
+  c = {"H200", 4.5e12, 9.5e14, 1.9e15, "2030-01-01T00:00:00.000Z"};
+  Status s = store->PutCeilings(c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  got = *store->GetCeilings("H200");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_DOUBLE_EQ(got->copy_bytes_per_s, 4.5e12);
+  EXPECT_DOUBLE_EQ(got->fp8_flops_per_s, 1.9e15);
+  EXPECT_EQ(got->measured_at, "2030-01-01T00:00:00.000Z");
+  EXPECT_FALSE(store->GetCeilings("B200")->has_value());
+}
+
+TEST_F(StoreTest, CommitSurvivesKillNine) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child never returns into GoogleTest: it exits 1 on failure, dies by SIGKILL otherwise.
+    Result<std::unique_ptr<Store>> s = Store::Open(path_);
+    if (!s.ok()) ::_exit(1);
+    Result<int64_t> kid = (*s)->PutKernel(Kernel("p", "survivor"));
+    if (!kid.ok()) ::_exit(1);
+    EvaluationRecord e = Eval(*kid, "p", "{}", "H200", "ok", 3);
+    e.timings = {ShapeTiming{"{}", "bench", 3, 3, 3, 0, 10, 1}};
+    if (!(*s)->AddEvaluation(e).ok()) ::_exit(1);
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  auto evals = store->Evaluations("p", 0);
+  ASSERT_TRUE(evals.ok()) << evals.status().message();
+  ASSERT_EQ(evals->size(), 1u);
+  EXPECT_EQ((*evals)[0].timings.size(), 1u);
+  EXPECT_EQ(store->GetKernel((*evals)[0].kernel_id)->hash, "survivor");
+}
+
+TEST_F(StoreTest, GarbageFileIsAnError) {
+  {
+    std::ofstream out(path_, std::ios::binary);
+    for (int i = 0; i < 8192; ++i) out.put(static_cast<char>((i * 7919 + 13) & 0xff));
+  }
+  Result<std::unique_ptr<Store>> s = Store::Open(path_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(path_), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("not a database"), std::string::npos)
+      << s.status().message();
+}
+
+TEST_F(StoreTest, UnopenablePathIsAnError) {
+  Result<std::unique_ptr<Store>> s = Store::Open(dir_ + "/missing/dir/ws.db");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("opening"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace ws
