@@ -1,0 +1,490 @@
+// Input generation: every element of every input tensor is a pure function of (seed, tensor index,
+// element index), so the runner generates inputs on the device in parallel and a host replays any
+// element bit for bit.
+//
+// This header is self-contained on purpose: the runner hands its text to NVRTC with no include
+// path, and host code (tests) includes it as plain C++. Nothing here may #include anything.
+//
+// Bit-exactness between host and device: every floating-point step goes through the ws_d* helpers,
+// which use the explicitly rounded intrinsics on the device (never contracted into FMAs) and plain
+// IEEE double arithmetic on the host (ISO C++ mode does not contract across these calls). Division
+// and square root are correctly rounded on both sides.
+//
+// Dtype codes follow ws::DType's order; dist codes are kWsDist*.
+//
+// "mx_blocks" (quantizer inputs) is defined per 32-element block of consecutive elements. A block
+// draws its kind from a hash of (seed, tensor, i / 32); "normal" below means mean + stddev * N(0,1)
+// with the tensor's mean/stddev (0 and 1 by default):
+//   58%  normal * 2^e, e uniform in [-30, 30] (one e per block)
+//    8%  normal * 2^e, e in [-133, -120] (float/bf16 subnormals) or [100, 127], clamped to the
+//        dtype's largest finite value
+//    6%  zeros with random signs (+0 / -0)
+//    6%  exact powers of two 2^e, e in [-30, 30], random signs
+//    8%  the E4M3 boundary: 448 * 2^k, or one bf16 ulp below/above it (one choice per block, k in
+//        [-20, 20]), on one element plus ~1/4 of the others; the rest uniform in +-400 * 2^k
+//    6%  one +Inf or -Inf among normal values
+//    4%  one NaN (random sign, quiet) among normal values
+//    2%  +-bf16 max (0x7F7F) on one element plus ~1/8 of the others, among normal * 2^-10
+//    2%  normal, unscaled
+#ifndef WS_PROBLEMS_INIT_H_
+#define WS_PROBLEMS_INIT_H_
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define WS_HD __host__ __device__
+#else
+#define WS_HD
+#endif
+
+// Dtype codes (the order of ws::DType).
+constexpr int kWsDtypeBF16 = 0;
+constexpr int kWsDtypeF32 = 1;
+constexpr int kWsDtypeF16 = 2;
+constexpr int kWsDtypeFP8E4M3 = 3;
+constexpr int kWsDtypeFP8E5M2 = 4;
+constexpr int kWsDtypeE8M0 = 5;
+constexpr int kWsDtypeU8 = 6;
+constexpr int kWsDtypeI32 = 7;
+constexpr int kWsDtypeI64 = 8;
+
+constexpr int kWsDistNormal = 0;    // p0 = mean, p1 = stddev
+constexpr int kWsDistUniform = 1;   // p0 = lo, p1 = hi
+constexpr int kWsDistMxBlocks = 2;  // p0 = mean, p1 = stddev of the normal values
+
+// mx_blocks kinds, in the order of the table above.
+constexpr int kWsMxScaledNormal = 0;
+constexpr int kWsMxExtreme = 1;
+constexpr int kWsMxZeros = 2;
+constexpr int kWsMxPowersOfTwo = 3;
+constexpr int kWsMxE4M3Boundary = 4;
+constexpr int kWsMxInf = 5;
+constexpr int kWsMxNaN = 6;
+constexpr int kWsMxBf16Max = 7;
+constexpr int kWsMxPlainNormal = 8;
+constexpr int kWsMxNumKinds = 9;
+
+WS_HD inline int ws_dtype_size(int dtype) {
+  switch (dtype) {
+    case kWsDtypeBF16: case kWsDtypeF16: return 2;
+    case kWsDtypeF32: case kWsDtypeI32: return 4;
+    case kWsDtypeI64: return 8;
+    default: return 1;
+  }
+}
+
+// ---- Bits and exactly rounded arithmetic --------------------------------------------------------
+
+WS_HD inline unsigned int ws_f32_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  union { float f; unsigned int u; } v;
+  v.f = f;
+  return v.u;
+#endif
+}
+
+WS_HD inline float ws_f32_from_bits(unsigned int u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  union { float f; unsigned int u; } v;
+  v.u = u;
+  return v.f;
+#endif
+}
+
+WS_HD inline unsigned long long ws_f64_bits(double d) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned long long>(__double_as_longlong(d));
+#else
+  union { double d; unsigned long long u; } v;
+  v.d = d;
+  return v.u;
+#endif
+}
+
+WS_HD inline double ws_f64_from_bits(unsigned long long u) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  union { double d; unsigned long long u; } v;
+  v.u = u;
+  return v.d;
+#endif
+}
+
+WS_HD inline double ws_dadd(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+WS_HD inline double ws_dmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+WS_HD inline double ws_ddiv(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+WS_HD inline double ws_dsqrt(double a) {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(a);
+#else
+  return __builtin_sqrt(a);
+#endif
+}
+
+WS_HD inline float ws_d2f(double d) {
+#if defined(__CUDA_ARCH__)
+  return __double2float_rn(d);
+#else
+  return static_cast<float>(d);
+#endif
+}
+
+// 2^e as a double, for e in [-1022, 1023].
+WS_HD inline double ws_pow2(int e) {
+  return ws_f64_from_bits(static_cast<unsigned long long>(e + 1023) << 52);
+}
+
+// Round to nearest even integer, for |x| < 2^52.
+WS_HD inline double ws_rint(double x) {
+  const double big = 4503599627370496.0;  // 2^52
+  if (x >= 0) return ws_dadd(ws_dadd(x, big), -big);
+  return -ws_dadd(ws_dadd(-x, big), -big);
+}
+
+WS_HD inline bool ws_is_nan_f32(float f) {
+  unsigned int b = ws_f32_bits(f);
+  return (b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu) != 0;
+}
+
+WS_HD inline bool ws_is_inf_f32(float f) { return (ws_f32_bits(f) & 0x7FFFFFFFu) == 0x7F800000u; }
+
+// ---- Counter-based random bits ------------------------------------------------------------------
+
+// The splitmix64 finalizer: a bijection on 64 bits with full avalanche.
+WS_HD inline unsigned long long ws_mix64(unsigned long long z) {
+  z ^= z >> 30;
+  z *= 0xBF58476D1CE4E5B9ull;
+  z ^= z >> 27;
+  z *= 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return z;
+}
+
+// Independent streams of draws for one (seed, tensor, index): stream 0 is ws_init_bits itself.
+// Element streams and block streams use disjoint stream numbers.
+WS_HD inline unsigned long long ws_draw(unsigned long long seed, int tensor_index,
+                                        unsigned long long i, unsigned int stream) {
+  // Keying by (seed, tensor, stream) first makes i -> bits a bijection for a fixed key, so no two
+  // elements of one tensor share their draw.
+  unsigned long long key = ws_mix64(
+      seed ^ ws_mix64(static_cast<unsigned long long>(static_cast<unsigned int>(tensor_index)) *
+                          0x9E3779B97F4A7C15ull +
+                      static_cast<unsigned long long>(stream) * 0xE7037ED1A0B428DBull +
+                      0xA0761D6478BD642Full));
+  return ws_mix64(ws_mix64(key ^ (i * 0xD6E8FEB86659FD93ull)) ^ 0x8EBC6AF09C88C6E3ull);
+}
+
+/// 64 random bits for element i of tensor `tensor_index` under `seed`.
+WS_HD inline unsigned long long ws_init_bits(unsigned long long seed, int tensor_index,
+                                             unsigned long long i) {
+  return ws_draw(seed, tensor_index, i, 0);
+}
+
+/// Uniform float in [0, 1) from the top 24 bits.
+WS_HD inline float ws_uniform01f(unsigned long long bits) {
+  return static_cast<float>(static_cast<unsigned int>(bits >> 40)) * (1.0f / 16777216.0f);
+}
+
+/// Uniform double in [0, 1) from the top 53 bits.
+WS_HD inline double ws_uniform01(unsigned long long bits) {
+  return ws_dmul(static_cast<double>(bits >> 11), 1.0 / 9007199254740992.0);
+}
+
+// ln(x) for finite x > 0, to about 1 ulp: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
+// ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.1716, as an odd series to s^21.
+WS_HD inline double ws_log(double x) {
+  unsigned long long b = ws_f64_bits(x);
+  int e = static_cast<int>((b >> 52) & 0x7FF) - 1023;
+  double m = ws_f64_from_bits((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+  if (m > 1.4142135623730951) {
+    m = ws_dmul(m, 0.5);
+    e += 1;
+  }
+  double s = ws_ddiv(ws_dadd(m, -1.0), ws_dadd(m, 1.0));
+  double s2 = ws_dmul(s, s);
+  double p = 1.0 / 21.0;
+  const double c[10] = {1.0 / 19.0, 1.0 / 17.0, 1.0 / 15.0, 1.0 / 13.0, 1.0 / 11.0,
+                        1.0 / 9.0,  1.0 / 7.0,  1.0 / 5.0,  1.0 / 3.0,  1.0};
+  for (int k = 0; k < 10; ++k) p = ws_dadd(ws_dmul(p, s2), c[k]);
+  double ln_m = ws_dmul(ws_dmul(2.0, s), p);
+  return ws_dadd(ws_dmul(static_cast<double>(e), 0.6931471805599453), ln_m);
+}
+
+// cos(2 pi u) for u in [0, 1): quadrant from u, then Taylor series on [0, pi/2].
+WS_HD inline double ws_cos_2pi(double u) {
+  double t = ws_dmul(u, 4.0);  // exact
+  int q = static_cast<int>(t);
+  double x = ws_dmul(ws_dadd(t, -static_cast<double>(q)), 1.5707963267948966);
+  double x2 = ws_dmul(x, x);
+  // cos to x^20, sin to x^21: truncation below 2e-17 on [0, pi/2].
+  double c = 1.0;
+  double s = 1.0;
+  for (int k = 10; k >= 1; --k) {
+    c = ws_dadd(1.0, -ws_ddiv(ws_dmul(c, x2), static_cast<double>((2 * k - 1) * (2 * k))));
+    s = ws_dadd(1.0, -ws_ddiv(ws_dmul(s, x2), static_cast<double>((2 * k) * (2 * k + 1))));
+  }
+  s = ws_dmul(s, x);
+  switch (q & 3) {
+    case 0: return c;
+    case 1: return -s;
+    case 2: return -c;
+    default: return s;
+  }
+}
+
+/// N(0, 1) by Box-Muller from two draws.
+WS_HD inline double ws_normal(unsigned long long bits1, unsigned long long bits2) {
+  double u1 = ws_dmul(static_cast<double>((bits1 >> 11) + 1), 1.0 / 9007199254740992.0);  // (0,1]
+  double r = ws_dsqrt(ws_dmul(-2.0, ws_log(u1)));
+  return ws_dmul(r, ws_cos_2pi(ws_uniform01(bits2)));
+}
+
+// ---- Conversions to raw bits ---------------------------------------------------------------------
+
+/// float -> bf16 bits, round to nearest even; NaN stays NaN (quieted, sign and top payload kept).
+WS_HD inline unsigned short ws_f32_to_bf16(float f) {
+  unsigned int b = ws_f32_bits(f);
+  if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu) != 0) {
+    return static_cast<unsigned short>((b >> 16) | 0x0040u);
+  }
+  b += 0x7FFFu + ((b >> 16) & 1u);
+  return static_cast<unsigned short>(b >> 16);
+}
+
+WS_HD inline float ws_bf16_to_f32(unsigned short h) {
+  return ws_f32_from_bits(static_cast<unsigned int>(h) << 16);
+}
+
+// float -> a narrow float format with `man_bits` mantissa bits and exponent bias `bias`, round to
+// nearest even. A result above `max_finite` becomes `overflow_code` (Inf, or the largest finite
+// code when saturating); Inf becomes `inf_code`; NaN becomes `nan_code`. The sign goes to bit
+// `sign_bit`.
+WS_HD inline unsigned int ws_f32_to_narrow(float f, int man_bits, int bias, double max_finite,
+                                           unsigned int overflow_code, unsigned int inf_code,
+                                           unsigned int nan_code, int sign_bit) {
+  unsigned int b = ws_f32_bits(f);
+  unsigned int sign = (b >> 31) << sign_bit;
+  if (ws_is_nan_f32(f)) return sign | nan_code;
+  if (ws_is_inf_f32(f)) return sign | inf_code;
+  double a = static_cast<double>(ws_f32_from_bits(b & 0x7FFFFFFFu));
+  if (a == 0.0) return sign;
+  int e = static_cast<int>((ws_f64_bits(a) >> 52) & 0x7FF) - 1023;
+  int e_min = 1 - bias;
+  if (e < e_min) e = e_min;  // subnormal range: the quantum stops shrinking
+  double q = ws_rint(ws_dmul(a, ws_pow2(man_bits - e)));  // the value in quanta, hidden bit incl.
+  if (ws_dmul(q, ws_pow2(e - man_bits)) > max_finite) return sign | overflow_code;
+  // (e + bias - 1) << man_bits + q carries a rounded-up mantissa into the exponent, and gives
+  // subnormals (e == e_min, q < 2^man_bits) their plain code.
+  unsigned int code = (static_cast<unsigned int>(e + bias - 1) << man_bits) +
+                      static_cast<unsigned int>(q);
+  return sign | code;
+}
+
+/// float -> f16 bits, round to nearest even, IEEE overflow to Inf; NaN stays a quiet NaN.
+WS_HD inline unsigned short ws_f32_to_f16(float f) {
+  unsigned int nan = 0x7E00u | ((ws_f32_bits(f) >> 13) & 0x03FFu);
+  return static_cast<unsigned short>(
+      ws_f32_to_narrow(f, 10, 15, 65504.0, 0x7C00u, 0x7C00u, nan, 15));
+}
+
+/// float -> OCP E4M3 (FN) bits, round to nearest even, saturating (Inf too) to +-448; NaN -> 0x7F.
+WS_HD inline unsigned char ws_f32_to_e4m3(float f) {
+  return static_cast<unsigned char>(ws_f32_to_narrow(f, 3, 7, 448.0, 0x7Eu, 0x7Eu, 0x7Fu, 7));
+}
+
+/// float -> E5M2 bits, round to nearest even, finite values saturating to +-57344, Inf kept.
+WS_HD inline unsigned char ws_f32_to_e5m2(float f) {
+  return static_cast<unsigned char>(ws_f32_to_narrow(f, 2, 15, 57344.0, 0x7Bu, 0x7Cu, 0x7Fu, 7));
+}
+
+// Largest finite value of a float dtype, as the clamp for generated extremes.
+WS_HD inline double ws_dtype_max_finite(int dtype) {
+  switch (dtype) {
+    case kWsDtypeBF16: return 3.3895313892515355e38;  // 0x7F7F
+    case kWsDtypeF16: return 65504.0;
+    default: return 3.4028234663852886e38;            // FLT_MAX
+  }
+}
+
+/// A float value as `dtype`'s raw bits (little-endian in the low bytes). Integers round to nearest
+/// even and saturate (NaN -> 0); e8m0 takes the float's exponent field (0 for zero and
+/// subnormals, 0xFE for Inf, 0xFF for NaN).
+WS_HD inline unsigned long long ws_to_dtype_bits(float f, int dtype) {
+  switch (dtype) {
+    case kWsDtypeBF16: return ws_f32_to_bf16(f);
+    case kWsDtypeF32: return ws_f32_bits(f);
+    case kWsDtypeF16: return ws_f32_to_f16(f);
+    case kWsDtypeFP8E4M3: return ws_f32_to_e4m3(f);
+    case kWsDtypeFP8E5M2: return ws_f32_to_e5m2(f);
+    case kWsDtypeE8M0: {
+      if (ws_is_nan_f32(f)) return 0xFF;
+      if (ws_is_inf_f32(f)) return 0xFE;
+      return (ws_f32_bits(f) >> 23) & 0xFF;
+    }
+    default: break;
+  }
+  if (ws_is_nan_f32(f)) return 0;
+  double v = static_cast<double>(f);
+  if (dtype == kWsDtypeU8) {
+    if (v <= 0) return 0;
+    if (v >= 255) return 255;
+    return static_cast<unsigned long long>(ws_rint(v));
+  }
+  if (dtype == kWsDtypeI32) {
+    if (v <= -2147483648.0) return 0x80000000ull;
+    if (v >= 2147483647.0) return 0x7FFFFFFFull;
+    return static_cast<unsigned int>(static_cast<int>(ws_rint(v)));
+  }
+  // i64: float has 24 significant bits, so values of 2^52 and up are already integers.
+  if (v <= -9223372036854775808.0) return 0x8000000000000000ull;
+  if (v >= 9223372036854775807.0) return 0x7FFFFFFFFFFFFFFFull;
+  double r = (v > 4503599627370496.0 || v < -4503599627370496.0) ? v : ws_rint(v);
+  return static_cast<unsigned long long>(static_cast<long long>(r));
+}
+
+// ---- Distributions ------------------------------------------------------------------------------
+
+// Block streams start here; element streams are 0..3.
+constexpr unsigned int kWsStreamBlock = 16;
+
+/// The mx_blocks kind of the 32-element block holding element i.
+WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i) {
+  unsigned int roll = static_cast<unsigned int>(
+      (ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock) >> 32) % 100u);
+  if (roll < 58) return kWsMxScaledNormal;
+  if (roll < 66) return kWsMxExtreme;
+  if (roll < 72) return kWsMxZeros;
+  if (roll < 78) return kWsMxPowersOfTwo;
+  if (roll < 86) return kWsMxE4M3Boundary;
+  if (roll < 92) return kWsMxInf;
+  if (roll < 96) return kWsMxNaN;
+  if (roll < 98) return kWsMxBf16Max;
+  return kWsMxPlainNormal;
+}
+
+WS_HD inline float ws_clamp_finite(double v, int dtype) {
+  double m = ws_dtype_max_finite(dtype);
+  if (v > m) v = m;
+  if (v < -m) v = -m;
+  return ws_d2f(v);
+}
+
+/// Element i of an mx_blocks tensor, as a float (see the table at the top).
+WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long long seed,
+                                      int tensor_index, unsigned long long i, int dtype) {
+  const int kind = ws_mx_block_kind(seed, tensor_index, i);
+  const unsigned long long hb = ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock + 1);
+  const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special element
+  const unsigned long long p = hb >> 5;                           // more block parameters
+  const bool at_pos = static_cast<unsigned int>(i & 31u) == pos;
+  const unsigned long long e2 = ws_draw(seed, tensor_index, i, 2);  // per-element choices
+  const unsigned int neg = static_cast<unsigned int>(e2 & 1u) << 31;
+  const double normal = ws_dadd(static_cast<double>(mean),
+                                ws_dmul(static_cast<double>(stddev),
+                                        ws_normal(ws_draw(seed, tensor_index, i, 0),
+                                                  ws_draw(seed, tensor_index, i, 1))));
+  switch (kind) {
+    case kWsMxScaledNormal: {
+      int e = static_cast<int>(p % 61u) - 30;
+      return ws_clamp_finite(ws_dmul(normal, ws_pow2(e)), dtype);
+    }
+    case kWsMxExtreme: {
+      int e = (p & 1u) ? 100 + static_cast<int>((p >> 1) % 28u)
+                       : -133 + static_cast<int>((p >> 1) % 14u);
+      return ws_clamp_finite(ws_dmul(normal, ws_pow2(e)), dtype);
+    }
+    case kWsMxZeros:
+      return ws_f32_from_bits(neg);
+    case kWsMxPowersOfTwo: {
+      int e = static_cast<int>((e2 >> 1) % 61u) - 30;
+      return ws_f32_from_bits(neg | ws_f32_bits(ws_d2f(ws_pow2(e))));
+    }
+    case kWsMxE4M3Boundary: {
+      int k = static_cast<int>(p % 41u) - 20;
+      int d = static_cast<int>((p >> 8) % 3u) - 1;
+      if (at_pos || ((e2 >> 1) & 3u) == 0) {
+        // 448 = 1.75 * 2^8: bf16 exponent field 135 + k, mantissa 0x60; +-1 is one bf16 ulp.
+        unsigned int h = static_cast<unsigned int>((((135 + k) << 7) | 0x60) + d);
+        return ws_f32_from_bits(neg | (h << 16));
+      }
+      double u = ws_dadd(ws_dmul(ws_uniform01(e2), 2.0), -1.0);
+      return ws_d2f(ws_dmul(ws_dmul(u, 400.0), ws_pow2(k)));
+    }
+    case kWsMxInf:
+      if (at_pos) return ws_f32_from_bits(neg | 0x7F800000u);
+      break;
+    case kWsMxNaN:
+      if (at_pos) {
+        // A quiet NaN with a payload bf16 can hold, so every dtype keeps a NaN.
+        unsigned int payload = static_cast<unsigned int>((e2 >> 8) & 0x3Fu) << 16;
+        return ws_f32_from_bits(neg | 0x7FC00000u | payload);
+      }
+      break;
+    case kWsMxBf16Max:
+      if (at_pos || ((e2 >> 1) & 7u) == 0) return ws_f32_from_bits(neg | 0x7F7F0000u);
+      return ws_clamp_finite(ws_dmul(normal, 1.0 / 1024.0), dtype);
+    default:
+      break;
+  }
+  return ws_clamp_finite(normal, dtype);
+}
+
+/// Element i of tensor `tensor_index` as raw bits of `dtype` (the low ws_dtype_size bytes).
+/// dist: kWsDist*; p0, p1: mean/stddev (normal, mx_blocks) or lo/hi (uniform).
+WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, float p1,
+                                                unsigned long long seed, int tensor_index,
+                                                unsigned long long i) {
+  float v;
+  if (dist == kWsDistMxBlocks) {
+    v = ws_mx_blocks_value(p0, p1, seed, tensor_index, i, dtype);
+  } else if (dist == kWsDistUniform) {
+    double u = ws_uniform01(ws_init_bits(seed, tensor_index, i));
+    double lo = static_cast<double>(p0);
+    v = ws_d2f(ws_dadd(lo, ws_dmul(ws_dadd(static_cast<double>(p1), -lo), u)));
+  } else {
+    double z = ws_normal(ws_draw(seed, tensor_index, i, 0), ws_draw(seed, tensor_index, i, 1));
+    v = ws_d2f(ws_dadd(static_cast<double>(p0), ws_dmul(static_cast<double>(p1), z)));
+  }
+  return ws_to_dtype_bits(v, dtype);
+}
+
+// ---- Checksums ----------------------------------------------------------------------------------
+
+/// One 8-byte word's term of an order-independent checksum: a bijection of the word for each
+/// index, so changing any one word changes the sum, and moving words changes it with
+/// overwhelming probability.
+WS_HD inline unsigned long long ws_hash_word(unsigned long long word, unsigned long long index) {
+  return ws_mix64(word ^ ws_mix64(index * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull));
+}
+
+/// The canary byte j of a guard region salted with `salt`.
+WS_HD inline unsigned char ws_canary_byte(unsigned long long salt, unsigned long long j) {
+  return static_cast<unsigned char>(ws_mix64(salt ^ ((j >> 3) * 0xD1B54A32D192ED03ull)) >>
+                                    ((j & 7u) * 8u));
+}
+
+#endif  // WS_PROBLEMS_INIT_H_
