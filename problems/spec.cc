@@ -1,0 +1,503 @@
+// Spec loading and validation: spec.json -> ProblemSpec, with every error naming file and field.
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "problems/problems.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+std::string Sub(std::string_view field, std::string_view key) {
+  return field.empty() ? std::string(key) : fmt::format("{}.{}", field, key);
+}
+std::string Idx(std::string_view field, size_t i) { return fmt::format("{}[{}]", field, i); }
+
+template <typename... Args>
+Status FieldError(std::string_view field, fmt::format_string<Args...> f, Args&&... args) {
+  return Status::Error("{}: {}", field, fmt::format(f, std::forward<Args>(args)...));
+}
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string JsonType(const Json& j) { return j.type_name(); }
+
+// `obj` must be an object holding every key of `required`, and no key outside both lists.
+Status CheckKeys(const Json& obj, std::string_view field,
+                 std::initializer_list<std::string_view> required,
+                 std::initializer_list<std::string_view> optional) {
+  if (!obj.is_object()) {
+    return FieldError(field.empty() ? "(top level)" : field, "must be an object, not {}",
+                      JsonType(obj));
+  }
+  for (const auto& [key, value] : obj.items()) {
+    const auto in = [&](auto list) { return std::find(list.begin(), list.end(), key) != list.end(); };
+    if (!in(required) && !in(optional)) return FieldError(Sub(field, key), "unknown key");
+  }
+  for (std::string_view key : required) {
+    if (!obj.contains(key)) return FieldError(Sub(field, key), "missing required field");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> AsString(const Json& j, std::string_view field) {
+  if (!j.is_string()) return FieldError(field, "must be a string, not {}", JsonType(j));
+  return j.get<std::string>();
+}
+
+Result<int64_t> AsInt(const Json& j, std::string_view field) {
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(INT64_MAX)) return FieldError(field, "integer too large");
+    return static_cast<int64_t>(v);
+  }
+  if (j.is_number_integer()) return j.get<int64_t>();
+  return FieldError(field, "must be an integer, not {}", JsonType(j));
+}
+
+Result<double> AsNumber(const Json& j, std::string_view field) {
+  if (!j.is_number()) return FieldError(field, "must be a number, not {}", JsonType(j));
+  return j.get<double>();
+}
+
+Result<std::vector<std::string>> AsStringArray(const Json& j, std::string_view field) {
+  if (!j.is_array()) return FieldError(field, "must be an array, not {}", JsonType(j));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    WS_ASSIGN_OR_RETURN(std::string s, AsString(j[i], Idx(field, i)));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// An expression must parse and use only `known` names (symbols and params).
+Status CheckExpr(const std::string& expr, std::string_view field,
+                 const std::set<std::string, std::less<>>& known) {
+  Result<std::vector<std::string>> ids = ExprIdentifiers(expr);
+  if (!ids.ok()) return ids.status().Context(field);
+  for (const std::string& id : *ids) {
+    if (!known.contains(id)) return FieldError(field, "unknown symbol '{}'", id);
+  }
+  return Status::Ok();
+}
+
+// Relative path inside the problem folder; the file must exist.
+Result<std::string> KernelPath(const Json& j, std::string_view field, const std::string& dir) {
+  WS_ASSIGN_OR_RETURN(std::string rel, AsString(j, field));
+  const fs::path p(rel);
+  if (rel.empty() || p.is_absolute() ||
+      std::any_of(p.begin(), p.end(), [](const fs::path& part) { return part == ".."; })) {
+    return FieldError(field, "'{}' must be a path inside the problem folder", rel);
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(dir) / p, ec)) {
+    return FieldError(field, "file '{}' does not exist", (fs::path(dir) / p).string());
+  }
+  return rel;
+}
+
+std::string FormatShape(const Shape& s) {
+  std::string out = "{";
+  for (const auto& [k, v] : s.symbols) out += fmt::format("{}{}={}", out.size() > 1 ? ", " : "", k, v);
+  return out + "}";
+}
+
+Status ParseInit(const Json& j, std::string_view field, InitSpec* init) {
+  if (!j.is_object()) return FieldError(field, "must be an object, not {}", JsonType(j));
+  if (!j.contains("dist")) return FieldError(Sub(field, "dist"), "missing required field");
+  WS_ASSIGN_OR_RETURN(init->dist, AsString(j["dist"], Sub(field, "dist")));
+  if (init->dist == "normal") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"mean", "stddev"}));
+    if (j.contains("mean")) {
+      WS_ASSIGN_OR_RETURN(init->mean, AsNumber(j["mean"], Sub(field, "mean")));
+    }
+    if (j.contains("stddev")) {
+      WS_ASSIGN_OR_RETURN(init->stddev, AsNumber(j["stddev"], Sub(field, "stddev")));
+    }
+    if (!(init->stddev > 0)) return FieldError(Sub(field, "stddev"), "must be positive");
+  } else if (init->dist == "uniform") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"lo", "hi"}));
+    if (j.contains("lo")) {
+      WS_ASSIGN_OR_RETURN(init->lo, AsNumber(j["lo"], Sub(field, "lo")));
+    }
+    if (j.contains("hi")) {
+      WS_ASSIGN_OR_RETURN(init->hi, AsNumber(j["hi"], Sub(field, "hi")));
+    }
+    if (!(init->lo < init->hi)) return FieldError(field, "needs lo < hi");
+  } else if (init->dist == "mx_blocks") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {}));
+  } else {
+    return FieldError(Sub(field, "dist"), "unknown distribution '{}' (known: normal, uniform, "
+                      "mx_blocks)", init->dist);
+  }
+  return Status::Ok();
+}
+
+Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
+                               const std::set<std::string, std::less<>>& known) {
+  WS_RETURN_IF_ERROR(CheckKeys(j, field, {"name", "dtype", "shape", "role"}, {"init"}));
+  TensorSpec t;
+  WS_ASSIGN_OR_RETURN(t.name, AsString(j["name"], Sub(field, "name")));
+  if (!IsIdentifier(t.name)) {
+    return FieldError(Sub(field, "name"), "'{}' is not an identifier", t.name);
+  }
+  WS_ASSIGN_OR_RETURN(std::string dtype, AsString(j["dtype"], Sub(field, "dtype")));
+  Result<DType> dt = ParseDType(dtype);
+  if (!dt.ok()) return dt.status().Context(Sub(field, "dtype"));
+  t.dtype = *dt;
+  const std::string shape_field = Sub(field, "shape");
+  const Json& shape = j["shape"];
+  if (!shape.is_array()) return FieldError(shape_field, "must be an array, not {}", JsonType(shape));
+  for (size_t i = 0; i < shape.size(); ++i) {
+    std::string expr;
+    if (shape[i].is_number_integer()) {
+      expr = std::to_string(shape[i].get<int64_t>());  // a literal dimension
+    } else {
+      WS_ASSIGN_OR_RETURN(expr, AsString(shape[i], Idx(shape_field, i)));
+    }
+    WS_RETURN_IF_ERROR(CheckExpr(expr, Idx(shape_field, i), known));
+    t.shape.push_back(std::move(expr));
+  }
+  WS_ASSIGN_OR_RETURN(std::string role, AsString(j["role"], Sub(field, "role")));
+  if (role == "input") {
+    t.role = TensorRole::kInput;
+  } else if (role == "output") {
+    t.role = TensorRole::kOutput;
+  } else {
+    return FieldError(Sub(field, "role"), "unknown role '{}' (known: input, output)", role);
+  }
+  if (j.contains("init")) {
+    if (t.role != TensorRole::kInput) return FieldError(Sub(field, "init"), "outputs take no init");
+    WS_RETURN_IF_ERROR(ParseInit(j["init"], Sub(field, "init"), &t.init));
+  }
+  return t;
+}
+
+Result<Shape> ParseShape(const Json& j, std::string_view field, const ProblemSpec& spec,
+                         bool need_source) {
+  if (!j.is_object()) return FieldError(field, "must be an object, not {}", JsonType(j));
+  Shape s;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "source") {
+      WS_ASSIGN_OR_RETURN(s.source, AsString(value, Sub(field, key)));
+      continue;
+    }
+    if (std::find(spec.symbols.begin(), spec.symbols.end(), key) == spec.symbols.end()) {
+      return FieldError(field, "unknown symbol '{}'", key);
+    }
+    WS_ASSIGN_OR_RETURN(s.symbols[key], AsInt(value, Sub(field, key)));
+  }
+  if (need_source && s.source.empty()) {
+    return FieldError(Sub(field, "source"), "bench shapes need a source (the model they come from)");
+  }
+  return s;
+}
+
+Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
+  WS_RETURN_IF_ERROR(CheckKeys(root, "",
+                               {"name", "description", "symbols", "tensors", "shapes", "cost",
+                                "tolerance", "cpu_reference", "gpu_reference", "baseline"},
+                               {"constraints", "params", "starting_kernel"}));
+  ProblemSpec spec;
+  spec.dir = fs::path(path).parent_path().string();
+  if (spec.dir.empty()) spec.dir = ".";
+
+  WS_ASSIGN_OR_RETURN(spec.name, AsString(root["name"], "name"));
+  if (!IsIdentifier(spec.name)) return FieldError("name", "'{}' is not an identifier", spec.name);
+  const std::string folder = fs::absolute(spec.dir).lexically_normal().filename().string();
+  if (spec.name != folder && !folder.empty()) {
+    return FieldError("name", "'{}' differs from its folder '{}'", spec.name, folder);
+  }
+  WS_ASSIGN_OR_RETURN(spec.description, AsString(root["description"], "description"));
+
+  // Names: symbols, then params; together they are what expressions may use.
+  std::set<std::string, std::less<>> known;
+  WS_ASSIGN_OR_RETURN(spec.symbols, AsStringArray(root["symbols"], "symbols"));
+  for (size_t i = 0; i < spec.symbols.size(); ++i) {
+    if (!IsIdentifier(spec.symbols[i])) {
+      return FieldError(Idx("symbols", i), "'{}' is not an identifier", spec.symbols[i]);
+    }
+    if (!known.insert(spec.symbols[i]).second) {
+      return FieldError(Idx("symbols", i), "duplicate symbol '{}'", spec.symbols[i]);
+    }
+  }
+  if (root.contains("params")) {
+    const Json& params = root["params"];
+    if (!params.is_object()) return FieldError("params", "must be an object, not {}", JsonType(params));
+    for (const auto& [name, p] : params.items()) {
+      const std::string field = Sub("params", name);
+      if (!IsIdentifier(name)) return FieldError(field, "'{}' is not an identifier", name);
+      if (!known.insert(name).second) return FieldError(field, "'{}' is also a symbol", name);
+      WS_RETURN_IF_ERROR(CheckKeys(p, field, {"values", "default"}, {}));
+      ParamSpec ps;
+      ps.name = name;
+      WS_ASSIGN_OR_RETURN(ps.values, AsStringArray(p["values"], Sub(field, "values")));
+      if (ps.values.empty()) return FieldError(Sub(field, "values"), "must not be empty");
+      for (size_t i = 0; i < ps.values.size(); ++i) {
+        if (!IsIdentifier(ps.values[i])) {
+          return FieldError(Idx(Sub(field, "values"), i), "'{}' is not an identifier",
+                            ps.values[i]);
+        }
+        if (std::count(ps.values.begin(), ps.values.end(), ps.values[i]) > 1) {
+          return FieldError(Idx(Sub(field, "values"), i), "duplicate value '{}'", ps.values[i]);
+        }
+      }
+      WS_ASSIGN_OR_RETURN(ps.default_value, AsString(p["default"], Sub(field, "default")));
+      if (std::find(ps.values.begin(), ps.values.end(), ps.default_value) == ps.values.end()) {
+        return FieldError(Sub(field, "default"), "'{}' is not one of the values",
+                          ps.default_value);
+      }
+      spec.params.push_back(std::move(ps));
+    }
+  }
+  if (root.contains("constraints")) {
+    WS_ASSIGN_OR_RETURN(spec.constraints, AsStringArray(root["constraints"], "constraints"));
+    for (size_t i = 0; i < spec.constraints.size(); ++i) {
+      WS_RETURN_IF_ERROR(CheckExpr(spec.constraints[i], Idx("constraints", i), known));
+    }
+  }
+
+  const Json& tensors = root["tensors"];
+  if (!tensors.is_array() || tensors.empty()) {
+    return FieldError("tensors", "must be a non-empty array");
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    WS_ASSIGN_OR_RETURN(TensorSpec t, ParseTensor(tensors[i], Idx("tensors", i), known));
+    if (spec.FindTensor(t.name) != nullptr) {
+      return FieldError(Sub(Idx("tensors", i), "name"), "duplicate tensor name '{}'", t.name);
+    }
+    spec.tensors.push_back(std::move(t));
+  }
+  if (std::none_of(spec.tensors.begin(), spec.tensors.end(),
+                   [](const TensorSpec& t) { return t.role == TensorRole::kOutput; })) {
+    return FieldError("tensors", "no output tensor");
+  }
+
+  const Json& cost = root["cost"];
+  WS_RETURN_IF_ERROR(CheckKeys(cost, "cost", {"bytes"}, {"flops"}));
+  WS_ASSIGN_OR_RETURN(spec.cost_bytes, AsString(cost["bytes"], "cost.bytes"));
+  WS_RETURN_IF_ERROR(CheckExpr(spec.cost_bytes, "cost.bytes", known));
+  if (cost.contains("flops")) {
+    const Json& flops = cost["flops"];
+    if (!flops.is_object()) return FieldError("cost.flops", "must be an object, not {}", JsonType(flops));
+    for (const auto& [cls, expr] : flops.items()) {
+      const std::string field = Sub("cost.flops", cls);
+      WS_ASSIGN_OR_RETURN(std::string e, AsString(expr, field));
+      WS_RETURN_IF_ERROR(CheckExpr(e, field, known));
+      spec.cost_flops[cls] = std::move(e);
+    }
+  }
+
+  const Json& tolerance = root["tolerance"];
+  if (!tolerance.is_object()) {
+    return FieldError("tolerance", "must be an object, not {}", JsonType(tolerance));
+  }
+  for (const auto& [name, value] : tolerance.items()) {
+    const std::string field = Sub("tolerance", name);
+    const TensorSpec* t = spec.FindTensor(name);
+    if (t == nullptr || t->role != TensorRole::kOutput) {
+      return FieldError(field, "'{}' is not an output tensor", name);
+    }
+    WS_ASSIGN_OR_RETURN(std::string kind, AsString(value, field));
+    if (kind != "exact") return FieldError(field, "unknown tolerance '{}' (known: exact)", kind);
+    spec.tolerance[name] = Tolerance{ToleranceKind::kExact};
+  }
+  for (const TensorSpec& t : spec.tensors) {
+    if (t.role == TensorRole::kOutput && !spec.tolerance.contains(t.name)) {
+      return FieldError("tolerance", "output '{}' has no tolerance", t.name);
+    }
+  }
+
+  WS_ASSIGN_OR_RETURN(spec.cpu_reference, AsString(root["cpu_reference"], "cpu_reference"));
+  if (FindCpuReference(spec.cpu_reference) == nullptr) {
+    return FieldError("cpu_reference", "no CPU reference registered as '{}'", spec.cpu_reference);
+  }
+  WS_ASSIGN_OR_RETURN(spec.gpu_reference, KernelPath(root["gpu_reference"], "gpu_reference", spec.dir));
+  WS_ASSIGN_OR_RETURN(spec.baseline, KernelPath(root["baseline"], "baseline", spec.dir));
+  spec.starting_kernel = spec.baseline;
+  if (root.contains("starting_kernel")) {
+    WS_ASSIGN_OR_RETURN(spec.starting_kernel,
+                        KernelPath(root["starting_kernel"], "starting_kernel", spec.dir));
+  }
+
+  // Shapes last: checking them evaluates the tensor and cost expressions.
+  const Json& shapes = root["shapes"];
+  WS_RETURN_IF_ERROR(CheckKeys(shapes, "shapes", {"test", "bench"}, {"hidden"}));
+  const std::map<std::string, std::string> defaults = *ResolveParams(spec, {});
+  for (const auto& [kind, list] :
+       {std::pair{"test", &spec.test_shapes}, std::pair{"bench", &spec.bench_shapes},
+        std::pair{"hidden", &spec.hidden_shapes}}) {
+    const std::string field = Sub("shapes", kind);
+    if (!shapes.contains(kind)) continue;
+    const Json& arr = shapes[kind];
+    if (!arr.is_array()) return FieldError(field, "must be an array, not {}", JsonType(arr));
+    if (arr.empty() && std::string_view(kind) != "hidden") {
+      return FieldError(field, "must not be empty");
+    }
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const std::string sf = Idx(field, i);
+      WS_ASSIGN_OR_RETURN(Shape s, ParseShape(arr[i], sf, spec, std::string_view(kind) == "bench"));
+      WS_RETURN_IF_ERROR(ValidateShape(spec, s).Context(sf));
+      const SymbolTable symbols = BindSymbols(spec, s, defaults);
+      for (size_t t = 0; t < spec.tensors.size(); ++t) {
+        WS_RETURN_IF_ERROR(TensorNumel(spec.tensors[t], symbols).status().Context(
+            fmt::format("{}: tensors[{}] ({})", sf, t, spec.tensors[t].name)));
+      }
+      WS_RETURN_IF_ERROR(
+          EvalExpr(spec.cost_bytes, symbols).status().Context(fmt::format("{}: cost.bytes", sf)));
+      for (const auto& [cls, e] : spec.cost_flops) {
+        WS_RETURN_IF_ERROR(
+            EvalExpr(e, symbols).status().Context(fmt::format("{}: cost.flops.{}", sf, cls)));
+      }
+      list->push_back(std::move(s));
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+const TensorSpec* ProblemSpec::FindTensor(std::string_view n) const {
+  for (const TensorSpec& t : tensors) {
+    if (t.name == n) return &t;
+  }
+  return nullptr;
+}
+
+const ParamSpec* ProblemSpec::FindParam(std::string_view n) const {
+  for (const ParamSpec& p : params) {
+    if (p.name == n) return &p;
+  }
+  return nullptr;
+}
+
+Result<ProblemSpec> LoadProblem(const std::string& spec_path) {
+  std::ifstream in(spec_path, std::ios::binary);
+  if (!in) return Status::Error("{}: cannot read", spec_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    const Json root = Json::parse(text.str());
+    Result<ProblemSpec> r = Parse(root, spec_path);
+    if (!r.ok()) return r.status().Context(spec_path);
+    return r;
+  } catch (const Json::exception& e) {
+    // NOTE: parse errors land here; Parse checks types before every get<>, so others are bugs
+    // we still report rather than crash on.
+    return Status::Error("{}: invalid JSON: {}", spec_path, e.what());
+  }
+}
+
+Result<std::vector<ProblemSpec>> LoadProblemSet(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return Status::Error("{}: not a directory", root);
+  std::vector<ProblemSpec> out;
+  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+    const fs::path spec = e.path() / "spec.json";
+    if (!e.is_directory() || !fs::exists(spec)) continue;
+    WS_ASSIGN_OR_RETURN(ProblemSpec p, LoadProblem(spec.string()));
+    out.push_back(std::move(p));
+  }
+  if (ec) return Status::Error("{}: cannot list: {}", root, ec.message());
+  std::sort(out.begin(), out.end(),
+            [](const ProblemSpec& a, const ProblemSpec& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::map<std::string, std::string>> ResolveParams(
+    const ProblemSpec& spec, const std::map<std::string, std::string>& overrides) {
+  std::map<std::string, std::string> out;
+  for (const ParamSpec& p : spec.params) out[p.name] = p.default_value;
+  for (const auto& [name, value] : overrides) {
+    const ParamSpec* p = spec.FindParam(name);
+    if (p == nullptr) {
+      std::vector<std::string> names;
+      for (const ParamSpec& q : spec.params) names.push_back(q.name);
+      return Status::Error("{}: unknown parameter '{}' (parameters: {})", spec.name, name,
+                           names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")));
+    }
+    if (std::find(p->values.begin(), p->values.end(), value) == p->values.end()) {
+      return Status::Error("{}: parameter '{}' has no value '{}' (values: {})", spec.name, name,
+                           value, fmt::join(p->values, ", "));
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+SymbolTable BindSymbols(const ProblemSpec& spec, const Shape& shape,
+                        const std::map<std::string, std::string>& params) {
+  SymbolTable out = shape.symbols;
+  for (const ParamSpec& p : spec.params) {
+    const auto it = params.find(p.name);
+    const std::string& value = it == params.end() ? p.default_value : it->second;
+    const auto v = std::find(p.values.begin(), p.values.end(), value);
+    WS_CHECK(v != p.values.end());  // ResolveParams vets values
+    out[p.name] = v - p.values.begin();
+  }
+  return out;
+}
+
+Status ValidateShape(const ProblemSpec& spec, const Shape& shape) {
+  for (const std::string& s : spec.symbols) {
+    if (!shape.symbols.contains(s)) {
+      return Status::Error("shape {}: missing symbol '{}'", FormatShape(shape), s);
+    }
+  }
+  for (const auto& [name, value] : shape.symbols) {
+    if (std::find(spec.symbols.begin(), spec.symbols.end(), name) == spec.symbols.end()) {
+      return Status::Error("shape {}: unknown symbol '{}'", FormatShape(shape), name);
+    }
+  }
+  const SymbolTable symbols = BindSymbols(spec, shape, {});
+  for (const std::string& c : spec.constraints) {
+    WS_ASSIGN_OR_RETURN(int64_t ok, EvalExpr(c, symbols));
+    if (ok == 0) {
+      return Status::Error("shape {}: constraint '{}' does not hold", FormatShape(shape), c);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<int64_t>> TensorDims(const TensorSpec& t, const SymbolTable& symbols) {
+  std::vector<int64_t> dims;
+  for (const std::string& e : t.shape) {
+    WS_ASSIGN_OR_RETURN(int64_t d, EvalExpr(e, symbols));
+    if (d < 0) return Status::Error("tensor '{}': dimension '{}' is negative ({})", t.name, e, d);
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+Result<int64_t> TensorNumel(const TensorSpec& t, const SymbolTable& symbols) {
+  WS_ASSIGN_OR_RETURN(std::vector<int64_t> dims, TensorDims(t, symbols));
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      return Status::Error("tensor '{}': element count overflows", t.name);
+    }
+  }
+  // Bytes must fit too: the runner allocates them.
+  if (int64_t bytes; __builtin_mul_overflow(n, int64_t{DTypeSize(t.dtype)}, &bytes)) {
+    return Status::Error("tensor '{}': byte count overflows", t.name);
+  }
+  return n;
+}
+
+}  // namespace ws
