@@ -1,0 +1,191 @@
+// The warpsmith binary end to end, without a GPU: listing problems, compile-only evaluation of the
+// shipped kernels for both architectures, plan and compile rejections, and the CPU reference
+// over .npy files.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "problems/mxfp8_quantize_rowwise/reference.h"
+#include "problems/problems.h"
+#include "sandbox/sandbox.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exit_code;
+  std::string out, err;
+};
+
+class CliTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(testing::TempDir()) /
+           ("ws_cli_" + std::to_string(::getpid()) + "_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Run Warpsmith(std::vector<std::string> args) {
+    SandboxSpec spec;
+    spec.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace",
+                 (dir_ / "ws").string(), "--problems-dir", std::string(WS_SOURCE_DIR) + "/problems"};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.limits.wall_seconds = 300;
+    auto r = RunSandboxed(spec);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return {-1, "", ""};
+    EXPECT_FALSE(r->signaled) << r->Describe();
+    return {r->exit_code, r->stdout_data, r->stderr_data};
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, ListsAndShowsProblemsWithoutHiddenShapes) {
+  Run list = Warpsmith({"problems"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("mxfp8_quantize_rowwise"), std::string::npos);
+
+  Run show = Warpsmith({"problems", "show", "mxfp8_quantize_rowwise", "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  auto j = nlohmann::json::parse(show.out);
+  EXPECT_EQ(j["name"], "mxfp8_quantize_rowwise");
+  EXPECT_FALSE(j["shapes"].contains("hidden"));
+  EXPECT_GT(j["shapes"]["hidden_count"].get<int>(), 0);
+  EXPECT_EQ(j["shapes"]["bench"].size(), 4u);
+
+  auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/mxfp8_quantize_rowwise/spec.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  for (const auto& h : spec->hidden_shapes) {
+    std::string text = "\"M\": " + std::to_string(h.symbols.at("M"));
+    EXPECT_EQ(show.out.find(text + ",\n"), std::string::npos) << "hidden shape leaked: " << text;
+  }
+
+  Run unknown = Warpsmith({"problems", "show", "nope"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no problem named 'nope'"), std::string::npos) << unknown.err;
+}
+
+TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
+  const std::string p = "mxfp8_quantize_rowwise";
+  for (std::string file : {"kernels/" + p + "/kernel.cu", "problems/" + p + "/baseline.cu",
+                           "problems/" + p + "/reference.cu"}) {
+    for (std::string arch : {"sm_90a", "sm_100a"}) {
+      for (std::string rounding : {"rceil", "floor"}) {
+        Run r = Warpsmith({"eval", p, std::string(WS_SOURCE_DIR) + "/" + file, "--arch", arch,
+                           "--compile-only", "--set", "rounding=" + rounding});
+        EXPECT_EQ(r.exit_code, 0) << file << " " << arch << "\n" << r.out << r.err;
+        EXPECT_NE(r.out.find("not_run"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("registers"), std::string::npos) << r.out;
+      }
+    }
+  }
+}
+
+TEST_F(CliTest, RejectsBrokenPlansAndCompileErrors) {
+  std::string no_plan = Write("no_plan.cu", "extern \"C\" __global__ void k() {}\n");
+  Run a = Warpsmith({"eval", "mxfp8_quantize_rowwise", no_plan, "--compile-only"});
+  EXPECT_EQ(a.exit_code, 1) << a.out << a.err;
+  EXPECT_NE(a.out.find("plan_error"), std::string::npos) << a.out;
+
+  std::string bad_tensor = Write("bad_tensor.cu", R"(/* warpsmith:plan
+{ "launch": [ { "kernel": "k", "grid": ["ceil_div(M, 4)"], "block": [256], "args": ["x", "y", "N"] } ] }
+*/
+extern "C" __global__ void k() {}
+)");
+  Run b = Warpsmith({"eval", "mxfp8_quantize_rowwise", bad_tensor, "--compile-only"});
+  EXPECT_EQ(b.exit_code, 1);
+  EXPECT_NE(b.out.find("launch[0].args[1]: unknown name 'y'"), std::string::npos) << b.out;
+
+  std::string broken = Write("broken.cu", R"(/* warpsmith:plan
+{ "launch": [ { "kernel": "k", "grid": [1], "block": [32], "args": [] } ] }
+*/
+extern "C" __global__ void k() { this_does_not_exist(); }
+)");
+  Run c = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--compile-only"});
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.out.find("compile_error"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("this_does_not_exist"), std::string::npos) << c.out;
+
+  Run d = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--set", "rounding=up"});
+  EXPECT_EQ(d.exit_code, 2);
+  EXPECT_NE(d.err.find("rounding"), std::string::npos) << d.err;
+
+  Run e = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--arch", "sm_80"});
+  EXPECT_EQ(e.exit_code, 2);
+}
+
+TEST_F(CliTest, EveryEvaluationIsRecorded) {
+  std::string file = std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu";
+  ASSERT_EQ(Warpsmith({"eval", "mxfp8_quantize_rowwise", file, "--compile-only"}).exit_code, 0);
+  Run again = Warpsmith({"eval", "mxfp8_quantize_rowwise", file, "--compile-only", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto j = nlohmann::json::parse(again.out);
+  EXPECT_EQ(j["evaluation_id"], 2);
+  EXPECT_TRUE(j["compile"]["cached"].get<bool>()) << "the second compile should hit the cache";
+  Run lb = Warpsmith({"leaderboard", "--json"});
+  ASSERT_EQ(lb.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(lb.out).size(), 0u) << "nothing that did not run may be ranked";
+}
+
+// bf16 bit patterns for a few blocks with known answers.
+TEST_F(CliTest, ReferenceRunsOnNpyFiles) {
+  const int64_t m = 3, k = 64;
+  HostTensor x;
+  x.dtype = DType::kBF16;
+  x.dims = {m, k};
+  std::vector<uint16_t> bits(m * k, 0);
+  bits[32] = 0x7FC0;                                      // row 0, block 1: NaN
+  for (int i = 0; i < 32; ++i) bits[64 + i] = 0x3F80;     // row 1, block 0: all 1.0
+  for (int i = 0; i < 32; ++i) bits[96 + i] = 0x8000;     // row 1, block 1: all -0
+  for (int i = 0; i < 64; ++i) bits[128 + i] = static_cast<uint16_t>(0x3C00 + i * 37);
+  x.bytes.resize(bits.size() * 2);
+  std::memcpy(x.bytes.data(), bits.data(), x.bytes.size());
+  fs::create_directories(dir_ / "in");
+  ASSERT_TRUE(WriteNpy((dir_ / "in" / "x.npy").string(), x).ok());
+
+  for (auto [rounding, mode] : {std::pair{"rceil", mxfp8::Rounding::kRceil},
+                                std::pair{"floor", mxfp8::Rounding::kFloor}}) {
+    std::string out = (dir_ / (std::string("out_") + rounding)).string();
+    Run r = Warpsmith({"reference", "mxfp8_quantize_rowwise", "--in", (dir_ / "in").string(),
+                       "--out", out, "--set", std::string("rounding=") + rounding});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto q = ReadNpy(out + "/q.npy", DType::kFP8E4M3);
+    auto s = ReadNpy(out + "/scales.npy", DType::kE8M0);
+    ASSERT_TRUE(q.ok() && s.ok());
+    EXPECT_EQ(q->dims, (std::vector<int64_t>{m, k}));
+    EXPECT_EQ(s->dims, (std::vector<int64_t>{m, k / 32}));
+    EXPECT_EQ(s->bytes[0], 0x00) << "an all-zero block has scale 0";
+    EXPECT_EQ(q->bytes[0], 0x00);
+    EXPECT_EQ(s->bytes[1], 0xFF) << "a block holding NaN has scale 0xFF";
+    for (int i = 32; i < 64; ++i) ASSERT_EQ(q->bytes[i], 0x7F);
+    // 1.0: rceil picks 2^-8 (1/448 rounds up to 2^-8), floor picks 2^(0-8): both 127 - 8.
+    EXPECT_EQ(s->bytes[2], 119);
+    EXPECT_EQ(q->bytes[64], 0x78) << "1.0 * 2^8 = 256 is E4M3 0x78";
+    EXPECT_EQ(q->bytes[96], 0x80) << "-0 stays 0x80";
+    std::vector<uint8_t> want_q(m * k), want_s(m * k / 32);
+    mxfp8::QuantizeRowwise(bits.data(), m, k, mode, want_q.data(), want_s.data());
+    EXPECT_EQ(q->bytes, want_q);
+    EXPECT_EQ(s->bytes, want_s);
+  }
+
+  Run missing = Warpsmith({"reference", "mxfp8_quantize_rowwise", "--in",
+                           (dir_ / "nowhere").string(), "--out", (dir_ / "o").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("x.npy"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace ws

@@ -1,0 +1,179 @@
+// The evaluator on a real GPU: the hand-tuned kernel passes and is timed; a wrong byte, a write
+// past the output, a crash and a kernel that never ends each get their verdict, and the
+// evaluator keeps working afterwards. Skips where there is no GPU.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "evaluator/evaluator.h"
+#include "problems/problems.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Appends a launch to the plan of `source` (before the launch array closes) and its kernel to
+// the code, so a test candidate is "the baseline, then this".
+std::string WithExtraLaunch(const std::string& source, const std::string& launch_json,
+                            const std::string& kernel_code) {
+  size_t open = source.find("\"launch\"");
+  EXPECT_NE(open, std::string::npos);
+  open = source.find('[', open);
+  int depth = 0;
+  size_t close = open;
+  for (; close < source.size(); ++close) {
+    if (source[close] == '[') ++depth;
+    if (source[close] == ']' && --depth == 0) break;
+  }
+  return source.substr(0, close) + ", " + launch_json + source.substr(close) + "\n" + kernel_code;
+}
+
+class EvalGpuTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto s = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/mxfp8_quantize_rowwise/spec.json");
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    spec_ = new ProblemSpec(std::move(*s));
+    workspace_ = testing::TempDir() + "/ws_eval_gpu_" + std::to_string(::getpid());
+  }
+  static void TearDownTestSuite() {
+    delete spec_;
+    fs::remove_all(workspace_);
+  }
+
+  void SetUp() override {
+    opts_.workspace = workspace_;
+    opts_.runner = std::string(WS_BINARY_DIR) + "/ws_runner";
+    std::string why;
+    auto device = ProbeDevice(opts_, &why);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    if (!*device) GTEST_SKIP() << "no GPU here (" << why << "); GPU tests skipped";
+    device_ = **device;
+  }
+
+  EvalRequest Request(const std::string& source) {
+    EvalRequest req;
+    req.spec = spec_;
+    req.source = source;
+    req.arch = Arch::kSm90a;
+    req.params = {{"rounding", "rceil"}};
+    req.device = device_;
+    return req;
+  }
+
+  std::string Baseline() { return ReadText(spec_->dir + "/" + spec_->baseline); }
+
+  static ProblemSpec* spec_;
+  static std::string workspace_;
+  EvaluatorOptions opts_;
+  DeviceInfo device_;
+};
+
+ProblemSpec* EvalGpuTest::spec_ = nullptr;
+std::string EvalGpuTest::workspace_;
+
+TEST_F(EvalGpuTest, HandTunedKernelIsOkAndTimedInBothModes) {
+  auto ceilings = MeasureCeilings(opts_);
+  ASSERT_TRUE(ceilings.ok()) << ceilings.status().message();
+  EXPECT_GT(ceilings->copy_bytes_per_s, 1e12);
+  for (std::string rounding : {"rceil", "floor"}) {
+    EvalRequest req =
+        Request(ReadText(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu"));
+    req.params = {{"rounding", rounding}};
+    req.ceilings = *ceilings;
+    auto r = Evaluate(req, opts_);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+    EXPECT_TRUE(r->ran_on_gpu);
+    int timed = 0;
+    for (const auto& c : r->cases) {
+      EXPECT_EQ(c.verdict, Verdict::kOk) << c.message;
+      if (c.kind == "bench") {
+        ASSERT_TRUE(c.timing.has_value());
+        EXPECT_GT(c.timing->median_us, 0);
+        EXPECT_GT(c.sol_us, 0);
+        ++timed;
+      }
+    }
+    EXPECT_EQ(timed, 4);
+    EXPECT_GT(r->sol_fraction, 0.3) << "far slower than expected for a memory-bound kernel";
+  }
+}
+
+TEST_F(EvalGpuTest, OneWrongByteIsAWrongAnswerNamingTheElement) {
+  std::string src = WithExtraLaunch(
+      Baseline(),
+      R"({ "kernel": "ws_test_flip", "grid": [1], "block": [1], "args": ["q", {"i64": "M * K / 2 + 7"}] })",
+      "extern \"C\" __global__ void ws_test_flip(unsigned char* q, long long i) { q[i] ^= 1; }\n");
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kWrongAnswer) << r->message;
+  EXPECT_NE(r->message.find("q["), std::string::npos) << r->message;
+  EXPECT_NE(r->message.find("1 of"), std::string::npos) << r->message;
+}
+
+TEST_F(EvalGpuTest, WritingPastTheOutputIsCaught) {
+  std::string src = WithExtraLaunch(
+      Baseline(),
+      R"({ "kernel": "ws_test_overrun", "grid": [1], "block": [32], "args": ["scales", {"i64": "M * K / 32"}] })",
+      "extern \"C\" __global__ void ws_test_overrun(unsigned char* s, long long n) {\n"
+      "  s[n + threadIdx.x] = 0x42;\n}\n");
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kWrongAnswer) << r->message;
+  EXPECT_NE(r->message.find("outside"), std::string::npos) << r->message;
+}
+
+TEST_F(EvalGpuTest, AWildPointerCrashesOnlyTheRunner) {
+  std::string src = WithExtraLaunch(
+      Baseline(), R"({ "kernel": "ws_test_wild", "grid": [1], "block": [1], "args": [] })",
+      "extern \"C\" __global__ void ws_test_wild() {\n"
+      "  *reinterpret_cast<volatile int*>(0x10) = 1;\n}\n");
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kCrashed) << r->message;
+}
+
+TEST_F(EvalGpuTest, AKernelThatNeverEndsTimesOutAndTheNextEvaluationWorks) {
+  std::string src = R"(/* warpsmith:plan
+{ "launch": [ { "kernel": "ws_test_spin", "grid": [1], "block": [32], "args": ["q"] } ] }
+*/
+extern "C" __global__ void ws_test_spin(volatile unsigned char* q) {
+  while (q[0] != 0xAB || q[0] == 0xAB) { }
+}
+)";
+  EvaluatorOptions quick = opts_;
+  quick.startup_timeout_s = 15;
+  quick.case_timeout_s = 1;
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  req.include_hidden = false;
+  auto r = Evaluate(req, quick);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kTimeout) << r->message;
+
+  EvalRequest next = Request(Baseline());
+  next.time_bench = false;
+  auto r2 = Evaluate(next, opts_);
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_EQ(r2->verdict, Verdict::kOk) << r2->message;
+}
+
+}  // namespace
+}  // namespace ws
