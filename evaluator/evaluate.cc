@@ -51,12 +51,6 @@ std::string ShapeText(const Shape& s) {
   return "{" + t + "}";
 }
 
-json ShapeJson(const Shape& s) {
-  json j = json::object();
-  for (const auto& [k, v] : s.symbols) j[k] = v;
-  return j;
-}
-
 Result<DeviceInfo> ParseDevice(const json& d) {
   try {
     DeviceInfo info;

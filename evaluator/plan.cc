@@ -194,15 +194,11 @@ Result<Plan> ParsePlan(const std::string& source) {
   size_t close = source.find("*/", tag);
   if (close == std::string::npos) return Status::Error("the plan comment is not closed with */");
   std::string body = source.substr(tag + kPlanTag.size(), close - tag - kPlanTag.size());
-  json root = json::parse(body, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
-  if (root.is_discarded()) {
-    // Parse again with exceptions on, only to get the parser's position and reason.
-    try {
-      (void)json::parse(body, nullptr, true, true);
-    } catch (const json::exception& e) {
-      return Status::Error("the plan is not valid JSON: {}", e.what());
-    }
-    return Status::Error("the plan is not valid JSON");
+  json root;
+  try {
+    root = json::parse(body, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::exception& e) {
+    return Status::Error("the plan is not valid JSON: {}", e.what());
   }
   return ParsePlanJson(root);
 }
