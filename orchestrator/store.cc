@@ -2,11 +2,11 @@
 // error becomes a Status naming the operation and sqlite3_errmsg.
 #include "orchestrator/store.h"
 
-#include <sqlite3.h>
-
 #include <iterator>
 #include <string_view>
 #include <utility>
+
+#include <sqlite3.h>
 
 namespace ws {
 namespace {
@@ -87,7 +87,8 @@ Status SqliteError(sqlite3* db, std::string_view op) {
 
 Status Exec(sqlite3* db, const char* sql, std::string_view op) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) == SQLITE_OK) return Status::Ok();
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) == SQLITE_OK)
+    return Status::Ok();
   Status s = Status::Error("{}: {}", op, err != nullptr ? err : sqlite3_errmsg(db));
   sqlite3_free(err);
   return s;
@@ -126,10 +127,13 @@ class Stmt {
 
   /// True with a row ready, false when done.
   Result<bool> Step() {
-    if (bind_rc_ != SQLITE_OK) return SqliteError(db_, op_);
+    if (bind_rc_ != SQLITE_OK)
+      return SqliteError(db_, op_);
     int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
+    if (rc == SQLITE_ROW)
+      return true;
+    if (rc == SQLITE_DONE)
+      return false;
     return SqliteError(db_, op_);
   }
   /// Steps a statement that returns no rows.
@@ -149,7 +153,8 @@ class Stmt {
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) const {
     const unsigned char* p = sqlite3_column_text(stmt_, col);
-    if (p == nullptr) return "";
+    if (p == nullptr)
+      return "";
     return std::string(reinterpret_cast<const char*>(p),
                        static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
   }
@@ -157,7 +162,8 @@ class Stmt {
  private:
   Stmt(sqlite3* db, sqlite3_stmt* stmt, std::string_view op) : db_(db), stmt_(stmt), op_(op) {}
   Stmt& Check(int rc) {
-    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK)
+      bind_rc_ = rc;
     return *this;
   }
 
@@ -176,7 +182,8 @@ class Transaction {
     return Transaction(db, op);
   }
   ~Transaction() {
-    if (db_ != nullptr) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (db_ != nullptr)
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   Transaction(Transaction&& o) noexcept : db_(std::exchange(o.db_, nullptr)), op_(o.op_) {}
   Transaction& operator=(Transaction&&) = delete;
@@ -196,13 +203,15 @@ class Transaction {
 Result<int> UserVersion(sqlite3* db) {
   WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db, "PRAGMA user_version", "reading schema version"));
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return Status::Error("reading schema version: no row");
+  if (!row)
+    return Status::Error("reading schema version: no row");
   return static_cast<int>(s.Int(0));
 }
 
 Status Configure(sqlite3* db) {
   sqlite3_extended_result_codes(db, 1);
-  if (sqlite3_busy_timeout(db, 5000) != SQLITE_OK) return SqliteError(db, "setting busy timeout");
+  if (sqlite3_busy_timeout(db, 5000) != SQLITE_OK)
+    return SqliteError(db, "setting busy timeout");
   // journal_mode answers with the mode now in effect; anything but wal means it did not stick.
   WS_ASSIGN_OR_RETURN(Stmt wal, Stmt::Prepare(db, "PRAGMA journal_mode=WAL", "enabling WAL"));
   WS_ASSIGN_OR_RETURN(bool row, wal.Step());
@@ -265,23 +274,30 @@ EvaluationRecord ReadEvaluation(const Stmt& s) {
 
 Store::Store(sqlite3* db) : db_(db) {}
 
-Store::~Store() { sqlite3_close_v2(db_); }
+Store::~Store() {
+  sqlite3_close_v2(db_);
+}
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   // The Store owns the handle from here, so every failure below closes it.
   std::unique_ptr<Store> store(new Store(db));
-  if (rc != SQLITE_OK) return SqliteError(db, fmt::format("opening {}", path));
+  if (rc != SQLITE_OK)
+    return SqliteError(db, fmt::format("opening {}", path));
   Status s = Configure(db);
-  if (!s.ok()) return s.Context(fmt::format("opening {}", path));
+  if (!s.ok())
+    return s.Context(fmt::format("opening {}", path));
   Result<int> version = Migrate(db);
-  if (!version.ok()) return version.status().Context(fmt::format("opening {}", path));
+  if (!version.ok())
+    return version.status().Context(fmt::format("opening {}", path));
   store->version_ = *version;
   return store;
 }
 
-int Store::schema_version() const { return version_; }
+int Store::schema_version() const {
+  return version_;
+}
 
 Result<int64_t> Store::PutKernel(const KernelRecord& k) {
   if (k.problem.empty() || k.hash.empty()) {
@@ -295,14 +311,19 @@ Result<int64_t> Store::PutKernel(const KernelRecord& k) {
                     "INSERT INTO kernels (problem, hash, source, origin, parent_id) "
                     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (problem, hash) DO NOTHING",
                     "putting kernel"));
-  insert.Bind(1, k.problem).Bind(2, k.hash).Bind(3, k.source).Bind(4, k.origin).Bind(5, k.parent_id);
+  insert.Bind(1, k.problem)
+      .Bind(2, k.hash)
+      .Bind(3, k.source)
+      .Bind(4, k.origin)
+      .Bind(5, k.parent_id);
   WS_RETURN_IF_ERROR(insert.Run());
-  WS_ASSIGN_OR_RETURN(
-      Stmt find, Stmt::Prepare(db_, "SELECT id FROM kernels WHERE problem = ?1 AND hash = ?2",
-                               "looking up kernel"));
+  WS_ASSIGN_OR_RETURN(Stmt find,
+                      Stmt::Prepare(db_, "SELECT id FROM kernels WHERE problem = ?1 AND hash = ?2",
+                                    "looking up kernel"));
   find.Bind(1, k.problem).Bind(2, k.hash);
   WS_ASSIGN_OR_RETURN(bool row, find.Step());
-  if (!row) return Status::Error("putting kernel: row vanished after insert");
+  if (!row)
+    return Status::Error("putting kernel: row vanished after insert");
   return find.Int(0);
 }
 
@@ -314,14 +335,16 @@ Result<KernelRecord> Store::GetKernel(int64_t id) {
                             "getting kernel"));
   s.Bind(1, id);
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return Status::Error("getting kernel: no kernel with id {}", id);
+  if (!row)
+    return Status::Error("getting kernel: no kernel with id {}", id);
   KernelRecord k;
   k.id = s.Int(0);
   k.problem = s.Text(1);
   k.hash = s.Text(2);
   k.source = s.Text(3);
   k.origin = s.Text(4);
-  if (!s.IsNull(5)) k.parent_id = s.Int(5);
+  if (!s.IsNull(5))
+    k.parent_id = s.Int(5);
   k.created_at = s.Text(6);
   return k;
 }
@@ -379,27 +402,30 @@ Result<std::vector<EvaluationRecord>> Store::Evaluations(const std::string& prob
   std::string sql = fmt::format("SELECT {} FROM evaluations {} ORDER BY id DESC LIMIT ?2",
                                 kEvaluationColumns, problem.empty() ? "" : "WHERE problem = ?1");
   WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql, "listing evaluations"));
-  if (!problem.empty()) s.Bind(1, problem);
+  if (!problem.empty())
+    s.Bind(1, problem);
   s.Bind(2, limit > 0 ? int64_t{limit} : int64_t{-1});
   std::vector<EvaluationRecord> out;
   while (true) {
     WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
+    if (!row)
+      break;
     out.push_back(ReadEvaluation(s));
   }
 
-  WS_ASSIGN_OR_RETURN(
-      Stmt t, Stmt::Prepare(db_,
-                            "SELECT shape_json, kind, median_us, min_us, p90_us, stdev_us, "
-                            "iterations, sol_us FROM timings WHERE evaluation_id = ?1 "
-                            "ORDER BY rowid",
-                            "listing timings"));
+  WS_ASSIGN_OR_RETURN(Stmt t,
+                      Stmt::Prepare(db_,
+                                    "SELECT shape_json, kind, median_us, min_us, p90_us, stdev_us, "
+                                    "iterations, sol_us FROM timings WHERE evaluation_id = ?1 "
+                                    "ORDER BY rowid",
+                                    "listing timings"));
   for (EvaluationRecord& e : out) {
     t.Reset();
     t.Bind(1, e.id);
     while (true) {
       WS_ASSIGN_OR_RETURN(bool row, t.Step());
-      if (!row) break;
+      if (!row)
+        break;
       ShapeTiming st;
       st.shape_json = t.Text(0);
       st.kind = t.Text(1);
@@ -443,7 +469,8 @@ Result<std::optional<CeilingsRecord>> Store::GetCeilings(const std::string& gpu)
                             "getting ceilings"));
   s.Bind(1, gpu);
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return std::optional<CeilingsRecord>();
+  if (!row)
+    return std::optional<CeilingsRecord>();
   CeilingsRecord c;
   c.gpu = s.Text(0);
   c.copy_bytes_per_s = s.Double(1);
@@ -468,11 +495,13 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
       ") WHERE rank = 1 ORDER BY problem, params_json, time_us, gpu",
       kVerdictOk, problem.empty() ? "" : "AND e.problem = ?1");
   WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql, "reading leaderboard"));
-  if (!problem.empty()) s.Bind(1, problem);
+  if (!problem.empty())
+    s.Bind(1, problem);
   std::vector<LeaderboardEntry> out;
   while (true) {
     WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
+    if (!row)
+      break;
     LeaderboardEntry l;
     l.problem = s.Text(0);
     l.params_json = s.Text(1);

@@ -59,7 +59,8 @@ class Fd {
   bool valid() const { return fd_ >= 0; }
   int Release() { return std::exchange(fd_, -1); }
   void Reset() {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0)
+      ::close(fd_);
     fd_ = -1;
   }
 
@@ -74,7 +75,8 @@ struct Pipe {
 Result<Pipe> MakePipe() {
   int fds[2];
   // O_CLOEXEC at creation: another thread forking at the same moment must not inherit them.
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::Error("pipe2: {}", strerror(errno));
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return Status::Error("pipe2: {}", strerror(errno));
   Pipe p;
   p.read = Fd(fds[0]);
   p.write = Fd(fds[1]);
@@ -109,16 +111,21 @@ bool IsExecutableFile(const std::string& path) {
 
 // Resolves argv[0] like execvp, but in the parent so the child need not allocate.
 Result<std::string> ResolveProgram(const std::string& name, const std::string& path_var) {
-  if (name.empty()) return Status::Error("empty program name");
-  if (name.find('/') != std::string::npos) return name;  // exec reports a missing file
+  if (name.empty())
+    return Status::Error("empty program name");
+  if (name.find('/') != std::string::npos)
+    return name;  // exec reports a missing file
   std::string_view rest = path_var;
   while (true) {
     size_t colon = rest.find(':');
     std::string dir(rest.substr(0, colon));
-    if (dir.empty()) dir = ".";
+    if (dir.empty())
+      dir = ".";
     std::string candidate = dir + "/" + name;
-    if (IsExecutableFile(candidate)) return candidate;
-    if (colon == std::string_view::npos) break;
+    if (IsExecutableFile(candidate))
+      return candidate;
+    if (colon == std::string_view::npos)
+      break;
     rest.remove_prefix(colon + 1);
   }
   return Status::Error("{}: not found on PATH", name);
@@ -131,7 +138,8 @@ rlimit Limit(int64_t v) {
 }
 
 Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
-  if (spec.argv.empty()) return Status::Error("empty argv");
+  if (spec.argv.empty())
+    return Status::Error("empty argv");
   ChildPlan plan;
 
   // Environment: the parent's, with env_set added or replacing.
@@ -140,7 +148,8 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
     std::string_view entry(*e);
     size_t eq = entry.find('=');
     std::string key(entry.substr(0, eq));
-    if (overrides.count(key) != 0) continue;
+    if (overrides.count(key) != 0)
+      continue;
     plan.env_storage.emplace_back(entry);
   }
   for (const auto& [k, v] : overrides) plan.env_storage.push_back(k + "=" + v);
@@ -162,7 +171,8 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
 
   const SandboxLimits& l = spec.limits;
   plan.rlimits.push_back({RLIMIT_CORE, Limit(0)});
-  if (l.address_space_bytes > 0) plan.rlimits.push_back({RLIMIT_AS, Limit(l.address_space_bytes)});
+  if (l.address_space_bytes > 0)
+    plan.rlimits.push_back({RLIMIT_AS, Limit(l.address_space_bytes)});
   if (l.cpu_seconds > 0) {
     // Soft limit first (SIGXCPU), the hard one a second later (SIGKILL).
     rlimit r;
@@ -170,9 +180,12 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
     r.rlim_max = static_cast<rlim_t>(l.cpu_seconds + 1);
     plan.rlimits.push_back({RLIMIT_CPU, r});
   }
-  if (l.file_size_bytes > 0) plan.rlimits.push_back({RLIMIT_FSIZE, Limit(l.file_size_bytes)});
-  if (l.open_files > 0) plan.rlimits.push_back({RLIMIT_NOFILE, Limit(l.open_files)});
-  if (l.processes > 0) plan.rlimits.push_back({RLIMIT_NPROC, Limit(l.processes)});
+  if (l.file_size_bytes > 0)
+    plan.rlimits.push_back({RLIMIT_FSIZE, Limit(l.file_size_bytes)});
+  if (l.open_files > 0)
+    plan.rlimits.push_back({RLIMIT_NOFILE, Limit(l.open_files)});
+  if (l.processes > 0)
+    plan.rlimits.push_back({RLIMIT_NPROC, Limit(l.processes)});
   return plan;
 }
 
@@ -191,7 +204,8 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
   ::setpgid(0, 0);
   // Dispositions set to ignore survive exec, and the mask is inherited; start the program clean.
   for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+    if (sig != SIGKILL && sig != SIGSTOP)
+      ::signal(sig, SIG_DFL);
   }
   sigset_t empty;
   sigemptyset(&empty);
@@ -210,7 +224,8 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
     ChildFail(report_fd, ChildStage::kChdir);
   }
   for (const RlimitSetting& r : plan.rlimits) {
-    if (::setrlimit(r.resource, &r.value) != 0) ChildFail(report_fd, ChildStage::kRlimit);
+    if (::setrlimit(r.resource, &r.value) != 0)
+      ChildFail(report_fd, ChildStage::kRlimit);
   }
   ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
   ChildFail(report_fd, ChildStage::kExec);
@@ -252,8 +267,10 @@ class ScopedSigpipeBlock {
 bool DrainOnce(int fd, int64_t cap, std::string* out, int64_t* dropped) {
   std::array<char, 65536> buf;
   ssize_t n = ::read(fd, buf.data(), buf.size());
-  if (n < 0) return errno == EINTR || errno == EAGAIN;
-  if (n == 0) return false;
+  if (n < 0)
+    return errno == EINTR || errno == EAGAIN;
+  if (n == 0)
+    return false;
   int64_t room = std::max<int64_t>(0, cap - static_cast<int64_t>(out->size()));
   int64_t keep = std::min<int64_t>(room, n);
   out->append(buf.data(), static_cast<size_t>(keep));
@@ -276,7 +293,8 @@ bool ChildExited(pid_t pid) {
 int Reap(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+    if (errno != EINTR)
+      return -1;
   }
   return status;
 }
@@ -303,10 +321,12 @@ double SecondsSince(Clock::time_point t0) {
 }  // namespace
 
 std::string SandboxResult::Describe() const {
-  if (timed_out) return fmt::format("timed out after {:.1f} s", wall_seconds);
+  if (timed_out)
+    return fmt::format("timed out after {:.1f} s", wall_seconds);
   if (signaled) {
     const char* abbrev = sigabbrev_np(signal);
-    if (abbrev == nullptr) return fmt::format("killed by signal {}", signal);
+    if (abbrev == nullptr)
+      return fmt::format("killed by signal {}", signal);
     return fmt::format("killed by signal {} (SIG{})", signal, abbrev);
   }
   return fmt::format("exit {}", exit_code);
@@ -322,8 +342,10 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   ScopedSigpipeBlock sigpipe_block;
   const Clock::time_point start = Clock::now();
   const pid_t pid = ::fork();
-  if (pid < 0) return Status::Error("fork: {}", strerror(errno));
-  if (pid == 0) ChildMain(plan, in.read.get(), out.write.get(), err.write.get(), report.write.get());
+  if (pid < 0)
+    return Status::Error("fork: {}", strerror(errno));
+  if (pid == 0)
+    ChildMain(plan, in.read.get(), out.write.get(), err.write.get(), report.write.get());
 
   // Also from the parent, so the group exists before we might signal it.
   ::setpgid(pid, pid);
@@ -338,8 +360,10 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   while (got < sizeof(child_error)) {
     ssize_t n = ::read(report.read.get(), reinterpret_cast<char*>(&child_error) + got,
                        sizeof(child_error) - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
     got += static_cast<size_t>(n);
   }
   report.read.Reset();
@@ -388,17 +412,23 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       result.timed_out = true;
       stdin_fd.Reset();
     }
-    if (exited && !out.read.valid() && !err.read.valid()) break;
-    if (exited && now >= drain_until) break;
+    if (exited && !out.read.valid() && !err.read.valid())
+      break;
+    if (exited && now >= drain_until)
+      break;
 
     std::array<pollfd, 4> fds{};
     nfds_t nfds = 0;
     int out_i = -1, err_i = -1, in_i = -1;
-    if (out.read.valid()) fds[out_i = nfds++] = {out.read.get(), POLLIN, 0};
-    if (err.read.valid()) fds[err_i = nfds++] = {err.read.get(), POLLIN, 0};
-    if (stdin_fd.valid()) fds[in_i = nfds++] = {stdin_fd.get(), POLLOUT, 0};
+    if (out.read.valid())
+      fds[out_i = nfds++] = {out.read.get(), POLLIN, 0};
+    if (err.read.valid())
+      fds[err_i = nfds++] = {err.read.get(), POLLIN, 0};
+    if (stdin_fd.valid())
+      fds[in_i = nfds++] = {stdin_fd.get(), POLLOUT, 0};
     // Its readiness is picked up by ChildExited at the top of the loop.
-    if (!exited && pidfd.valid()) fds[nfds++] = {pidfd.get(), POLLIN, 0};
+    if (!exited && pidfd.valid())
+      fds[nfds++] = {pidfd.get(), POLLIN, 0};
 
     int timeout_ms = -1;
     std::optional<Clock::time_point> wake;
@@ -416,7 +446,8 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
     }
     int rc = ::poll(fds.data(), nfds, timeout_ms);
     if (rc < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       const int poll_errno = errno;
       ::kill(-pid, SIGKILL);
       Reap(pid);
@@ -436,7 +467,8 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       } else {
         ssize_t n = ::write(stdin_fd.get(), spec.stdin_data.data() + stdin_pos,
                             spec.stdin_data.size() - stdin_pos);
-        if (n > 0) stdin_pos += static_cast<size_t>(n);
+        if (n > 0)
+          stdin_pos += static_cast<size_t>(n);
         // EPIPE lands here too, rather than as a SIGPIPE, thanks to the blocked signal.
         if ((n < 0 && errno != EINTR && errno != EAGAIN) || stdin_pos == spec.stdin_data.size()) {
           stdin_fd.Reset();
@@ -446,7 +478,8 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   }
 
   const int status = Reap(pid);
-  if (status < 0) return Status::Error("waitpid: {}", strerror(errno));
+  if (status < 0)
+    return Status::Error("waitpid: {}", strerror(errno));
   if (WIFSIGNALED(status)) {
     result.signaled = true;
     result.signal = WTERMSIG(status);
@@ -460,10 +493,12 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
 std::string SelfDir() {
   std::string buf(4096, '\0');
   ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size());
-  if (n <= 0 || static_cast<size_t>(n) >= buf.size()) return "";
+  if (n <= 0 || static_cast<size_t>(n) >= buf.size())
+    return "";
   buf.resize(static_cast<size_t>(n));
   size_t slash = buf.rfind('/');
-  if (slash == std::string::npos) return "";
+  if (slash == std::string::npos)
+    return "";
   return slash == 0 ? "/" : buf.substr(0, slash);
 }
 

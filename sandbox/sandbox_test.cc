@@ -53,7 +53,8 @@ pid_t ReadPid(const std::string& file) {
 
 // Dead, or a zombie waiting for a reaper (PID 1 in a container may never reap it).
 bool ProcessGone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  if (::kill(pid, 0) != 0 && errno == ESRCH)
+    return true;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   std::getline(stat, line);
@@ -64,7 +65,8 @@ bool ProcessGone(pid_t pid) {
 // SIGKILL is delivered asynchronously; give the kernel a moment.
 bool EventuallyGone(pid_t pid) {
   for (int i = 0; i < 100; ++i) {
-    if (ProcessGone(pid)) return true;
+    if (ProcessGone(pid))
+      return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
