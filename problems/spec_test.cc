@@ -1,0 +1,298 @@
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "problems/problems.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kProblems = std::string(WS_SOURCE_DIR) + "/problems";
+const std::string kSpec = kProblems + "/mxfp8_quantize_rowwise/spec.json";
+
+Json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return Json::parse(s.str());
+}
+
+// A scratch problems root: copies of the real spec with dummy kernels, free to break.
+class SpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            fmt::format("ws_spec_test_{}_{}", getpid(),
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // Writes root/<folder>/spec.json (text as given) plus dummy reference.cu and baseline.cu.
+  std::string WriteProblem(const std::string& folder, const std::string& text) {
+    const fs::path dir = root_ / folder;
+    fs::create_directories(dir);
+    std::ofstream(dir / "reference.cu") << "// dummy\n";
+    std::ofstream(dir / "baseline.cu") << "// dummy\n";
+    std::ofstream(dir / "spec.json") << text;
+    return (dir / "spec.json").string();
+  }
+
+  fs::path root_;
+};
+
+TEST(ProblemSetTest, RealProblemsFolderValidates) {
+  const auto set = LoadProblemSet(kProblems);
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  ASSERT_FALSE(set->empty());
+  for (const ProblemSpec& p : *set) {
+    for (const auto* shapes : {&p.test_shapes, &p.bench_shapes, &p.hidden_shapes}) {
+      for (const Shape& s : *shapes) EXPECT_TRUE(ValidateShape(p, s).ok()) << p.name;
+    }
+    EXPECT_NE(FindCpuReference(p.cpu_reference), nullptr) << p.name;
+  }
+}
+
+TEST(ProblemSetTest, Mxfp8QuantizeRowwiseSpec) {
+  const auto spec = LoadProblem(kSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->name, "mxfp8_quantize_rowwise");
+  EXPECT_EQ(spec->symbols, (std::vector<std::string>{"M", "K"}));
+  EXPECT_EQ(spec->test_shapes.size(), 8u);
+  EXPECT_EQ(spec->bench_shapes.size(), 4u);
+  EXPECT_EQ(spec->hidden_shapes.size(), 5u);
+  EXPECT_EQ(spec->bench_shapes[0].symbols.at("M"), 131072);
+  EXPECT_EQ(spec->bench_shapes[0].symbols.at("K"), 7168);
+  EXPECT_FALSE(spec->bench_shapes[0].source.empty());
+  ASSERT_EQ(spec->params.size(), 1u);
+  EXPECT_EQ(spec->params[0].values, (std::vector<std::string>{"rceil", "floor"}));
+  EXPECT_EQ(spec->params[0].default_value, "rceil");
+  ASSERT_EQ(spec->tensors.size(), 3u);
+  EXPECT_EQ(spec->tensors[0].init.dist, "mx_blocks");
+  EXPECT_EQ(spec->tensors[2].dtype, DType::kE8M0);
+  EXPECT_EQ(spec->tolerance.size(), 2u);
+  EXPECT_EQ(spec->starting_kernel, "baseline.cu");
+  EXPECT_EQ(fs::path(spec->dir).filename(), "mxfp8_quantize_rowwise");
+
+  const Shape& s = spec->test_shapes[3];  // M=37, K=256
+  const auto params = ResolveParams(*spec, {});
+  ASSERT_TRUE(params.ok());
+  const SymbolTable symbols = BindSymbols(*spec, s, *params);
+  EXPECT_EQ(symbols.at("rounding"), 0);
+  const auto dims = TensorDims(*spec->FindTensor("scales"), symbols);
+  ASSERT_TRUE(dims.ok());
+  EXPECT_EQ(*dims, (std::vector<int64_t>{37, 8}));
+  EXPECT_EQ(*TensorNumel(*spec->FindTensor("q"), symbols), 37 * 256);
+  EXPECT_EQ(*EvalExpr(spec->cost_bytes, symbols), 37 * 256 * 3 + 37 * 8);
+}
+
+TEST(ProblemSetTest, ResolveParamsAndBindSymbols) {
+  const auto spec = LoadProblem(kSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const auto floor = ResolveParams(*spec, {{"rounding", "floor"}});
+  ASSERT_TRUE(floor.ok());
+  EXPECT_EQ(floor->at("rounding"), "floor");
+  const Shape shape{{{"M", 2}, {"K", 64}}, ""};
+  EXPECT_EQ(BindSymbols(*spec, shape, *floor).at("rounding"), 1);
+  EXPECT_EQ(BindSymbols(*spec, shape, {}).at("rounding"), 0);  // default
+
+  const auto bad_name = ResolveParams(*spec, {{"roundin", "floor"}});
+  ASSERT_FALSE(bad_name.ok());
+  EXPECT_NE(bad_name.status().message().find("unknown parameter 'roundin' (parameters: rounding)"),
+            std::string::npos)
+      << bad_name.status().message();
+  const auto bad_value = ResolveParams(*spec, {{"rounding", "nearest"}});
+  ASSERT_FALSE(bad_value.ok());
+  EXPECT_NE(bad_value.status().message().find("'nearest' (values: rceil, floor)"),
+            std::string::npos)
+      << bad_value.status().message();
+}
+
+TEST(ProblemSetTest, ValidateShapeAndTensorSizes) {
+  const auto spec = LoadProblem(kSpec);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  struct Case {
+    SymbolTable symbols;
+    const char* want;  // empty: valid
+  };
+  const Case cases[] = {
+      {{{"M", 1}, {"K", 32}}, ""},
+      {{{"M", 0}, {"K", 32}}, "constraint 'M >= 1' does not hold"},
+      {{{"M", 1}, {"K", 48}}, "constraint 'K % 32 == 0' does not hold"},
+      {{{"M", 1}}, "missing symbol 'K'"},
+      {{{"M", 1}, {"K", 32}, {"N", 3}}, "unknown symbol 'N'"},
+  };
+  for (const Case& c : cases) {
+    const Status s = ValidateShape(*spec, Shape{c.symbols, ""});
+    if (std::string(c.want).empty()) {
+      EXPECT_TRUE(s.ok()) << s.message();
+    } else {
+      EXPECT_NE(s.message().find(c.want), std::string::npos) << s.message();
+    }
+  }
+  const SymbolTable huge = {{"M", int64_t{1} << 40}, {"K", int64_t{1} << 40}, {"rounding", 0}};
+  EXPECT_FALSE(TensorNumel(*spec->FindTensor("x"), huge).ok());
+  const SymbolTable negative = {{"M", -2}, {"K", 32}, {"rounding", 0}};
+  const auto dims = TensorDims(*spec->FindTensor("x"), negative);
+  ASSERT_FALSE(dims.ok());
+  EXPECT_NE(dims.status().message().find("negative"), std::string::npos);
+}
+
+TEST_F(SpecTest, MalformedSpecsNameTheField) {
+  const Json base = ReadJson(kSpec);
+  struct Case {
+    std::function<void(Json&)> mutate;
+    const char* want;  // after "<path>: "
+  };
+  const std::vector<Case> cases = {
+      {[](Json& j) { j.erase("name"); }, "name: missing required field"},
+      {[](Json& j) { j["foo"] = 1; }, "foo: unknown key"},
+      {[](Json& j) { j["name"] = 5; }, "name: must be a string, not number"},
+      {[](Json& j) { j["name"] = "other"; }, "name: 'other' differs from its folder"},
+      {[](Json& j) { j["description"] = Json::array(); }, "description: must be a string"},
+      {[](Json& j) { j["symbols"] = "M"; }, "symbols: must be an array"},
+      {[](Json& j) { j["symbols"] = {"M", "K", "M"}; }, "symbols[2]: duplicate symbol 'M'"},
+      {[](Json& j) { j["symbols"][1] = "2K"; }, "symbols[1]: '2K' is not an identifier"},
+      {[](Json& j) { j["constraints"][0] = "M >="; },
+       "constraints[0]: expression 'M >=' at column 5: unexpected end"},
+      {[](Json& j) { j["constraints"][2] = "N >= 1"; }, "constraints[2]: unknown symbol 'N'"},
+      {[](Json& j) { j["params"]["rounding"]["default"] = "nearest"; },
+       "params.rounding.default: 'nearest' is not one of the values"},
+      {[](Json& j) { j["params"]["rounding"]["extra"] = 1; }, "params.rounding.extra: unknown key"},
+      {[](Json& j) { j["params"]["rounding"].erase("values"); },
+       "params.rounding.values: missing required field"},
+      {[](Json& j) { j["params"]["rounding"]["values"] = Json::array(); },
+       "params.rounding.values: must not be empty"},
+      {[](Json& j) { j["params"]["M"] = j["params"]["rounding"]; }, "params.M: 'M' is also a symbol"},
+      {[](Json& j) { j["tensors"] = Json::array(); }, "tensors: must be a non-empty array"},
+      {[](Json& j) { j["tensors"][1]["shape"][0] = "N"; }, "tensors[1].shape[0]: unknown symbol 'N'"},
+      {[](Json& j) { j["tensors"][2]["shape"][1] = "K /"; }, "tensors[2].shape[1]: expression 'K /'"},
+      {[](Json& j) { j["tensors"][2]["shape"][1] = true; },
+       "tensors[2].shape[1]: must be a string, not boolean"},
+      {[](Json& j) { j["tensors"][0]["shape"] = "M"; }, "tensors[0].shape: must be an array"},
+      {[](Json& j) { j["tensors"][0]["dtype"] = "bfloat16"; },
+       "tensors[0].dtype: unknown dtype 'bfloat16'"},
+      {[](Json& j) { j["tensors"][0]["role"] = "inout"; }, "tensors[0].role: unknown role 'inout'"},
+      {[](Json& j) { j["tensors"][2]["name"] = "q"; }, "tensors[2].name: duplicate tensor name 'q'"},
+      {[](Json& j) { j["tensors"][0]["sahpe"] = 1; }, "tensors[0].sahpe: unknown key"},
+      {[](Json& j) { j["tensors"][1].erase("dtype"); }, "tensors[1].dtype: missing required field"},
+      {[](Json& j) { j["tensors"][0]["init"]["dist"] = "gamma"; },
+       "tensors[0].init.dist: unknown distribution 'gamma'"},
+      {[](Json& j) { j["tensors"][0]["init"]["mean"] = 1; }, "tensors[0].init.mean: unknown key"},
+      {[](Json& j) { j["tensors"][0]["init"] = {{"dist", "uniform"}, {"lo", 1}, {"hi", 0}}; },
+       "tensors[0].init: needs lo < hi"},
+      {[](Json& j) { j["tensors"][0]["init"] = {{"dist", "normal"}, {"stddev", "big"}}; },
+       "tensors[0].init.stddev: must be a number"},
+      {[](Json& j) { j["tensors"][1]["init"] = {{"dist", "normal"}}; },
+       "tensors[1].init: outputs take no init"},
+      {[](Json& j) {
+         j["tensors"][1]["role"] = "input";
+         j["tensors"][2]["role"] = "input";
+       },
+       "tensors: no output tensor"},
+      {[](Json& j) { j["shapes"]["test"][0].erase("K"); },
+       "shapes.test[0]: shape {M=1}: missing symbol 'K'"},
+      {[](Json& j) { j["shapes"]["test"][1]["N"] = 4; }, "shapes.test[1]: unknown symbol 'N'"},
+      {[](Json& j) { j["shapes"]["test"][0]["K"] = 33; },
+       "shapes.test[0]: shape {K=33, M=1}: constraint 'K % 32 == 0' does not hold"},
+      {[](Json& j) { j["shapes"]["test"][0]["K"] = "32"; },
+       "shapes.test[0].K: must be an integer, not string"},
+      {[](Json& j) { j["shapes"]["test"][0]["K"] = 32.5; }, "shapes.test[0].K: must be an integer"},
+      {[](Json& j) { j["shapes"]["test"][0]["K"] = 18446744073709551615ull; },
+       "shapes.test[0].K: integer too large"},
+      {[](Json& j) { j["shapes"]["bench"][2].erase("source"); },
+       "shapes.bench[2].source: bench shapes need a source"},
+      {[](Json& j) { j["shapes"]["hidden"][1]["M"] = 0; },
+       "shapes.hidden[1]: shape {K=4128, M=0}: constraint 'M >= 1' does not hold"},
+      {[](Json& j) { j["shapes"].erase("bench"); }, "shapes.bench: missing required field"},
+      {[](Json& j) { j["shapes"]["test"] = Json::array(); }, "shapes.test: must not be empty"},
+      {[](Json& j) { j["shapes"]["extra"] = Json::array(); }, "shapes.extra: unknown key"},
+      {[](Json& j) { j["shapes"]["test"][0] = {{"M", int64_t{1} << 62}, {"K", int64_t{1} << 40}}; },
+       "shapes.test[0]: tensors[0] (x): tensor 'x': element count overflows"},
+      {[](Json& j) { j["cost"]["bytes"] = "M * X"; }, "cost.bytes: unknown symbol 'X'"},
+      {[](Json& j) { j["cost"]["flops"]["fp8"] = "M +"; }, "cost.flops.fp8: expression 'M +'"},
+      {[](Json& j) { j["cost"]["flops"]["fp8"] = "M / (K - K)"; },
+       "shapes.test[0]: cost.flops.fp8: expression 'M / (K - K)' at column 3: division by zero"},
+      {[](Json& j) { j["cost"].erase("bytes"); }, "cost.bytes: missing required field"},
+      {[](Json& j) { j["tolerance"]["x"] = "exact"; }, "tolerance.x: 'x' is not an output tensor"},
+      {[](Json& j) { j["tolerance"]["zz"] = "exact"; }, "tolerance.zz: 'zz' is not an output"},
+      {[](Json& j) { j["tolerance"]["q"] = "close"; }, "tolerance.q: unknown tolerance 'close'"},
+      {[](Json& j) { j["tolerance"].erase("scales"); },
+       "tolerance: output 'scales' has no tolerance"},
+      {[](Json& j) { j["cpu_reference"] = "nope"; },
+       "cpu_reference: no CPU reference registered as 'nope'"},
+      {[](Json& j) { j["gpu_reference"] = "missing.cu"; }, "gpu_reference: file '"},
+      {[](Json& j) { j["baseline"] = "../x.cu"; },
+       "baseline: '../x.cu' must be a path inside the problem folder"},
+      {[](Json& j) { j["starting_kernel"] = "/etc/passwd"; },
+       "starting_kernel: '/etc/passwd' must be a path inside"},
+      {[](Json& j) { j = Json::array(); }, "(top level): must be an object, not array"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Json j = base;
+    cases[i].mutate(j);
+    const std::string path = WriteProblem("mxfp8_quantize_rowwise", j.dump(2));
+    const auto r = LoadProblem(path);
+    ASSERT_FALSE(r.ok()) << "case " << i << " (" << cases[i].want << ") loaded";
+    EXPECT_EQ(r.status().message().rfind(path + ": " + cases[i].want, 0), 0u)
+        << "case " << i << "\n  want: " << cases[i].want << "\n  got:  " << r.status().message();
+  }
+}
+
+TEST_F(SpecTest, UnmutatedCopyLoadsAndBadJsonFails) {
+  std::ifstream in(kSpec);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string path = WriteProblem("mxfp8_quantize_rowwise", text.str());
+  const auto ok = LoadProblem(path);
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+
+  const std::string bad = WriteProblem("mxfp8_quantize_rowwise", "{\"name\": ");
+  const auto r = LoadProblem(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind(bad + ": invalid JSON", 0), 0u) << r.status().message();
+
+  const auto missing = LoadProblem((root_ / "nope" / "spec.json").string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot read"), std::string::npos);
+}
+
+TEST_F(SpecTest, LoadProblemSetSortsAndPropagatesErrors) {
+  Json j = ReadJson(kSpec);
+  for (const char* name : {"zeta", "alpha", "mid"}) {
+    j["name"] = name;
+    WriteProblem(name, j.dump());
+  }
+  fs::create_directories(root_ / "no_spec_here");
+  const auto set = LoadProblemSet(root_.string());
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  ASSERT_EQ(set->size(), 3u);
+  EXPECT_EQ((*set)[0].name, "alpha");
+  EXPECT_EQ((*set)[1].name, "mid");
+  EXPECT_EQ((*set)[2].name, "zeta");
+
+  j["name"] = "broken";
+  j["tensors"][0]["dtype"] = "f128";
+  WriteProblem("broken", j.dump());
+  const auto bad = LoadProblemSet(root_.string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("broken/spec.json: tensors[0].dtype: unknown dtype 'f128'"),
+            std::string::npos)
+      << bad.status().message();
+
+  EXPECT_FALSE(LoadProblemSet((root_ / "absent").string()).ok());
+}
+
+}  // namespace
+}  // namespace ws
