@@ -1,0 +1,23 @@
+// The runner's commands (docs/runner-protocol.md). Each returns the process exit status.
+#pragma once
+
+#include <string>
+
+namespace ws::runner {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRunnerError = 1;  // our own failure (I/O, NVRTC), not the candidate's
+constexpr int kExitBadJob = 2;
+constexpr int kExitNoGpu = 3;
+constexpr int kExitCrashed = 4;
+
+/// `ws_runner devices`: prints {"devices": [...]}.
+int DevicesCommand();
+
+/// `ws_runner probe`: prints the measured ceilings.
+int ProbeCommand();
+
+/// `ws_runner run JOB.json`: runs the job and writes its result file after every case.
+int RunCommand(const std::string& job_path);
+
+}  // namespace ws::runner

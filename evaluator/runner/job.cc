@@ -1,0 +1,302 @@
+#include "evaluator/runner/job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "problems/init.h"
+
+namespace ws::runner {
+namespace {
+
+using json = nlohmann::json;
+
+// Field readers: each names the field's path in its error.
+Status Need(const json& j, const char* key, const std::string& path) {
+  if (!j.is_object()) return Status::Error("{}: expected an object", path);
+  if (!j.contains(key)) return Status::Error("{}.{}: missing", path, key);
+  return Status::Ok();
+}
+
+Result<int64_t> Int(const json& j, const std::string& path, int64_t lo, int64_t hi) {
+  int64_t v;
+  if (j.is_number_unsigned()) {
+    uint64_t u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Status::Error("{}: {} is out of range [{}, {}]", path, u, lo, hi);
+    }
+    v = static_cast<int64_t>(u);
+  } else if (j.is_number_integer()) {
+    v = j.get<int64_t>();
+  } else {
+    return Status::Error("{}: expected an integer", path);
+  }
+  if (v < lo || v > hi) return Status::Error("{}: {} is out of range [{}, {}]", path, v, lo, hi);
+  return v;
+}
+
+Result<int64_t> IntField(const json& j, const char* key, const std::string& path, int64_t lo,
+                         int64_t hi) {
+  WS_RETURN_IF_ERROR(Need(j, key, path));
+  return Int(j[key], path + "." + key, lo, hi);
+}
+
+Result<std::string> StringField(const json& j, const char* key, const std::string& path) {
+  WS_RETURN_IF_ERROR(Need(j, key, path));
+  if (!j[key].is_string()) return Status::Error("{}.{}: expected a string", path, key);
+  return j[key].get<std::string>();
+}
+
+Result<bool> BoolField(const json& j, const char* key, const std::string& path, bool dflt) {
+  if (!j.is_object() || !j.contains(key)) return dflt;
+  if (!j[key].is_boolean()) return Status::Error("{}.{}: expected true or false", path, key);
+  return j[key].get<bool>();
+}
+
+Result<float> FloatField(const json& j, const char* key, const std::string& path, float dflt) {
+  if (!j.contains(key) || j[key].is_null()) return dflt;
+  if (!j[key].is_number()) return Status::Error("{}.{}: expected a number", path, key);
+  double d = j[key].get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > 3.0e38) {
+    return Status::Error("{}.{}: {} is not a finite float", path, key, d);
+  }
+  return static_cast<float>(d);
+}
+
+Status Dim3(const json& j, const char* key, const std::string& path, uint32_t lo, uint32_t out[3],
+            bool optional) {
+  if (!j.contains(key) || (optional && j[key].is_null())) {
+    if (optional) return Status::Ok();
+    return Status::Error("{}.{}: missing", path, key);
+  }
+  const json& a = j[key];
+  std::string p = path + "." + key;
+  if (!a.is_array() || a.empty() || a.size() > 3) {
+    return Status::Error("{}: expected an array of 1 to 3 integers", p);
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    WS_ASSIGN_OR_RETURN(int64_t v, Int(a[i], fmt::format("{}[{}]", p, i), lo, 0xFFFFFFFFll));
+    out[i] = static_cast<uint32_t>(v);
+  }
+  return Status::Ok();
+}
+
+Result<TensorJob> ParseTensor(const json& j, const std::string& path, int index) {
+  TensorJob t;
+  t.tensor_index = index;
+  WS_ASSIGN_OR_RETURN(t.name, StringField(j, "name", path));
+  if (t.name.empty() || t.name.find_first_of("/\\") != std::string::npos || t.name[0] == '.') {
+    return Status::Error("{}.name: '{}' cannot name a dump file", path, t.name);
+  }
+  WS_ASSIGN_OR_RETURN(std::string dtype, StringField(j, "dtype", path));
+  t.dtype = DtypeCode(dtype);
+  if (t.dtype < 0) return Status::Error("{}.dtype: unknown dtype '{}'", path, dtype);
+  WS_ASSIGN_OR_RETURN(t.numel, IntField(j, "numel", path, 0, int64_t{1} << 40));
+  WS_ASSIGN_OR_RETURN(std::string role, StringField(j, "role", path));
+  if (role != "input" && role != "output") {
+    return Status::Error("{}.role: '{}' is neither input nor output", path, role);
+  }
+  t.input = role == "input";
+  if (!t.input) return t;
+  t.dist = kWsDistNormal;
+  if (!j.contains("init") || j["init"].is_null()) return t;
+  const json& init = j["init"];
+  std::string ip = path + ".init";
+  if (!init.is_object()) return Status::Error("{}: expected an object", ip);
+  std::string dist = "normal";
+  if (init.contains("dist")) {
+    WS_ASSIGN_OR_RETURN(dist, StringField(init, "dist", ip));
+  }
+  if (dist == "normal" || dist == "mx_blocks") {
+    t.dist = dist == "normal" ? kWsDistNormal : kWsDistMxBlocks;
+    WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "mean", ip, 0.0f));
+    WS_ASSIGN_OR_RETURN(t.p1, FloatField(init, "stddev", ip, 1.0f));
+  } else if (dist == "uniform") {
+    t.dist = kWsDistUniform;
+    WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "lo", ip, -1.0f));
+    WS_ASSIGN_OR_RETURN(t.p1, FloatField(init, "hi", ip, 1.0f));
+  } else {
+    return Status::Error("{}.dist: unknown distribution '{}' (normal, uniform, mx_blocks)", ip,
+                         dist);
+  }
+  return t;
+}
+
+Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
+                              const std::map<std::string, int>& tensor_index) {
+  LaunchJob l;
+  WS_ASSIGN_OR_RETURN(l.kernel, StringField(j, "kernel", path));
+  WS_RETURN_IF_ERROR(Dim3(j, "grid", path, 0, l.grid, false));
+  WS_RETURN_IF_ERROR(Dim3(j, "block", path, 0, l.block, false));
+  WS_RETURN_IF_ERROR(Dim3(j, "cluster", path, 1, l.cluster, true));
+  if (j.contains("smem")) {
+    WS_ASSIGN_OR_RETURN(int64_t smem, Int(j["smem"], path + ".smem", 0, 0xFFFFFFFFll));
+    l.smem = static_cast<uint32_t>(smem);
+  }
+  if (!j.contains("args")) return l;
+  if (!j["args"].is_array()) return Status::Error("{}.args: expected an array", path);
+  for (size_t i = 0; i < j["args"].size(); ++i) {
+    const json& a = j["args"][i];
+    std::string ap = fmt::format("{}.args[{}]", path, i);
+    if (!a.is_object() || a.size() != 1) {
+      return Status::Error("{}: expected one of {{\"tensor\"}}, {{\"workspace\"}}, {{\"i32\"}}, "
+                           "{{\"i64\"}}",
+                           ap);
+    }
+    ArgJob arg;
+    if (a.contains("tensor")) {
+      WS_ASSIGN_OR_RETURN(std::string name, StringField(a, "tensor", ap));
+      auto it = tensor_index.find(name);
+      if (it == tensor_index.end()) return Status::Error("{}.tensor: unknown tensor '{}'", ap, name);
+      arg.kind = ArgJob::Kind::kTensor;
+      arg.tensor = it->second;
+    } else if (a.contains("workspace")) {
+      arg.kind = ArgJob::Kind::kWorkspace;
+    } else if (a.contains("i32")) {
+      arg.kind = ArgJob::Kind::kI32;
+      WS_ASSIGN_OR_RETURN(arg.value, Int(a["i32"], ap + ".i32", std::numeric_limits<int32_t>::min(),
+                                         std::numeric_limits<int32_t>::max()));
+    } else if (a.contains("i64")) {
+      arg.kind = ArgJob::Kind::kI64;
+      WS_ASSIGN_OR_RETURN(arg.value, Int(a["i64"], ap + ".i64", std::numeric_limits<int64_t>::min(),
+                                         std::numeric_limits<int64_t>::max()));
+    } else {
+      return Status::Error("{}: unknown argument kind", ap);
+    }
+    l.args.push_back(arg);
+  }
+  return l;
+}
+
+Result<CaseJob> ParseCase(const json& j, const std::string& path) {
+  CaseJob c;
+  WS_ASSIGN_OR_RETURN(c.id, StringField(j, "id", path));
+  WS_RETURN_IF_ERROR(Need(j, "tensors", path));
+  if (!j["tensors"].is_array()) return Status::Error("{}.tensors: expected an array", path);
+  std::map<std::string, int> index;
+  bool any_input = false;
+  for (size_t i = 0; i < j["tensors"].size(); ++i) {
+    WS_ASSIGN_OR_RETURN(TensorJob t, ParseTensor(j["tensors"][i],
+                                                 fmt::format("{}.tensors[{}]", path, i),
+                                                 static_cast<int>(i)));
+    if (!index.emplace(t.name, static_cast<int>(i)).second) {
+      return Status::Error("{}.tensors[{}].name: '{}' appears twice", path, i, t.name);
+    }
+    any_input |= t.input;
+    c.tensors.push_back(std::move(t));
+  }
+  WS_RETURN_IF_ERROR(Need(j, "launches", path));
+  if (!j["launches"].is_array()) return Status::Error("{}.launches: expected an array", path);
+  for (size_t i = 0; i < j["launches"].size(); ++i) {
+    WS_ASSIGN_OR_RETURN(LaunchJob l, ParseLaunch(j["launches"][i],
+                                                 fmt::format("{}.launches[{}]", path, i), index));
+    c.launches.push_back(std::move(l));
+  }
+  if (j.contains("workspace") && !j["workspace"].is_null()) {
+    std::string wp = path + ".workspace";
+    WS_ASSIGN_OR_RETURN(c.workspace_bytes, IntField(j["workspace"], "bytes", wp, 0,
+                                                    int64_t{1} << 40));
+    WS_ASSIGN_OR_RETURN(c.workspace_zero, BoolField(j["workspace"], "zero", wp, false));
+  }
+  if (j.contains("input_seeds")) {
+    const json& s = j["input_seeds"];
+    if (!s.is_array()) return Status::Error("{}.input_seeds: expected an array", path);
+    for (size_t i = 0; i < s.size(); ++i) {
+      std::string sp = fmt::format("{}.input_seeds[{}]", path, i);
+      if (!s[i].is_number_integer()) return Status::Error("{}: expected an integer", sp);
+      if (s[i].is_number_unsigned()) {
+        c.input_seeds.push_back(s[i].get<uint64_t>());
+      } else {
+        int64_t v = s[i].get<int64_t>();
+        if (v < 0) return Status::Error("{}: {} is negative", sp, v);
+        c.input_seeds.push_back(static_cast<uint64_t>(v));
+      }
+    }
+  }
+  if (c.input_seeds.empty()) {
+    if (any_input) return Status::Error("{}.input_seeds: at least one seed is needed", path);
+    c.input_seeds.push_back(0);  // one (empty) input set keeps the run loop uniform
+  }
+  if (j.contains("poison")) {
+    WS_ASSIGN_OR_RETURN(int64_t p, Int(j["poison"], path + ".poison", 0, 255));
+    c.poison = static_cast<uint8_t>(p);
+  }
+  if (j.contains("timing") && !j["timing"].is_null()) {
+    const json& t = j["timing"];
+    std::string tp = path + ".timing";
+    TimingJob tj;
+    WS_ASSIGN_OR_RETURN(int64_t warmup, IntField(t, "warmup", tp, 0, 100000));
+    WS_ASSIGN_OR_RETURN(int64_t iters, IntField(t, "iterations", tp, 1, 1000000));
+    WS_ASSIGN_OR_RETURN(tj.l2_flush_bytes, IntField(t, "l2_flush_bytes", tp, 0, int64_t{1} << 36));
+    tj.warmup = static_cast<int>(warmup);
+    tj.iterations = static_cast<int>(iters);
+    if (t.contains("audit_iteration")) {
+      WS_ASSIGN_OR_RETURN(int64_t audit, IntField(t, "audit_iteration", tp, 0, iters - 1));
+      tj.audit_iteration = static_cast<int>(audit);
+    }
+    c.timing = tj;
+  }
+  if (j.contains("dump") && !j["dump"].is_null()) {
+    WS_ASSIGN_OR_RETURN(c.dump, StringField(j, "dump", path));
+  }
+  WS_ASSIGN_OR_RETURN(c.dump_inputs, BoolField(j, "dump_inputs", path, false));
+  return c;
+}
+
+}  // namespace
+
+int DtypeCode(std::string_view name) {
+  static const std::map<std::string_view, int> kCodes = {
+      {"bf16", kWsDtypeBF16},         {"f32", kWsDtypeF32},   {"fp32", kWsDtypeF32},
+      {"f16", kWsDtypeF16},           {"fp16", kWsDtypeF16},  {"fp8_e4m3", kWsDtypeFP8E4M3},
+      {"fp8_e5m2", kWsDtypeFP8E5M2},  {"e8m0", kWsDtypeE8M0}, {"u8", kWsDtypeU8},
+      {"i32", kWsDtypeI32},           {"i64", kWsDtypeI64}};
+  auto it = kCodes.find(name);
+  return it == kCodes.end() ? -1 : it->second;
+}
+
+int64_t TensorJob::bytes() const { return numel * ws_dtype_size(dtype); }
+
+Result<Job> ParseJob(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Error("the job is not valid JSON");
+  Job job;
+  WS_ASSIGN_OR_RETURN(job.cubin, StringField(j, "cubin", "job"));
+  WS_ASSIGN_OR_RETURN(job.result, StringField(j, "result", "job"));
+  WS_RETURN_IF_ERROR(Need(j, "cases", "job"));
+  if (!j["cases"].is_array()) return Status::Error("job.cases: expected an array");
+  std::set<std::string> ids;
+  for (size_t i = 0; i < j["cases"].size(); ++i) {
+    std::string path = fmt::format("cases[{}]", i);
+    WS_ASSIGN_OR_RETURN(CaseJob c, ParseCase(j["cases"][i], path));
+    if (!ids.insert(c.id).second) return Status::Error("{}.id: '{}' appears twice", path, c.id);
+    job.cases.push_back(std::move(c));
+  }
+  return job;
+}
+
+TimingStats ComputeStats(std::vector<double> t) {
+  TimingStats s;
+  if (t.empty()) return s;
+  std::sort(t.begin(), t.end());
+  size_t n = t.size();
+  s.min_us = t.front();
+  s.median_us = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  size_t rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  s.p90_us = t[std::max<size_t>(rank, 1) - 1];
+  double sum = 0;
+  for (double v : t) sum += v;
+  s.mean_us = sum / static_cast<double>(n);
+  if (n > 1) {
+    double sq = 0;
+    for (double v : t) sq += (v - s.mean_us) * (v - s.mean_us);
+    s.stdev_us = std::sqrt(sq / static_cast<double>(n - 1));
+  }
+  return s;
+}
+
+}  // namespace ws::runner

@@ -1,0 +1,82 @@
+// The runner's job file (docs/runner-protocol.md), parsed and validated, plus timing statistics.
+// Host-only: no CUDA here, so it is tested without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace ws::runner {
+
+/// Dtype code (problems/init.h kWsDtype*, the order of ws::DType) for a name such as "bf16",
+/// "fp8_e4m3"; -1 when unknown.
+int DtypeCode(std::string_view name);
+
+struct TensorJob {
+  std::string name;
+  int dtype = 0;        // kWsDtype*
+  int64_t numel = 0;
+  bool input = false;
+  int dist = 0;         // kWsDist*
+  float p0 = 0, p1 = 1;  // mean/stddev or lo/hi
+  int tensor_index = 0;  // generation key: the position in the case's "tensors" array
+  int64_t bytes() const;
+};
+
+struct ArgJob {
+  enum class Kind { kTensor, kWorkspace, kI32, kI64 };
+  Kind kind = Kind::kI32;
+  int tensor = -1;    // kTensor: index into CaseJob::tensors
+  int64_t value = 0;  // kI32, kI64
+};
+
+struct LaunchJob {
+  std::string kernel;
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, cluster[3] = {1, 1, 1};
+  uint32_t smem = 0;
+  std::vector<ArgJob> args;
+  bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
+};
+
+struct TimingJob {
+  int warmup = 0;
+  int iterations = 1;
+  int64_t l2_flush_bytes = 0;
+  int audit_iteration = 0;
+};
+
+struct CaseJob {
+  std::string id;
+  std::vector<LaunchJob> launches;
+  int64_t workspace_bytes = 0;
+  bool workspace_zero = false;
+  std::vector<TensorJob> tensors;
+  std::vector<uint64_t> input_seeds;
+  uint8_t poison = 0;
+  std::optional<TimingJob> timing;
+  std::string dump;  // path prefix; empty: no dumps
+  bool dump_inputs = false;
+};
+
+struct Job {
+  std::string cubin;
+  std::string result;
+  std::vector<CaseJob> cases;
+};
+
+/// Parses and validates a job. Errors name the field ("cases[0].tensors[1].dtype: ...").
+Result<Job> ParseJob(std::string_view text);
+
+struct TimingStats {
+  double median_us = 0, min_us = 0, p90_us = 0, mean_us = 0, stdev_us = 0;
+};
+
+/// Median (mean of the two middle values for even counts), min, p90 (nearest rank), mean and
+/// sample standard deviation. All zero for an empty input.
+TimingStats ComputeStats(std::vector<double> times_us);
+
+}  // namespace ws::runner

@@ -1,0 +1,129 @@
+#include "evaluator/runner/job.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "problems/init.h"
+
+namespace ws::runner {
+namespace {
+
+// The example of docs/runner-protocol.md.
+constexpr const char* kExample = R"({
+  "cubin": "/abs/path/kernel.cubin",
+  "result": "/abs/path/result.json",
+  "cases": [{
+    "id": "test-0",
+    "launches": [{ "kernel": "quantize_rows", "grid": [1024,1,1], "block": [256,1,1],
+                   "cluster": [1,1,1], "smem": 0,
+                   "args": [{"tensor": "x"}, {"tensor": "q"}, {"workspace": true},
+                            {"i32": 4096}, {"i64": 123456789}] }],
+    "workspace": { "bytes": 0, "zero": false },
+    "tensors": [
+      { "name": "x", "dtype": "bf16", "numel": 4194304, "role": "input",
+        "init": { "dist": "mx_blocks", "mean": 0, "stddev": 1, "lo": -1, "hi": 1 } },
+      { "name": "q", "dtype": "fp8_e4m3", "numel": 4194304, "role": "output" }
+    ],
+    "input_seeds": [11, 12, 18446744073709551615],
+    "poison": 165,
+    "timing": { "warmup": 5, "iterations": 100, "l2_flush_bytes": 125829120, "audit_iteration": 37 },
+    "dump": "/abs/path/scratch/test-0",
+    "dump_inputs": false
+  }]
+})";
+
+TEST(JobTest, ParsesTheProtocolExample) {
+  auto job = ParseJob(kExample);
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  EXPECT_EQ(job->cubin, "/abs/path/kernel.cubin");
+  ASSERT_EQ(job->cases.size(), 1u);
+  const CaseJob& c = job->cases[0];
+  EXPECT_EQ(c.id, "test-0");
+  ASSERT_EQ(c.tensors.size(), 2u);
+  EXPECT_EQ(c.tensors[0].dtype, kWsDtypeBF16);
+  EXPECT_EQ(c.tensors[0].dist, kWsDistMxBlocks);
+  EXPECT_EQ(c.tensors[0].bytes(), 2 * 4194304);
+  EXPECT_EQ(c.tensors[1].dtype, kWsDtypeFP8E4M3);
+  EXPECT_EQ(c.tensors[1].tensor_index, 1);
+  EXPECT_FALSE(c.tensors[1].input);
+  ASSERT_EQ(c.launches.size(), 1u);
+  const LaunchJob& l = c.launches[0];
+  EXPECT_EQ(l.grid[0], 1024u);
+  EXPECT_FALSE(l.clustered());
+  ASSERT_EQ(l.args.size(), 5u);
+  EXPECT_EQ(l.args[1].kind, ArgJob::Kind::kTensor);
+  EXPECT_EQ(l.args[1].tensor, 1);
+  EXPECT_EQ(l.args[2].kind, ArgJob::Kind::kWorkspace);
+  EXPECT_EQ(l.args[4].value, 123456789);
+  ASSERT_EQ(c.input_seeds.size(), 3u);
+  EXPECT_EQ(c.input_seeds[2], ~uint64_t{0});
+  EXPECT_EQ(c.poison, 165);
+  ASSERT_TRUE(c.timing.has_value());
+  EXPECT_EQ(c.timing->audit_iteration, 37);
+  EXPECT_EQ(c.timing->l2_flush_bytes, 125829120);
+}
+
+TEST(JobTest, RejectsBadJobsNamingTheField) {
+  struct Case {
+    std::string from, to, error;
+  };
+  const Case cases[] = {
+      {R"("dtype": "bf16")", R"("dtype": "bf17")", "cases[0].tensors[0].dtype: unknown dtype"},
+      {R"({"tensor": "q"})", R"({"tensor": "z"})", "cases[0].launches[0].args[1].tensor"},
+      {R"({"i32": 4096})", R"({"i32": 4294967296})", "cases[0].launches[0].args[3].i32"},
+      {R"("audit_iteration": 37)", R"("audit_iteration": 100)", "timing.audit_iteration"},
+      {R"("poison": 165)", R"("poison": 256)", "cases[0].poison"},
+      {R"("role": "output")", R"("role": "scratch")", "cases[0].tensors[1].role"},
+      {R"("mx_blocks")", R"("cauchy")", "unknown distribution"},
+      {R"("name": "q")", R"("name": "x")", "appears twice"},
+      {R"("name": "q")", R"("name": "../q")", "cannot name a dump file"},
+      {R"([11, 12,)", R"([-11, 12,)", "input_seeds[0]"},
+      {R"("grid": [1024,1,1])", R"("grid": [1024,1,1,1])", "launches[0].grid"},
+      {R"("cubin")", R"("cubi")", "job.cubin: missing"},
+      {R"("iterations": 100)", R"("iterations": 0)", "timing.iterations"},
+  };
+  for (const Case& c : cases) {
+    std::string text = kExample;
+    size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    auto job = ParseJob(text);
+    ASSERT_FALSE(job.ok()) << c.to;
+    EXPECT_NE(job.status().message().find(c.error), std::string::npos)
+        << job.status().message();
+  }
+  EXPECT_FALSE(ParseJob("{").ok());
+}
+
+TEST(JobTest, DefaultsAndOptionalFields) {
+  auto job = ParseJob(R"({"cubin": "k", "result": "r", "cases": [{"id": "a",
+      "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
+      "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}]}]})");
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  const CaseJob& c = job->cases[0];
+  EXPECT_EQ(c.input_seeds.size(), 1u);  // one empty set
+  EXPECT_FALSE(c.timing.has_value());
+  EXPECT_EQ(c.launches[0].grid[1], 1u);
+  EXPECT_EQ(c.launches[0].cluster[0], 1u);
+  EXPECT_TRUE(c.dump.empty());
+  EXPECT_EQ(DtypeCode("e8m0"), kWsDtypeE8M0);
+  EXPECT_EQ(DtypeCode("fp64"), -1);
+}
+
+TEST(JobTest, Stats) {
+  TimingStats s = ComputeStats({5, 1, 3, 2, 4, 6, 7, 8, 9, 10});
+  EXPECT_DOUBLE_EQ(s.min_us, 1);
+  EXPECT_DOUBLE_EQ(s.median_us, 5.5);
+  EXPECT_DOUBLE_EQ(s.p90_us, 9);
+  EXPECT_DOUBLE_EQ(s.mean_us, 5.5);
+  EXPECT_NEAR(s.stdev_us, 3.0276503540974917, 1e-12);
+  TimingStats one = ComputeStats({4});
+  EXPECT_DOUBLE_EQ(one.median_us, 4);
+  EXPECT_DOUBLE_EQ(one.p90_us, 4);
+  EXPECT_DOUBLE_EQ(one.stdev_us, 0);
+  EXPECT_DOUBLE_EQ(ComputeStats({}).median_us, 0);
+}
+
+}  // namespace
+}  // namespace ws::runner

@@ -1,0 +1,703 @@
+// `ws_runner run JOB.json`: the per-case steps of docs/runner-protocol.md.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluator/runner/commands.h"
+#include "evaluator/runner/cuda_util.h"
+#include "evaluator/runner/job.h"
+#include "problems/init.h"
+
+namespace ws::runner {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr int64_t kGuardBytes = 64 << 10;
+
+// One device allocation laid out as [guard][data][guard]; the after-guard starts at the data's
+// last byte + 1, so even a one-byte overrun lands in it.
+struct GuardedBuffer {
+  CUdeviceptr base = 0;
+  CUdeviceptr ptr = 0;
+  int64_t bytes = 0;
+  std::string label;  // "output 'q'", "input 'x' (set 1)", "the workspace"
+};
+
+// A launch with its function and marshalled arguments, one argument block per input set.
+struct PreparedLaunch {
+  const LaunchJob* job = nullptr;
+  CUfunction f = nullptr;
+  std::vector<std::vector<uint64_t>> values;  // [set][arg]: each argument in an 8-byte slot
+  std::vector<std::vector<void*>> params;     // [set][arg] -> values
+};
+
+// Exits on host I/O failure: the result would be incomplete, and that is our fault, not the
+// candidate's.
+[[noreturn]] void HostFailure(const std::string& what) {
+  std::fprintf(stderr, "ws_runner: %s\n", what.c_str());
+  std::exit(kExitRunnerError);
+}
+
+void WriteFileOrDie(const std::string& path, const void* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  out.close();
+  if (!out) HostFailure("cannot write " + path);
+}
+
+// Write to a temporary file and rename, so a reader never sees half a result.
+void WriteResult(const std::string& path, const ojson& result) {
+  std::string tmp = path + ".tmp";
+  std::string text = result.dump(1);
+  WriteFileOrDie(tmp, text.data(), text.size());
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) HostFailure("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+
+class CaseRun {
+ public:
+  CaseRun(const DeviceContext& dc, const Helpers& h, CUmodule module, const Status& module_status,
+          const CaseJob& c, uint64_t salt)
+      : dc_(dc), h_(h), module_(module), module_status_(module_status), c_(c), salt_(salt),
+        sets_(static_cast<int>(c.input_seeds.size())) {}
+  ~CaseRun();
+
+  /// Runs the case. Returns its result object; `crashed()` says whether the context is lost.
+  ojson Run();
+  bool crashed() const { return status_ == "crashed"; }
+
+ private:
+  Status Setup();
+  Status Allocate(int64_t bytes, std::string label, GuardedBuffer* out);
+  Status PrepareLaunches();
+  Result<std::vector<uint64_t>> HashInputs();
+  Status BeforeRun();
+  bool RunPlan(int set, const std::string& where, bool sync_each);
+  Status LaunchGuardCheck();
+  Status CollectGuards();
+  void DumpOutputs(const std::string& tag);
+  void DumpInputs();
+  void Timing();
+  void Fail(const std::string& status, const std::string& message);
+  void FailOrCrash(const Status& s, const std::string& context);
+  std::string LaunchName(size_t k) const;
+
+  const DeviceContext& dc_;
+  const Helpers& h_;
+  CUmodule module_;
+  const Status& module_status_;
+  const CaseJob& c_;
+  uint64_t salt_;
+  int sets_;
+
+  std::vector<std::vector<GuardedBuffer>> inputs_;  // [set][tensor]; unused for outputs
+  std::vector<GuardedBuffer> outputs_;              // [tensor]; unused for inputs
+  GuardedBuffer workspace_;
+  std::vector<CUdeviceptr> plain_allocs_;           // unguarded: metadata, flush buffer
+  std::vector<std::string> region_labels_;          // guard regions, in the device arrays' order
+  CUdeviceptr region_ptrs_ = 0, region_salts_ = 0, first_bad_ = 0, hash_scratch_ = 0;
+  std::vector<PreparedLaunch> launches_;
+  std::vector<uint64_t> hashes_before_;             // [set * tensors + tensor]
+
+  std::string status_ = "ok";
+  std::string message_;
+  bool guards_intact_ = true;
+  bool inputs_unchanged_ = true;
+  ojson dumps_ = ojson::object();
+  ojson timing_ = nullptr;
+};
+
+CaseRun::~CaseRun() {
+  // After a fault these fail harmlessly; the process exits right after anyway.
+  for (auto& set : inputs_) {
+    for (auto& b : set) {
+      if (b.base) cuMemFree(b.base);
+    }
+  }
+  for (auto& b : outputs_) {
+    if (b.base) cuMemFree(b.base);
+  }
+  if (workspace_.base) cuMemFree(workspace_.base);
+  for (CUdeviceptr p : plain_allocs_) cuMemFree(p);
+}
+
+void CaseRun::Fail(const std::string& status, const std::string& message) {
+  if (crashed()) return;
+  status_ = status;
+  message_ = message;
+}
+
+// A failed driver call: if the context is broken the case crashed, otherwise it is a launch error
+// (e.g. an allocation the plan asked for that does not fit).
+void CaseRun::FailOrCrash(const Status& s, const std::string& context) {
+  CUresult sync = cuCtxSynchronize();
+  if (sync != CUDA_SUCCESS) {
+    Fail("crashed", fmt::format("{} ({}: {})", CuErrorName(sync), context, s.message()));
+  } else {
+    Fail("launch_error", fmt::format("{}: {}", context, s.message()));
+  }
+}
+
+std::string CaseRun::LaunchName(size_t k) const {
+  return fmt::format("launch {} ({})", k, c_.launches[k].kernel);
+}
+
+Status CaseRun::Allocate(int64_t bytes, std::string label, GuardedBuffer* out) {
+  out->bytes = bytes;
+  out->label = std::move(label);
+  CUresult r = cuMemAlloc(&out->base, static_cast<size_t>(bytes + 2 * kGuardBytes));
+  if (r != CUDA_SUCCESS) {
+    out->base = 0;
+    return Status::Error("{} allocating {} bytes for {}", CuErrorName(r), bytes, out->label);
+  }
+  out->ptr = out->base + kGuardBytes;
+  region_labels_.push_back(out->label + ": the guard before it");
+  region_labels_.push_back(out->label + ": the guard after it");
+  return Status::Ok();
+}
+
+Status CaseRun::Setup() {
+  const size_t nt = c_.tensors.size();
+  inputs_.assign(sets_, std::vector<GuardedBuffer>(nt));
+  outputs_.assign(nt, GuardedBuffer());
+  // 1. Inputs, one set per seed.
+  for (int s = 0; s < sets_; ++s) {
+    for (size_t t = 0; t < nt; ++t) {
+      const TensorJob& tj = c_.tensors[t];
+      if (!tj.input) continue;
+      WS_RETURN_IF_ERROR(Allocate(tj.bytes(), fmt::format("input '{}' (set {})", tj.name, s),
+                                  &inputs_[s][t]));
+    }
+  }
+  // 2. Outputs and the workspace.
+  for (size_t t = 0; t < nt; ++t) {
+    const TensorJob& tj = c_.tensors[t];
+    if (tj.input) continue;
+    WS_RETURN_IF_ERROR(Allocate(tj.bytes(), fmt::format("output '{}'", tj.name), &outputs_[t]));
+  }
+  if (c_.workspace_bytes > 0) {
+    WS_RETURN_IF_ERROR(Allocate(c_.workspace_bytes, "the workspace", &workspace_));
+  }
+  // Guard metadata: region pointers, salts, first damaged offsets, and a hash accumulator.
+  std::vector<uint64_t> ptrs, salts;
+  auto add = [&](const GuardedBuffer& b) {
+    if (!b.base) return;
+    ptrs.push_back(b.base);
+    ptrs.push_back(b.ptr + static_cast<CUdeviceptr>(b.bytes));
+  };
+  for (auto& set : inputs_) {
+    for (auto& b : set) add(b);
+  }
+  for (auto& b : outputs_) add(b);
+  add(workspace_);
+  // add() walks the buffers in allocation order, the order region_labels_ was filled in.
+  WS_CHECK(ptrs.size() == region_labels_.size());
+  for (size_t r = 0; r < ptrs.size(); ++r) {
+    salts.push_back(ws_mix64(salt_ + r * 0x9E3779B97F4A7C15ull));
+  }
+  const size_t n = ptrs.size();
+  CUdeviceptr meta = 0;
+  WS_CUDA_TRY(cuMemAlloc(&meta, (3 * n + 2) * sizeof(uint64_t)));
+  plain_allocs_.push_back(meta);
+  region_ptrs_ = meta;
+  region_salts_ = meta + n * sizeof(uint64_t);
+  first_bad_ = meta + 2 * n * sizeof(uint64_t);
+  hash_scratch_ = meta + 3 * n * sizeof(uint64_t);
+  if (n > 0) {
+    WS_CUDA_TRY(cuMemcpyHtoD(region_ptrs_, ptrs.data(), n * sizeof(uint64_t)));
+    WS_CUDA_TRY(cuMemcpyHtoD(region_salts_, salts.data(), n * sizeof(uint64_t)));
+    WS_CUDA_TRY(cuMemsetD32Async(first_bad_, 0xFFFFFFFFu, 2 * n, dc_.stream));
+    long long gb = kGuardBytes;
+    void* params[] = {&region_ptrs_, &region_salts_, &gb};
+    WS_RETURN_IF_ERROR(LaunchHelper(h_.guard_fill, dc_.stream, kGuardBytes, params,
+                                    static_cast<unsigned>(n)));
+  }
+  for (int s = 0; s < sets_; ++s) {
+    for (size_t t = 0; t < nt; ++t) {
+      const TensorJob& tj = c_.tensors[t];
+      if (!tj.input) continue;
+      WS_RETURN_IF_ERROR(Generate(h_, dc_.stream, inputs_[s][t].ptr, tj.numel, tj.dtype, tj.dist,
+                                  tj.p0, tj.p1, c_.input_seeds[s], tj.tensor_index));
+    }
+  }
+  WS_ASSIGN_OR_RETURN(hashes_before_, HashInputs());
+  WS_CUDA_TRY(cuStreamSynchronize(dc_.stream));
+  return Status::Ok();
+}
+
+Result<std::vector<uint64_t>> CaseRun::HashInputs() {
+  std::vector<uint64_t> hashes;
+  for (int s = 0; s < sets_; ++s) {
+    for (size_t t = 0; t < c_.tensors.size(); ++t) {
+      uint64_t hash = 0;
+      if (c_.tensors[t].input) {
+        WS_ASSIGN_OR_RETURN(hash, HashDevice(h_, dc_.stream, inputs_[s][t].ptr,
+                                             inputs_[s][t].bytes, hash_scratch_));
+      }
+      hashes.push_back(hash);
+    }
+  }
+  return hashes;
+}
+
+Status CaseRun::PrepareLaunches() {
+  if (!module_status_.ok()) return module_status_.Context("loading the cubin");
+  std::map<CUfunction, uint32_t> max_smem;
+  launches_.resize(c_.launches.size());
+  for (size_t k = 0; k < c_.launches.size(); ++k) {
+    const LaunchJob& lj = c_.launches[k];
+    PreparedLaunch& pl = launches_[k];
+    pl.job = &lj;
+    CUresult r = cuModuleGetFunction(&pl.f, module_, lj.kernel.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      return Status::Error("{}: kernel '{}' is not in the cubin (is it extern \"C\"?)",
+                           LaunchName(k), lj.kernel);
+    }
+    if (r != CUDA_SUCCESS) return CuError(r, LaunchName(k) + ": cuModuleGetFunction");
+    // Check the argument list against the kernel's parameters: the driver reads as many
+    // parameters as the kernel has, whatever we pass.
+    for (size_t i = 0;; ++i) {
+      size_t offset = 0, size = 0;
+      r = cuFuncGetParamInfo(pl.f, i, &offset, &size);
+      if (r == CUDA_ERROR_NOT_SUPPORTED) break;  // old driver: trust the plan
+      if (r != CUDA_SUCCESS) {
+        if (i != lj.args.size()) {
+          return Status::Error("{}: the kernel takes {} parameters, the plan passes {}",
+                               LaunchName(k), i, lj.args.size());
+        }
+        break;
+      }
+      if (i >= lj.args.size()) {
+        return Status::Error("{}: the kernel takes more than the {} parameters the plan passes",
+                             LaunchName(k), lj.args.size());
+      }
+      size_t want = lj.args[i].kind == ArgJob::Kind::kI32 ? 4 : 8;
+      if (size != want) {
+        return Status::Error("{}: parameter {} is {} bytes, the plan passes {} bytes",
+                             LaunchName(k), i, size, want);
+      }
+    }
+    pl.values.assign(sets_, std::vector<uint64_t>(lj.args.size()));
+    pl.params.assign(sets_, std::vector<void*>(lj.args.size()));
+    for (int s = 0; s < sets_; ++s) {
+      for (size_t i = 0; i < lj.args.size(); ++i) {
+        const ArgJob& a = lj.args[i];
+        uint64_t& slot = pl.values[s][i];
+        switch (a.kind) {
+          case ArgJob::Kind::kTensor:
+            slot = c_.tensors[a.tensor].input ? inputs_[s][a.tensor].ptr : outputs_[a.tensor].ptr;
+            break;
+          case ArgJob::Kind::kWorkspace:
+            slot = workspace_.ptr;
+            break;
+          case ArgJob::Kind::kI32: {
+            int32_t v = static_cast<int32_t>(a.value);
+            std::memcpy(&slot, &v, sizeof(v));  // the driver reads the slot's first 4 bytes
+            break;
+          }
+          case ArgJob::Kind::kI64: {
+            int64_t v = a.value;
+            std::memcpy(&slot, &v, sizeof(v));
+            break;
+          }
+        }
+        pl.params[s][i] = &slot;
+      }
+    }
+    uint32_t& m = max_smem[pl.f];
+    m = std::max(m, lj.smem);
+    if (lj.clustered() && lj.cluster[0] * lj.cluster[1] * lj.cluster[2] > 8) {
+      r = cuFuncSetAttribute(pl.f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      if (r != CUDA_SUCCESS) return CuError(r, LaunchName(k) + ": allowing a non-portable cluster");
+    }
+  }
+  // One kernel may appear in several launches: opt in to the largest dynamic smem it needs.
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    uint32_t m = max_smem[launches_[k].f];
+    if (m <= 48 * 1024 || launches_[k].job->smem != m) continue;
+    CUresult r = cuFuncSetAttribute(launches_[k].f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    static_cast<int>(m));
+    if (r != CUDA_SUCCESS) {
+      return CuError(r, fmt::format("{}: opting in to {} bytes of dynamic shared memory",
+                                    LaunchName(k), m));
+    }
+  }
+  return Status::Ok();
+}
+
+// Poisons the outputs and zeroes the workspace when asked: before every run.
+Status CaseRun::BeforeRun() {
+  for (const auto& b : outputs_) {
+    if (b.base && b.bytes > 0) {
+      WS_CUDA_TRY(cuMemsetD8Async(b.ptr, c_.poison, static_cast<size_t>(b.bytes), dc_.stream));
+    }
+  }
+  if (c_.workspace_zero && workspace_.bytes > 0) {
+    WS_CUDA_TRY(cuMemsetD8Async(workspace_.ptr, 0, static_cast<size_t>(workspace_.bytes),
+                                dc_.stream));
+  }
+  return Status::Ok();
+}
+
+// Launches the plan on input set `set`. With sync_each, synchronizes after each launch so a fault
+// is pinned to its launch. Returns false after recording a launch error or a crash.
+bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
+  for (size_t k = 0; k < launches_.size(); ++k) {
+    const PreparedLaunch& pl = launches_[k];
+    const LaunchJob& lj = *pl.job;
+    // A zero grid dimension means nothing to do (an empty shape); the driver would reject it.
+    if (lj.grid[0] == 0 || lj.grid[1] == 0 || lj.grid[2] == 0) continue;
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = lj.grid[0];
+    cfg.gridDimY = lj.grid[1];
+    cfg.gridDimZ = lj.grid[2];
+    cfg.blockDimX = lj.block[0];
+    cfg.blockDimY = lj.block[1];
+    cfg.blockDimZ = lj.block[2];
+    cfg.sharedMemBytes = lj.smem;
+    cfg.hStream = dc_.stream;
+    CUlaunchAttribute attr = {};
+    if (lj.clustered()) {
+      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr.value.clusterDim.x = lj.cluster[0];
+      attr.value.clusterDim.y = lj.cluster[1];
+      attr.value.clusterDim.z = lj.cluster[2];
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    }
+    void** params = pl.params[set].empty() ? nullptr
+                                           : const_cast<void**>(pl.params[set].data());
+    CUresult r = cuLaunchKernelEx(&cfg, pl.f, params, nullptr);
+    if (r != CUDA_SUCCESS) {
+      // An earlier launch's fault can surface here: a broken context means a crash.
+      CUresult sync = cuCtxSynchronize();
+      if (sync != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} at {}{}", CuErrorName(sync), LaunchName(k), where));
+      } else {
+        Fail("launch_error", fmt::format("{} at {}{}", CuErrorName(r), LaunchName(k), where));
+      }
+      return false;
+    }
+    if (sync_each) {
+      r = cuStreamSynchronize(dc_.stream);
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} after {}{}", CuErrorName(r), LaunchName(k), where));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+Status CaseRun::LaunchGuardCheck() {
+  if (region_labels_.empty()) return Status::Ok();
+  long long gb = kGuardBytes;
+  void* params[] = {&region_ptrs_, &region_salts_, &gb, &first_bad_};
+  return LaunchHelper(h_.guard_check, dc_.stream, kGuardBytes, params,
+                      static_cast<unsigned>(region_labels_.size()));
+}
+
+// Reads the accumulated guard results (synchronizes).
+Status CaseRun::CollectGuards() {
+  const size_t n = region_labels_.size();
+  if (n == 0) return Status::Ok();
+  std::vector<uint64_t> first(n);
+  WS_CUDA_TRY(cuStreamSynchronize(dc_.stream));
+  WS_CUDA_TRY(cuMemcpyDtoH(first.data(), first_bad_, n * sizeof(uint64_t)));
+  for (size_t r = 0; r < n; ++r) {
+    if (first[r] == ~uint64_t{0}) continue;
+    if (guards_intact_) {
+      // Regions alternate before/after; name the damaged byte's distance from the data.
+      int64_t off = static_cast<int64_t>(first[r]);
+      std::string where = r % 2 == 0
+                              ? fmt::format("the farthest {} bytes before its start", kGuardBytes - off)
+                              : fmt::format("the nearest at its end + {} bytes", off);
+      std::string msg = fmt::format("{} was overwritten (damaged bytes: {})", region_labels_[r],
+                                    where);
+      if (status_ == "ok") Fail("guard_violation", msg);
+    }
+    guards_intact_ = false;
+  }
+  return Status::Ok();
+}
+
+void CaseRun::DumpOutputs(const std::string& tag) {
+  if (c_.dump.empty()) return;
+  std::vector<uint8_t> host;
+  for (size_t t = 0; t < c_.tensors.size(); ++t) {
+    if (c_.tensors[t].input) continue;
+    host.resize(static_cast<size_t>(outputs_[t].bytes));
+    if (!host.empty()) {
+      CUresult r = cuMemcpyDtoH(host.data(), outputs_[t].ptr, host.size());
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} reading output '{}'", CuErrorName(r), c_.tensors[t].name));
+        return;
+      }
+    }
+    WriteFileOrDie(fmt::format("{}.{}.{}.bin", c_.dump, tag, c_.tensors[t].name), host.data(),
+                   host.size());
+  }
+}
+
+void CaseRun::DumpInputs() {
+  if (c_.dump.empty()) return;
+  std::vector<uint8_t> host;
+  for (size_t t = 0; t < c_.tensors.size(); ++t) {
+    if (!c_.tensors[t].input) continue;
+    host.resize(static_cast<size_t>(inputs_[0][t].bytes));
+    if (!host.empty()) {
+      CUresult r = cuMemcpyDtoH(host.data(), inputs_[0][t].ptr, host.size());
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} reading input '{}'", CuErrorName(r), c_.tensors[t].name));
+        return;
+      }
+    }
+    WriteFileOrDie(fmt::format("{}.input.{}.bin", c_.dump, c_.tensors[t].name), host.data(),
+                   host.size());
+  }
+}
+
+void CaseRun::Timing() {
+  const TimingJob& tj = *c_.timing;
+  CUdeviceptr flush = 0;
+  const size_t flush_words = static_cast<size_t>(tj.l2_flush_bytes / 4);
+  if (flush_words > 0) {
+    CUresult r = cuMemAlloc(&flush, flush_words * 4);
+    if (r != CUDA_SUCCESS) return FailOrCrash(CuError(r, "cuMemAlloc"), "the L2 flush buffer");
+    plain_allocs_.push_back(flush);
+  }
+  std::vector<CUevent> start(tj.iterations, nullptr), stop(tj.iterations, nullptr);
+  auto destroy = [&] {
+    for (CUevent e : start) {
+      if (e) cuEventDestroy(e);
+    }
+    for (CUevent e : stop) {
+      if (e) cuEventDestroy(e);
+    }
+  };
+  for (int i = 0; i < tj.iterations; ++i) {
+    CUresult r = cuEventCreate(&start[i], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = cuEventCreate(&stop[i], CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      destroy();
+      return FailOrCrash(CuError(r, "cuEventCreate"), "creating timing events");
+    }
+  }
+  const int last = tj.iterations - 1;
+  for (int run = 0; run < tj.warmup + tj.iterations; ++run) {
+    const int it = run - tj.warmup;  // timed iteration, negative during warm-up
+    const int set = (it >= 0 ? it : run) % sets_;
+    const std::string where = it >= 0 ? fmt::format(", timed run {}", it)
+                                      : fmt::format(", warm-up run {}", run);
+    Status s = BeforeRun();
+    if (s.ok() && flush_words > 0) {
+      // Writing 2x L2 evicts whatever the previous run left there, outputs included.
+      CUresult r = cuMemsetD32Async(flush, 0x5A5A0000u + static_cast<unsigned>(run & 0xFFFF),
+                                    flush_words, dc_.stream);
+      if (r != CUDA_SUCCESS) s = CuError(r, "flushing the L2");
+    }
+    if (s.ok()) {
+      CUresult r = cuCtxResetPersistingL2Cache();
+      if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_SUPPORTED) {
+        s = CuError(r, "cuCtxResetPersistingL2Cache");
+      }
+    }
+    if (s.ok() && it >= 0) {
+      CUresult r = cuEventRecord(start[it], dc_.stream);
+      if (r != CUDA_SUCCESS) s = CuError(r, "cuEventRecord");
+    }
+    if (!s.ok()) {
+      destroy();
+      return FailOrCrash(s, "before" + where.substr(1));
+    }
+    if (!RunPlan(set, where, false)) return destroy();
+    if (it >= 0) {
+      CUresult r = cuEventRecord(stop[it], dc_.stream);
+      if (r != CUDA_SUCCESS) s = CuError(r, "cuEventRecord");
+    }
+    if (s.ok()) s = LaunchGuardCheck();
+    if (s.ok() && (it == tj.audit_iteration || it == last)) {
+      CUresult r = cuStreamSynchronize(dc_.stream);
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} during{}", CuErrorName(r), where.substr(1)));
+        return destroy();
+      }
+      s = CollectGuards();
+      if (s.ok() && it == tj.audit_iteration) {
+        DumpOutputs("audit");
+        dumps_["audit"] = {{"set", set}, {"iteration", it}};
+      }
+      if (s.ok() && it == last) {
+        DumpOutputs("last");
+        dumps_["last"] = {{"set", set}, {"iteration", it}};
+      }
+    }
+    if (!s.ok()) {
+      destroy();
+      return FailOrCrash(s, "after" + where.substr(1));
+    }
+    if (crashed()) return destroy();
+  }
+  ojson times = ojson::array();
+  std::vector<double> us(tj.iterations);
+  for (int i = 0; i < tj.iterations; ++i) {
+    float ms = 0;
+    CUresult r = cuEventElapsedTime(&ms, start[i], stop[i]);
+    if (r != CUDA_SUCCESS) {
+      destroy();
+      return FailOrCrash(CuError(r, "cuEventElapsedTime"), "reading the timing events");
+    }
+    us[i] = static_cast<double>(ms) * 1000.0;
+    times.push_back(us[i]);
+  }
+  destroy();
+  TimingStats st = ComputeStats(us);
+  timing_ = {{"iterations", tj.iterations}, {"times_us", times},
+             {"median_us", st.median_us},   {"min_us", st.min_us},
+             {"p90_us", st.p90_us},         {"mean_us", st.mean_us},
+             {"stdev_us", st.stdev_us}};
+}
+
+ojson CaseRun::Run() {
+  Status s = Setup();
+  if (!s.ok()) {
+    FailOrCrash(s, "setting up the case");
+  } else if (Status p = PrepareLaunches(); !p.ok()) {
+    Fail("launch_error", p.message());
+  } else {
+    // 3. The check run.
+    s = BeforeRun();
+    if (!s.ok()) {
+      FailOrCrash(s, "before the check run");
+    } else if (RunPlan(0, "", true)) {
+      s = LaunchGuardCheck();
+      if (s.ok()) s = CollectGuards();
+      if (!s.ok()) {
+        FailOrCrash(s, "checking guards after the check run");
+      } else {
+        DumpOutputs("check");
+        if (c_.dump_inputs) DumpInputs();
+        if (!crashed()) dumps_["check"] = {{"set", 0}};
+      }
+    }
+    // 4. Timing, only for a case whose check run went cleanly.
+    if (status_ == "ok" && c_.timing) Timing();
+  }
+  // 5. Inputs re-hashed (whenever the context still works).
+  ojson input_hashes = ojson::object();
+  if (!crashed() && hashes_before_.size() == static_cast<size_t>(sets_) * c_.tensors.size()) {
+    auto after = HashInputs();
+    if (!after.ok()) {
+      FailOrCrash(after.status(), "re-hashing the inputs");
+    } else {
+      for (int set = 0; set < sets_; ++set) {
+        for (size_t t = 0; t < c_.tensors.size(); ++t) {
+          if (!c_.tensors[t].input) continue;
+          size_t i = set * c_.tensors.size() + t;
+          input_hashes[c_.tensors[t].name].push_back(Hex64(hashes_before_[i]));
+          if ((*after)[i] != hashes_before_[i]) {
+            if (inputs_unchanged_ && status_ == "ok") {
+              message_ = fmt::format("input '{}' (set {}) changed during the case",
+                                     c_.tensors[t].name, set);
+            }
+            inputs_unchanged_ = false;
+          }
+        }
+      }
+    }
+  }
+  ojson out = {{"id", c_.id},
+               {"status", status_},
+               {"message", message_},
+               {"guards_intact", guards_intact_},
+               {"inputs_unchanged", inputs_unchanged_},
+               {"dumps", dumps_},
+               {"timing", timing_},
+               {"input_hashes", input_hashes}};
+  return out;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error("cannot read {}", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+int RunCommand(const std::string& job_path) {
+  auto text = ReadFile(job_path);
+  if (!text.ok()) {
+    std::fprintf(stderr, "ws_runner: bad job: %s\n", text.status().message().c_str());
+    return kExitBadJob;
+  }
+  auto job = ParseJob(*text);
+  if (!job.ok()) {
+    std::fprintf(stderr, "ws_runner: bad job %s: %s\n", job_path.c_str(),
+                 job.status().message().c_str());
+    return kExitBadJob;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(job->cubin, ec)) {
+    std::fprintf(stderr, "ws_runner: bad job: the cubin %s does not exist\n", job->cubin.c_str());
+    return kExitBadJob;
+  }
+  auto dc = OpenDevice(0);
+  if (!dc.ok()) {
+    std::fprintf(stderr, "ws_runner: %s\n", dc.status().message().c_str());
+    return kExitNoGpu;
+  }
+  auto helpers = LoadHelpers(dc->props.cc);
+  if (!helpers.ok()) {
+    std::fprintf(stderr, "ws_runner: %s\n", helpers.status().message().c_str());
+    return kExitRunnerError;
+  }
+  // A cubin that does not load (wrong architecture, corrupt) fails every case as a launch error.
+  CUmodule module = nullptr;
+  Status module_status;
+  if (CUresult r = cuModuleLoad(&module, job->cubin.c_str()); r != CUDA_SUCCESS) {
+    module_status = CuError(r, "cuModuleLoad(" + job->cubin + ")");
+  }
+  // Canary salts come from outside the job, so a kernel cannot forge the guard pattern.
+  std::random_device rd;
+  uint64_t salt = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+
+  ojson result = {{"device", dc->props.ToJson()}, {"cases", ojson::array()}};
+  WriteResult(job->result, result);
+  for (size_t i = 0; i < job->cases.size(); ++i) {
+    bool crashed = false;
+    {
+      CaseRun run(*dc, *helpers, module, module_status, job->cases[i],
+                  ws_mix64(salt + i * 0xD6E8FEB86659FD93ull));
+      result["cases"].push_back(run.Run());
+      crashed = run.crashed();
+    }
+    WriteResult(job->result, result);
+    if (crashed) {
+      std::fprintf(stderr, "ws_runner: case %s crashed: %s\n", job->cases[i].id.c_str(),
+                   result["cases"].back()["message"].get<std::string>().c_str());
+      return kExitCrashed;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace ws::runner

@@ -1,0 +1,71 @@
+// The runner's own device code: input generation, checksums and guard canaries. Not built by
+// CMake: the runner hands NVRTC the text of problems/init.h followed by this file (both embedded
+// at build time) and compiles it once at start for the device's architecture.
+
+extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype, int dist,
+                                       float p0, float p1, unsigned long long seed,
+                                       int tensor_index) {
+  const int size = ws_dtype_size(dtype);
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
+       i += stride) {
+    unsigned long long bits = ws_init_element(dtype, dist, p0, p1, seed, tensor_index,
+                                              static_cast<unsigned long long>(i));
+    // Allocations are 256-byte aligned and elements are naturally aligned within them.
+    switch (size) {
+      case 1: out[i] = static_cast<unsigned char>(bits); break;
+      case 2: reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits); break;
+      case 4: reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits); break;
+      default: reinterpret_cast<unsigned long long*>(out)[i] = bits; break;
+    }
+  }
+}
+
+// Adds sum over words of ws_hash_word(word, index) to *sum (mod 2^64). `p` must be 8-byte
+// aligned; the last partial word is zero-padded (the host folds the length in).
+extern "C" __global__ void ws_hash(const unsigned char* p, long long nbytes,
+                                   unsigned long long* sum) {
+  const long long words = nbytes >> 3;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned long long acc = 0;
+  const unsigned long long* w = reinterpret_cast<const unsigned long long*>(p);
+  for (long long i = tid; i < words; i += stride) {
+    acc += ws_hash_word(w[i], static_cast<unsigned long long>(i));
+  }
+  if (tid == 0 && (nbytes & 7) != 0) {
+    unsigned long long tail = 0;
+    for (long long b = words * 8; b < nbytes; ++b) {
+      tail |= static_cast<unsigned long long>(p[b]) << ((b - words * 8) * 8);
+    }
+    acc += ws_hash_word(tail, static_cast<unsigned long long>(words));
+  }
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xFFFFFFFFu, acc, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
+}
+
+// Guard regions: blockIdx.y picks the region; region r starts at ptrs[r], holds `bytes` bytes
+// and is salted with salts[r].
+extern "C" __global__ void ws_guard_fill(const unsigned long long* ptrs,
+                                         const unsigned long long* salts, long long bytes) {
+  unsigned char* p = reinterpret_cast<unsigned char*>(ptrs[blockIdx.y]);
+  const unsigned long long salt = salts[blockIdx.y];
+  for (long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < bytes;
+       j += static_cast<long long>(gridDim.x) * blockDim.x) {
+    p[j] = ws_canary_byte(salt, static_cast<unsigned long long>(j));
+  }
+}
+
+// Lowers first_bad[r] to the offset of the first damaged byte of region r (it starts at ~0).
+extern "C" __global__ void ws_guard_check(const unsigned long long* ptrs,
+                                          const unsigned long long* salts, long long bytes,
+                                          unsigned long long* first_bad) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(ptrs[blockIdx.y]);
+  const unsigned long long salt = salts[blockIdx.y];
+  for (long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < bytes;
+       j += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if (p[j] != ws_canary_byte(salt, static_cast<unsigned long long>(j))) {
+      atomicMin(&first_bad[blockIdx.y], static_cast<unsigned long long>(j));
+    }
+  }
+}
