@@ -42,10 +42,11 @@ int main() {
     options.push_back("-lineinfo");
     options.push_back("-Xptxas=-v");
     options.push_back("-DWS_NVRTC=1");
-    for (auto& [k, v] : req.value("defines", json::object()).items()) {
-      options.push_back("-D" + k + "=" + v.get<std::string>());
-    }
-    for (const auto& d : req.value("include_dirs", json::array())) {
+    // Named copies: items() over a temporary would dangle.
+    const json defines = req.value("defines", json::object());
+    const json include_dirs = req.value("include_dirs", json::array());
+    for (auto& [k, v] : defines.items()) options.push_back("-D" + k + "=" + v.get<std::string>());
+    for (const auto& d : include_dirs) {
       options.push_back("-I" + d.get<std::string>());
     }
   } catch (const json::exception& e) {

@@ -16,14 +16,14 @@ ProblemSpec QuantizeSpec() {
   return s;
 }
 
-constexpr char kGood[] = R"(/* warpsmith:plan
+constexpr char kGood[] = R"P(/* warpsmith:plan
 { "knobs": { "ROWS": [4, 8] },
   "launch": [ { "kernel": "quant", "grid": ["ceil_div(M, ROWS)"], "block": [256],
                 "args": ["x", "q", "scales", "M", "K", {"i64": "M * K"}, "workspace"] } ],
   "workspace": { "bytes": "M * 4", "zero": true } }
 */
 extern "C" __global__ void quant() {}
-)";
+)P";
 
 TEST(PlanTest, ParsesAndResolves) {
   auto plan = ParsePlan(kGood);

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CliRun {
   int exit_code;
   std::string out, err;
 };
@@ -31,7 +31,7 @@ class CliTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Run Warpsmith(std::vector<std::string> args) {
+  CliRun Warpsmith(std::vector<std::string> args) {
     SandboxSpec spec;
     spec.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace",
                  (dir_ / "ws").string(), "--problems-dir", std::string(WS_SOURCE_DIR) + "/problems"};
@@ -54,11 +54,11 @@ class CliTest : public testing::Test {
 };
 
 TEST_F(CliTest, ListsAndShowsProblemsWithoutHiddenShapes) {
-  Run list = Warpsmith({"problems"});
+  CliRun list = Warpsmith({"problems"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   EXPECT_NE(list.out.find("mxfp8_quantize_rowwise"), std::string::npos);
 
-  Run show = Warpsmith({"problems", "show", "mxfp8_quantize_rowwise", "--json"});
+  CliRun show = Warpsmith({"problems", "show", "mxfp8_quantize_rowwise", "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   auto j = nlohmann::json::parse(show.out);
   EXPECT_EQ(j["name"], "mxfp8_quantize_rowwise");
@@ -73,7 +73,7 @@ TEST_F(CliTest, ListsAndShowsProblemsWithoutHiddenShapes) {
     EXPECT_EQ(show.out.find(text + ",\n"), std::string::npos) << "hidden shape leaked: " << text;
   }
 
-  Run unknown = Warpsmith({"problems", "show", "nope"});
+  CliRun unknown = Warpsmith({"problems", "show", "nope"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("no problem named 'nope'"), std::string::npos) << unknown.err;
 }
@@ -84,7 +84,7 @@ TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
                            "problems/" + p + "/reference.cu"}) {
     for (std::string arch : {"sm_90a", "sm_100a"}) {
       for (std::string rounding : {"rceil", "floor"}) {
-        Run r = Warpsmith({"eval", p, std::string(WS_SOURCE_DIR) + "/" + file, "--arch", arch,
+        CliRun r = Warpsmith({"eval", p, std::string(WS_SOURCE_DIR) + "/" + file, "--arch", arch,
                            "--compile-only", "--set", "rounding=" + rounding});
         EXPECT_EQ(r.exit_code, 0) << file << " " << arch << "\n" << r.out << r.err;
         EXPECT_NE(r.out.find("not_run"), std::string::npos) << r.out;
@@ -96,46 +96,46 @@ TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
 
 TEST_F(CliTest, RejectsBrokenPlansAndCompileErrors) {
   std::string no_plan = Write("no_plan.cu", "extern \"C\" __global__ void k() {}\n");
-  Run a = Warpsmith({"eval", "mxfp8_quantize_rowwise", no_plan, "--compile-only"});
+  CliRun a = Warpsmith({"eval", "mxfp8_quantize_rowwise", no_plan, "--compile-only"});
   EXPECT_EQ(a.exit_code, 1) << a.out << a.err;
   EXPECT_NE(a.out.find("plan_error"), std::string::npos) << a.out;
 
-  std::string bad_tensor = Write("bad_tensor.cu", R"(/* warpsmith:plan
+  std::string bad_tensor = Write("bad_tensor.cu", R"P(/* warpsmith:plan
 { "launch": [ { "kernel": "k", "grid": ["ceil_div(M, 4)"], "block": [256], "args": ["x", "y", "N"] } ] }
 */
 extern "C" __global__ void k() {}
-)");
-  Run b = Warpsmith({"eval", "mxfp8_quantize_rowwise", bad_tensor, "--compile-only"});
+)P");
+  CliRun b = Warpsmith({"eval", "mxfp8_quantize_rowwise", bad_tensor, "--compile-only"});
   EXPECT_EQ(b.exit_code, 1);
   EXPECT_NE(b.out.find("launch[0].args[1]: unknown name 'y'"), std::string::npos) << b.out;
 
-  std::string broken = Write("broken.cu", R"(/* warpsmith:plan
+  std::string broken = Write("broken.cu", R"P(/* warpsmith:plan
 { "launch": [ { "kernel": "k", "grid": [1], "block": [32], "args": [] } ] }
 */
 extern "C" __global__ void k() { this_does_not_exist(); }
-)");
-  Run c = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--compile-only"});
+)P");
+  CliRun c = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--compile-only"});
   EXPECT_EQ(c.exit_code, 1);
   EXPECT_NE(c.out.find("compile_error"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("this_does_not_exist"), std::string::npos) << c.out;
 
-  Run d = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--set", "rounding=up"});
+  CliRun d = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--set", "rounding=up"});
   EXPECT_EQ(d.exit_code, 2);
   EXPECT_NE(d.err.find("rounding"), std::string::npos) << d.err;
 
-  Run e = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--arch", "sm_80"});
+  CliRun e = Warpsmith({"eval", "mxfp8_quantize_rowwise", broken, "--arch", "sm_80"});
   EXPECT_EQ(e.exit_code, 2);
 }
 
 TEST_F(CliTest, EveryEvaluationIsRecorded) {
   std::string file = std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu";
   ASSERT_EQ(Warpsmith({"eval", "mxfp8_quantize_rowwise", file, "--compile-only"}).exit_code, 0);
-  Run again = Warpsmith({"eval", "mxfp8_quantize_rowwise", file, "--compile-only", "--json"});
+  CliRun again = Warpsmith({"eval", "mxfp8_quantize_rowwise", file, "--compile-only", "--json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   auto j = nlohmann::json::parse(again.out);
   EXPECT_EQ(j["evaluation_id"], 2);
   EXPECT_TRUE(j["compile"]["cached"].get<bool>()) << "the second compile should hit the cache";
-  Run lb = Warpsmith({"leaderboard", "--json"});
+  CliRun lb = Warpsmith({"leaderboard", "--json"});
   ASSERT_EQ(lb.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(lb.out).size(), 0u) << "nothing that did not run may be ranked";
 }
@@ -159,7 +159,7 @@ TEST_F(CliTest, ReferenceRunsOnNpyFiles) {
   for (auto [rounding, mode] : {std::pair{"rceil", mxfp8::Rounding::kRceil},
                                 std::pair{"floor", mxfp8::Rounding::kFloor}}) {
     std::string out = (dir_ / (std::string("out_") + rounding)).string();
-    Run r = Warpsmith({"reference", "mxfp8_quantize_rowwise", "--in", (dir_ / "in").string(),
+    CliRun r = Warpsmith({"reference", "mxfp8_quantize_rowwise", "--in", (dir_ / "in").string(),
                        "--out", out, "--set", std::string("rounding=") + rounding});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     auto q = ReadNpy(out + "/q.npy", DType::kFP8E4M3);
@@ -181,7 +181,7 @@ TEST_F(CliTest, ReferenceRunsOnNpyFiles) {
     EXPECT_EQ(s->bytes, want_s);
   }
 
-  Run missing = Warpsmith({"reference", "mxfp8_quantize_rowwise", "--in",
+  CliRun missing = Warpsmith({"reference", "mxfp8_quantize_rowwise", "--in",
                            (dir_ / "nowhere").string(), "--out", (dir_ / "o").string()});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("x.npy"), std::string::npos) << missing.err;

@@ -151,13 +151,13 @@ TEST_F(EvalGpuTest, AWildPointerCrashesOnlyTheRunner) {
 }
 
 TEST_F(EvalGpuTest, AKernelThatNeverEndsTimesOutAndTheNextEvaluationWorks) {
-  std::string src = R"(/* warpsmith:plan
+  std::string src = R"P(/* warpsmith:plan
 { "launch": [ { "kernel": "ws_test_spin", "grid": [1], "block": [32], "args": ["q"] } ] }
 */
 extern "C" __global__ void ws_test_spin(volatile unsigned char* q) {
   while (q[0] != 0xAB || q[0] == 0xAB) { }
 }
-)";
+)P";
   EvaluatorOptions quick = opts_;
   quick.startup_timeout_s = 15;
   quick.case_timeout_s = 1;
