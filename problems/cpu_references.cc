@@ -16,8 +16,10 @@ Status Mxfp8QuantizeRowwise(const ProblemSpec& spec, const SymbolTable& symbols,
                             const std::map<std::string, std::string>& params,
                             const TensorMap& inputs, TensorMap& outputs) {
   const auto m = symbols.find("M"), k = symbols.find("K");
-  if (m == symbols.end() || k == symbols.end()) return Status::Error("symbols M and K needed");
-  if (k->second % 32 != 0) return Status::Error("K = {} is not a multiple of 32", k->second);
+  if (m == symbols.end() || k == symbols.end())
+    return Status::Error("symbols M and K needed");
+  if (k->second % 32 != 0)
+    return Status::Error("K = {} is not a multiple of 32", k->second);
   const auto it = params.find("rounding");
   const ParamSpec* p = spec.FindParam("rounding");
   const std::string rounding = it != params.end() ? it->second : p ? p->default_value : "rceil";
@@ -57,7 +59,8 @@ constexpr Entry kReferences[] = {
 
 const CpuReferenceFn* FindCpuReference(std::string_view name) {
   for (const Entry& e : kReferences) {
-    if (e.name == name) return &e.fn;
+    if (e.name == name)
+      return &e.fn;
   }
   return nullptr;
 }
@@ -78,7 +81,8 @@ Result<TensorMap> RunCpuReference(const ProblemSpec& spec, const SymbolTable& sy
   TensorMap outputs;
   for (const TensorSpec& ts : spec.tensors) {
     Result<std::vector<int64_t>> dims = TensorDims(ts, symbols);
-    if (!dims.ok()) return dims.status().Context(spec.name);
+    if (!dims.ok())
+      return dims.status().Context(spec.name);
     WS_ASSIGN_OR_RETURN(int64_t numel, TensorNumel(ts, symbols));
     const size_t bytes = static_cast<size_t>(numel) * DTypeSize(ts.dtype);
     if (ts.role == TensorRole::kOutput) {
@@ -86,7 +90,8 @@ Result<TensorMap> RunCpuReference(const ProblemSpec& spec, const SymbolTable& sy
       continue;
     }
     const auto it = inputs.find(ts.name);
-    if (it == inputs.end()) return Status::Error("{}: input '{}' missing", spec.name, ts.name);
+    if (it == inputs.end())
+      return Status::Error("{}: input '{}' missing", spec.name, ts.name);
     const HostTensor& in = it->second;
     if (in.dtype != ts.dtype) {
       return Status::Error("{}: input '{}' is {}, the spec says {}", spec.name, ts.name,

@@ -10,8 +10,7 @@
 namespace ws {
 namespace {
 
-const std::string kSpec =
-    std::string(WS_SOURCE_DIR) + "/problems/mxfp8_quantize_rowwise/spec.json";
+const std::string kSpec = std::string(WS_SOURCE_DIR) + "/problems/mxfp8_quantize_rowwise/spec.json";
 
 class CpuReferenceTest : public ::testing::Test {
  protected:
@@ -25,8 +24,8 @@ class CpuReferenceTest : public ::testing::Test {
   static HostTensor MakeX(int64_t m, int64_t k) {
     HostTensor x{DType::kBF16, {m, k}, std::vector<uint8_t>(m * k * 2)};
     for (int64_t i = 0; i < m * k; ++i) {
-      const uint16_t v = static_cast<uint16_t>(0x3F00 + (i * 2654435761u) % 0x0900) |
-                         ((i & 1) ? 0x8000 : 0);
+      const uint16_t v =
+          static_cast<uint16_t>(0x3F00 + (i * 2654435761u) % 0x0900) | ((i & 1) ? 0x8000 : 0);
       x.bytes[2 * i] = static_cast<uint8_t>(v & 0xFF);
       x.bytes[2 * i + 1] = static_cast<uint8_t>(v >> 8);
     }
@@ -51,8 +50,8 @@ TEST_F(CpuReferenceTest, MatchesDirectCallForBothRoundings) {
   std::vector<uint16_t> words(kM * kK);
   for (int64_t i = 0; i < kM * kK; ++i) words[i] = x.bytes[2 * i] | (x.bytes[2 * i + 1] << 8);
   std::vector<uint8_t> scales_by_mode[2];
-  for (const auto& [name, mode] : {std::pair{"rceil", mxfp8::Rounding::kRceil},
-                                   std::pair{"floor", mxfp8::Rounding::kFloor}}) {
+  for (const auto& [name, mode] :
+       {std::pair{"rceil", mxfp8::Rounding::kRceil}, std::pair{"floor", mxfp8::Rounding::kFloor}}) {
     const std::map<std::string, std::string> params = {{"rounding", name}};
     const auto out = RunCpuReference(spec_, Symbols(kM, kK, params), params, {{"x", x}});
     ASSERT_TRUE(out.ok()) << out.status().message();

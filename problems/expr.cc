@@ -23,7 +23,8 @@ class Parser {
     int64_t v = 0;
     WS_RETURN_IF_ERROR(Or(symbols_ != nullptr, &v));
     SkipSpace();
-    if (pos_ < expr_.size()) return Fail(pos_, "unexpected '{}'", expr_[pos_]);
+    if (pos_ < expr_.size())
+      return Fail(pos_, "unexpected '{}'", expr_[pos_]);
     return v;
   }
   std::vector<std::string>& identifiers() { return identifiers_; }
@@ -41,7 +42,8 @@ class Parser {
   // Consumes `op` if it comes next (and is not the prefix of a longer operator in `not_before`).
   bool Accept(std::string_view op, char not_before = '\0') {
     SkipSpace();
-    if (expr_.substr(pos_, op.size()) != op) return false;
+    if (expr_.substr(pos_, op.size()) != op)
+      return false;
     if (not_before != '\0' && pos_ + op.size() < expr_.size() &&
         expr_[pos_ + op.size()] == not_before) {
       return false;
@@ -57,7 +59,8 @@ class Parser {
       int64_t rhs = 0;
       const bool rhs_live = live && *out == 0;
       WS_RETURN_IF_ERROR(And(rhs_live, &rhs));
-      if (live) *out = (*out != 0 || rhs != 0) ? 1 : 0;
+      if (live)
+        *out = (*out != 0 || rhs != 0) ? 1 : 0;
     }
     return Status::Ok();
   }
@@ -67,7 +70,8 @@ class Parser {
       int64_t rhs = 0;
       const bool rhs_live = live && *out != 0;
       WS_RETURN_IF_ERROR(Equality(rhs_live, &rhs));
-      if (live) *out = (*out != 0 && rhs != 0) ? 1 : 0;
+      if (live)
+        *out = (*out != 0 && rhs != 0) ? 1 : 0;
     }
     return Status::Ok();
   }
@@ -123,10 +127,12 @@ class Parser {
       }
       int64_t rhs = 0;
       WS_RETURN_IF_ERROR(Multiplicative(live, &rhs));
-      if (!live) continue;
-      const bool overflow = add ? __builtin_add_overflow(*out, rhs, out)
-                                : __builtin_sub_overflow(*out, rhs, out);
-      if (overflow) return Fail(at, "overflow in '{}'", add ? '+' : '-');
+      if (!live)
+        continue;
+      const bool overflow =
+          add ? __builtin_add_overflow(*out, rhs, out) : __builtin_sub_overflow(*out, rhs, out);
+      if (overflow)
+        return Fail(at, "overflow in '{}'", add ? '+' : '-');
     }
   }
   Status Multiplicative(bool live, int64_t* out) {
@@ -145,12 +151,15 @@ class Parser {
       }
       int64_t rhs = 0;
       WS_RETURN_IF_ERROR(Unary(live, &rhs));
-      if (!live) continue;
+      if (!live)
+        continue;
       if (op == '*') {
-        if (__builtin_mul_overflow(*out, rhs, out)) return Fail(at, "overflow in '*'");
+        if (__builtin_mul_overflow(*out, rhs, out))
+          return Fail(at, "overflow in '*'");
         continue;
       }
-      if (rhs == 0) return Fail(at, "division by zero");
+      if (rhs == 0)
+        return Fail(at, "division by zero");
       if (*out == std::numeric_limits<int64_t>::min() && rhs == -1) {
         return Fail(at, "overflow in '{}'", op);
       }
@@ -171,17 +180,20 @@ class Parser {
       *out = *out == 0 ? 1 : 0;
       return Status::Ok();
     }
-    if (Accept("+")) return Unary(live, out);
+    if (Accept("+"))
+      return Unary(live, out);
     return Primary(live, out);
   }
   Status Primary(bool live, int64_t* out) {
     SkipSpace();
     const size_t at = pos_;
-    if (at >= expr_.size()) return Fail(at, "unexpected end of expression");
+    if (at >= expr_.size())
+      return Fail(at, "unexpected end of expression");
     const char c = expr_[at];
     if (Accept("(")) {
       WS_RETURN_IF_ERROR(Or(live, out));
-      if (!Accept(")")) return Fail(pos_, "expected ')'");
+      if (!Accept(")"))
+        return Fail(pos_, "expected ')'");
       return Status::Ok();
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
@@ -202,12 +214,15 @@ class Parser {
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       while (pos_ < expr_.size() && IsIdentChar(expr_[pos_])) ++pos_;
       const std::string_view name = expr_.substr(at, pos_ - at);
-      if (Accept("(")) return Call(name, at, live, out);
+      if (Accept("("))
+        return Call(name, at, live, out);
       identifiers_.emplace_back(name);
       *out = 0;
-      if (symbols_ == nullptr) return Status::Ok();
+      if (symbols_ == nullptr)
+        return Status::Ok();
       const auto it = symbols_->find(name);
-      if (it == symbols_->end()) return Fail(at, "unknown name '{}'", name);
+      if (it == symbols_->end())
+        return Fail(at, "unknown name '{}'", name);
       *out = it->second;
       return Status::Ok();
     }
@@ -216,37 +231,44 @@ class Parser {
 
   Status Call(std::string_view name, size_t at, bool live, int64_t* out) {
     const int arity = name == "pow2" || name == "log2_floor" ? 1
-                      : name == "ceil_div" || name == "round_up" || name == "min" ||
-                              name == "max"
+                      : name == "ceil_div" || name == "round_up" || name == "min" || name == "max"
                           ? 2
                           : 0;
-    if (arity == 0) return Fail(at, "unknown function '{}'", name);
+    if (arity == 0)
+      return Fail(at, "unknown function '{}'", name);
     int64_t args[2] = {0, 0};
     for (int i = 0; i < arity; ++i) {
-      if (i > 0 && !Accept(",")) return Fail(pos_, "'{}' takes {} arguments", name, arity);
+      if (i > 0 && !Accept(","))
+        return Fail(pos_, "'{}' takes {} arguments", name, arity);
       WS_RETURN_IF_ERROR(Or(live, &args[i]));
     }
-    if (!Accept(")")) return Fail(pos_, "'{}' takes {} argument(s); expected ')'", name, arity);
+    if (!Accept(")"))
+      return Fail(pos_, "'{}' takes {} argument(s); expected ')'", name, arity);
     *out = 0;
-    if (!live) return Status::Ok();
+    if (!live)
+      return Status::Ok();
     const int64_t a = args[0], b = args[1];
     if (name == "min") {
       *out = std::min(a, b);
     } else if (name == "max") {
       *out = std::max(a, b);
     } else if (name == "pow2") {
-      if (a < 0 || a > 62) return Fail(at, "pow2({}) out of range [0, 62]", a);
+      if (a < 0 || a > 62)
+        return Fail(at, "pow2({}) out of range [0, 62]", a);
       *out = int64_t{1} << a;
     } else if (name == "log2_floor") {
-      if (a < 1) return Fail(at, "log2_floor({}) needs a positive argument", a);
+      if (a < 1)
+        return Fail(at, "log2_floor({}) needs a positive argument", a);
       *out = 63 - __builtin_clzll(static_cast<uint64_t>(a));
     } else {  // ceil_div, round_up
-      if (b == 0) return Fail(at, "division by zero in {}", name);
+      if (b == 0)
+        return Fail(at, "division by zero in {}", name);
       if (a == std::numeric_limits<int64_t>::min() && b == -1) {
         return Fail(at, "overflow in {}", name);
       }
       int64_t q = a / b;
-      if (a % b != 0 && ((a < 0) == (b < 0))) ++q;  // C truncates; ceil goes up when positive
+      if (a % b != 0 && ((a < 0) == (b < 0)))
+        ++q;  // C truncates; ceil goes up when positive
       *out = q;
       if (name == "round_up" && __builtin_mul_overflow(q, b, out)) {
         return Fail(at, "overflow in round_up");

@@ -9,8 +9,8 @@
 namespace ws {
 namespace {
 
-const SymbolTable kSymbols = {{"M", 131072}, {"K", 7168}, {"N", 0}, {"big", INT64_MAX},
-                              {"small", INT64_MIN}, {"rounding", 1}};
+const SymbolTable kSymbols = {{"M", 131072},      {"K", 7168},          {"N", 0},
+                              {"big", INT64_MAX}, {"small", INT64_MIN}, {"rounding", 1}};
 
 TEST(EvalExprTest, Values) {
   struct Case {

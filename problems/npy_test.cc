@@ -58,9 +58,15 @@ TEST(DTypeTest, NamesSizesAndParsing) {
     int size;
   };
   const Case cases[] = {
-      {DType::kBF16, "bf16", 2},    {DType::kF32, "f32", 4},           {DType::kF16, "f16", 2},
-      {DType::kFP8E4M3, "fp8_e4m3", 1}, {DType::kFP8E5M2, "fp8_e5m2", 1}, {DType::kE8M0, "e8m0", 1},
-      {DType::kU8, "u8", 1},        {DType::kI32, "i32", 4},           {DType::kI64, "i64", 8},
+      {DType::kBF16, "bf16", 2},
+      {DType::kF32, "f32", 4},
+      {DType::kF16, "f16", 2},
+      {DType::kFP8E4M3, "fp8_e4m3", 1},
+      {DType::kFP8E5M2, "fp8_e5m2", 1},
+      {DType::kE8M0, "e8m0", 1},
+      {DType::kU8, "u8", 1},
+      {DType::kI32, "i32", 4},
+      {DType::kI64, "i64", 8},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(DTypeName(c.t), c.name);
@@ -158,15 +164,14 @@ TEST_F(NpyTest, RejectsMalformedFiles) {
       {"trailing_data", "", 1, ok_header, two_u2 + "xx", DType::kBF16, "trailing data"},
       {"truncated_header", "\x93NUMPY\x01\x00\x40\x00{'descr'"s, 0, "", "", DType::kBF16,
        "truncated header"},
-      {"absurd_header", "\x93NUMPY\x02\x00\x00\x00\x00\x7F"s, 0, "", "",
-       DType::kBF16, "absurd header length"},
+      {"absurd_header", "\x93NUMPY\x02\x00\x00\x00\x00\x7F"s, 0, "", "", DType::kBF16,
+       "absurd header length"},
       {"absurd_shape", "", 1,
        "{'descr': '<u2', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", "",
        DType::kBF16, "absurd shape"},
-      {"negative_dim", "", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (-2,), }",
-       two_u2, DType::kBF16, "non-negative dimension"},
-      {"missing_key", "", 1, "{'descr': '<u2', 'shape': (2,), }", two_u2, DType::kBF16,
-       "lacks"},
+      {"negative_dim", "", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (-2,), }", two_u2,
+       DType::kBF16, "non-negative dimension"},
+      {"missing_key", "", 1, "{'descr': '<u2', 'shape': (2,), }", two_u2, DType::kBF16, "lacks"},
       {"unknown_key", "", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), 'x': 1}",
        two_u2, DType::kBF16, "unexpected header key 'x'"},
       {"not_a_dict", "", 1, "['descr']", two_u2, DType::kBF16, "expected '{'"},

@@ -22,7 +22,9 @@ using Json = nlohmann::json;
 std::string Sub(std::string_view field, std::string_view key) {
   return field.empty() ? std::string(key) : fmt::format("{}.{}", field, key);
 }
-std::string Idx(std::string_view field, size_t i) { return fmt::format("{}[{}]", field, i); }
+std::string Idx(std::string_view field, size_t i) {
+  return fmt::format("{}[{}]", field, i);
+}
 
 template <typename... Args>
 Status FieldError(std::string_view field, fmt::format_string<Args...> f, Args&&... args) {
@@ -30,13 +32,16 @@ Status FieldError(std::string_view field, fmt::format_string<Args...> f, Args&&.
 }
 
 bool IsIdentifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
   });
 }
 
-std::string JsonType(const Json& j) { return j.type_name(); }
+std::string JsonType(const Json& j) {
+  return j.type_name();
+}
 
 // `obj` must be an object holding every key of `required`, and no key outside both lists.
 Status CheckKeys(const Json& obj, std::string_view field,
@@ -47,37 +52,46 @@ Status CheckKeys(const Json& obj, std::string_view field,
                       JsonType(obj));
   }
   for (const auto& [key, value] : obj.items()) {
-    const auto in = [&](auto list) { return std::find(list.begin(), list.end(), key) != list.end(); };
-    if (!in(required) && !in(optional)) return FieldError(Sub(field, key), "unknown key");
+    const auto in = [&](auto list) {
+      return std::find(list.begin(), list.end(), key) != list.end();
+    };
+    if (!in(required) && !in(optional))
+      return FieldError(Sub(field, key), "unknown key");
   }
   for (std::string_view key : required) {
-    if (!obj.contains(key)) return FieldError(Sub(field, key), "missing required field");
+    if (!obj.contains(key))
+      return FieldError(Sub(field, key), "missing required field");
   }
   return Status::Ok();
 }
 
 Result<std::string> AsString(const Json& j, std::string_view field) {
-  if (!j.is_string()) return FieldError(field, "must be a string, not {}", JsonType(j));
+  if (!j.is_string())
+    return FieldError(field, "must be a string, not {}", JsonType(j));
   return j.get<std::string>();
 }
 
 Result<int64_t> AsInt(const Json& j, std::string_view field) {
   if (j.is_number_unsigned()) {
     const uint64_t v = j.get<uint64_t>();
-    if (v > static_cast<uint64_t>(INT64_MAX)) return FieldError(field, "integer too large");
+    if (v > static_cast<uint64_t>(INT64_MAX))
+      return FieldError(field, "integer too large");
     return static_cast<int64_t>(v);
   }
-  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_number_integer())
+    return j.get<int64_t>();
   return FieldError(field, "must be an integer, not {}", JsonType(j));
 }
 
 Result<double> AsNumber(const Json& j, std::string_view field) {
-  if (!j.is_number()) return FieldError(field, "must be a number, not {}", JsonType(j));
+  if (!j.is_number())
+    return FieldError(field, "must be a number, not {}", JsonType(j));
   return j.get<double>();
 }
 
 Result<std::vector<std::string>> AsStringArray(const Json& j, std::string_view field) {
-  if (!j.is_array()) return FieldError(field, "must be an array, not {}", JsonType(j));
+  if (!j.is_array())
+    return FieldError(field, "must be an array, not {}", JsonType(j));
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i) {
     WS_ASSIGN_OR_RETURN(std::string s, AsString(j[i], Idx(field, i)));
@@ -90,9 +104,11 @@ Result<std::vector<std::string>> AsStringArray(const Json& j, std::string_view f
 Status CheckExpr(const std::string& expr, std::string_view field,
                  const std::set<std::string, std::less<>>& known) {
   Result<std::vector<std::string>> ids = ExprIdentifiers(expr);
-  if (!ids.ok()) return ids.status().Context(field);
+  if (!ids.ok())
+    return ids.status().Context(field);
   for (const std::string& id : *ids) {
-    if (!known.contains(id)) return FieldError(field, "unknown symbol '{}'", id);
+    if (!known.contains(id))
+      return FieldError(field, "unknown symbol '{}'", id);
   }
   return Status::Ok();
 }
@@ -114,13 +130,16 @@ Result<std::string> KernelPath(const Json& j, std::string_view field, const std:
 
 std::string FormatShape(const Shape& s) {
   std::string out = "{";
-  for (const auto& [k, v] : s.symbols) out += fmt::format("{}{}={}", out.size() > 1 ? ", " : "", k, v);
+  for (const auto& [k, v] : s.symbols)
+    out += fmt::format("{}{}={}", out.size() > 1 ? ", " : "", k, v);
   return out + "}";
 }
 
 Status ParseInit(const Json& j, std::string_view field, InitSpec* init) {
-  if (!j.is_object()) return FieldError(field, "must be an object, not {}", JsonType(j));
-  if (!j.contains("dist")) return FieldError(Sub(field, "dist"), "missing required field");
+  if (!j.is_object())
+    return FieldError(field, "must be an object, not {}", JsonType(j));
+  if (!j.contains("dist"))
+    return FieldError(Sub(field, "dist"), "missing required field");
   WS_ASSIGN_OR_RETURN(init->dist, AsString(j["dist"], Sub(field, "dist")));
   if (init->dist == "normal") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"mean", "stddev"}));
@@ -130,7 +149,8 @@ Status ParseInit(const Json& j, std::string_view field, InitSpec* init) {
     if (j.contains("stddev")) {
       WS_ASSIGN_OR_RETURN(init->stddev, AsNumber(j["stddev"], Sub(field, "stddev")));
     }
-    if (!(init->stddev > 0)) return FieldError(Sub(field, "stddev"), "must be positive");
+    if (!(init->stddev > 0))
+      return FieldError(Sub(field, "stddev"), "must be positive");
   } else if (init->dist == "uniform") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"lo", "hi"}));
     if (j.contains("lo")) {
@@ -139,12 +159,15 @@ Status ParseInit(const Json& j, std::string_view field, InitSpec* init) {
     if (j.contains("hi")) {
       WS_ASSIGN_OR_RETURN(init->hi, AsNumber(j["hi"], Sub(field, "hi")));
     }
-    if (!(init->lo < init->hi)) return FieldError(field, "needs lo < hi");
+    if (!(init->lo < init->hi))
+      return FieldError(field, "needs lo < hi");
   } else if (init->dist == "mx_blocks") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {}));
   } else {
-    return FieldError(Sub(field, "dist"), "unknown distribution '{}' (known: normal, uniform, "
-                      "mx_blocks)", init->dist);
+    return FieldError(Sub(field, "dist"),
+                      "unknown distribution '{}' (known: normal, uniform, "
+                      "mx_blocks)",
+                      init->dist);
   }
   return Status::Ok();
 }
@@ -159,11 +182,13 @@ Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
   }
   WS_ASSIGN_OR_RETURN(std::string dtype, AsString(j["dtype"], Sub(field, "dtype")));
   Result<DType> dt = ParseDType(dtype);
-  if (!dt.ok()) return dt.status().Context(Sub(field, "dtype"));
+  if (!dt.ok())
+    return dt.status().Context(Sub(field, "dtype"));
   t.dtype = *dt;
   const std::string shape_field = Sub(field, "shape");
   const Json& shape = j["shape"];
-  if (!shape.is_array()) return FieldError(shape_field, "must be an array, not {}", JsonType(shape));
+  if (!shape.is_array())
+    return FieldError(shape_field, "must be an array, not {}", JsonType(shape));
   for (size_t i = 0; i < shape.size(); ++i) {
     std::string expr;
     if (shape[i].is_number_integer()) {
@@ -183,7 +208,8 @@ Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
     return FieldError(Sub(field, "role"), "unknown role '{}' (known: input, output)", role);
   }
   if (j.contains("init")) {
-    if (t.role != TensorRole::kInput) return FieldError(Sub(field, "init"), "outputs take no init");
+    if (t.role != TensorRole::kInput)
+      return FieldError(Sub(field, "init"), "outputs take no init");
     WS_RETURN_IF_ERROR(ParseInit(j["init"], Sub(field, "init"), &t.init));
   }
   return t;
@@ -191,7 +217,8 @@ Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
 
 Result<Shape> ParseShape(const Json& j, std::string_view field, const ProblemSpec& spec,
                          bool need_source) {
-  if (!j.is_object()) return FieldError(field, "must be an object, not {}", JsonType(j));
+  if (!j.is_object())
+    return FieldError(field, "must be an object, not {}", JsonType(j));
   Shape s;
   for (const auto& [key, value] : j.items()) {
     if (key == "source") {
@@ -204,7 +231,8 @@ Result<Shape> ParseShape(const Json& j, std::string_view field, const ProblemSpe
     WS_ASSIGN_OR_RETURN(s.symbols[key], AsInt(value, Sub(field, key)));
   }
   if (need_source && s.source.empty()) {
-    return FieldError(Sub(field, "source"), "bench shapes need a source (the model they come from)");
+    return FieldError(Sub(field, "source"),
+                      "bench shapes need a source (the model they come from)");
   }
   return s;
 }
@@ -216,10 +244,12 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
                                {"constraints", "params", "starting_kernel"}));
   ProblemSpec spec;
   spec.dir = fs::path(path).parent_path().string();
-  if (spec.dir.empty()) spec.dir = ".";
+  if (spec.dir.empty())
+    spec.dir = ".";
 
   WS_ASSIGN_OR_RETURN(spec.name, AsString(root["name"], "name"));
-  if (!IsIdentifier(spec.name)) return FieldError("name", "'{}' is not an identifier", spec.name);
+  if (!IsIdentifier(spec.name))
+    return FieldError("name", "'{}' is not an identifier", spec.name);
   const std::string folder = fs::absolute(spec.dir).lexically_normal().filename().string();
   if (spec.name != folder && !folder.empty()) {
     return FieldError("name", "'{}' differs from its folder '{}'", spec.name, folder);
@@ -239,16 +269,20 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
   }
   if (root.contains("params")) {
     const Json& params = root["params"];
-    if (!params.is_object()) return FieldError("params", "must be an object, not {}", JsonType(params));
+    if (!params.is_object())
+      return FieldError("params", "must be an object, not {}", JsonType(params));
     for (const auto& [name, p] : params.items()) {
       const std::string field = Sub("params", name);
-      if (!IsIdentifier(name)) return FieldError(field, "'{}' is not an identifier", name);
-      if (!known.insert(name).second) return FieldError(field, "'{}' is also a symbol", name);
+      if (!IsIdentifier(name))
+        return FieldError(field, "'{}' is not an identifier", name);
+      if (!known.insert(name).second)
+        return FieldError(field, "'{}' is also a symbol", name);
       WS_RETURN_IF_ERROR(CheckKeys(p, field, {"values", "default"}, {}));
       ParamSpec ps;
       ps.name = name;
       WS_ASSIGN_OR_RETURN(ps.values, AsStringArray(p["values"], Sub(field, "values")));
-      if (ps.values.empty()) return FieldError(Sub(field, "values"), "must not be empty");
+      if (ps.values.empty())
+        return FieldError(Sub(field, "values"), "must not be empty");
       for (size_t i = 0; i < ps.values.size(); ++i) {
         if (!IsIdentifier(ps.values[i])) {
           return FieldError(Idx(Sub(field, "values"), i), "'{}' is not an identifier",
@@ -260,8 +294,7 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
       }
       WS_ASSIGN_OR_RETURN(ps.default_value, AsString(p["default"], Sub(field, "default")));
       if (std::find(ps.values.begin(), ps.values.end(), ps.default_value) == ps.values.end()) {
-        return FieldError(Sub(field, "default"), "'{}' is not one of the values",
-                          ps.default_value);
+        return FieldError(Sub(field, "default"), "'{}' is not one of the values", ps.default_value);
       }
       spec.params.push_back(std::move(ps));
     }
@@ -295,7 +328,8 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
   WS_RETURN_IF_ERROR(CheckExpr(spec.cost_bytes, "cost.bytes", known));
   if (cost.contains("flops")) {
     const Json& flops = cost["flops"];
-    if (!flops.is_object()) return FieldError("cost.flops", "must be an object, not {}", JsonType(flops));
+    if (!flops.is_object())
+      return FieldError("cost.flops", "must be an object, not {}", JsonType(flops));
     for (const auto& [cls, expr] : flops.items()) {
       const std::string field = Sub("cost.flops", cls);
       WS_ASSIGN_OR_RETURN(std::string e, AsString(expr, field));
@@ -315,7 +349,8 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
       return FieldError(field, "'{}' is not an output tensor", name);
     }
     WS_ASSIGN_OR_RETURN(std::string kind, AsString(value, field));
-    if (kind != "exact") return FieldError(field, "unknown tolerance '{}' (known: exact)", kind);
+    if (kind != "exact")
+      return FieldError(field, "unknown tolerance '{}' (known: exact)", kind);
     spec.tolerance[name] = Tolerance{ToleranceKind::kExact};
   }
   for (const TensorSpec& t : spec.tensors) {
@@ -328,7 +363,8 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
   if (FindCpuReference(spec.cpu_reference) == nullptr) {
     return FieldError("cpu_reference", "no CPU reference registered as '{}'", spec.cpu_reference);
   }
-  WS_ASSIGN_OR_RETURN(spec.gpu_reference, KernelPath(root["gpu_reference"], "gpu_reference", spec.dir));
+  WS_ASSIGN_OR_RETURN(spec.gpu_reference,
+                      KernelPath(root["gpu_reference"], "gpu_reference", spec.dir));
   WS_ASSIGN_OR_RETURN(spec.baseline, KernelPath(root["baseline"], "baseline", spec.dir));
   spec.starting_kernel = spec.baseline;
   if (root.contains("starting_kernel")) {
@@ -344,9 +380,11 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
        {std::pair{"test", &spec.test_shapes}, std::pair{"bench", &spec.bench_shapes},
         std::pair{"hidden", &spec.hidden_shapes}}) {
     const std::string field = Sub("shapes", kind);
-    if (!shapes.contains(kind)) continue;
+    if (!shapes.contains(kind))
+      continue;
     const Json& arr = shapes[kind];
-    if (!arr.is_array()) return FieldError(field, "must be an array, not {}", JsonType(arr));
+    if (!arr.is_array())
+      return FieldError(field, "must be an array, not {}", JsonType(arr));
     if (arr.empty() && std::string_view(kind) != "hidden") {
       return FieldError(field, "must not be empty");
     }
@@ -356,8 +394,10 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
       WS_RETURN_IF_ERROR(ValidateShape(spec, s).Context(sf));
       const SymbolTable symbols = BindSymbols(spec, s, defaults);
       for (size_t t = 0; t < spec.tensors.size(); ++t) {
-        WS_RETURN_IF_ERROR(TensorNumel(spec.tensors[t], symbols).status().Context(
-            fmt::format("{}: tensors[{}] ({})", sf, t, spec.tensors[t].name)));
+        WS_RETURN_IF_ERROR(
+            TensorNumel(spec.tensors[t], symbols)
+                .status()
+                .Context(fmt::format("{}: tensors[{}] ({})", sf, t, spec.tensors[t].name)));
       }
       WS_RETURN_IF_ERROR(
           EvalExpr(spec.cost_bytes, symbols).status().Context(fmt::format("{}: cost.bytes", sf)));
@@ -375,27 +415,31 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
 
 const TensorSpec* ProblemSpec::FindTensor(std::string_view n) const {
   for (const TensorSpec& t : tensors) {
-    if (t.name == n) return &t;
+    if (t.name == n)
+      return &t;
   }
   return nullptr;
 }
 
 const ParamSpec* ProblemSpec::FindParam(std::string_view n) const {
   for (const ParamSpec& p : params) {
-    if (p.name == n) return &p;
+    if (p.name == n)
+      return &p;
   }
   return nullptr;
 }
 
 Result<ProblemSpec> LoadProblem(const std::string& spec_path) {
   std::ifstream in(spec_path, std::ios::binary);
-  if (!in) return Status::Error("{}: cannot read", spec_path);
+  if (!in)
+    return Status::Error("{}: cannot read", spec_path);
   std::stringstream text;
   text << in.rdbuf();
   try {
     const Json root = Json::parse(text.str());
     Result<ProblemSpec> r = Parse(root, spec_path);
-    if (!r.ok()) return r.status().Context(spec_path);
+    if (!r.ok())
+      return r.status().Context(spec_path);
     return r;
   } catch (const Json::exception& e) {
     // NOTE: parse errors land here; Parse checks types before every get<>, so others are bugs
@@ -406,15 +450,18 @@ Result<ProblemSpec> LoadProblem(const std::string& spec_path) {
 
 Result<std::vector<ProblemSpec>> LoadProblemSet(const std::string& root) {
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) return Status::Error("{}: not a directory", root);
+  if (!fs::is_directory(root, ec))
+    return Status::Error("{}: not a directory", root);
   std::vector<ProblemSpec> out;
   for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
     const fs::path spec = e.path() / "spec.json";
-    if (!e.is_directory() || !fs::exists(spec)) continue;
+    if (!e.is_directory() || !fs::exists(spec))
+      continue;
     WS_ASSIGN_OR_RETURN(ProblemSpec p, LoadProblem(spec.string()));
     out.push_back(std::move(p));
   }
-  if (ec) return Status::Error("{}: cannot list: {}", root, ec.message());
+  if (ec)
+    return Status::Error("{}: cannot list: {}", root, ec.message());
   std::sort(out.begin(), out.end(),
             [](const ProblemSpec& a, const ProblemSpec& b) { return a.name < b.name; });
   return out;
@@ -479,7 +526,8 @@ Result<std::vector<int64_t>> TensorDims(const TensorSpec& t, const SymbolTable& 
   std::vector<int64_t> dims;
   for (const std::string& e : t.shape) {
     WS_ASSIGN_OR_RETURN(int64_t d, EvalExpr(e, symbols));
-    if (d < 0) return Status::Error("tensor '{}': dimension '{}' is negative ({})", t.name, e, d);
+    if (d < 0)
+      return Status::Error("tensor '{}': dimension '{}' is negative ({})", t.name, e, d);
     dims.push_back(d);
   }
   return dims;

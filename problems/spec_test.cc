@@ -162,7 +162,10 @@ TEST_F(SpecTest, MalformedSpecsNameTheField) {
       {[](Json& j) { j["name"] = "other"; }, "name: 'other' differs from its folder"},
       {[](Json& j) { j["description"] = Json::array(); }, "description: must be a string"},
       {[](Json& j) { j["symbols"] = "M"; }, "symbols: must be an array"},
-      {[](Json& j) { j["symbols"] = {"M", "K", "M"}; }, "symbols[2]: duplicate symbol 'M'"},
+      {[](Json& j) {
+         j["symbols"] = {"M", "K", "M"};
+       },
+       "symbols[2]: duplicate symbol 'M'"},
       {[](Json& j) { j["symbols"][1] = "2K"; }, "symbols[1]: '2K' is not an identifier"},
       {[](Json& j) { j["constraints"][0] = "M >="; },
        "constraints[0]: expression 'M >=' at column 5: unexpected end"},
@@ -174,27 +177,37 @@ TEST_F(SpecTest, MalformedSpecsNameTheField) {
        "params.rounding.values: missing required field"},
       {[](Json& j) { j["params"]["rounding"]["values"] = Json::array(); },
        "params.rounding.values: must not be empty"},
-      {[](Json& j) { j["params"]["M"] = j["params"]["rounding"]; }, "params.M: 'M' is also a symbol"},
+      {[](Json& j) { j["params"]["M"] = j["params"]["rounding"]; },
+       "params.M: 'M' is also a symbol"},
       {[](Json& j) { j["tensors"] = Json::array(); }, "tensors: must be a non-empty array"},
-      {[](Json& j) { j["tensors"][1]["shape"][0] = "N"; }, "tensors[1].shape[0]: unknown symbol 'N'"},
-      {[](Json& j) { j["tensors"][2]["shape"][1] = "K /"; }, "tensors[2].shape[1]: expression 'K /'"},
+      {[](Json& j) { j["tensors"][1]["shape"][0] = "N"; },
+       "tensors[1].shape[0]: unknown symbol 'N'"},
+      {[](Json& j) { j["tensors"][2]["shape"][1] = "K /"; },
+       "tensors[2].shape[1]: expression 'K /'"},
       {[](Json& j) { j["tensors"][2]["shape"][1] = true; },
        "tensors[2].shape[1]: must be a string, not boolean"},
       {[](Json& j) { j["tensors"][0]["shape"] = "M"; }, "tensors[0].shape: must be an array"},
       {[](Json& j) { j["tensors"][0]["dtype"] = "bfloat16"; },
        "tensors[0].dtype: unknown dtype 'bfloat16'"},
       {[](Json& j) { j["tensors"][0]["role"] = "inout"; }, "tensors[0].role: unknown role 'inout'"},
-      {[](Json& j) { j["tensors"][2]["name"] = "q"; }, "tensors[2].name: duplicate tensor name 'q'"},
+      {[](Json& j) { j["tensors"][2]["name"] = "q"; },
+       "tensors[2].name: duplicate tensor name 'q'"},
       {[](Json& j) { j["tensors"][0]["sahpe"] = 1; }, "tensors[0].sahpe: unknown key"},
       {[](Json& j) { j["tensors"][1].erase("dtype"); }, "tensors[1].dtype: missing required field"},
       {[](Json& j) { j["tensors"][0]["init"]["dist"] = "gamma"; },
        "tensors[0].init.dist: unknown distribution 'gamma'"},
       {[](Json& j) { j["tensors"][0]["init"]["mean"] = 1; }, "tensors[0].init.mean: unknown key"},
-      {[](Json& j) { j["tensors"][0]["init"] = {{"dist", "uniform"}, {"lo", 1}, {"hi", 0}}; },
+      {[](Json& j) {
+         j["tensors"][0]["init"] = {{"dist", "uniform"}, {"lo", 1}, {"hi", 0}};
+       },
        "tensors[0].init: needs lo < hi"},
-      {[](Json& j) { j["tensors"][0]["init"] = {{"dist", "normal"}, {"stddev", "big"}}; },
+      {[](Json& j) {
+         j["tensors"][0]["init"] = {{"dist", "normal"}, {"stddev", "big"}};
+       },
        "tensors[0].init.stddev: must be a number"},
-      {[](Json& j) { j["tensors"][1]["init"] = {{"dist", "normal"}}; },
+      {[](Json& j) {
+         j["tensors"][1]["init"] = {{"dist", "normal"}};
+       },
        "tensors[1].init: outputs take no init"},
       {[](Json& j) {
          j["tensors"][1]["role"] = "input";
@@ -218,7 +231,9 @@ TEST_F(SpecTest, MalformedSpecsNameTheField) {
       {[](Json& j) { j["shapes"].erase("bench"); }, "shapes.bench: missing required field"},
       {[](Json& j) { j["shapes"]["test"] = Json::array(); }, "shapes.test: must not be empty"},
       {[](Json& j) { j["shapes"]["extra"] = Json::array(); }, "shapes.extra: unknown key"},
-      {[](Json& j) { j["shapes"]["test"][0] = {{"M", int64_t{1} << 62}, {"K", int64_t{1} << 40}}; },
+      {[](Json& j) {
+         j["shapes"]["test"][0] = {{"M", int64_t{1} << 62}, {"K", int64_t{1} << 40}};
+       },
        "shapes.test[0]: tensors[0] (x): tensor 'x': element count overflows"},
       {[](Json& j) { j["cost"]["bytes"] = "M * X"; }, "cost.bytes: unknown symbol 'X'"},
       {[](Json& j) { j["cost"]["flops"]["fp8"] = "M +"; }, "cost.flops.fp8: expression 'M +'"},

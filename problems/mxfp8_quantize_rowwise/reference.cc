@@ -12,7 +12,9 @@ constexpr uint8_t kE4M3Max = 0x7E;  // 448
 constexpr uint8_t kE4M3NaN = 0x7F;
 constexpr uint8_t kE8M0NaN = 0xFF;
 
-float Bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+float Bf16ToFloat(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 // 2^(127 - s) for s in [0, 254]; s = 254 gives 2^-127, an fp32 subnormal.
 float ScaleReciprocal(int s) {
@@ -25,7 +27,8 @@ float ScaleReciprocal(int s) {
 int FloorLog2(float v) {
   const uint32_t bits = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
   const int e = static_cast<int>(bits >> 23);
-  if (e != 0) return e - 127;
+  if (e != 0)
+    return e - 127;
   return (31 - std::countl_zero(bits)) - 149;  // subnormal: value = mantissa * 2^-149
 }
 
@@ -35,15 +38,20 @@ uint8_t FloatToE4M3(float v) {
   const uint32_t bits = std::bit_cast<uint32_t>(v);
   const uint8_t sign = static_cast<uint8_t>((bits >> 31) << 7);
   const uint32_t abs = bits & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return sign | kE4M3NaN;
-  if (abs == 0x7F800000u) return sign | kE4M3Max;
-  if (abs == 0) return sign;
+  if (abs > 0x7F800000u)
+    return sign | kE4M3NaN;
+  if (abs == 0x7F800000u)
+    return sign | kE4M3Max;
+  if (abs == 0)
+    return sign;
 
   const int e = static_cast<int>(abs >> 23);
   const int e_eff = e == 0 ? 1 : e;  // subnormal fp32 share exponent 2^-126
-  const uint32_t sig = (abs & 0x7FFFFFu) | (e == 0 ? 0u : 0x800000u);  // value = sig * 2^(e_eff-150)
+  const uint32_t sig =
+      (abs & 0x7FFFFFu) | (e == 0 ? 0u : 0x800000u);  // value = sig * 2^(e_eff-150)
   const int unbiased = e_eff - 127;
-  if (unbiased > 8) return sign | kE4M3Max;  // >= 512: saturates
+  if (unbiased > 8)
+    return sign | kE4M3Max;  // >= 512: saturates
 
   // The E4M3 quantum: 2^(exp-3) for normals, 2^-9 below 2^-6 (subnormals).
   const int q_exp = std::max(unbiased, -6) - 3;
@@ -53,7 +61,8 @@ uint8_t FloatToE4M3(float v) {
     r = sig >> shift;
     const uint32_t rem = sig & ((1u << shift) - 1);
     const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1u))) ++r;
+    if (rem > half || (rem == half && (r & 1u)))
+      ++r;
   }
   // NOTE: one formula covers normals and subnormals (q_exp = -9 gives code = r), and a carry from
   // r = 16 rolls into the next exponent by itself.
@@ -64,13 +73,16 @@ uint8_t FloatToE4M3(float v) {
 uint8_t ScaleFromAmax(float amax, Rounding rounding) {
   const uint32_t abits = std::bit_cast<uint32_t>(amax) & 0x7FFFFFFFu;
   if (rounding == Rounding::kFloor) {
-    if (abits == 0x7F800000u) return kE8M0NaN;
-    if (abits == 0) return 0;
+    if (abits == 0x7F800000u)
+      return kE8M0NaN;
+    if (abits == 0)
+      return 0;
     return static_cast<uint8_t>(std::clamp(FloorLog2(amax) - 8 + 127, 0, 254));
   }
   const float d = std::bit_cast<float>(abits) * (1.0f / 448.0f);
   const uint32_t dbits = std::bit_cast<uint32_t>(d);
-  if (dbits == 0x7F800000u) return 254;
+  if (dbits == 0x7F800000u)
+    return 254;
   const int e = static_cast<int>(dbits >> 23);
   const uint32_t mant = dbits & 0x7FFFFFu;
   int s;
@@ -88,7 +100,8 @@ void QuantizeBlock(const uint16_t* x, Rounding rounding, uint8_t* q, uint8_t* sc
   bool nan = false;
   for (int i = 0; i < kBlock; ++i) {
     const uint16_t a = x[i] & 0x7FFFu;
-    if (a > 0x7F80u) nan = true;
+    if (a > 0x7F80u)
+      nan = true;
     amax = std::max(amax, Bf16ToFloat(a));
   }
   const uint8_t s = nan ? kE8M0NaN : ScaleFromAmax(amax, rounding);

@@ -19,14 +19,17 @@ double DecodeE4M3(uint8_t b) {
   const int e = (b >> 3) & 0xF;
   const int m = b & 7;
   const double sign = (b & 0x80) ? -1.0 : 1.0;
-  if ((b & 0x7F) == 0x7F) return std::copysign(std::nan(""), sign);
-  if (e == 0) return sign * std::ldexp(m, -9);
+  if ((b & 0x7F) == 0x7F)
+    return std::copysign(std::nan(""), sign);
+  if (e == 0)
+    return sign * std::ldexp(m, -9);
   return sign * std::ldexp(1.0 + m / 8.0, e - 7);
 }
 
 // Round to nearest even on the E4M3 grid, then saturate; encode by lookup in the decode table.
 uint8_t ModelE4M3(float v) {
-  if (std::isnan(v)) return std::signbit(v) ? 0xFF : 0x7F;
+  if (std::isnan(v))
+    return std::signbit(v) ? 0xFF : 0x7F;
   static const std::map<double, uint8_t> kCodes = [] {
     std::map<double, uint8_t> m;
     for (int b = 0; b < 0x7F; ++b) m[DecodeE4M3(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
@@ -44,8 +47,12 @@ uint8_t ModelE4M3(float v) {
   return std::signbit(v) ? (code | 0x80) : code;
 }
 
-float Bits(uint32_t b) { return std::bit_cast<float>(b); }
-float Bf16(uint16_t b) { return Bits(static_cast<uint32_t>(b) << 16); }
+float Bits(uint32_t b) {
+  return std::bit_cast<float>(b);
+}
+float Bf16(uint16_t b) {
+  return Bits(static_cast<uint32_t>(b) << 16);
+}
 
 // ---- FloatToE4M3 ------------------------------------------------------------------------------
 
@@ -60,8 +67,8 @@ TEST(FloatToE4M3Test, EveryBf16TimesPowersOfTwoMatchesModel) {
   for (int k = -24; k <= 24; ++k) {
     for (uint32_t b = 0; b < 0x10000; ++b) {
       const float v = std::ldexp(Bf16(static_cast<uint16_t>(b)), k);
-      ASSERT_EQ(FloatToE4M3(v), ModelE4M3(v)) << "bf16 0x" << std::hex << b << " * 2^" << std::dec
-                                               << k << " = " << v;
+      ASSERT_EQ(FloatToE4M3(v), ModelE4M3(v))
+          << "bf16 0x" << std::hex << b << " * 2^" << std::dec << k << " = " << v;
     }
   }
 }
@@ -100,26 +107,26 @@ TEST(FloatToE4M3Test, HandDerivedCases) {
       {-0.0f, 0x80},
       {448.0f, 0x7E},
       {-448.0f, 0xFE},
-      {464.0f, 0x7E},                     // tie 448/480: even mantissa (448)
-      {480.0f, 0x7E},                     // would be 0x7F (NaN): saturates
+      {464.0f, 0x7E},  // tie 448/480: even mantissa (448)
+      {480.0f, 0x7E},  // would be 0x7F (NaN): saturates
       {1e30f, 0x7E},
       {INFINITY, 0x7E},
       {-INFINITY, 0xFE},
       {NAN, 0x7F},
-      {std::ldexp(1.0f, -9), 0x01},       // min subnormal
-      {std::ldexp(1.0f, -10), 0x00},      // tie 0 / 2^-9: even (0)
+      {std::ldexp(1.0f, -9), 0x01},   // min subnormal
+      {std::ldexp(1.0f, -10), 0x00},  // tie 0 / 2^-9: even (0)
       {-std::ldexp(1.0f, -10), 0x80},
       {std::nextafter(std::ldexp(1.0f, -10), 1.0f), 0x01},
-      {std::ldexp(1.5f, -9), 0x02},       // tie 1/2 (x 2^-9): even
-      {std::ldexp(2.5f, -9), 0x02},       // tie 2/3: even
-      {std::ldexp(7.5f, -9), 0x08},       // tie 7/8: rolls into the min normal 2^-6
+      {std::ldexp(1.5f, -9), 0x02},  // tie 1/2 (x 2^-9): even
+      {std::ldexp(2.5f, -9), 0x02},  // tie 2/3: even
+      {std::ldexp(7.5f, -9), 0x08},  // tie 7/8: rolls into the min normal 2^-6
       {std::ldexp(1.0f, -6), 0x08},
       {1.0f, 0x38},
-      {1.0625f, 0x38},                    // tie 1.0 / 1.125
-      {1.1875f, 0x3A},                    // tie 1.125 / 1.25
+      {1.0625f, 0x38},  // tie 1.0 / 1.125
+      {1.1875f, 0x3A},  // tie 1.125 / 1.25
       {240.0f, 0x77},
-      {248.0f, 0x78},                     // tie 240 (m=7) / 256 (m=0)
-      {std::ldexp(1.0f, -127), 0x00},     // fp32 subnormal
+      {248.0f, 0x78},                  // tie 240 (m=7) / 256 (m=0)
+      {std::ldexp(1.0f, -127), 0x00},  // fp32 subnormal
       {Bits(0x00000001), 0x00},
       {Bits(0x80000001), 0x80},
   };
@@ -135,7 +142,7 @@ struct BlockCase {
   std::vector<uint16_t> x;  // the first values of the block; the rest are +0
   Rounding rounding;
   uint8_t scale;
-  std::vector<uint8_t> q;   // expected q for the values given; the rest are 0x00
+  std::vector<uint8_t> q;  // expected q for the values given; the rest are 0x00
 };
 
 TEST(QuantizeBlockTest, HandDerivedBlocks) {
