@@ -3,7 +3,7 @@
 // element bit for bit.
 //
 // This header is self-contained on purpose: the runner hands its text to NVRTC with no include
-// path, and host code (tests) includes it as plain C++. Nothing here may #include anything.
+// path, and host code (tests) includes it as plain C++. Nothing here may include another file.
 //
 // Bit-exactness between host and device: every floating-point step goes through the ws_d* helpers,
 // which use the explicitly rounded intrinsics on the device (never contracted into FMAs) and plain
@@ -35,32 +35,39 @@
 #define WS_HD
 #endif
 
-// Dtype codes (the order of ws::DType).
-constexpr int kWsDtypeBF16 = 0;
-constexpr int kWsDtypeF32 = 1;
-constexpr int kWsDtypeF16 = 2;
-constexpr int kWsDtypeFP8E4M3 = 3;
-constexpr int kWsDtypeFP8E5M2 = 4;
-constexpr int kWsDtypeE8M0 = 5;
-constexpr int kWsDtypeU8 = 6;
-constexpr int kWsDtypeI32 = 7;
-constexpr int kWsDtypeI64 = 8;
+// Dtype codes (the order of ws::DType). Enums, not constants: NVRTC warns about unused
+// constexpr variables.
+enum WsDtypeCode : int {
+  kWsDtypeBF16 = 0,
+  kWsDtypeF32 = 1,
+  kWsDtypeF16 = 2,
+  kWsDtypeFP8E4M3 = 3,
+  kWsDtypeFP8E5M2 = 4,
+  kWsDtypeE8M0 = 5,
+  kWsDtypeU8 = 6,
+  kWsDtypeI32 = 7,
+  kWsDtypeI64 = 8,
+};
 
-constexpr int kWsDistNormal = 0;    // p0 = mean, p1 = stddev
-constexpr int kWsDistUniform = 1;   // p0 = lo, p1 = hi
-constexpr int kWsDistMxBlocks = 2;  // p0 = mean, p1 = stddev of the normal values
+enum WsDistCode : int {
+  kWsDistNormal = 0,    // p0 = mean, p1 = stddev
+  kWsDistUniform = 1,   // p0 = lo, p1 = hi
+  kWsDistMxBlocks = 2,  // p0 = mean, p1 = stddev of the normal values
+};
 
 // mx_blocks kinds, in the order of the table above.
-constexpr int kWsMxScaledNormal = 0;
-constexpr int kWsMxExtreme = 1;
-constexpr int kWsMxZeros = 2;
-constexpr int kWsMxPowersOfTwo = 3;
-constexpr int kWsMxE4M3Boundary = 4;
-constexpr int kWsMxInf = 5;
-constexpr int kWsMxNaN = 6;
-constexpr int kWsMxBf16Max = 7;
-constexpr int kWsMxPlainNormal = 8;
-constexpr int kWsMxNumKinds = 9;
+enum WsMxKind : int {
+  kWsMxScaledNormal = 0,
+  kWsMxExtreme = 1,
+  kWsMxZeros = 2,
+  kWsMxPowersOfTwo = 3,
+  kWsMxE4M3Boundary = 4,
+  kWsMxInf = 5,
+  kWsMxNaN = 6,
+  kWsMxBf16Max = 7,
+  kWsMxPlainNormal = 8,
+  kWsMxNumKinds = 9,
+};
 
 WS_HD inline int ws_dtype_size(int dtype) {
   switch (dtype) {
@@ -369,7 +376,7 @@ WS_HD inline unsigned long long ws_to_dtype_bits(float f, int dtype) {
 // ---- Distributions ------------------------------------------------------------------------------
 
 // Block streams start here; element streams are 0..3.
-constexpr unsigned int kWsStreamBlock = 16;
+enum : unsigned int { kWsStreamBlock = 16 };
 
 /// The mx_blocks kind of the 32-element block holding element i.
 WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i) {

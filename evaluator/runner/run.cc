@@ -272,25 +272,24 @@ Status CaseRun::PrepareLaunches() {
     if (r != CUDA_SUCCESS) return CuError(r, LaunchName(k) + ": cuModuleGetFunction");
     // Check the argument list against the kernel's parameters: the driver reads as many
     // parameters as the kernel has, whatever we pass.
+    std::vector<size_t> sizes;
+    bool known = true;
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
       r = cuFuncGetParamInfo(pl.f, i, &offset, &size);
-      if (r == CUDA_ERROR_NOT_SUPPORTED) break;  // old driver: trust the plan
-      if (r != CUDA_SUCCESS) {
-        if (i != lj.args.size()) {
-          return Status::Error("{}: the kernel takes {} parameters, the plan passes {}",
-                               LaunchName(k), i, lj.args.size());
-        }
-        break;
-      }
-      if (i >= lj.args.size()) {
-        return Status::Error("{}: the kernel takes more than the {} parameters the plan passes",
-                             LaunchName(k), lj.args.size());
-      }
+      if (r == CUDA_ERROR_NOT_SUPPORTED) known = false;  // old driver: trust the plan
+      if (r != CUDA_SUCCESS) break;
+      sizes.push_back(size);
+    }
+    if (known && sizes.size() != lj.args.size()) {
+      return Status::Error("{}: the kernel takes {} parameters, the plan passes {}",
+                           LaunchName(k), sizes.size(), lj.args.size());
+    }
+    for (size_t i = 0; known && i < sizes.size(); ++i) {
       size_t want = lj.args[i].kind == ArgJob::Kind::kI32 ? 4 : 8;
-      if (size != want) {
+      if (sizes[i] != want) {
         return Status::Error("{}: parameter {} is {} bytes, the plan passes {} bytes",
-                             LaunchName(k), i, size, want);
+                             LaunchName(k), i, sizes[i], want);
       }
     }
     pl.values.assign(sets_, std::vector<uint64_t>(lj.args.size()));

@@ -1,0 +1,30 @@
+// The runner's device code (problems/init.h + runner_kernels.cu) compiles with NVRTC, cleanly,
+// for every architecture we target. Needs NVRTC only, no GPU.
+#include "evaluator/runner/helpers_compile.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace ws::runner {
+namespace {
+
+TEST(RunnerKernelsTest, SourceHasNoIncludes) {
+  // NVRTC gets no include path: init.h must stay self-contained.
+  EXPECT_EQ(HelperSource().find("#include"), std::string::npos);
+  EXPECT_NE(HelperSource().find("ws_init_element"), std::string::npos);
+  EXPECT_NE(HelperSource().find("ws_guard_check"), std::string::npos);
+}
+
+TEST(RunnerKernelsTest, CompilesCleanlyForHopperAndBlackwell) {
+  for (int cc : {90, 100}) {
+    std::string log;
+    auto cubin = CompileHelpers(cc, &log);
+    ASSERT_TRUE(cubin.ok()) << cubin.status().message();
+    EXPECT_GT(cubin->size(), 1000u);
+    EXPECT_EQ(log, "") << "sm_" << cc;
+  }
+}
+
+}  // namespace
+}  // namespace ws::runner
