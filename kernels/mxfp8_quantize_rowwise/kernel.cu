@@ -1,0 +1,272 @@
+/* warpsmith:plan
+{ "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128], "LOAD_HINT": [0, 3, 4, 1, 2, 5],
+              "STORE_CS": [1, 0], "SCALE_STORE": [0, 1], "CTAS_PER_SM": [1048576, 16, 8] },
+  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
+                "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
+                "block": ["THREADS"], "smem": "0",
+                "args":  ["x", "q", "scales", "M", "K"] } ] }
+*/
+// MXFP8 rowwise quantization, hand-tuned: BF16 x [M,K] -> E4M3 q [M,K] + E8M0 scales [M,K/32].
+//
+// Design (memory-bound: 3.03 bytes per element, no reuse):
+//  - K % 32 == 0, so [M,K] is a flat run of M*K/32 independent 32-element blocks, and scales
+//    [M,K/32] is that run's block index. Rows play no part.
+//  - A "chunk" is 16 bytes of x (8 bf16); 4 consecutive lanes hold one 32-element block. A warp
+//    tile is CHUNKS loads of 32 lanes x 16 B (each load instruction is 512 contiguous bytes), all
+//    issued before the first use, giving 8*CHUNKS blocks per warp tile.
+//  - amax: integer max of |bf16| bit patterns (monotone for non-NaN; NaN sorts above +Inf), two
+//    xor-shuffles across the 4 lanes of a block.
+//  - q: fp32 multiply by 2^(127-S) (non-FTZ: 2^-127 is subnormal), then the packed
+//    cvt.rn.satfinite.e4m3x2.f32 (RNE, saturating; NaN blocks are overwritten with 0x7F), 8-byte
+//    stores per lane (256 contiguous bytes per warp store).
+//  - scales: one coalesced 32-byte store per warp tile (each lane gathers one block's scale).
+//  - sm_100a: the rceil scale comes from cvt.rp.satfinite.ue8m0x2.f32 (round up to a power of two;
+//    Inf -> 0xFE under satfinite); sm_90a computes it from the bits of d.
+//
+// Knobs (H200, bench/results/dev-mxfp8_quantize_rowwise-h200-2026-11-30.json): CHUNKS=2 x
+// THREADS=512 is the best geomean over the bench shapes, but CHUNKS 2-4 and THREADS 128-512 all
+// land within ~1%. LOAD_HINT matters: plain ld.global.nc (0) or ld.global (3) reach ~1.01x copy;
+// any L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%. A capped, grid-striding
+// persistent grid (CTAS_PER_SM 8 or 16) loses 4-7%. CHUNKS=1 leaves too few bytes in flight.
+//
+// Build/run: bench/dev/run_mxfp8_quantize_rowwise.sh (NVRTC, sm_90a; checked byte for byte against
+// problems/mxfp8_quantize_rowwise/reference.cc).
+
+#ifndef WS_ROUNDING_RCEIL
+#define WS_ROUNDING_RCEIL 0
+#endif
+#ifndef WS_ROUNDING_FLOOR
+#define WS_ROUNDING_FLOOR 1
+#endif
+#ifndef WS_ROUNDING
+#define WS_ROUNDING WS_ROUNDING_RCEIL
+#endif
+#ifndef CHUNKS
+#define CHUNKS 2
+#endif
+#ifndef THREADS
+#define THREADS 512
+#endif
+#ifndef LOAD_HINT
+#define LOAD_HINT 0
+#endif
+#ifndef STORE_CS
+#define STORE_CS 1
+#endif
+#ifndef SCALE_STORE
+#define SCALE_STORE 0  // 0: one gathered 32-byte store per warp tile; 1: block leaders store
+#endif
+
+namespace {
+
+struct Config {
+  static constexpr int kThreads = THREADS;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kChunks = CHUNKS;                     // 16-byte loads in flight per lane
+  static constexpr int kBlockElems = 32;                     // elements per E8M0 scale
+  static constexpr int kChunkElems = 8;                      // bf16 per 16-byte chunk
+  static constexpr int kLanesPerBlock = kBlockElems / kChunkElems;  // 4
+  static constexpr int kTileChunks = 32 * kChunks;                  // per warp tile
+  static constexpr int kTileBlocks = kTileChunks / kLanesPerBlock;  // 8 * kChunks
+  static constexpr int kScaleRounds = (kTileBlocks + 31) / 32;
+  static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+};
+static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
+static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
+static_assert(Config::kLanesPerBlock == 4, "the amax shuffles assume 4 lanes per block");
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+constexpr unsigned kE8M0NaN = 0xFF;
+constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
+constexpr unsigned kBf16Inf = 0x7F80u;
+
+struct Chunk {
+  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
+};
+
+// ---- memory (streaming: every byte is touched once) -----------------------------------------------
+
+__device__ __forceinline__ Chunk load_chunk_streaming(const Chunk* p) {
+  Chunk c;
+#if LOAD_HINT == 0
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif LOAD_HINT == 1
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif LOAD_HINT == 2
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif LOAD_HINT == 3
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif LOAD_HINT == 4
+  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#else
+  asm volatile("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
+#endif
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "l"(p));
+  return c;
+}
+
+__device__ __forceinline__ void store_q8_streaming(unsigned char* p, unsigned lo, unsigned hi) {
+#if STORE_CS
+  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+#else
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void store_scale(unsigned char* p, unsigned s) {
+  asm volatile("st.global.u8 [%0], %1;" ::"l"(p), "r"(s) : "memory");
+}
+
+// ---- arithmetic -------------------------------------------------------------------------------
+
+__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
+  unsigned d;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// NOTE: explicit mul.rn.f32 (never .ftz): the scale 2^-127 and d = amax/448 can be subnormal.
+__device__ __forceinline__ float mul_rn_no_ftz(float a, float b) {
+  float d;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+// Two fp32 -> two E4M3 bytes (RNE, saturating to +-448), lo in the low byte.
+__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
+  unsigned short d;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= d, d = amax * fp32(1/448).
+__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
+  const float amax = __uint_as_float(amax_bf16 << 16);
+  const float d = mul_rn_no_ftz(amax, 1.0f / 448.0f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  // Round toward +Inf to a power of two; satfinite maps +Inf to 0xFE; d = 0 gives 0x00.
+  unsigned short pair;
+  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
+  return pair & 0xFFu;
+#else
+  const unsigned bits = __float_as_uint(d);
+  const unsigned e = bits >> 23;  // d >= 0
+  const unsigned mant = bits & 0x7FFFFFu;
+  if (e == 0xFF) return 254;                  // d = +Inf
+  if (e == 0) return mant > 0x400000u ? 1 : 0;  // subnormal d: 2^-127 covers up to 2^22 * 2^-149
+  return min(e + (mant != 0 ? 1u : 0u), 254u);
+#endif
+}
+
+// E8M0 floor scale for finite non-NaN amax: clamp(floor(log2(amax)) - 8 + 127, 0, 254). bf16
+// subnormals (exponent field 0) have floor(log2) <= -127, so they clamp to 0 like amax = 0.
+__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
+  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
+}
+
+// fp32 bits of 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
+__device__ __forceinline__ float scale_reciprocal(unsigned s) {
+  const unsigned biased = 254u - s;
+  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
+}
+
+// 8 bf16 (one chunk) -> 8 E4M3 bytes in two words.
+__device__ __forceinline__ void quantize_chunk(const Chunk& c, float r, unsigned& lo,
+                                               unsigned& hi) {
+  unsigned out[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
+    const unsigned b01 = cvt_e4m3x2(mul_rn_no_ftz(__uint_as_float(w0 << 16), r),
+                                    mul_rn_no_ftz(__uint_as_float(w0 & 0xFFFF0000u), r));
+    const unsigned b23 = cvt_e4m3x2(mul_rn_no_ftz(__uint_as_float(w1 << 16), r),
+                                    mul_rn_no_ftz(__uint_as_float(w1 & 0xFFFF0000u), r));
+    out[h] = b01 | (b23 << 16);
+  }
+  lo = out[0];
+  hi = out[1];
+}
+
+}  // namespace
+
+// x (M,K) bf16 bits, q (M,K) e4m3, scales (M,K/32) e8m0. Grid-stride over warp tiles, so any
+// grid size is correct (the plan caps it at num_sms * CTAS_PER_SM).
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_bf16_mxfp8_quantize_rowwise(const unsigned short* __restrict__ x,
+                                     unsigned char* __restrict__ q,
+                                     unsigned char* __restrict__ scales, int M, int K) {
+  const long long num_chunks = static_cast<long long>(M) * K / Config::kChunkElems;
+  const long long num_blocks = num_chunks / Config::kLanesPerBlock;
+  const long long num_tiles = (num_chunks + Config::kTileChunks - 1) / Config::kTileChunks;
+  const int lane = threadIdx.x & 31;
+  const Chunk* x_chunks = reinterpret_cast<const Chunk*>(x);  // (M*K/8)
+
+  for (long long tile = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
+       tile < num_tiles; tile += static_cast<long long>(gridDim.x) * Config::kWarps) {
+    const long long chunk0 = tile * Config::kTileChunks + lane;
+
+    // All loads first: kChunks * 16 bytes in flight per lane.
+    Chunk c[Config::kChunks];  // (kChunks) x 16 B
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      const long long ci = chunk0 + u * 32;
+      if (ci < num_chunks) {
+        c[u] = load_chunk_streaming(x_chunks + ci);
+      } else {
+        c[u] = Chunk{{0u, 0u, 0u, 0u}};  // tail: a whole 4-lane block is in or out together
+      }
+    }
+
+#if SCALE_STORE == 0
+    unsigned scale[Config::kChunks];  // block (tile, u, lane/4)'s scale, same in its 4 lanes
+#endif
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      // amax as bf16 bits: |x| is x & 0x7FFF; integer order = magnitude order, NaN above Inf.
+      unsigned m2 = max_u16x2(max_u16x2(c[u].w[0] & 0x7FFF7FFFu, c[u].w[1] & 0x7FFF7FFFu),
+                              max_u16x2(c[u].w[2] & 0x7FFF7FFFu, c[u].w[3] & 0x7FFF7FFFu));
+      unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
+      amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+      amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+
+      // NaN always, and Inf under floor, give the NaN scale and all-NaN q.
+      const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
+      const unsigned s = special ? kE8M0NaN
+                                 : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
+#if SCALE_STORE == 0
+      scale[u] = s;  // gathered below
+#endif
+
+      unsigned lo, hi;
+      quantize_chunk(c[u], scale_reciprocal(special ? 0u : s), lo, hi);
+      if (special) lo = hi = kE4M3NaNx4;
+      const long long ci = chunk0 + u * 32;
+      if (ci < num_chunks) store_q8_streaming(q + ci * Config::kChunkElems, lo, hi);
+#if SCALE_STORE == 1
+      // The first lane of each block stores its scale: 8 bytes per warp store, no gather.
+      if ((lane & 3) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);
+#endif
+    }
+#if SCALE_STORE == 0
+    // Scales: lane l of round r writes block g = 32r + l of the tile, which load u = g/8 holds in
+    // lane 4*(g%8). The source lane depends on l only, so one shuffle per load suffices.
+    unsigned gathered[Config::kChunks];
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      gathered[u] = __shfl_sync(kFullMask, scale[u], (lane & 7) * Config::kLanesPerBlock);
+    }
+#pragma unroll
+    for (int r = 0; r < Config::kScaleRounds; ++r) {
+      const int g = r * 32 + lane;
+      unsigned s = 0;
+#pragma unroll
+      for (int u = 0; u < Config::kChunks; ++u) {
+        if (u == (g >> 3)) s = gathered[u];
+      }
+      const long long bi = tile * Config::kTileBlocks + g;
+      if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
+    }
+#endif
+  }
+}
