@@ -27,7 +27,8 @@ constexpr const char* kExample = R"({
     ],
     "input_seeds": [11, 12, 18446744073709551615],
     "poison": 165,
-    "timing": { "warmup": 5, "iterations": 100, "l2_flush_bytes": 125829120, "audit_iteration": 37 },
+    "timing": { "warmup": 5, "iterations": 100, "l2_flush_bytes": 125829120,
+                "audit_iteration": 37 },
     "dump": "/abs/path/scratch/test-0",
     "dump_inputs": false
   }]
@@ -90,8 +91,7 @@ TEST(JobTest, RejectsBadJobsNamingTheField) {
     text.replace(at, c.from.size(), c.to);
     auto job = ParseJob(text);
     ASSERT_FALSE(job.ok()) << c.to;
-    EXPECT_NE(job.status().message().find(c.error), std::string::npos)
-        << job.status().message();
+    EXPECT_NE(job.status().message().find(c.error), std::string::npos) << job.status().message();
   }
   EXPECT_FALSE(ParseJob("{").ok());
 }
