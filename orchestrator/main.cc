@@ -74,9 +74,13 @@ Result<std::map<std::string, std::string>> ParseSets(const std::vector<std::stri
   return out;
 }
 
-std::string ShapeText(const Shape& s) {
+// "M=131072 K=7168", in the spec's symbol order.
+std::string ShapeText(const ProblemSpec& spec, const Shape& s) {
   std::string t;
-  for (const auto& [k, v] : s.symbols) t += fmt::format("{}{}={}", t.empty() ? "" : " ", k, v);
+  for (const auto& name : spec.symbols) {
+    auto it = s.symbols.find(name);
+    if (it != s.symbols.end()) t += fmt::format("{}{}={}", t.empty() ? "" : " ", name, it->second);
+  }
   return t;
 }
 
@@ -163,10 +167,10 @@ int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
   std::cout << fmt::format("\n  bytes moved: {}\n", p->cost_bytes);
   for (const auto& [cls, f] : p->cost_flops) std::cout << fmt::format("  {} FLOPs: {}\n", cls, f);
   std::cout << "\n  test shapes:\n";
-  for (const auto& s : p->test_shapes) std::cout << "    " << ShapeText(s) << "\n";
+  for (const auto& s : p->test_shapes) std::cout << "    " << ShapeText(*p, s) << "\n";
   std::cout << "  bench shapes:\n";
   for (const auto& s : p->bench_shapes) {
-    std::cout << fmt::format("    {:<22} {}\n", ShapeText(s), s.source);
+    std::cout << fmt::format("    {:<22} {}\n", ShapeText(*p, s), s.source);
   }
   std::cout << fmt::format("  hidden shapes: {} (not shown)\n", p->hidden_shapes.size());
   std::cout << fmt::format("\n  reference: {}/{}\n  baseline:  {}/{}\n", p->dir, p->gpu_reference,
@@ -209,7 +213,7 @@ json ResultJson(const EvalResult& r) {
   return res;
 }
 
-void PrintResult(const EvalResult& r, const std::string& problem) {
+void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
   for (const auto& k : r.compile.resources.kernels) {
     std::cout << fmt::format("  kernel {}: {} registers, {} B static smem, {} B stack, {} B spilled\n",
                              k.name, k.registers, k.smem_static, k.stack_frame,
@@ -226,7 +230,7 @@ void PrintResult(const EvalResult& r, const std::string& problem) {
   }
   int hidden = 0;
   for (const auto& c : r.cases) {
-    std::string shape = c.kind == "hidden" ? fmt::format("#{}", hidden++) : ShapeText(c.shape);
+    std::string shape = c.kind == "hidden" ? fmt::format("#{}", hidden++) : ShapeText(spec, c.shape);
     std::string med = "-", p90 = "-", sol = c.sol_us > 0 ? fmt::format("{:.2f}", c.sol_us) : "-",
                 frac = "-", tbps = "-";
     if (c.timing) {
@@ -238,7 +242,7 @@ void PrintResult(const EvalResult& r, const std::string& problem) {
     std::cout << fmt::format("  {:<7} {:<22} {:<13} {:>11} {:>11} {:>10} {:>8} {:>8}\n", c.kind,
                              shape, VerdictName(c.verdict), med, p90, sol, frac, tbps);
   }
-  std::string summary = fmt::format("{}: {}", problem, VerdictName(r.verdict));
+  std::string summary = fmt::format("{}: {}", spec.name, VerdictName(r.verdict));
   if (r.verdict == Verdict::kOk && r.geomean_us > 0) {
     summary += fmt::format(" — geomean {:.2f} us over bench shapes", r.geomean_us);
     if (r.sol_fraction > 0) summary += fmt::format(", {:.3f} of speed-of-light", r.sol_fraction);
@@ -348,8 +352,10 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   e.verdict = std::string(VerdictName(r.verdict));
   e.message = r.message;
   e.resources_json = ResultJson(r)["resources"].dump();
-  e.time_us = r.verdict == Verdict::kOk ? r.geomean_us : 0;
-  e.sol_fraction = r.verdict == Verdict::kOk ? r.sol_fraction : 0;
+  // Only a run that passed the hidden shapes too may be ranked.
+  const bool rankable = r.verdict == Verdict::kOk && req.include_hidden;
+  e.time_us = rankable ? r.geomean_us : 0;
+  e.sol_fraction = rankable ? r.sol_fraction : 0;
   for (const auto& c : r.cases) {
     if (!c.timing) continue;
     e.timings.push_back({ShapeJson(c.shape).dump(), c.kind, c.timing->median_us, c.timing->min_us,
@@ -367,7 +373,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   } else {
     std::cout << fmt::format("evaluation {} of {} ({}, {})\n", *eid, a.file, spec->name,
                              ParamsJson(*params));
-    PrintResult(r, spec->name);
+    PrintResult(r, *spec);
   }
   switch (r.verdict) {
     case Verdict::kOk:

@@ -78,17 +78,44 @@ TEST_F(CliTest, ListsAndShowsProblemsWithoutHiddenShapes) {
   EXPECT_NE(unknown.err.find("no problem named 'nope'"), std::string::npos) << unknown.err;
 }
 
+// Every kernel the project ships (GPU references, baselines, the hand-tuned set) compiles for
+// both architectures in every parameter setting, and its plan resolves for every shape.
 TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
-  const std::string p = "mxfp8_quantize_rowwise";
-  for (std::string file : {"kernels/" + p + "/kernel.cu", "problems/" + p + "/baseline.cu",
-                           "problems/" + p + "/reference.cu"}) {
-    for (std::string arch : {"sm_90a", "sm_100a"}) {
-      for (std::string rounding : {"rceil", "floor"}) {
-        CliRun r = Warpsmith({"eval", p, std::string(WS_SOURCE_DIR) + "/" + file, "--arch", arch,
-                           "--compile-only", "--set", "rounding=" + rounding});
-        EXPECT_EQ(r.exit_code, 0) << file << " " << arch << "\n" << r.out << r.err;
-        EXPECT_NE(r.out.find("not_run"), std::string::npos) << r.out;
-        EXPECT_NE(r.out.find("registers"), std::string::npos) << r.out;
+  auto problems = LoadProblemSet(std::string(WS_SOURCE_DIR) + "/problems");
+  ASSERT_TRUE(problems.ok()) << problems.status().message();
+  ASSERT_FALSE(problems->empty());
+  for (const auto& p : *problems) {
+    std::vector<std::string> files = {p.dir + "/" + p.gpu_reference, p.dir + "/" + p.baseline};
+    fs::path tuned = fs::path(WS_SOURCE_DIR) / "kernels" / p.name;
+    if (fs::is_directory(tuned)) {
+      for (const auto& e : fs::directory_iterator(tuned)) {
+        if (e.path().extension() == ".cu") files.push_back(e.path().string());
+      }
+    }
+    // Every combination of parameter values.
+    std::vector<std::vector<std::string>> settings = {{}};
+    for (const auto& prm : p.params) {
+      std::vector<std::vector<std::string>> next;
+      for (const auto& base : settings) {
+        for (const auto& v : prm.values) {
+          auto s = base;
+          s.push_back("--set");
+          s.push_back(prm.name + "=" + v);
+          next.push_back(s);
+        }
+      }
+      settings = next;
+    }
+    for (const auto& file : files) {
+      for (std::string arch : {"sm_90a", "sm_100a"}) {
+        for (const auto& sets : settings) {
+          std::vector<std::string> args = {"eval", p.name, file, "--arch", arch, "--compile-only"};
+          args.insert(args.end(), sets.begin(), sets.end());
+          CliRun r = Warpsmith(args);
+          EXPECT_EQ(r.exit_code, 0) << file << " " << arch << "\n" << r.out << r.err;
+          EXPECT_NE(r.out.find("not_run"), std::string::npos) << r.out;
+          EXPECT_NE(r.out.find("registers"), std::string::npos) << r.out;
+        }
       }
     }
   }
