@@ -71,16 +71,10 @@ enum WsMxKind : int {
 
 WS_HD inline int ws_dtype_size(int dtype) {
   switch (dtype) {
-    case kWsDtypeBF16:
-    case kWsDtypeF16:
-      return 2;
-    case kWsDtypeF32:
-    case kWsDtypeI32:
-      return 4;
-    case kWsDtypeI64:
-      return 8;
-    default:
-      return 1;
+    case kWsDtypeBF16: case kWsDtypeF16: return 2;
+    case kWsDtypeF32: case kWsDtypeI32: return 4;
+    case kWsDtypeI64: return 8;
+    default: return 1;
   }
 }
 
@@ -90,10 +84,7 @@ WS_HD inline unsigned int ws_f32_bits(float f) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(f);
 #else
-  union {
-    float f;
-    unsigned int u;
-  } v;
+  union { float f; unsigned int u; } v;
   v.f = f;
   return v.u;
 #endif
@@ -103,10 +94,7 @@ WS_HD inline float ws_f32_from_bits(unsigned int u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
-  union {
-    float f;
-    unsigned int u;
-  } v;
+  union { float f; unsigned int u; } v;
   v.u = u;
   return v.f;
 #endif
@@ -116,10 +104,7 @@ WS_HD inline unsigned long long ws_f64_bits(double d) {
 #if defined(__CUDA_ARCH__)
   return static_cast<unsigned long long>(__double_as_longlong(d));
 #else
-  union {
-    double d;
-    unsigned long long u;
-  } v;
+  union { double d; unsigned long long u; } v;
   v.d = d;
   return v.u;
 #endif
@@ -129,10 +114,7 @@ WS_HD inline double ws_f64_from_bits(unsigned long long u) {
 #if defined(__CUDA_ARCH__)
   return __longlong_as_double(static_cast<long long>(u));
 #else
-  union {
-    double d;
-    unsigned long long u;
-  } v;
+  union { double d; unsigned long long u; } v;
   v.u = u;
   return v.d;
 #endif
@@ -186,8 +168,7 @@ WS_HD inline double ws_pow2(int e) {
 // Round to nearest even integer, for |x| < 2^52.
 WS_HD inline double ws_rint(double x) {
   const double big = 4503599627370496.0;  // 2^52
-  if (x >= 0)
-    return ws_dadd(ws_dadd(x, big), -big);
+  if (x >= 0) return ws_dadd(ws_dadd(x, big), -big);
   return -ws_dadd(ws_dadd(-x, big), -big);
 }
 
@@ -196,9 +177,7 @@ WS_HD inline bool ws_is_nan_f32(float f) {
   return (b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu) != 0;
 }
 
-WS_HD inline bool ws_is_inf_f32(float f) {
-  return (ws_f32_bits(f) & 0x7FFFFFFFu) == 0x7F800000u;
-}
+WS_HD inline bool ws_is_inf_f32(float f) { return (ws_f32_bits(f) & 0x7FFFFFFFu) == 0x7F800000u; }
 
 // ---- Counter-based random bits ------------------------------------------------------------------
 
@@ -277,14 +256,10 @@ WS_HD inline double ws_cos_2pi(double u) {
   }
   s = ws_dmul(s, x);
   switch (q & 3) {
-    case 0:
-      return c;
-    case 1:
-      return -s;
-    case 2:
-      return -c;
-    default:
-      return s;
+    case 0: return c;
+    case 1: return -s;
+    case 2: return -c;
+    default: return s;
   }
 }
 
@@ -295,8 +270,7 @@ WS_HD inline double ws_normal(unsigned long long bits1, unsigned long long bits2
   return ws_dmul(r, ws_cos_2pi(ws_uniform01(bits2)));
 }
 
-// ---- Conversions to raw bits
-// ---------------------------------------------------------------------
+// ---- Conversions to raw bits --------------------------------------------------------------------
 
 /// float -> bf16 bits, round to nearest even; NaN stays NaN (quieted, sign and top payload kept).
 WS_HD inline unsigned short ws_f32_to_bf16(float f) {
@@ -321,24 +295,19 @@ WS_HD inline unsigned int ws_f32_to_narrow(float f, int man_bits, int bias, doub
                                            unsigned int nan_code, int sign_bit) {
   unsigned int b = ws_f32_bits(f);
   unsigned int sign = (b >> 31) << sign_bit;
-  if (ws_is_nan_f32(f))
-    return sign | nan_code;
-  if (ws_is_inf_f32(f))
-    return sign | inf_code;
+  if (ws_is_nan_f32(f)) return sign | nan_code;
+  if (ws_is_inf_f32(f)) return sign | inf_code;
   double a = static_cast<double>(ws_f32_from_bits(b & 0x7FFFFFFFu));
-  if (a == 0.0)
-    return sign;
+  if (a == 0.0) return sign;
   int e = static_cast<int>((ws_f64_bits(a) >> 52) & 0x7FF) - 1023;
   int e_min = 1 - bias;
-  if (e < e_min)
-    e = e_min;  // subnormal range: the quantum stops shrinking
+  if (e < e_min) e = e_min;  // subnormal range: the quantum stops shrinking
   double q = ws_rint(ws_dmul(a, ws_pow2(man_bits - e)));  // the value in quanta, hidden bit incl.
-  if (ws_dmul(q, ws_pow2(e - man_bits)) > max_finite)
-    return sign | overflow_code;
+  if (ws_dmul(q, ws_pow2(e - man_bits)) > max_finite) return sign | overflow_code;
   // (e + bias - 1) << man_bits + q carries a rounded-up mantissa into the exponent, and gives
   // subnormals (e == e_min, q < 2^man_bits) their plain code.
-  unsigned int code =
-      (static_cast<unsigned int>(e + bias - 1) << man_bits) + static_cast<unsigned int>(q);
+  unsigned int code = (static_cast<unsigned int>(e + bias - 1) << man_bits) +
+                      static_cast<unsigned int>(q);
   return sign | code;
 }
 
@@ -362,12 +331,9 @@ WS_HD inline unsigned char ws_f32_to_e5m2(float f) {
 // Largest finite value of a float dtype, as the clamp for generated extremes.
 WS_HD inline double ws_dtype_max_finite(int dtype) {
   switch (dtype) {
-    case kWsDtypeBF16:
-      return 3.3895313892515355e38;  // 0x7F7F
-    case kWsDtypeF16:
-      return 65504.0;
-    default:
-      return 3.4028234663852886e38;  // FLT_MAX
+    case kWsDtypeBF16: return 3.3895313892515355e38;  // 0x7F7F
+    case kWsDtypeF16: return 65504.0;
+    default: return 3.4028234663852886e38;            // FLT_MAX
   }
 }
 
@@ -376,48 +342,33 @@ WS_HD inline double ws_dtype_max_finite(int dtype) {
 /// subnormals, 0xFE for Inf, 0xFF for NaN).
 WS_HD inline unsigned long long ws_to_dtype_bits(float f, int dtype) {
   switch (dtype) {
-    case kWsDtypeBF16:
-      return ws_f32_to_bf16(f);
-    case kWsDtypeF32:
-      return ws_f32_bits(f);
-    case kWsDtypeF16:
-      return ws_f32_to_f16(f);
-    case kWsDtypeFP8E4M3:
-      return ws_f32_to_e4m3(f);
-    case kWsDtypeFP8E5M2:
-      return ws_f32_to_e5m2(f);
+    case kWsDtypeBF16: return ws_f32_to_bf16(f);
+    case kWsDtypeF32: return ws_f32_bits(f);
+    case kWsDtypeF16: return ws_f32_to_f16(f);
+    case kWsDtypeFP8E4M3: return ws_f32_to_e4m3(f);
+    case kWsDtypeFP8E5M2: return ws_f32_to_e5m2(f);
     case kWsDtypeE8M0: {
-      if (ws_is_nan_f32(f))
-        return 0xFF;
-      if (ws_is_inf_f32(f))
-        return 0xFE;
+      if (ws_is_nan_f32(f)) return 0xFF;
+      if (ws_is_inf_f32(f)) return 0xFE;
       return (ws_f32_bits(f) >> 23) & 0xFF;
     }
-    default:
-      break;
+    default: break;
   }
-  if (ws_is_nan_f32(f))
-    return 0;
+  if (ws_is_nan_f32(f)) return 0;
   double v = static_cast<double>(f);
   if (dtype == kWsDtypeU8) {
-    if (v <= 0)
-      return 0;
-    if (v >= 255)
-      return 255;
+    if (v <= 0) return 0;
+    if (v >= 255) return 255;
     return static_cast<unsigned long long>(ws_rint(v));
   }
   if (dtype == kWsDtypeI32) {
-    if (v <= -2147483648.0)
-      return 0x80000000ull;
-    if (v >= 2147483647.0)
-      return 0x7FFFFFFFull;
+    if (v <= -2147483648.0) return 0x80000000ull;
+    if (v >= 2147483647.0) return 0x7FFFFFFFull;
     return static_cast<unsigned int>(static_cast<int>(ws_rint(v)));
   }
   // i64: float has 24 significant bits, so values of 2^52 and up are already integers.
-  if (v <= -9223372036854775808.0)
-    return 0x8000000000000000ull;
-  if (v >= 9223372036854775807.0)
-    return 0x7FFFFFFFFFFFFFFFull;
+  if (v <= -9223372036854775808.0) return 0x8000000000000000ull;
+  if (v >= 9223372036854775807.0) return 0x7FFFFFFFFFFFFFFFull;
   double r = (v > 4503599627370496.0 || v < -4503599627370496.0) ? v : ws_rint(v);
   return static_cast<unsigned long long>(static_cast<long long>(r));
 }
@@ -429,33 +380,23 @@ enum : unsigned int { kWsStreamBlock = 16 };
 
 /// The mx_blocks kind of the 32-element block holding element i.
 WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i) {
-  unsigned int roll =
-      static_cast<unsigned int>((ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock) >> 32) % 100u);
-  if (roll < 58)
-    return kWsMxScaledNormal;
-  if (roll < 66)
-    return kWsMxExtreme;
-  if (roll < 72)
-    return kWsMxZeros;
-  if (roll < 78)
-    return kWsMxPowersOfTwo;
-  if (roll < 86)
-    return kWsMxE4M3Boundary;
-  if (roll < 92)
-    return kWsMxInf;
-  if (roll < 96)
-    return kWsMxNaN;
-  if (roll < 98)
-    return kWsMxBf16Max;
+  unsigned int roll = static_cast<unsigned int>(
+      (ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock) >> 32) % 100u);
+  if (roll < 58) return kWsMxScaledNormal;
+  if (roll < 66) return kWsMxExtreme;
+  if (roll < 72) return kWsMxZeros;
+  if (roll < 78) return kWsMxPowersOfTwo;
+  if (roll < 86) return kWsMxE4M3Boundary;
+  if (roll < 92) return kWsMxInf;
+  if (roll < 96) return kWsMxNaN;
+  if (roll < 98) return kWsMxBf16Max;
   return kWsMxPlainNormal;
 }
 
 WS_HD inline float ws_clamp_finite(double v, int dtype) {
   double m = ws_dtype_max_finite(dtype);
-  if (v > m)
-    v = m;
-  if (v < -m)
-    v = -m;
+  if (v > m) v = m;
+  if (v < -m) v = -m;
   return ws_d2f(v);
 }
 
@@ -465,14 +406,14 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
   const int kind = ws_mx_block_kind(seed, tensor_index, i);
   const unsigned long long hb = ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock + 1);
   const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special element
-  const unsigned long long p = hb >> 5;                          // more block parameters
+  const unsigned long long p = hb >> 5;                           // more block parameters
   const bool at_pos = static_cast<unsigned int>(i & 31u) == pos;
   const unsigned long long e2 = ws_draw(seed, tensor_index, i, 2);  // per-element choices
   const unsigned int neg = static_cast<unsigned int>(e2 & 1u) << 31;
-  const double normal = ws_dadd(
-      static_cast<double>(mean),
-      ws_dmul(static_cast<double>(stddev),
-              ws_normal(ws_draw(seed, tensor_index, i, 0), ws_draw(seed, tensor_index, i, 1))));
+  const double normal = ws_dadd(static_cast<double>(mean),
+                                ws_dmul(static_cast<double>(stddev),
+                                        ws_normal(ws_draw(seed, tensor_index, i, 0),
+                                                  ws_draw(seed, tensor_index, i, 1))));
   switch (kind) {
     case kWsMxScaledNormal: {
       int e = static_cast<int>(p % 61u) - 30;
@@ -501,8 +442,7 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
       return ws_d2f(ws_dmul(ws_dmul(u, 400.0), ws_pow2(k)));
     }
     case kWsMxInf:
-      if (at_pos)
-        return ws_f32_from_bits(neg | 0x7F800000u);
+      if (at_pos) return ws_f32_from_bits(neg | 0x7F800000u);
       break;
     case kWsMxNaN:
       if (at_pos) {
@@ -512,8 +452,7 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
       }
       break;
     case kWsMxBf16Max:
-      if (at_pos || ((e2 >> 1) & 7u) == 0)
-        return ws_f32_from_bits(neg | 0x7F7F0000u);
+      if (at_pos || ((e2 >> 1) & 7u) == 0) return ws_f32_from_bits(neg | 0x7F7F0000u);
       return ws_clamp_finite(ws_dmul(normal, 1.0 / 1024.0), dtype);
     default:
       break;

@@ -16,22 +16,19 @@ namespace {
 std::string ModuleDriverVersion() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
-  if (!in || !std::getline(in, line))
-    return "";
+  if (!in || !std::getline(in, line)) return "";
   std::smatch m;
   // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." (the Open module puts
   // "for x86_64" before the version, so match the first dotted number between spaces).
   static const std::regex kVersion(R"(\s([0-9]+\.[0-9]+(\.[0-9]+)?)\s)");
-  if (std::regex_search(line, m, kVersion))
-    return m[1].str();
+  if (std::regex_search(line, m, kVersion)) return m[1].str();
   return "";
 }
 
 Result<int> Attr(CUdevice d, CUdevice_attribute a, const char* what) {
   int v = 0;
   CUresult r = cuDeviceGetAttribute(&v, a, d);
-  if (r != CUDA_SUCCESS)
-    return CuError(r, what);
+  if (r != CUDA_SUCCESS) return CuError(r, what);
   return v;
 }
 
@@ -39,8 +36,7 @@ Result<int> Attr(CUdevice d, CUdevice_attribute a, const char* what) {
 
 std::string CuErrorName(CUresult r) {
   const char* name = nullptr;
-  if (cuGetErrorName(r, &name) == CUDA_SUCCESS && name)
-    return name;
+  if (cuGetErrorName(r, &name) == CUDA_SUCCESS && name) return name;
   return fmt::format("CUresult {}", static_cast<int>(r));
 }
 
@@ -104,14 +100,13 @@ Result<DeviceProps> QueryDevice(int ordinal) {
 
 Result<DeviceContext> OpenDevice(int ordinal) {
   CUresult r = cuInit(0);
-  if (r != CUDA_SUCCESS)
+  if (r != CUDA_SUCCESS) {
     return Status::Error("no usable GPU: cuInit failed with {}", CuErrorName(r));
+  }
   int count = 0;
   r = cuDeviceGetCount(&count);
-  if (r != CUDA_SUCCESS)
-    return Status::Error("no usable GPU: {}", CuErrorName(r));
-  if (count == 0)
-    return Status::Error("no usable GPU: the driver lists no CUDA devices");
+  if (r != CUDA_SUCCESS) return Status::Error("no usable GPU: {}", CuErrorName(r));
+  if (count == 0) return Status::Error("no usable GPU: the driver lists no CUDA devices");
   if (ordinal < 0 || ordinal >= count) {
     return Status::Error("no usable GPU: device {} requested, {} present", ordinal, count);
   }
@@ -146,8 +141,7 @@ Status LaunchHelper(CUfunction f, CUstream s, int64_t work, void** params, unsig
 
 Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype, int dist,
                 float p0, float p1, uint64_t seed, int tensor_index) {
-  if (numel == 0)
-    return Status::Ok();
+  if (numel == 0) return Status::Ok();
   long long n = numel;
   unsigned long long sd = seed;
   void* params[] = {&out, &n, &dtype, &dist, &p0, &p1, &sd, &tensor_index};

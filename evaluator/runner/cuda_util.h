@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <cuda.h>
+
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
@@ -20,19 +21,18 @@ std::string CuErrorName(CUresult r);
 Status CuError(CUresult r, std::string_view what);
 
 /// Evaluates a driver call; on failure returns a Status naming the error and the call.
-#define WS_CUDA_TRY(expr)                            \
-  do {                                               \
-    CUresult ws_cu_r_ = (expr);                      \
-    if (ws_cu_r_ != CUDA_SUCCESS)                    \
-      return ::ws::runner::CuError(ws_cu_r_, #expr); \
+#define WS_CUDA_TRY(expr)                                                    \
+  do {                                                                       \
+    CUresult ws_cu_r_ = (expr);                                              \
+    if (ws_cu_r_ != CUDA_SUCCESS) return ::ws::runner::CuError(ws_cu_r_, #expr); \
   } while (0)
 
 struct DeviceProps {
   int ordinal = 0;
   std::string name;
-  int cc = 0;          // 90 for 9.0
-  std::string arch;    // "sm_90a"
-  std::string driver;  // "580.159.04", or the CUDA version "13.0" when the module's is unknown
+  int cc = 0;            // 90 for 9.0
+  std::string arch;      // "sm_90a"
+  std::string driver;    // "580.159.04", or the CUDA version "13.0" when the module's is unknown
   int num_sms = 0;
   int64_t l2_bytes = 0;
   int64_t memory_bytes = 0;

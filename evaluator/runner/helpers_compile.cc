@@ -17,8 +17,8 @@ std::string HelperSource() {
 Result<std::vector<char>> CompileHelpers(int cc, std::string* log_out) {
   std::string source = HelperSource();
   nvrtcProgram prog;
-  nvrtcResult nr =
-      nvrtcCreateProgram(&prog, source.c_str(), "ws_runner_kernels.cu", 0, nullptr, nullptr);
+  nvrtcResult nr = nvrtcCreateProgram(&prog, source.c_str(), "ws_runner_kernels.cu", 0, nullptr,
+                                      nullptr);
   if (nr != NVRTC_SUCCESS) {
     return Status::Error("nvrtcCreateProgram: {}", nvrtcGetErrorString(nr));
   }
@@ -47,10 +47,8 @@ Result<std::vector<char>> CompileHelpers(int cc, std::string* log_out) {
     nr = nvrtcGetCUBIN(prog, cubin.data());
   }
   nvrtcDestroyProgram(&prog);
-  if (nr != NVRTC_SUCCESS)
-    return Status::Error("nvrtcGetCUBIN: {}", nvrtcGetErrorString(nr));
-  if (log_out)
-    *log_out = log;
+  if (nr != NVRTC_SUCCESS) return Status::Error("nvrtcGetCUBIN: {}", nvrtcGetErrorString(nr));
+  if (log_out) *log_out = log;
   return cubin;
 }
 

@@ -12,9 +12,7 @@
 
 namespace {
 
-float F(uint32_t bits) {
-  return ws_f32_from_bits(bits);
-}
+float F(uint32_t bits) { return ws_f32_from_bits(bits); }
 
 TEST(InitTest, Deterministic) {
   for (int dist : {kWsDistNormal, kWsDistUniform, kWsDistMxBlocks}) {
@@ -87,18 +85,11 @@ TEST(InitTest, F16RoundToNearestEven) {
     uint16_t want;
   };
   const Case cases[] = {
-      {1.0f, 0x3C00},
-      {-2.0f, 0xC000},
-      {65504.0f, 0x7BFF},
-      {65519.0f, 0x7BFF},
-      {65520.0f, 0x7C00},
-      {1e9f, 0x7C00},
-      {std::ldexp(1.0f, -24), 0x0001},
-      {std::ldexp(1.0f, -25), 0x0000},
-      {std::ldexp(3.0f, -25), 0x0002},
-      {std::ldexp(1.0f, -14), 0x0400},
-      {0.1f, 0x2E66},
-      {-0.0f, 0x8000},
+      {1.0f, 0x3C00},       {-2.0f, 0xC000},         {65504.0f, 0x7BFF},
+      {65519.0f, 0x7BFF},   {65520.0f, 0x7C00},      {1e9f, 0x7C00},
+      {std::ldexp(1.0f, -24), 0x0001},               {std::ldexp(1.0f, -25), 0x0000},
+      {std::ldexp(3.0f, -25), 0x0002},               {std::ldexp(1.0f, -14), 0x0400},
+      {0.1f, 0x2E66},       {-0.0f, 0x8000},
       {std::numeric_limits<float>::infinity(), 0x7C00},
   };
   for (const Case& c : cases) EXPECT_EQ(ws_f32_to_f16(c.in), c.want) << c.in;
@@ -112,24 +103,13 @@ TEST(InitTest, Fp8Conversions) {
   };
   const float inf = std::numeric_limits<float>::infinity();
   const Case cases[] = {
-      {1.0f, 0x38, 0x3C},
-      {-1.0f, 0xB8, 0xBC},
-      {448.0f, 0x7E, 0x5F},
-      {464.0f, 0x7E, 0x5F},
-      {1e9f, 0x7E, 0x7B},
-      {57344.0f, 0x7E, 0x7B},
-      {inf, 0x7E, 0x7C},
-      {-inf, 0xFE, 0xFC},
-      {17.0f, 0x58, 0x4C},
-      {19.0f, 0x5A, 0x4D},
-      {240.0f, 0x77, 0x5C},
-      {0.0f, 0x00, 0x00},
-      {std::ldexp(1.0f, -9), 0x01, 0x18},
-      {std::ldexp(1.0f, -10), 0x00, 0x14},
-      {std::ldexp(7.0f, -9), 0x07, 0x23},
-      {std::ldexp(1.0f, -6), 0x08, 0x24},
-      {std::ldexp(1.0f, -16), 0x00, 0x01},
-      {std::ldexp(1.0f, -17), 0x00, 0x00},
+      {1.0f, 0x38, 0x3C},     {-1.0f, 0xB8, 0xBC},    {448.0f, 0x7E, 0x5F},
+      {464.0f, 0x7E, 0x5F},   {1e9f, 0x7E, 0x7B},     {57344.0f, 0x7E, 0x7B},
+      {inf, 0x7E, 0x7C},      {-inf, 0xFE, 0xFC},     {17.0f, 0x58, 0x4C},
+      {19.0f, 0x5A, 0x4D},    {240.0f, 0x77, 0x5C},   {0.0f, 0x00, 0x00},
+      {std::ldexp(1.0f, -9), 0x01, 0x18},             {std::ldexp(1.0f, -10), 0x00, 0x14},
+      {std::ldexp(7.0f, -9), 0x07, 0x23},             {std::ldexp(1.0f, -6), 0x08, 0x24},
+      {std::ldexp(1.0f, -16), 0x00, 0x01},            {std::ldexp(1.0f, -17), 0x00, 0x00},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ws_f32_to_e4m3(c.in), c.e4m3) << c.in;
@@ -190,8 +170,8 @@ TEST(InitTest, UniformRange) {
   constexpr int kN = 100000;
   double sum = 0;
   for (int i = 0; i < kN; ++i) {
-    float v = F(
-        static_cast<uint32_t>(ws_init_element(kWsDtypeF32, kWsDistUniform, -2.0f, 6.0f, 9, 0, i)));
+    float v = F(static_cast<uint32_t>(
+        ws_init_element(kWsDtypeF32, kWsDistUniform, -2.0f, 6.0f, 9, 0, i)));
     ASSERT_GE(v, -2.0f);
     ASSERT_LE(v, 6.0f);
     sum += v;
@@ -227,14 +207,10 @@ TEST(InitTest, UniformRange) {
       return ::testing::AssertionFailure() << "unexpected Inf/NaN in kind " << kind;
     }
   }
-  if (kind == kWsMxZeros && zeros != 32)
-    return ::testing::AssertionFailure() << "non-zero";
-  if (kind == kWsMxInf && inf != 1)
-    return ::testing::AssertionFailure() << inf << " Infs";
-  if (kind == kWsMxNaN && nan != 1)
-    return ::testing::AssertionFailure() << nan << " NaNs";
-  if (kind == kWsMxBf16Max && max < 1)
-    return ::testing::AssertionFailure() << "no bf16 max";
+  if (kind == kWsMxZeros && zeros != 32) return ::testing::AssertionFailure() << "non-zero";
+  if (kind == kWsMxInf && inf != 1) return ::testing::AssertionFailure() << inf << " Infs";
+  if (kind == kWsMxNaN && nan != 1) return ::testing::AssertionFailure() << nan << " NaNs";
+  if (kind == kWsMxBf16Max && max < 1) return ::testing::AssertionFailure() << "no bf16 max";
   if (kind == kWsMxE4M3Boundary && boundary < 1) {
     return ::testing::AssertionFailure() << "no 448*2^k value";
   }
@@ -254,14 +230,12 @@ TEST(InitTest, MxBlocksProducesEveryKind) {
     ASSERT_GE(kind, 0);
     ASSERT_LT(kind, kWsMxNumKinds);
     ++count[kind];
-    if (b % 7 != 0 && kind == kWsMxScaledNormal)
-      continue;  // keep the test quick
+    if (b % 7 != 0 && kind == kWsMxScaledNormal) continue;  // keep the test quick
     for (int j = 0; j < 32; ++j) {
       ASSERT_EQ(ws_mx_block_kind(77, 2, base + j), kind);  // one kind per block
       block[j] = static_cast<uint16_t>(
           ws_init_element(kWsDtypeBF16, kWsDistMxBlocks, 0, 1, 77, 2, base + j));
-      if (kind == kWsMxZeros)
-        (block[j] & 0x8000 ? neg_zero : pos_zero)++;
+      if (kind == kWsMxZeros) (block[j] & 0x8000 ? neg_zero : pos_zero)++;
       if (kind == kWsMxExtreme) {
         subnormal += (block[j] & 0x7F80) == 0 && (block[j] & 0x7F) != 0;
         big += (block[j] & 0x7F80) >= (227 << 7);
@@ -285,8 +259,8 @@ TEST(InitTest, HashWordIsABijectionPerIndex) {
     EXPECT_NE(ws_hash_word(w, 5), ws_hash_word(w + 1, 5));
     EXPECT_NE(ws_hash_word(w, 5), ws_hash_word(w, 6));
   }
-  EXPECT_NE(ws_canary_byte(1, 0) | (ws_canary_byte(1, 1) << 8),
-            ws_canary_byte(2, 0) | (ws_canary_byte(2, 1) << 8));
+  EXPECT_NE(ws_canary_byte(1, 0) | (ws_canary_byte(1, 1) << 8), ws_canary_byte(2, 0) |
+                                                                    (ws_canary_byte(2, 1) << 8));
 }
 
 }  // namespace

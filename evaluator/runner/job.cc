@@ -17,10 +17,8 @@ using json = nlohmann::json;
 
 // Field readers: each names the field's path in its error.
 Status Need(const json& j, const char* key, const std::string& path) {
-  if (!j.is_object())
-    return Status::Error("{}: expected an object", path);
-  if (!j.contains(key))
-    return Status::Error("{}.{}: missing", path, key);
+  if (!j.is_object()) return Status::Error("{}: expected an object", path);
+  if (!j.contains(key)) return Status::Error("{}.{}: missing", path, key);
   return Status::Ok();
 }
 
@@ -37,8 +35,7 @@ Result<int64_t> Int(const json& j, const std::string& path, int64_t lo, int64_t 
   } else {
     return Status::Error("{}: expected an integer", path);
   }
-  if (v < lo || v > hi)
-    return Status::Error("{}: {} is out of range [{}, {}]", path, v, lo, hi);
+  if (v < lo || v > hi) return Status::Error("{}: {} is out of range [{}, {}]", path, v, lo, hi);
   return v;
 }
 
@@ -50,24 +47,19 @@ Result<int64_t> IntField(const json& j, const char* key, const std::string& path
 
 Result<std::string> StringField(const json& j, const char* key, const std::string& path) {
   WS_RETURN_IF_ERROR(Need(j, key, path));
-  if (!j[key].is_string())
-    return Status::Error("{}.{}: expected a string", path, key);
+  if (!j[key].is_string()) return Status::Error("{}.{}: expected a string", path, key);
   return j[key].get<std::string>();
 }
 
 Result<bool> BoolField(const json& j, const char* key, const std::string& path, bool dflt) {
-  if (!j.is_object() || !j.contains(key))
-    return dflt;
-  if (!j[key].is_boolean())
-    return Status::Error("{}.{}: expected true or false", path, key);
+  if (!j.is_object() || !j.contains(key)) return dflt;
+  if (!j[key].is_boolean()) return Status::Error("{}.{}: expected true or false", path, key);
   return j[key].get<bool>();
 }
 
 Result<float> FloatField(const json& j, const char* key, const std::string& path, float dflt) {
-  if (!j.contains(key) || j[key].is_null())
-    return dflt;
-  if (!j[key].is_number())
-    return Status::Error("{}.{}: expected a number", path, key);
+  if (!j.contains(key) || j[key].is_null()) return dflt;
+  if (!j[key].is_number()) return Status::Error("{}.{}: expected a number", path, key);
   double d = j[key].get<double>();
   if (!std::isfinite(d) || std::fabs(d) > 3.0e38) {
     return Status::Error("{}.{}: {} is not a finite float", path, key, d);
@@ -78,8 +70,7 @@ Result<float> FloatField(const json& j, const char* key, const std::string& path
 Status Dim3(const json& j, const char* key, const std::string& path, uint32_t lo, uint32_t out[3],
             bool optional) {
   if (!j.contains(key) || (optional && j[key].is_null())) {
-    if (optional)
-      return Status::Ok();
+    if (optional) return Status::Ok();
     return Status::Error("{}.{}: missing", path, key);
   }
   const json& a = j[key];
@@ -103,23 +94,19 @@ Result<TensorJob> ParseTensor(const json& j, const std::string& path, int index)
   }
   WS_ASSIGN_OR_RETURN(std::string dtype, StringField(j, "dtype", path));
   t.dtype = DtypeCode(dtype);
-  if (t.dtype < 0)
-    return Status::Error("{}.dtype: unknown dtype '{}'", path, dtype);
+  if (t.dtype < 0) return Status::Error("{}.dtype: unknown dtype '{}'", path, dtype);
   WS_ASSIGN_OR_RETURN(t.numel, IntField(j, "numel", path, 0, int64_t{1} << 40));
   WS_ASSIGN_OR_RETURN(std::string role, StringField(j, "role", path));
   if (role != "input" && role != "output") {
     return Status::Error("{}.role: '{}' is neither input nor output", path, role);
   }
   t.input = role == "input";
-  if (!t.input)
-    return t;
+  if (!t.input) return t;
   t.dist = kWsDistNormal;
-  if (!j.contains("init") || j["init"].is_null())
-    return t;
+  if (!j.contains("init") || j["init"].is_null()) return t;
   const json& init = j["init"];
   std::string ip = path + ".init";
-  if (!init.is_object())
-    return Status::Error("{}: expected an object", ip);
+  if (!init.is_object()) return Status::Error("{}: expected an object", ip);
   std::string dist = "normal";
   if (init.contains("dist")) {
     WS_ASSIGN_OR_RETURN(dist, StringField(init, "dist", ip));
@@ -150,25 +137,23 @@ Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
     WS_ASSIGN_OR_RETURN(int64_t smem, Int(j["smem"], path + ".smem", 0, 0xFFFFFFFFll));
     l.smem = static_cast<uint32_t>(smem);
   }
-  if (!j.contains("args"))
-    return l;
-  if (!j["args"].is_array())
-    return Status::Error("{}.args: expected an array", path);
+  if (!j.contains("args")) return l;
+  if (!j["args"].is_array()) return Status::Error("{}.args: expected an array", path);
   for (size_t i = 0; i < j["args"].size(); ++i) {
     const json& a = j["args"][i];
     std::string ap = fmt::format("{}.args[{}]", path, i);
     if (!a.is_object() || a.size() != 1) {
-      return Status::Error(
-          "{}: expected one of {{\"tensor\"}}, {{\"workspace\"}}, {{\"i32\"}}, "
-          "{{\"i64\"}}",
-          ap);
+      return Status::Error("{}: expected one of {{\"tensor\"}}, {{\"workspace\"}}, {{\"i32\"}}, "
+                           "{{\"i64\"}}",
+                           ap);
     }
     ArgJob arg;
     if (a.contains("tensor")) {
       WS_ASSIGN_OR_RETURN(std::string name, StringField(a, "tensor", ap));
       auto it = tensor_index.find(name);
-      if (it == tensor_index.end())
+      if (it == tensor_index.end()) {
         return Status::Error("{}.tensor: unknown tensor '{}'", ap, name);
+      }
       arg.kind = ArgJob::Kind::kTensor;
       arg.tensor = it->second;
     } else if (a.contains("workspace")) {
@@ -193,14 +178,13 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
   CaseJob c;
   WS_ASSIGN_OR_RETURN(c.id, StringField(j, "id", path));
   WS_RETURN_IF_ERROR(Need(j, "tensors", path));
-  if (!j["tensors"].is_array())
-    return Status::Error("{}.tensors: expected an array", path);
+  if (!j["tensors"].is_array()) return Status::Error("{}.tensors: expected an array", path);
   std::map<std::string, int> index;
   bool any_input = false;
   for (size_t i = 0; i < j["tensors"].size(); ++i) {
-    WS_ASSIGN_OR_RETURN(
-        TensorJob t,
-        ParseTensor(j["tensors"][i], fmt::format("{}.tensors[{}]", path, i), static_cast<int>(i)));
+    WS_ASSIGN_OR_RETURN(TensorJob t, ParseTensor(j["tensors"][i],
+                                                 fmt::format("{}.tensors[{}]", path, i),
+                                                 static_cast<int>(i)));
     if (!index.emplace(t.name, static_cast<int>(i)).second) {
       return Status::Error("{}.tensors[{}].name: '{}' appears twice", path, i, t.name);
     }
@@ -208,40 +192,35 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
     c.tensors.push_back(std::move(t));
   }
   WS_RETURN_IF_ERROR(Need(j, "launches", path));
-  if (!j["launches"].is_array())
-    return Status::Error("{}.launches: expected an array", path);
+  if (!j["launches"].is_array()) return Status::Error("{}.launches: expected an array", path);
   for (size_t i = 0; i < j["launches"].size(); ++i) {
-    WS_ASSIGN_OR_RETURN(
-        LaunchJob l, ParseLaunch(j["launches"][i], fmt::format("{}.launches[{}]", path, i), index));
+    WS_ASSIGN_OR_RETURN(LaunchJob l, ParseLaunch(j["launches"][i],
+                                                 fmt::format("{}.launches[{}]", path, i), index));
     c.launches.push_back(std::move(l));
   }
   if (j.contains("workspace") && !j["workspace"].is_null()) {
     std::string wp = path + ".workspace";
-    WS_ASSIGN_OR_RETURN(c.workspace_bytes,
-                        IntField(j["workspace"], "bytes", wp, 0, int64_t{1} << 40));
+    WS_ASSIGN_OR_RETURN(c.workspace_bytes, IntField(j["workspace"], "bytes", wp, 0,
+                                                    int64_t{1} << 40));
     WS_ASSIGN_OR_RETURN(c.workspace_zero, BoolField(j["workspace"], "zero", wp, false));
   }
   if (j.contains("input_seeds")) {
     const json& s = j["input_seeds"];
-    if (!s.is_array())
-      return Status::Error("{}.input_seeds: expected an array", path);
+    if (!s.is_array()) return Status::Error("{}.input_seeds: expected an array", path);
     for (size_t i = 0; i < s.size(); ++i) {
       std::string sp = fmt::format("{}.input_seeds[{}]", path, i);
-      if (!s[i].is_number_integer())
-        return Status::Error("{}: expected an integer", sp);
+      if (!s[i].is_number_integer()) return Status::Error("{}: expected an integer", sp);
       if (s[i].is_number_unsigned()) {
         c.input_seeds.push_back(s[i].get<uint64_t>());
       } else {
         int64_t v = s[i].get<int64_t>();
-        if (v < 0)
-          return Status::Error("{}: {} is negative", sp, v);
+        if (v < 0) return Status::Error("{}: {} is negative", sp, v);
         c.input_seeds.push_back(static_cast<uint64_t>(v));
       }
     }
   }
   if (c.input_seeds.empty()) {
-    if (any_input)
-      return Status::Error("{}.input_seeds: at least one seed is needed", path);
+    if (any_input) return Status::Error("{}.input_seeds: at least one seed is needed", path);
     c.input_seeds.push_back(0);  // one (empty) input set keeps the run loop uniform
   }
   if (j.contains("poison")) {
@@ -274,34 +253,29 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
 
 int DtypeCode(std::string_view name) {
   static const std::map<std::string_view, int> kCodes = {
-      {"bf16", kWsDtypeBF16},        {"f32", kWsDtypeF32},   {"fp32", kWsDtypeF32},
-      {"f16", kWsDtypeF16},          {"fp16", kWsDtypeF16},  {"fp8_e4m3", kWsDtypeFP8E4M3},
-      {"fp8_e5m2", kWsDtypeFP8E5M2}, {"e8m0", kWsDtypeE8M0}, {"u8", kWsDtypeU8},
-      {"i32", kWsDtypeI32},          {"i64", kWsDtypeI64}};
+      {"bf16", kWsDtypeBF16},         {"f32", kWsDtypeF32},   {"fp32", kWsDtypeF32},
+      {"f16", kWsDtypeF16},           {"fp16", kWsDtypeF16},  {"fp8_e4m3", kWsDtypeFP8E4M3},
+      {"fp8_e5m2", kWsDtypeFP8E5M2},  {"e8m0", kWsDtypeE8M0}, {"u8", kWsDtypeU8},
+      {"i32", kWsDtypeI32},           {"i64", kWsDtypeI64}};
   auto it = kCodes.find(name);
   return it == kCodes.end() ? -1 : it->second;
 }
 
-int64_t TensorJob::bytes() const {
-  return numel * ws_dtype_size(dtype);
-}
+int64_t TensorJob::bytes() const { return numel * ws_dtype_size(dtype); }
 
 Result<Job> ParseJob(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    return Status::Error("the job is not valid JSON");
+  if (j.is_discarded()) return Status::Error("the job is not valid JSON");
   Job job;
   WS_ASSIGN_OR_RETURN(job.cubin, StringField(j, "cubin", "job"));
   WS_ASSIGN_OR_RETURN(job.result, StringField(j, "result", "job"));
   WS_RETURN_IF_ERROR(Need(j, "cases", "job"));
-  if (!j["cases"].is_array())
-    return Status::Error("job.cases: expected an array");
+  if (!j["cases"].is_array()) return Status::Error("job.cases: expected an array");
   std::set<std::string> ids;
   for (size_t i = 0; i < j["cases"].size(); ++i) {
     std::string path = fmt::format("cases[{}]", i);
     WS_ASSIGN_OR_RETURN(CaseJob c, ParseCase(j["cases"][i], path));
-    if (!ids.insert(c.id).second)
-      return Status::Error("{}.id: '{}' appears twice", path, c.id);
+    if (!ids.insert(c.id).second) return Status::Error("{}.id: '{}' appears twice", path, c.id);
     job.cases.push_back(std::move(c));
   }
   return job;
@@ -309,8 +283,7 @@ Result<Job> ParseJob(std::string_view text) {
 
 TimingStats ComputeStats(std::vector<double> t) {
   TimingStats s;
-  if (t.empty())
-    return s;
+  if (t.empty()) return s;
   std::sort(t.begin(), t.end());
   size_t n = t.size();
   s.min_us = t.front();

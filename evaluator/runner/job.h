@@ -18,10 +18,10 @@ int DtypeCode(std::string_view name);
 
 struct TensorJob {
   std::string name;
-  int dtype = 0;  // kWsDtype*
+  int dtype = 0;        // kWsDtype*
   int64_t numel = 0;
   bool input = false;
-  int dist = 0;          // kWsDist*
+  int dist = 0;         // kWsDist*
   float p0 = 0, p1 = 1;  // mean/stddev or lo/hi
   int tensor_index = 0;  // generation key: the position in the case's "tensors" array
   int64_t bytes() const;

@@ -91,7 +91,8 @@ TEST(JobTest, RejectsBadJobsNamingTheField) {
     text.replace(at, c.from.size(), c.to);
     auto job = ParseJob(text);
     ASSERT_FALSE(job.ok()) << c.to;
-    EXPECT_NE(job.status().message().find(c.error), std::string::npos) << job.status().message();
+    EXPECT_NE(job.status().message().find(c.error), std::string::npos)
+        << job.status().message();
   }
   EXPECT_FALSE(ParseJob("{").ok());
 }

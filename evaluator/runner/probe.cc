@@ -8,6 +8,7 @@
 
 #include <cublasLt.h>
 #include <cuda.h>
+
 #include <nlohmann/json.hpp>
 
 #include "evaluator/runner/commands.h"
@@ -32,8 +33,7 @@ class DeviceMem {
   DeviceMem& operator=(const DeviceMem&) = delete;
   ~DeviceMem() { Reset(); }
   void Reset() {
-    if (p_)
-      cuMemFree(p_);
+    if (p_) cuMemFree(p_);
     p_ = 0;
   }
   Status Alloc(size_t bytes) {
@@ -53,8 +53,7 @@ Result<double> MedianMs(CUstream s, const std::function<Status()>& op) {
   std::vector<CUevent> ev(2 * kReps, nullptr);
   auto destroy = [&] {
     for (CUevent e : ev) {
-      if (e)
-        cuEventDestroy(e);
+      if (e) cuEventDestroy(e);
     }
   };
   Status st;
@@ -65,10 +64,10 @@ Result<double> MedianMs(CUstream s, const std::function<Status()>& op) {
     }
   }
   for (int i = 0; st.ok() && i < kReps; ++i) {
-    if (CUresult r = cuEventRecord(ev[2 * i], s); r != CUDA_SUCCESS)
+    if (CUresult r = cuEventRecord(ev[2 * i], s); r != CUDA_SUCCESS) {
       st = CuError(r, "cuEventRecord");
-    if (st.ok())
-      st = op();
+    }
+    if (st.ok()) st = op();
     if (st.ok()) {
       if (CUresult r = cuEventRecord(ev[2 * i + 1], s); r != CUDA_SUCCESS) {
         st = CuError(r, "cuEventRecord");
@@ -76,8 +75,7 @@ Result<double> MedianMs(CUstream s, const std::function<Status()>& op) {
     }
   }
   if (st.ok()) {
-    if (CUresult r = cuStreamSynchronize(s); r != CUDA_SUCCESS)
-      st = CuError(r, "synchronizing");
+    if (CUresult r = cuStreamSynchronize(s); r != CUDA_SUCCESS) st = CuError(r, "synchronizing");
   }
   std::vector<double> ms;
   for (int i = 0; st.ok() && i < kReps; ++i) {
@@ -88,8 +86,7 @@ Result<double> MedianMs(CUstream s, const std::function<Status()>& op) {
     ms.push_back(t);
   }
   destroy();
-  if (!st.ok())
-    return st;
+  if (!st.ok()) return st;
   return ComputeStats(ms).median_us;  // the stats are unit-agnostic: this is milliseconds
 }
 
@@ -101,10 +98,8 @@ Result<double> CopyBandwidth(const DeviceContext& dc, int64_t* copied) {
   while (true) {
     Status a = src.Alloc(bytes);
     Status b = a.ok() ? dst.Alloc(bytes) : a;
-    if (a.ok() && b.ok())
-      break;
-    if (bytes <= (size_t{256} << 20))
-      return b.Context("allocating the copy buffers");
+    if (a.ok() && b.ok()) break;
+    if (bytes <= (size_t{256} << 20)) return b.Context("allocating the copy buffers");
     src.Reset();
     dst.Reset();
     bytes /= 2;
@@ -112,31 +107,23 @@ Result<double> CopyBandwidth(const DeviceContext& dc, int64_t* copied) {
   WS_CUDA_TRY(cuMemsetD32Async(src.get(), 0x3C003C00u, bytes / 4, dc.stream));
   *copied = static_cast<int64_t>(bytes);
   WS_ASSIGN_OR_RETURN(double ms, MedianMs(dc.stream, [&]() -> Status {
-                        WS_CUDA_TRY(cuMemcpyDtoDAsync(dst.get(), src.get(), bytes, dc.stream));
-                        return Status::Ok();
-                      }));
+    WS_CUDA_TRY(cuMemcpyDtoDAsync(dst.get(), src.get(), bytes, dc.stream));
+    return Status::Ok();
+  }));
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3);
 }
 
 // cublasGetStatusName lives in libcublas, which the runner does not link.
 std::string CublasStatusName(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-      return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-      return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE:
-      return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-      return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-      return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR:
-      return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-      return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default:
-      return fmt::format("cublasStatus_t {}", static_cast<int>(s));
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return fmt::format("cublasStatus_t {}", static_cast<int>(s));
   }
 }
 
@@ -144,11 +131,10 @@ Status CublasError(cublasStatus_t s, const char* what) {
   return Status::Error("{} in {}", CublasStatusName(s), what);
 }
 
-#define WS_CUBLAS_TRY(expr)                \
-  do {                                     \
-    cublasStatus_t ws_cb_s_ = (expr);      \
-    if (ws_cb_s_ != CUBLAS_STATUS_SUCCESS) \
-      return CublasError(ws_cb_s_, #expr); \
+#define WS_CUBLAS_TRY(expr)                                                   \
+  do {                                                                        \
+    cublasStatus_t ws_cb_s_ = (expr);                                         \
+    if (ws_cb_s_ != CUBLAS_STATUS_SUCCESS) return CublasError(ws_cb_s_, #expr); \
   } while (0)
 
 // Owns the cuBLASLt descriptors of one matmul.
@@ -157,16 +143,11 @@ struct LtMatmul {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
   ~LtMatmul() {
-    if (pref)
-      cublasLtMatmulPreferenceDestroy(pref);
-    if (c)
-      cublasLtMatrixLayoutDestroy(c);
-    if (b)
-      cublasLtMatrixLayoutDestroy(b);
-    if (a)
-      cublasLtMatrixLayoutDestroy(a);
-    if (desc)
-      cublasLtMatmulDescDestroy(desc);
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
   }
 };
 
@@ -203,10 +184,10 @@ Result<double> MatmulRate(const DeviceContext& dc, const Helpers& h, cublasLtHan
     void* sa = scales.ptr();
     void* sb = reinterpret_cast<void*>(scales.get() + sizeof(float));
     const int8_t fast = 1;
-    WS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
-                                                 sizeof(sa)));
-    WS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
-                                                 sizeof(sb)));
+    WS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                 &sa, sizeof(sa)));
+    WS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                 &sb, sizeof(sb)));
     WS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(m.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
                                                  sizeof(fast)));
   }
@@ -219,10 +200,9 @@ Result<double> MatmulRate(const DeviceContext& dc, const Helpers& h, cublasLtHan
       m.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
   cublasLtMatmulHeuristicResult_t heur = {};
   int found = 0;
-  WS_CUBLAS_TRY(
-      cublasLtMatmulAlgoGetHeuristic(lt, m.desc, m.a, m.b, m.c, m.c, m.pref, 1, &heur, &found));
-  if (found == 0)
-    return Status::Error("cuBLASLt found no algorithm");
+  WS_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(lt, m.desc, m.a, m.b, m.c, m.c, m.pref, 1, &heur,
+                                               &found));
+  if (found == 0) return Status::Error("cuBLASLt found no algorithm");
   const float alpha = 1.0f, beta = 0.0f;
   auto op = [&]() -> Status {
     WS_CUBLAS_TRY(cublasLtMatmul(lt, m.desc, &alpha, a.ptr(), m.a, b.ptr(), m.b, &beta, d.ptr(),
@@ -293,13 +273,16 @@ int ProbeCommand() {
   }
   auto fp8 = MatmulRate(*dc, *helpers, lt, true);
   cublasLtDestroy(lt);
-  ojson out = {{"gpu", dc->props.name},      {"arch", dc->props.arch},
-               {"driver", dc->props.driver}, {"copy_bytes_per_s", *copy},
-               {"bf16_flops_per_s", *bf16},  {"fp8_flops_per_s", fp8.ok() ? *fp8 : 0.0},
-               {"copy_bytes", copied},       {"gemm_mnk", kGemmSize},
+  ojson out = {{"gpu", dc->props.name},
+               {"arch", dc->props.arch},
+               {"driver", dc->props.driver},
+               {"copy_bytes_per_s", *copy},
+               {"bf16_flops_per_s", *bf16},
+               {"fp8_flops_per_s", fp8.ok() ? *fp8 : 0.0},
+               {"copy_bytes", copied},
+               {"gemm_mnk", kGemmSize},
                {"fp8_fast_accum", true}};
-  if (!fp8.ok())
-    out["fp8_error"] = fp8.status().message();
+  if (!fp8.ok()) out["fp8_error"] = fp8.status().message();
   std::printf("%s\n", out.dump().c_str());
   return kExitOk;
 }

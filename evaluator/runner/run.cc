@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <cuda.h>
+
 #include <nlohmann/json.hpp>
 
 #include "evaluator/runner/commands.h"
@@ -54,8 +55,7 @@ void WriteFileOrDie(const std::string& path, const void* data, size_t size) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
   out.close();
-  if (!out)
-    HostFailure("cannot write " + path);
+  if (!out) HostFailure("cannot write " + path);
 }
 
 // Write to a temporary file and rename, so a reader never sees half a result.
@@ -65,24 +65,16 @@ void WriteResult(const std::string& path, const ojson& result) {
   WriteFileOrDie(tmp, text.data(), text.size());
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    HostFailure("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  if (ec) HostFailure("cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
-std::string Hex64(uint64_t v) {
-  return fmt::format("{:016x}", v);
-}
+std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 
 class CaseRun {
  public:
   CaseRun(const DeviceContext& dc, const Helpers& h, CUmodule module, const Status& module_status,
           const CaseJob& c, uint64_t salt)
-      : dc_(dc),
-        h_(h),
-        module_(module),
-        module_status_(module_status),
-        c_(c),
-        salt_(salt),
+      : dc_(dc), h_(h), module_(module), module_status_(module_status), c_(c), salt_(salt),
         sets_(static_cast<int>(c.input_seeds.size())) {}
   ~CaseRun();
 
@@ -117,11 +109,11 @@ class CaseRun {
   std::vector<std::vector<GuardedBuffer>> inputs_;  // [set][tensor]; unused for outputs
   std::vector<GuardedBuffer> outputs_;              // [tensor]; unused for inputs
   GuardedBuffer workspace_;
-  std::vector<CUdeviceptr> plain_allocs_;   // unguarded: metadata, flush buffer
-  std::vector<std::string> region_labels_;  // guard regions, in the device arrays' order
+  std::vector<CUdeviceptr> plain_allocs_;           // unguarded: metadata, flush buffer
+  std::vector<std::string> region_labels_;          // guard regions, in the device arrays' order
   CUdeviceptr region_ptrs_ = 0, region_salts_ = 0, first_bad_ = 0, hash_scratch_ = 0;
   std::vector<PreparedLaunch> launches_;
-  std::vector<uint64_t> hashes_before_;  // [set * tensors + tensor]
+  std::vector<uint64_t> hashes_before_;             // [set * tensors + tensor]
 
   std::string status_ = "ok";
   std::string message_;
@@ -135,22 +127,18 @@ CaseRun::~CaseRun() {
   // After a fault these fail harmlessly; the process exits right after anyway.
   for (auto& set : inputs_) {
     for (auto& b : set) {
-      if (b.base)
-        cuMemFree(b.base);
+      if (b.base) cuMemFree(b.base);
     }
   }
   for (auto& b : outputs_) {
-    if (b.base)
-      cuMemFree(b.base);
+    if (b.base) cuMemFree(b.base);
   }
-  if (workspace_.base)
-    cuMemFree(workspace_.base);
+  if (workspace_.base) cuMemFree(workspace_.base);
   for (CUdeviceptr p : plain_allocs_) cuMemFree(p);
 }
 
 void CaseRun::Fail(const std::string& status, const std::string& message) {
-  if (crashed())
-    return;
+  if (crashed()) return;
   status_ = status;
   message_ = message;
 }
@@ -192,17 +180,15 @@ Status CaseRun::Setup() {
   for (int s = 0; s < sets_; ++s) {
     for (size_t t = 0; t < nt; ++t) {
       const TensorJob& tj = c_.tensors[t];
-      if (!tj.input)
-        continue;
-      WS_RETURN_IF_ERROR(
-          Allocate(tj.bytes(), fmt::format("input '{}' (set {})", tj.name, s), &inputs_[s][t]));
+      if (!tj.input) continue;
+      WS_RETURN_IF_ERROR(Allocate(tj.bytes(), fmt::format("input '{}' (set {})", tj.name, s),
+                                  &inputs_[s][t]));
     }
   }
   // 2. Outputs and the workspace.
   for (size_t t = 0; t < nt; ++t) {
     const TensorJob& tj = c_.tensors[t];
-    if (tj.input)
-      continue;
+    if (tj.input) continue;
     WS_RETURN_IF_ERROR(Allocate(tj.bytes(), fmt::format("output '{}'", tj.name), &outputs_[t]));
   }
   if (c_.workspace_bytes > 0) {
@@ -211,8 +197,7 @@ Status CaseRun::Setup() {
   // Guard metadata: region pointers, salts, first damaged offsets, and a hash accumulator.
   std::vector<uint64_t> ptrs, salts;
   auto add = [&](const GuardedBuffer& b) {
-    if (!b.base)
-      return;
+    if (!b.base) return;
     ptrs.push_back(b.base);
     ptrs.push_back(b.ptr + static_cast<CUdeviceptr>(b.bytes));
   };
@@ -240,14 +225,13 @@ Status CaseRun::Setup() {
     WS_CUDA_TRY(cuMemsetD32Async(first_bad_, 0xFFFFFFFFu, 2 * n, dc_.stream));
     long long gb = kGuardBytes;
     void* params[] = {&region_ptrs_, &region_salts_, &gb};
-    WS_RETURN_IF_ERROR(
-        LaunchHelper(h_.guard_fill, dc_.stream, kGuardBytes, params, static_cast<unsigned>(n)));
+    WS_RETURN_IF_ERROR(LaunchHelper(h_.guard_fill, dc_.stream, kGuardBytes, params,
+                                    static_cast<unsigned>(n)));
   }
   for (int s = 0; s < sets_; ++s) {
     for (size_t t = 0; t < nt; ++t) {
       const TensorJob& tj = c_.tensors[t];
-      if (!tj.input)
-        continue;
+      if (!tj.input) continue;
       WS_RETURN_IF_ERROR(Generate(h_, dc_.stream, inputs_[s][t].ptr, tj.numel, tj.dtype, tj.dist,
                                   tj.p0, tj.p1, c_.input_seeds[s], tj.tensor_index));
     }
@@ -263,8 +247,8 @@ Result<std::vector<uint64_t>> CaseRun::HashInputs() {
     for (size_t t = 0; t < c_.tensors.size(); ++t) {
       uint64_t hash = 0;
       if (c_.tensors[t].input) {
-        WS_ASSIGN_OR_RETURN(hash, HashDevice(h_, dc_.stream, inputs_[s][t].ptr, inputs_[s][t].bytes,
-                                             hash_scratch_));
+        WS_ASSIGN_OR_RETURN(hash, HashDevice(h_, dc_.stream, inputs_[s][t].ptr,
+                                             inputs_[s][t].bytes, hash_scratch_));
       }
       hashes.push_back(hash);
     }
@@ -273,8 +257,7 @@ Result<std::vector<uint64_t>> CaseRun::HashInputs() {
 }
 
 Status CaseRun::PrepareLaunches() {
-  if (!module_status_.ok())
-    return module_status_.Context("loading the cubin");
+  if (!module_status_.ok()) return module_status_.Context("loading the cubin");
   std::map<CUfunction, uint32_t> max_smem;
   launches_.resize(c_.launches.size());
   for (size_t k = 0; k < c_.launches.size(); ++k) {
@@ -286,8 +269,7 @@ Status CaseRun::PrepareLaunches() {
       return Status::Error("{}: kernel '{}' is not in the cubin (is it extern \"C\"?)",
                            LaunchName(k), lj.kernel);
     }
-    if (r != CUDA_SUCCESS)
-      return CuError(r, LaunchName(k) + ": cuModuleGetFunction");
+    if (r != CUDA_SUCCESS) return CuError(r, LaunchName(k) + ": cuModuleGetFunction");
     // Check the argument list against the kernel's parameters: the driver reads as many
     // parameters as the kernel has, whatever we pass.
     std::vector<size_t> sizes;
@@ -295,15 +277,13 @@ Status CaseRun::PrepareLaunches() {
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
       r = cuFuncGetParamInfo(pl.f, i, &offset, &size);
-      if (r == CUDA_ERROR_NOT_SUPPORTED)
-        known = false;  // old driver: trust the plan
-      if (r != CUDA_SUCCESS)
-        break;
+      if (r == CUDA_ERROR_NOT_SUPPORTED) known = false;  // old driver: trust the plan
+      if (r != CUDA_SUCCESS) break;
       sizes.push_back(size);
     }
     if (known && sizes.size() != lj.args.size()) {
-      return Status::Error("{}: the kernel takes {} parameters, the plan passes {}", LaunchName(k),
-                           sizes.size(), lj.args.size());
+      return Status::Error("{}: the kernel takes {} parameters, the plan passes {}",
+                           LaunchName(k), sizes.size(), lj.args.size());
     }
     for (size_t i = 0; known && i < sizes.size(); ++i) {
       size_t want = lj.args[i].kind == ArgJob::Kind::kI32 ? 4 : 8;
@@ -343,20 +323,18 @@ Status CaseRun::PrepareLaunches() {
     m = std::max(m, lj.smem);
     if (lj.clustered() && lj.cluster[0] * lj.cluster[1] * lj.cluster[2] > 8) {
       r = cuFuncSetAttribute(pl.f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-      if (r != CUDA_SUCCESS)
-        return CuError(r, LaunchName(k) + ": allowing a non-portable cluster");
+      if (r != CUDA_SUCCESS) return CuError(r, LaunchName(k) + ": allowing a non-portable cluster");
     }
   }
   // One kernel may appear in several launches: opt in to the largest dynamic smem it needs.
   for (size_t k = 0; k < launches_.size(); ++k) {
     uint32_t m = max_smem[launches_[k].f];
-    if (m <= 48 * 1024 || launches_[k].job->smem != m)
-      continue;
+    if (m <= 48 * 1024 || launches_[k].job->smem != m) continue;
     CUresult r = cuFuncSetAttribute(launches_[k].f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                     static_cast<int>(m));
     if (r != CUDA_SUCCESS) {
-      return CuError(
-          r, fmt::format("{}: opting in to {} bytes of dynamic shared memory", LaunchName(k), m));
+      return CuError(r, fmt::format("{}: opting in to {} bytes of dynamic shared memory",
+                                    LaunchName(k), m));
     }
   }
   return Status::Ok();
@@ -370,8 +348,8 @@ Status CaseRun::BeforeRun() {
     }
   }
   if (c_.workspace_zero && workspace_.bytes > 0) {
-    WS_CUDA_TRY(
-        cuMemsetD8Async(workspace_.ptr, 0, static_cast<size_t>(workspace_.bytes), dc_.stream));
+    WS_CUDA_TRY(cuMemsetD8Async(workspace_.ptr, 0, static_cast<size_t>(workspace_.bytes),
+                                dc_.stream));
   }
   return Status::Ok();
 }
@@ -383,8 +361,7 @@ bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
     const PreparedLaunch& pl = launches_[k];
     const LaunchJob& lj = *pl.job;
     // A zero grid dimension means nothing to do (an empty shape); the driver would reject it.
-    if (lj.grid[0] == 0 || lj.grid[1] == 0 || lj.grid[2] == 0)
-      continue;
+    if (lj.grid[0] == 0 || lj.grid[1] == 0 || lj.grid[2] == 0) continue;
     CUlaunchConfig cfg = {};
     cfg.gridDimX = lj.grid[0];
     cfg.gridDimY = lj.grid[1];
@@ -403,7 +380,8 @@ bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
       cfg.attrs = &attr;
       cfg.numAttrs = 1;
     }
-    void** params = pl.params[set].empty() ? nullptr : const_cast<void**>(pl.params[set].data());
+    void** params = pl.params[set].empty() ? nullptr
+                                           : const_cast<void**>(pl.params[set].data());
     CUresult r = cuLaunchKernelEx(&cfg, pl.f, params, nullptr);
     if (r != CUDA_SUCCESS) {
       // An earlier launch's fault can surface here: a broken context means a crash.
@@ -427,8 +405,7 @@ bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
 }
 
 Status CaseRun::LaunchGuardCheck() {
-  if (region_labels_.empty())
-    return Status::Ok();
+  if (region_labels_.empty()) return Status::Ok();
   long long gb = kGuardBytes;
   void* params[] = {&region_ptrs_, &region_salts_, &gb, &first_bad_};
   return LaunchHelper(h_.guard_check, dc_.stream, kGuardBytes, params,
@@ -438,24 +415,21 @@ Status CaseRun::LaunchGuardCheck() {
 // Reads the accumulated guard results (synchronizes).
 Status CaseRun::CollectGuards() {
   const size_t n = region_labels_.size();
-  if (n == 0)
-    return Status::Ok();
+  if (n == 0) return Status::Ok();
   std::vector<uint64_t> first(n);
   WS_CUDA_TRY(cuStreamSynchronize(dc_.stream));
   WS_CUDA_TRY(cuMemcpyDtoH(first.data(), first_bad_, n * sizeof(uint64_t)));
   for (size_t r = 0; r < n; ++r) {
-    if (first[r] == ~uint64_t{0})
-      continue;
+    if (first[r] == ~uint64_t{0}) continue;
     if (guards_intact_) {
       // Regions alternate before/after; name the damaged byte's distance from the data.
       int64_t off = static_cast<int64_t>(first[r]);
       std::string where =
           r % 2 == 0 ? fmt::format("the farthest {} bytes before its start", kGuardBytes - off)
                      : fmt::format("the nearest at its end + {} bytes", off);
-      std::string msg =
-          fmt::format("{} was overwritten (damaged bytes: {})", region_labels_[r], where);
-      if (status_ == "ok")
-        Fail("guard_violation", msg);
+      std::string msg = fmt::format("{} was overwritten (damaged bytes: {})", region_labels_[r],
+                                    where);
+      if (status_ == "ok") Fail("guard_violation", msg);
     }
     guards_intact_ = false;
   }
@@ -463,12 +437,10 @@ Status CaseRun::CollectGuards() {
 }
 
 void CaseRun::DumpOutputs(const std::string& tag) {
-  if (c_.dump.empty())
-    return;
+  if (c_.dump.empty()) return;
   std::vector<uint8_t> host;
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
-    if (c_.tensors[t].input)
-      continue;
+    if (c_.tensors[t].input) continue;
     host.resize(static_cast<size_t>(outputs_[t].bytes));
     if (!host.empty()) {
       CUresult r = cuMemcpyDtoH(host.data(), outputs_[t].ptr, host.size());
@@ -483,12 +455,10 @@ void CaseRun::DumpOutputs(const std::string& tag) {
 }
 
 void CaseRun::DumpInputs() {
-  if (c_.dump.empty())
-    return;
+  if (c_.dump.empty()) return;
   std::vector<uint8_t> host;
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
-    if (!c_.tensors[t].input)
-      continue;
+    if (!c_.tensors[t].input) continue;
     host.resize(static_cast<size_t>(inputs_[0][t].bytes));
     if (!host.empty()) {
       CUresult r = cuMemcpyDtoH(host.data(), inputs_[0][t].ptr, host.size());
@@ -508,25 +478,21 @@ void CaseRun::Timing() {
   const size_t flush_words = static_cast<size_t>(tj.l2_flush_bytes / 4);
   if (flush_words > 0) {
     CUresult r = cuMemAlloc(&flush, flush_words * 4);
-    if (r != CUDA_SUCCESS)
-      return FailOrCrash(CuError(r, "cuMemAlloc"), "the L2 flush buffer");
+    if (r != CUDA_SUCCESS) return FailOrCrash(CuError(r, "cuMemAlloc"), "the L2 flush buffer");
     plain_allocs_.push_back(flush);
   }
   std::vector<CUevent> start(tj.iterations, nullptr), stop(tj.iterations, nullptr);
   auto destroy = [&] {
     for (CUevent e : start) {
-      if (e)
-        cuEventDestroy(e);
+      if (e) cuEventDestroy(e);
     }
     for (CUevent e : stop) {
-      if (e)
-        cuEventDestroy(e);
+      if (e) cuEventDestroy(e);
     }
   };
   for (int i = 0; i < tj.iterations; ++i) {
     CUresult r = cuEventCreate(&start[i], CU_EVENT_DEFAULT);
-    if (r == CUDA_SUCCESS)
-      r = cuEventCreate(&stop[i], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = cuEventCreate(&stop[i], CU_EVENT_DEFAULT);
     if (r != CUDA_SUCCESS) {
       destroy();
       return FailOrCrash(CuError(r, "cuEventCreate"), "creating timing events");
@@ -536,15 +502,14 @@ void CaseRun::Timing() {
   for (int run = 0; run < tj.warmup + tj.iterations; ++run) {
     const int it = run - tj.warmup;  // timed iteration, negative during warm-up
     const int set = (it >= 0 ? it : run) % sets_;
-    const std::string where =
-        it >= 0 ? fmt::format(", timed run {}", it) : fmt::format(", warm-up run {}", run);
+    const std::string where = it >= 0 ? fmt::format(", timed run {}", it)
+                                      : fmt::format(", warm-up run {}", run);
     Status s = BeforeRun();
     if (s.ok() && flush_words > 0) {
       // Writing 2x L2 evicts whatever the previous run left there, outputs included.
       CUresult r = cuMemsetD32Async(flush, 0x5A5A0000u + static_cast<unsigned>(run & 0xFFFF),
                                     flush_words, dc_.stream);
-      if (r != CUDA_SUCCESS)
-        s = CuError(r, "flushing the L2");
+      if (r != CUDA_SUCCESS) s = CuError(r, "flushing the L2");
     }
     if (s.ok()) {
       CUresult r = cuCtxResetPersistingL2Cache();
@@ -554,22 +519,18 @@ void CaseRun::Timing() {
     }
     if (s.ok() && it >= 0) {
       CUresult r = cuEventRecord(start[it], dc_.stream);
-      if (r != CUDA_SUCCESS)
-        s = CuError(r, "cuEventRecord");
+      if (r != CUDA_SUCCESS) s = CuError(r, "cuEventRecord");
     }
     if (!s.ok()) {
       destroy();
       return FailOrCrash(s, "before" + where.substr(1));
     }
-    if (!RunPlan(set, where, false))
-      return destroy();
+    if (!RunPlan(set, where, false)) return destroy();
     if (it >= 0) {
       CUresult r = cuEventRecord(stop[it], dc_.stream);
-      if (r != CUDA_SUCCESS)
-        s = CuError(r, "cuEventRecord");
+      if (r != CUDA_SUCCESS) s = CuError(r, "cuEventRecord");
     }
-    if (s.ok())
-      s = LaunchGuardCheck();
+    if (s.ok()) s = LaunchGuardCheck();
     if (s.ok() && (it == tj.audit_iteration || it == last)) {
       CUresult r = cuStreamSynchronize(dc_.stream);
       if (r != CUDA_SUCCESS) {
@@ -590,8 +551,7 @@ void CaseRun::Timing() {
       destroy();
       return FailOrCrash(s, "after" + where.substr(1));
     }
-    if (crashed())
-      return destroy();
+    if (crashed()) return destroy();
   }
   ojson times = ojson::array();
   std::vector<double> us(tj.iterations);
@@ -607,8 +567,9 @@ void CaseRun::Timing() {
   }
   destroy();
   TimingStats st = ComputeStats(us);
-  timing_ = {{"iterations", tj.iterations}, {"times_us", times},   {"median_us", st.median_us},
-             {"min_us", st.min_us},         {"p90_us", st.p90_us}, {"mean_us", st.mean_us},
+  timing_ = {{"iterations", tj.iterations}, {"times_us", times},
+             {"median_us", st.median_us},   {"min_us", st.min_us},
+             {"p90_us", st.p90_us},         {"mean_us", st.mean_us},
              {"stdev_us", st.stdev_us}};
 }
 
@@ -625,21 +586,17 @@ ojson CaseRun::Run() {
       FailOrCrash(s, "before the check run");
     } else if (RunPlan(0, "", true)) {
       s = LaunchGuardCheck();
-      if (s.ok())
-        s = CollectGuards();
+      if (s.ok()) s = CollectGuards();
       if (!s.ok()) {
         FailOrCrash(s, "checking guards after the check run");
       } else {
         DumpOutputs("check");
-        if (c_.dump_inputs)
-          DumpInputs();
-        if (!crashed())
-          dumps_["check"] = {{"set", 0}};
+        if (c_.dump_inputs) DumpInputs();
+        if (!crashed()) dumps_["check"] = {{"set", 0}};
       }
     }
     // 4. Timing, only for a case whose check run went cleanly.
-    if (status_ == "ok" && c_.timing)
-      Timing();
+    if (status_ == "ok" && c_.timing) Timing();
   }
   // 5. Inputs re-hashed (whenever the context still works).
   ojson input_hashes = ojson::object();
@@ -650,8 +607,7 @@ ojson CaseRun::Run() {
     } else {
       for (int set = 0; set < sets_; ++set) {
         for (size_t t = 0; t < c_.tensors.size(); ++t) {
-          if (!c_.tensors[t].input)
-            continue;
+          if (!c_.tensors[t].input) continue;
           size_t i = set * c_.tensors.size() + t;
           input_hashes[c_.tensors[t].name].push_back(Hex64(hashes_before_[i]));
           if ((*after)[i] != hashes_before_[i]) {
@@ -678,8 +634,7 @@ ojson CaseRun::Run() {
 
 Result<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::Error("cannot read {}", path);
+  if (!in) return Status::Error("cannot read {}", path);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -13,18 +13,10 @@ extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int 
                                               static_cast<unsigned long long>(i));
     // Allocations are 256-byte aligned and elements are naturally aligned within them.
     switch (size) {
-      case 1:
-        out[i] = static_cast<unsigned char>(bits);
-        break;
-      case 2:
-        reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits);
-        break;
-      case 4:
-        reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits);
-        break;
-      default:
-        reinterpret_cast<unsigned long long*>(out)[i] = bits;
-        break;
+      case 1: out[i] = static_cast<unsigned char>(bits); break;
+      case 2: reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits); break;
+      case 4: reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits); break;
+      default: reinterpret_cast<unsigned long long*>(out)[i] = bits; break;
     }
   }
 }
@@ -49,8 +41,7 @@ extern "C" __global__ void ws_hash(const unsigned char* p, long long nbytes,
     acc += ws_hash_word(tail, static_cast<unsigned long long>(words));
   }
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xFFFFFFFFu, acc, off);
-  if ((threadIdx.x & 31) == 0)
-    atomicAdd(sum, acc);
+  if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
 }
 
 // Guard regions: blockIdx.y picks the region; region r starts at ptrs[r], holds `bytes` bytes

@@ -1,10 +1,10 @@
 // The runner's device code (problems/init.h + runner_kernels.cu) compiles with NVRTC, cleanly,
 // for every architecture we target. Needs NVRTC only, no GPU.
+#include "evaluator/runner/helpers_compile.h"
+
 #include <string>
 
 #include <gtest/gtest.h>
-
-#include "evaluator/runner/helpers_compile.h"
 
 namespace ws::runner {
 namespace {
