@@ -256,7 +256,8 @@ Result<HostTensor> ReadNpyImpl(const std::string& path, DType expected) {
     return Status::Error("{} bytes of trailing data after the array", have - bytes);
   }
   t.bytes.resize(static_cast<size_t>(bytes));
-  if (std::fread(t.bytes.data(), 1, t.bytes.size(), f.get()) != t.bytes.size()) {
+  if (!t.bytes.empty() &&
+      std::fread(t.bytes.data(), 1, t.bytes.size(), f.get()) != t.bytes.size()) {
     return Status::Error("read failed: {}", std::strerror(errno));
   }
   return t;
@@ -300,11 +301,13 @@ Status WriteNpyImpl(const std::string& path, const HostTensor& t) {
   pre[9] = static_cast<unsigned char>(header.size() >> 8);
   if (std::fwrite(pre, 1, sizeof(pre), f.get()) != sizeof(pre) ||
       std::fwrite(header.data(), 1, header.size(), f.get()) != header.size() ||
-      std::fwrite(t.bytes.data(), 1, t.bytes.size(), f.get()) != t.bytes.size()) {
+      (!t.bytes.empty() &&  // an empty vector's data() may be null
+       std::fwrite(t.bytes.data(), 1, t.bytes.size(), f.get()) != t.bytes.size())) {
     return Status::Error("write failed: {}", std::strerror(errno));
   }
-  if (std::fclose(f.release()) != 0)
+  if (std::fclose(f.release()) != 0) {
     return Status::Error("close failed: {}", std::strerror(errno));
+  }
   return Status::Ok();
 }
 

@@ -250,8 +250,9 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
   WS_ASSIGN_OR_RETURN(spec.name, AsString(root["name"], "name"));
   if (!IsIdentifier(spec.name))
     return FieldError("name", "'{}' is not an identifier", spec.name);
-  const std::string folder = fs::absolute(spec.dir).lexically_normal().filename().string();
-  if (spec.name != folder && !folder.empty()) {
+  const std::string folder =
+      fs::absolute(path).lexically_normal().parent_path().filename().string();
+  if (spec.name != folder) {
     return FieldError("name", "'{}' differs from its folder '{}'", spec.name, folder);
   }
   WS_ASSIGN_OR_RETURN(spec.description, AsString(root["description"], "description"));
