@@ -440,7 +440,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       pc.last_set = (iters - 1) % static_cast<int>(sets);
       pc.timing = {{"warmup", 3},
                    {"iterations", iters},
-                   {"l2_flush_bytes", std::max<int64_t>(2 * device->l2_bytes, 64 << 20)},
+                   {"l2_flush_bytes", std::max<int64_t>(4 * device->l2_bytes, 256 << 20)},
                    {"audit_iteration", audit}};
       // A candidate may be far slower than speed-of-light and still correct; a hang is not.
       case_s += 10 + (iters + 5) * (est_us * 1e-6 * 50 + 2e-3);

@@ -127,6 +127,7 @@ Result<Helpers> LoadHelpers(int cc) {
   WS_CUDA_TRY(cuModuleGetFunction(&h.hash, h.module, "ws_hash"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.guard_fill, h.module, "ws_guard_fill"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.guard_check, h.module, "ws_guard_check"));
+  WS_CUDA_TRY(cuModuleGetFunction(&h.l2_flush, h.module, "ws_l2_flush"));
   return h;
 }
 

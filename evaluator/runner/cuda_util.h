@@ -63,6 +63,7 @@ struct Helpers {
   CUfunction hash = nullptr;         // ws_hash
   CUfunction guard_fill = nullptr;   // ws_guard_fill
   CUfunction guard_check = nullptr;  // ws_guard_check
+  CUfunction l2_flush = nullptr;     // ws_l2_flush
 };
 
 /// Compiles the embedded sources with NVRTC for compute capability `cc` and loads them.

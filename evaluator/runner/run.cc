@@ -474,13 +474,18 @@ void CaseRun::DumpInputs() {
 
 void CaseRun::Timing() {
   const TimingJob& tj = *c_.timing;
+  // The flush buffer is read, not written (see ws_l2_flush); +8 bytes hold the sink word.
   CUdeviceptr flush = 0;
-  const size_t flush_words = static_cast<size_t>(tj.l2_flush_bytes / 4);
+  const size_t flush_words = static_cast<size_t>(tj.l2_flush_bytes / 16);
   if (flush_words > 0) {
-    CUresult r = cuMemAlloc(&flush, flush_words * 4);
+    CUresult r = cuMemAlloc(&flush, flush_words * 16 + 16);
+    if (r == CUDA_SUCCESS) r = cuMemsetD8(flush, 0, flush_words * 16 + 16);
     if (r != CUDA_SUCCESS) return FailOrCrash(CuError(r, "cuMemAlloc"), "the L2 flush buffer");
     plain_allocs_.push_back(flush);
   }
+  CUdeviceptr flush_sink = flush + flush_words * 16;
+  long long flush_n = static_cast<long long>(flush_words);
+  void* flush_params[] = {&flush, &flush_n, &flush_sink};
   std::vector<CUevent> start(tj.iterations, nullptr), stop(tj.iterations, nullptr);
   auto destroy = [&] {
     for (CUevent e : start) {
@@ -506,10 +511,8 @@ void CaseRun::Timing() {
                                       : fmt::format(", warm-up run {}", run);
     Status s = BeforeRun();
     if (s.ok() && flush_words > 0) {
-      // Writing 2x L2 evicts whatever the previous run left there, outputs included.
-      CUresult r = cuMemsetD32Async(flush, 0x5A5A0000u + static_cast<unsigned>(run & 0xFFFF),
-                                    flush_words, dc_.stream);
-      if (r != CUDA_SUCCESS) s = CuError(r, "flushing the L2");
+      // Reading several times the L2 evicts whatever the previous run left there.
+      s = LaunchHelper(h_.l2_flush, dc_.stream, flush_n, flush_params);
     }
     if (s.ok()) {
       CUresult r = cuCtxResetPersistingL2Cache();
