@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
+# carried as .carry/ (scripts/carry.sh). Stages: selftest, probe, tests, bench, peers.
+# Usage: scripts/gpu_session.sh STAGE... ; logs and JSON go to $OUT.
+set -uo pipefail
+root=$(pwd)
+OUT=${OUT:-/tmp/ws_out}
+mkdir -p "$OUT"
+# The binaries were built in /work/main/build: give them that path here too.
+if [[ $root != /work/main ]]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+[[ -e build ]] || ln -sfn .carry build
+missing=$(ldd build/warpsmith build/ws_runner build/ws_compile 2>/dev/null | grep "not found" || true)
+if [[ -n $missing ]]; then
+  echo "libraries missing here, using the carried ones: $missing"
+  export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+export PATH="/usr/local/cuda/bin:$PATH"
+ws="build/warpsmith --workspace $OUT/ws"
+status=0
+
+for stage in "$@"; do
+  echo "=== stage $stage ($(date -u +%H:%M:%S))"
+  case $stage in
+    selftest)
+      evaluator/runner/gpu_selftest.sh build >"$OUT/selftest.log" 2>&1 || status=1
+      tail -25 "$OUT/selftest.log" ;;
+    probe)
+      $ws device probe --json | tee "$OUT/probe.json" || status=1 ;;
+    tests)
+      for t in build/tests/*_test; do
+        "$t" --gtest_brief=1 >"$OUT/$(basename "$t").log" 2>&1 || { status=1; echo "FAILED: $t"; }
+        tail -3 "$OUT/$(basename "$t").log"
+      done ;;
+    bench)
+      for r in rceil floor; do
+        for k in kernels/mxfp8_quantize_rowwise/kernel.cu problems/mxfp8_quantize_rowwise/baseline.cu; do
+          name=$(basename "$(dirname "$k")")-$(basename "$k" .cu)-$r
+          $ws eval mxfp8_quantize_rowwise "$k" --set rounding=$r --json >"$OUT/eval-$name.json" || status=1
+          python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[1], j['verdict'], [(c['shape'], round(c['bytes']/c['timing']['median_us']/1e6,3), round(c['sol_us']/c['timing']['median_us'],3)) for c in j['cases'] if 'timing' in c])" "$OUT/eval-$name.json"
+        done
+      done
+      $ws leaderboard ;;
+    peers)
+      python3 bench/peers/mxfp8_quantize_rowwise.py "$OUT/peers.json" 2>&1 | grep -v Warning || status=1 ;;
+    *) echo "unknown stage $stage"; status=2 ;;
+  esac
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.csv"
+cat "$OUT/gpu.csv"
+exit $status
