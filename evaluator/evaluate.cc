@@ -352,6 +352,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   CompileOptions copts;
   copts.cache_dir = opts.workspace + "/cache";
   copts.timeout_s = opts.compile_timeout_s;
+  copts.compile_worker = opts.compile_worker;
   WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
   if (!res.compile.ok) return reject(Verdict::kCompileError, res.compile.log);
   if (req.compile_only) {

@@ -210,6 +210,7 @@ struct EvalResult {
 struct EvaluatorOptions {
   std::string workspace = ".warpsmith";        // cache and scratch live here
   std::string runner;                          // path of ws_runner; default: beside this binary
+  std::string compile_worker;                  // path of ws_compile; default: beside this binary
   double startup_timeout_s = 30;               // runner start-up allowance (module loads, NVRTC)
   double case_timeout_s = 5;                   // added per correctness case to the runner's limit
   double compile_timeout_s = 60;

@@ -54,6 +54,7 @@ class EvalGpuTest : public testing::Test {
   void SetUp() override {
     opts_.workspace = workspace_;
     opts_.runner = std::string(WS_BINARY_DIR) + "/ws_runner";
+    opts_.compile_worker = std::string(WS_BINARY_DIR) + "/ws_compile";
     std::string why;
     auto device = ProbeDevice(opts_, &why);
     ASSERT_TRUE(device.ok()) << device.status().message();
