@@ -119,6 +119,31 @@ Result<Cost> ShapeCost(const ProblemSpec& spec, const SymbolTable& symbols,
   return c;
 }
 
+struct TrustedReference {
+  std::string path;
+  Plan plan;
+  CompileResult compile;
+};
+
+Result<TrustedReference> CompileReference(const ProblemSpec& spec,
+                                          const std::map<std::string, std::string>& params,
+                                          Arch arch, const CompileOptions& copts) {
+  TrustedReference ref;
+  ref.path = spec.dir + "/" + spec.gpu_reference;
+  WS_ASSIGN_OR_RETURN(std::string source, ReadFile(ref.path));
+  auto plan = ParsePlan(source);
+  if (!plan.ok()) return plan.status().Context(ref.path);
+  WS_RETURN_IF_ERROR(ValidatePlan(*plan, spec).Context(ref.path));
+  ref.plan = std::move(*plan);
+  auto defines = ParamDefines(spec, params);
+  for (const auto& [k, v] : ref.plan.knobs) defines[k] = std::to_string(v.front());
+  WS_ASSIGN_OR_RETURN(ref.compile, Compile({source, arch, defines, {}}, copts));
+  if (!ref.compile.ok) {
+    return Status::Error("the GPU reference {} does not compile: {}", ref.path, ref.compile.log);
+  }
+  return ref;
+}
+
 struct PlannedCase {
   std::string id;
   std::string kind;
@@ -230,6 +255,24 @@ Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& s
   }
   return std::string();
 }
+
+// A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept.
+Result<std::string> MakeScratch(const EvaluatorOptions& opts) {
+  std::string scratch = fmt::format("{}/scratch/{:016x}", opts.workspace, SecureRandom64());
+  std::error_code ec;
+  fs::create_directories(scratch, ec);
+  if (ec) return Status::Error("cannot create {}: {}", scratch, ec.message());
+  return scratch;
+}
+
+struct ScratchCleanup {
+  std::string dir;
+  bool keep;
+  ~ScratchCleanup() {
+    std::error_code ec;
+    if (!keep) fs::remove_all(dir, ec);
+  }
+};
 
 Timing ParseTiming(const json& t) {
   Timing tm;
@@ -379,32 +422,14 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
 
   // The trusted reference, compiled for the same parameters with its default knobs.
-  std::string ref_path = spec.dir + "/" + spec.gpu_reference;
-  WS_ASSIGN_OR_RETURN(std::string ref_source, ReadFile(ref_path));
-  auto ref_plan = ParsePlan(ref_source);
-  if (!ref_plan.ok()) return ref_plan.status().Context(ref_path);
-  WS_RETURN_IF_ERROR(ValidatePlan(*ref_plan, spec).Context(ref_path));
-  auto ref_defines = ParamDefines(spec, req.params);
-  for (const auto& [k, v] : ref_plan->knobs) ref_defines[k] = std::to_string(v.front());
-  WS_ASSIGN_OR_RETURN(CompileResult ref_compile,
-                      Compile({ref_source, req.arch, ref_defines, {}}, copts));
-  if (!ref_compile.ok) {
-    return Status::Error("the GPU reference {} does not compile: {}", ref_path, ref_compile.log);
-  }
+  WS_ASSIGN_OR_RETURN(TrustedReference ref_kernel, CompileReference(spec, req.params, req.arch, copts));
+  const std::string& ref_path = ref_kernel.path;
+  const Plan* ref_plan = &ref_kernel.plan;
+  const CompileResult& ref_compile = ref_kernel.compile;
 
   // 4. Jobs. Seeds come from the OS's CSPRNG, fresh for every evaluation.
-  std::string scratch = fmt::format("{}/scratch/{:016x}", opts.workspace, SecureRandom64());
-  std::error_code ec;
-  fs::create_directories(scratch, ec);
-  if (ec) return Status::Error("cannot create {}: {}", scratch, ec.message());
-  struct Cleanup {
-    std::string dir;
-    bool keep;
-    ~Cleanup() {
-      std::error_code ec;
-      if (!keep) fs::remove_all(dir, ec);
-    }
-  } cleanup{scratch, opts.keep_scratch};
+  WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts));
+  ScratchCleanup cleanup{scratch, opts.keep_scratch};
 
   const int poison = static_cast<int>(SecureRandom64() % 256);
   std::vector<PlannedCase> cases;
@@ -594,6 +619,86 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (timed) res.geomean_us = std::exp(log_sum / timed);
   if (sol_known) res.sol_fraction = std::exp(sol_log_sum / sol_known);
   return res;
+}
+
+Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
+                                              const std::map<std::string, std::string>& params,
+                                              Arch arch, const DeviceInfo& device,
+                                              const EvaluatorOptions& opts) {
+  CompileOptions copts;
+  copts.cache_dir = opts.workspace + "/cache";
+  copts.timeout_s = opts.compile_timeout_s;
+  copts.compile_worker = opts.compile_worker;
+  WS_ASSIGN_OR_RETURN(TrustedReference ref, CompileReference(spec, params, arch, copts));
+
+  std::vector<Shape> shapes = spec.test_shapes;
+  shapes.insert(shapes.end(), spec.hidden_shapes.begin(), spec.hidden_shapes.end());
+  // The smallest bench shape too: the CPU reference has to recompute all of it.
+  const Shape* smallest = nullptr;
+  double smallest_bytes = 0;
+  for (const auto& s : spec.bench_shapes) {
+    WS_ASSIGN_OR_RETURN(Cost c, ShapeCost(spec, BindSymbols(spec, s, params), std::nullopt));
+    if (!smallest || c.bytes < smallest_bytes) {
+      smallest = &s;
+      smallest_bytes = c.bytes;
+    }
+  }
+  if (smallest) shapes.push_back(*smallest);
+
+  WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts));
+  ScratchCleanup cleanup{scratch, opts.keep_scratch};
+  json job = {{"cubin", fs::absolute(ref.compile.cubin_path).string()},
+              {"result", fs::absolute(scratch + "/reference.result.json").string()},
+              {"cases", json::array()}};
+  std::vector<SymbolTable> symbols;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    symbols.push_back(BindSymbols(spec, shapes[i], params));
+    WS_ASSIGN_OR_RETURN(ResolvedPlan rp, ResolvePlan(ref.plan, spec, symbols.back(), {}, device.limits));
+    WS_ASSIGN_OR_RETURN(json tensors, TensorsJson(spec, symbols.back()));
+    job["cases"].push_back({{"id", fmt::format("case-{}", i)},
+                            {"launches", LaunchesJson(rp)},
+                            {"workspace", {{"bytes", rp.workspace_bytes}, {"zero", rp.workspace_zero}}},
+                            {"tensors", tensors},
+                            {"input_seeds", {SecureRandom64()}},
+                            {"poison", static_cast<int>(SecureRandom64() % 256)},
+                            {"timing", nullptr},
+                            {"dump", fs::absolute(fmt::format("{}/case-{}", scratch, i)).string()},
+                            {"dump_inputs", true}});
+  }
+  double budget = opts.startup_timeout_s + opts.case_timeout_s * static_cast<double>(shapes.size()) + 60;
+  WS_ASSIGN_OR_RETURN(RunnerOutcome run, RunRunner(opts, scratch + "/reference.job.json", job, budget));
+
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::string id = fmt::format("case-{}", i);
+    auto it = run.cases.find(id);
+    if (it == run.cases.end() || it->second.value("status", "") != "ok") {
+      return Status::Error("the reference runner failed on shape {} ({}): {}", ShapeText(shapes[i]),
+                           run.process.Describe(),
+                           it == run.cases.end() ? run.process.stderr_data.substr(0, 1000)
+                                                 : it->second.value("message", ""));
+    }
+    std::string prefix = scratch + "/" + id;
+    TensorMap inputs;
+    for (const auto& t : spec.tensors) {
+      if (t.role != TensorRole::kInput) continue;
+      WS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(DumpPath(prefix, "input", t.name)));
+      WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols[i]));
+      inputs[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(bytes.begin(), bytes.end())};
+    }
+    WS_ASSIGN_OR_RETURN(TensorMap want, RunCpuReference(spec, symbols[i], params, inputs));
+    for (const auto& [name, tensor] : want) {
+      const TensorSpec* ts = spec.FindTensor(name);
+      WS_ASSIGN_OR_RETURN(std::string got, ReadFile(DumpPath(prefix, "check", name)));
+      std::string diff = CompareExact(
+          name, tensor.dims, DTypeSize(ts->dtype), got,
+          std::string_view(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size()));
+      if (!diff.empty()) {
+        return Status::Error("the GPU reference disagrees with the CPU reference at shape {}: {}",
+                             ShapeText(shapes[i]), diff);
+      }
+    }
+  }
+  return shapes;
 }
 
 }  // namespace ws

@@ -226,6 +226,15 @@ Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts,
 /// Measures copy bandwidth and BF16/FP8 matrix rates (through the runner).
 Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts);
 
+/// Checks the problem's trusted GPU reference against its CPU reference: the reference runner
+/// generates fresh inputs for every test and hidden shape (and the smallest bench shape), dumps
+/// them, and the CPU reference recomputes the outputs here. Returns the shapes checked; an error
+/// names the first disagreement.
+Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
+                                              const std::map<std::string, std::string>& params,
+                                              Arch arch, const DeviceInfo& device,
+                                              const EvaluatorOptions& opts);
+
 /// Compiles, runs, checks and times one candidate. Failures of the candidate are verdicts; an
 /// error Status means the evaluator itself could not work (bad request, missing runner).
 Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts);

@@ -178,6 +178,33 @@ int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
   return kExitOk;
 }
 
+int CmdProblemVerify(const Globals& g, const std::string& name,
+                     const std::vector<std::string>& set_args) {
+  auto spec = FindProblem(g, name);
+  if (!spec.ok()) return Fail(spec.status());
+  auto sets = ParseSets(set_args);
+  if (!sets.ok()) return Fail(sets.status());
+  auto params = ResolveParams(*spec, *sets);
+  if (!params.ok()) return Fail(params.status());
+  EvaluatorOptions opts;
+  opts.workspace = g.workspace;
+  std::string why;
+  auto device = ProbeDevice(opts, &why);
+  if (!device.ok()) return Fail(device.status());
+  if (!*device) return Fail(Status::Error("verifying the GPU reference needs a GPU: {}", why));
+  auto arch = ParseArch((*device)->arch);
+  if (!arch.ok()) return Fail(arch.status());
+  auto shapes = VerifyGpuReference(*spec, *params, *arch, **device, opts);
+  if (!shapes.ok()) {
+    std::fprintf(stderr, "warpsmith: %s\n", shapes.status().message().c_str());
+    return kExitRejected;
+  }
+  std::cout << fmt::format("{} ({}): the GPU reference matches the CPU reference on {} shapes of "
+                           "fresh inputs\n",
+                           spec->name, ParamsJson(*params), shapes->size());
+  return kExitOk;
+}
+
 // ---- eval ---------------------------------------------------------------------------------------
 
 json ResultJson(const EvalResult& r) {
@@ -515,6 +542,13 @@ int Main(int argc, char** argv) {
   show->add_option("NAME", show_name)->required();
   show->add_flag("--json", as_json, "machine-readable output");
   show->callback([&] { rc = CmdProblemShow(g, show_name, as_json); });
+  std::string verify_name;
+  std::vector<std::string> verify_sets;
+  auto* verify = problems->add_subcommand(
+      "verify", "check the GPU reference against the CPU reference on fresh inputs (needs a GPU)");
+  verify->add_option("NAME", verify_name)->required();
+  verify->add_option("--set", verify_sets, "problem parameter NAME=VALUE");
+  verify->callback([&] { rc = CmdProblemVerify(g, verify_name, verify_sets); });
   problems->callback([&] {
     if (problems->get_subcommands().empty()) rc = CmdProblems(g, as_json);
   });
