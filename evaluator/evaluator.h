@@ -148,6 +148,7 @@ std::string_view VerdictName(Verdict v);
 struct Timing {
   double median_us = 0, min_us = 0, p90_us = 0, mean_us = 0, stdev_us = 0;
   int iterations = 0;
+  bool graph = false;  // timed as CUDA-graph replays
 };
 
 /// One shape's outcome.

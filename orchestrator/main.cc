@@ -216,7 +216,8 @@ json ResultJson(const EvalResult& r) {
     if (c.timing) {
       j["timing"] = {{"median_us", c.timing->median_us}, {"min_us", c.timing->min_us},
                      {"p90_us", c.timing->p90_us},       {"mean_us", c.timing->mean_us},
-                     {"stdev_us", c.timing->stdev_us},   {"iterations", c.timing->iterations}};
+                     {"stdev_us", c.timing->stdev_us},   {"iterations", c.timing->iterations},
+                     {"graph", c.timing->graph}};
     }
     cases.push_back(j);
   }

@@ -135,6 +135,25 @@ TEST_F(EvalGpuTest, OneWrongByteIsAWrongAnswerNamingTheElement) {
   EXPECT_NE(r->message.find("1 of"), std::string::npos) << r->message;
 }
 
+// A plan of several launches is timed as CUDA-graph replays, and the audited run still checks.
+TEST_F(EvalGpuTest, MultiLaunchPlansAreTimedAsGraphs) {
+  std::string src = WithExtraLaunch(
+      Baseline(), R"({ "kernel": "ws_test_noop", "grid": [1], "block": [32], "args": [] })",
+      "extern \"C\" __global__ void ws_test_noop() {}\n");
+  EvalRequest req = Request(src);
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+  int timed = 0;
+  for (const auto& c : r->cases) {
+    if (!c.timing) continue;
+    EXPECT_TRUE(c.timing->graph);
+    EXPECT_GT(c.timing->median_us, 0);
+    ++timed;
+  }
+  EXPECT_EQ(timed, static_cast<int>(spec_->bench_shapes.size()));
+}
+
 TEST_F(EvalGpuTest, WritingPastTheOutputIsCaught) {
   std::string src = WithExtraLaunch(
       Baseline(),

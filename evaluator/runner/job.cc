@@ -240,6 +240,7 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
       WS_ASSIGN_OR_RETURN(int64_t audit, IntField(t, "audit_iteration", tp, 0, iters - 1));
       tj.audit_iteration = static_cast<int>(audit);
     }
+    WS_ASSIGN_OR_RETURN(tj.graph, BoolField(t, "graph", tp, false));
     c.timing = tj;
   }
   if (j.contains("dump") && !j["dump"].is_null()) {

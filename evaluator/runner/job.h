@@ -47,6 +47,7 @@ struct TimingJob {
   int iterations = 1;
   int64_t l2_flush_bytes = 0;
   int audit_iteration = 0;
+  bool graph = false;  // time replays of a CUDA graph of the plan's launches
 };
 
 struct CaseJob {
