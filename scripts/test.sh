@@ -5,4 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
+if [[ ! -e /dev/nvidiactl ]]; then
+  echo "note: no NVIDIA GPU on this machine: the tests labelled gpu will skip themselves"
+fi
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
