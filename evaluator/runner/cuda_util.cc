@@ -1,5 +1,7 @@
 #include "evaluator/runner/cuda_util.h"
 
+#include "evaluator/runner/commands.h"
+
 #include <algorithm>
 #include <fstream>
 #include <regex>
@@ -160,6 +162,22 @@ Result<uint64_t> HashDevice(const Helpers& h, CUstream s, CUdeviceptr p, int64_t
   WS_CUDA_TRY(cuStreamSynchronize(s));
   // The length goes in too, so trailing zero bytes still count.
   return ws_mix64(sum ^ ws_mix64(static_cast<unsigned long long>(bytes) + 0x632BE59BD9B4E019ull));
+}
+
+int OpenDeviceWithHelpers(DeviceContext* dc, Helpers* helpers) {
+  auto opened = OpenDevice(0);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "ws_runner: %s\n", opened.status().message().c_str());
+    return kExitNoGpu;
+  }
+  *dc = std::move(*opened);
+  auto loaded = LoadHelpers(dc->props.cc);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "ws_runner: %s\n", loaded.status().message().c_str());
+    return kExitRunnerError;
+  }
+  *helpers = *loaded;
+  return kExitOk;
 }
 
 }  // namespace ws::runner

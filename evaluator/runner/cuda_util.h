@@ -56,6 +56,12 @@ struct DeviceContext {
 /// cuInit, device `ordinal`, its primary context and a stream. The error says why no GPU is usable.
 Result<DeviceContext> OpenDevice(int ordinal);
 
+struct Helpers;
+
+/// Opens device 0 and loads the helper kernels into it. On failure prints why on stderr and
+/// returns the exit status for it (no GPU, or our own failure); 0 on success.
+int OpenDeviceWithHelpers(DeviceContext* dc, Helpers* helpers);
+
 /// The runner's own kernels, loaded into the current context.
 struct Helpers {
   CUmodule module = nullptr;

@@ -247,16 +247,11 @@ int DevicesCommand() {
 }
 
 int ProbeCommand() {
-  auto dc = OpenDevice(0);
-  if (!dc.ok()) {
-    std::fprintf(stderr, "ws_runner: %s\n", dc.status().message().c_str());
-    return kExitNoGpu;
-  }
-  auto helpers = LoadHelpers(dc->props.cc);
-  if (!helpers.ok()) {
-    std::fprintf(stderr, "ws_runner: %s\n", helpers.status().message().c_str());
-    return kExitRunnerError;
-  }
+  DeviceContext device;
+  Helpers helper_kernels;
+  if (int rc = OpenDeviceWithHelpers(&device, &helper_kernels); rc != kExitOk) return rc;
+  DeviceContext* dc = &device;
+  Helpers* helpers = &helper_kernels;
   int64_t copied = 0;
   auto copy = CopyBandwidth(*dc, &copied);
   if (!copy.ok()) {

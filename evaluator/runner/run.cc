@@ -701,16 +701,11 @@ int RunCommand(const std::string& job_path) {
     std::fprintf(stderr, "ws_runner: bad job: the cubin %s does not exist\n", job->cubin.c_str());
     return kExitBadJob;
   }
-  auto dc = OpenDevice(0);
-  if (!dc.ok()) {
-    std::fprintf(stderr, "ws_runner: %s\n", dc.status().message().c_str());
-    return kExitNoGpu;
-  }
-  auto helpers = LoadHelpers(dc->props.cc);
-  if (!helpers.ok()) {
-    std::fprintf(stderr, "ws_runner: %s\n", helpers.status().message().c_str());
-    return kExitRunnerError;
-  }
+  DeviceContext device;
+  Helpers helper_kernels;
+  if (int rc = OpenDeviceWithHelpers(&device, &helper_kernels); rc != kExitOk) return rc;
+  DeviceContext* dc = &device;
+  Helpers* helpers = &helper_kernels;
   // A cubin that does not load (wrong architecture, corrupt) fails every case as a launch error.
   CUmodule module = nullptr;
   Status module_status;

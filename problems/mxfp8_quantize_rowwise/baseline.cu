@@ -12,14 +12,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
-#ifndef WS_ROUNDING_RCEIL
-#define WS_ROUNDING_RCEIL 0
-#endif
-#ifndef WS_ROUNDING_FLOOR
-#define WS_ROUNDING_FLOOR 1
-#endif
-#ifndef WS_ROUNDING
-#define WS_ROUNDING WS_ROUNDING_RCEIL
+#if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
+#error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
 
 namespace {

@@ -9,17 +9,11 @@
 // operations are the two fp32 multiplies the rules name (amax * fp32(1/448) and x * 2^(127-S)),
 // issued as mul.rn.f32 without flush-to-zero. Slow by design; never tune this file.
 //
-// Checked byte for byte against problems/mxfp8_quantize_rowwise/reference.cc by
-// bench/dev/run_mxfp8_quantize_rowwise.sh.
+// Checked byte for byte against problems/mxfp8_quantize_rowwise/reference.cc on device-generated
+// inputs by `warpsmith problems verify` (and the GPU test GpuReferenceMatchesTheCpuReference).
 
-#ifndef WS_ROUNDING_RCEIL
-#define WS_ROUNDING_RCEIL 0
-#endif
-#ifndef WS_ROUNDING_FLOOR
-#define WS_ROUNDING_FLOOR 1
-#endif
-#ifndef WS_ROUNDING
-#define WS_ROUNDING WS_ROUNDING_RCEIL
+#if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
+#error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
 #ifndef THREADS
 #define THREADS 256
