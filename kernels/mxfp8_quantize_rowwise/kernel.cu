@@ -1,6 +1,7 @@
 /* warpsmith:plan
-{ "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128], "LOAD_HINT": [0, 3, 4, 1, 2, 5],
-              "STORE_CS": [1, 0], "SCALE_STORE": [0, 1], "CTAS_PER_SM": [1048576, 16, 8] },
+{ "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
+              "LOAD_HINT": [0, 3, 4, 1, 2, 5], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
+              "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
                 "block": ["THREADS"], "smem": "0",
@@ -23,11 +24,20 @@
 //  - sm_100a: the rceil scale comes from cvt.rp.satfinite.ue8m0x2.f32 (round up to a power of two;
 //    Inf -> 0xFE under satfinite); sm_90a computes it from the bits of d.
 //
-// Knobs (H200, bench/results/dev-mxfp8_quantize_rowwise-h200-2026-11-30.json): CHUNKS=2 x
-// THREADS=512 is the best geomean over the bench shapes, but CHUNKS 2-4 and THREADS 128-512 all
-// land within ~1%. LOAD_HINT matters: plain ld.global.nc (0) or ld.global (3) reach ~1.01x copy;
-// any L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%. A capped, grid-striding
-// persistent grid (CTAS_PER_SM 8 or 16) loses 4-7%. CHUNKS=1 leaves too few bytes in flight.
+// Knobs: CHUNKS (16-byte loads in flight per lane), THREADS (CTA size), LOAD_HINT (load
+// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern), CTAS_PER_SM (grid
+// cap: uncapped = one tile per warp; a cap that fits on an SM = one resident wave with the next
+// tile prefetched; a larger cap = several grid-striding waves).
+// Measured on the H200 (real evaluator, read-based L2 flush, median of 200; rceil; SOL fraction
+// against the 2 GiB copy): CHUNKS=2 x THREADS=512 uncapped is the default: 1.029 / 1.017 / 1.021
+// on 131072x7168 / 131072x2048 / 65536x5120, 0.933 (35.9 us) on 16384x2880. THREADS=256 or 128
+// give 35.5-35.6 us on the small shape but lose 0.5-0.8% on the large ones (all within run-to-run
+// noise, ~0.5 us on the small shape). 16-byte q stores (pairs of lanes swapping halves) lost 1-2%
+// everywhere. One wave with each CTA owning a CONTIGUOUS range of tiles lost 8-30% (528 far-apart
+// streams, likely poor DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM 2-4)
+// is not yet measured. LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
+// L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%. CHUNKS=1 leaves too few bytes in
+// flight. Details: bench/dev/NOTES-mxfp8_quantize_rowwise.md.
 //
 // Build/run: bench/dev/run_mxfp8_quantize_rowwise.sh (NVRTC, sm_90a; checked byte for byte against
 // problems/mxfp8_quantize_rowwise/reference.cc).
@@ -53,6 +63,9 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef CTAS_PER_SM
+#define CTAS_PER_SM 1048576  // grid cap per SM; one prefetching wave if it fits, see the kernel
+#endif
 #ifndef SCALE_STORE
 #define SCALE_STORE 0  // 0: one gathered 32-byte store per warp tile; 1: block leaders store
 #endif
@@ -70,10 +83,14 @@ struct Config {
   static constexpr int kTileBlocks = kTileChunks / kLanesPerBlock;  // 8 * kChunks
   static constexpr int kScaleRounds = (kTileBlocks + 31) / 32;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+  // CTAS_PER_SM CTAs fit on an SM at once (2048 threads): one wave, next tile prefetched.
+  static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
+  static constexpr int kMinBlocks = kOneWave ? CTAS_PER_SM : 1;  // per SM, for __launch_bounds__
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 static_assert(Config::kLanesPerBlock == 4, "the amax shuffles assume 4 lanes per block");
+static_assert(CTAS_PER_SM >= 1, "grid cap");
 
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr unsigned kE8M0NaN = 0xFF;
@@ -84,7 +101,7 @@ struct Chunk {
   unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
 };
 
-// ---- memory (streaming: every byte is touched once) -----------------------------------------------
+// ---- memory (streaming: every byte is touched once) ---------------------------------------------
 
 __device__ __forceinline__ Chunk load_chunk_streaming(const Chunk* p) {
   Chunk c;
@@ -188,85 +205,116 @@ __device__ __forceinline__ void quantize_chunk(const Chunk& c, float r, unsigned
   hi = out[1];
 }
 
+// ---- one warp tile: kChunks loads of 32 lanes x 16 B, 8*kChunks blocks -------------------------
+
+// Issues the tile's loads (all before any use). Chunks past the end read as zeros: K % 32 == 0
+// makes a whole 4-lane block in or out together.
+__device__ __forceinline__ void load_tile(Chunk (&c)[Config::kChunks], const Chunk* x_chunks,
+                                          long long chunk0, long long num_chunks) {
+#pragma unroll
+  for (int u = 0; u < Config::kChunks; ++u) {
+    const long long ci = chunk0 + u * 32;
+    if (ci < num_chunks) {
+      c[u] = load_chunk_streaming(x_chunks + ci);
+    } else {
+      c[u] = Chunk{{0u, 0u, 0u, 0u}};
+    }
+  }
+}
+
+// amax, scales and q of one loaded warp tile; chunk0 = tile * kTileChunks + lane.
+__device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
+                                              unsigned char* q, unsigned char* scales,
+                                              long long tile, long long chunk0,
+                                              long long num_chunks, int lane) {
+  const long long num_blocks = num_chunks / Config::kLanesPerBlock;
+  unsigned scale[Config::kChunks];  // block (tile, u, lane/4)'s scale, same in its 4 lanes
+#pragma unroll
+  for (int u = 0; u < Config::kChunks; ++u) {
+    // amax as bf16 bits: |x| is x & 0x7FFF; integer order = magnitude order, NaN above Inf.
+    unsigned m2 = max_u16x2(max_u16x2(c[u].w[0] & 0x7FFF7FFFu, c[u].w[1] & 0x7FFF7FFFu),
+                            max_u16x2(c[u].w[2] & 0x7FFF7FFFu, c[u].w[3] & 0x7FFF7FFFu));
+    unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+
+    // NaN always, and Inf under floor, give the NaN scale and all-NaN q.
+    const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
+    const unsigned s = special ? kE8M0NaN
+                               : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
+    scale[u] = s;
+    unsigned lo, hi;
+    quantize_chunk(c[u], scale_reciprocal(special ? 0u : s), lo, hi);
+    if (special) lo = hi = kE4M3NaNx4;
+    const long long ci = chunk0 + u * 32;
+    if (ci < num_chunks) store_q8_streaming(q + ci * Config::kChunkElems, lo, hi);
+#if SCALE_STORE == 1
+    // The first lane of each block stores its scale: 8 bytes per warp store, no gather.
+    if ((lane & 3) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);
+#endif
+  }
+#if SCALE_STORE == 0
+  // Scales: lane l of round r writes block g = 32r + l of the tile, which load u = g/8 holds in
+  // lane 4*(g%8). The source lane depends on l only, so one shuffle per load suffices.
+  unsigned gathered[Config::kChunks];
+#pragma unroll
+  for (int u = 0; u < Config::kChunks; ++u) {
+    gathered[u] = __shfl_sync(kFullMask, scale[u], (lane & 7) * Config::kLanesPerBlock);
+  }
+#pragma unroll
+  for (int r = 0; r < Config::kScaleRounds; ++r) {
+    const int g = r * 32 + lane;
+    unsigned s = 0;
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      if (u == (g >> 3)) s = gathered[u];
+    }
+    const long long bi = tile * Config::kTileBlocks + g;
+    if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
+  }
+#endif
+}
+
 }  // namespace
 
-// x (M,K) bf16 bits, q (M,K) e4m3, scales (M,K/32) e8m0. Grid-stride over warp tiles, so any
-// grid size is correct (the plan caps it at num_sms * CTAS_PER_SM).
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
+// x (M,K) bf16 bits, q (M,K) e4m3, scales (M,K/32) e8m0. Grid-stride over warp tiles, so any grid
+// size is correct; at any moment the whole GPU works on one compact window of x.
+//  Uncapped (CTAS_PER_SM = 1048576): one CTA per kWarps tiles; each warp does one tile and the
+//    hardware refills SMs as CTAs exit.
+//  kOneWave: num_sms * CTAS_PER_SM CTAs, all resident at once (__launch_bounds__ makes them fit);
+//    each warp strides over ~T/(G*kWarps) tiles (balanced to one tile), issuing the next tile's
+//    loads before it quantizes the current one.
+//  Otherwise (a cap above residency): several waves of grid-striding CTAs, no prefetch.
+extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocks)
     sm90_bf16_mxfp8_quantize_rowwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q,
                                      unsigned char* __restrict__ scales, int M, int K) {
   const long long num_chunks = static_cast<long long>(M) * K / Config::kChunkElems;
-  const long long num_blocks = num_chunks / Config::kLanesPerBlock;
   const long long num_tiles = (num_chunks + Config::kTileChunks - 1) / Config::kTileChunks;
   const int lane = threadIdx.x & 31;
   const Chunk* x_chunks = reinterpret_cast<const Chunk*>(x);  // (M*K/8)
+  const long long stride = static_cast<long long>(gridDim.x) * Config::kWarps;
+  long long tile = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
 
-  for (long long tile = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
-       tile < num_tiles; tile += static_cast<long long>(gridDim.x) * Config::kWarps) {
-    const long long chunk0 = tile * Config::kTileChunks + lane;
-
-    // All loads first: kChunks * 16 bytes in flight per lane.
-    Chunk c[Config::kChunks];  // (kChunks) x 16 B
+  if constexpr (!Config::kOneWave) {
+    for (; tile < num_tiles; tile += stride) {
+      const long long chunk0 = tile * Config::kTileChunks + lane;
+      Chunk c[Config::kChunks];  // (kChunks) x 16 B
+      load_tile(c, x_chunks, chunk0, num_chunks);
+      quantize_tile(c, q, scales, tile, chunk0, num_chunks, lane);
+    }
+  } else {
+    Chunk next[Config::kChunks];  // (kChunks) x 16 B, in flight while the current tile is quantized
+    if (tile < num_tiles) load_tile(next, x_chunks, tile * Config::kTileChunks + lane, num_chunks);
+    for (; tile < num_tiles; tile += stride) {
+      Chunk c[Config::kChunks];  // (kChunks) x 16 B
 #pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      const long long ci = chunk0 + u * 32;
-      if (ci < num_chunks) {
-        c[u] = load_chunk_streaming(x_chunks + ci);
-      } else {
-        c[u] = Chunk{{0u, 0u, 0u, 0u}};  // tail: a whole 4-lane block is in or out together
+      for (int u = 0; u < Config::kChunks; ++u) c[u] = next[u];
+      const long long chunk0 = tile * Config::kTileChunks + lane;
+      if (tile + stride < num_tiles) {
+        load_tile(next, x_chunks, chunk0 + stride * Config::kTileChunks, num_chunks);
       }
+      quantize_tile(c, q, scales, tile, chunk0, num_chunks, lane);
     }
-
-#if SCALE_STORE == 0
-    unsigned scale[Config::kChunks];  // block (tile, u, lane/4)'s scale, same in its 4 lanes
-#endif
-#pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      // amax as bf16 bits: |x| is x & 0x7FFF; integer order = magnitude order, NaN above Inf.
-      unsigned m2 = max_u16x2(max_u16x2(c[u].w[0] & 0x7FFF7FFFu, c[u].w[1] & 0x7FFF7FFFu),
-                              max_u16x2(c[u].w[2] & 0x7FFF7FFFu, c[u].w[3] & 0x7FFF7FFFu));
-      unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
-      amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
-      amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
-
-      // NaN always, and Inf under floor, give the NaN scale and all-NaN q.
-      const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
-      const unsigned s = special ? kE8M0NaN
-                                 : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
-#if SCALE_STORE == 0
-      scale[u] = s;  // gathered below
-#endif
-
-      unsigned lo, hi;
-      quantize_chunk(c[u], scale_reciprocal(special ? 0u : s), lo, hi);
-      if (special) lo = hi = kE4M3NaNx4;
-      const long long ci = chunk0 + u * 32;
-      if (ci < num_chunks) store_q8_streaming(q + ci * Config::kChunkElems, lo, hi);
-#if SCALE_STORE == 1
-      // The first lane of each block stores its scale: 8 bytes per warp store, no gather.
-      if ((lane & 3) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);
-#endif
-    }
-#if SCALE_STORE == 0
-    // Scales: lane l of round r writes block g = 32r + l of the tile, which load u = g/8 holds in
-    // lane 4*(g%8). The source lane depends on l only, so one shuffle per load suffices.
-    unsigned gathered[Config::kChunks];
-#pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      gathered[u] = __shfl_sync(kFullMask, scale[u], (lane & 7) * Config::kLanesPerBlock);
-    }
-#pragma unroll
-    for (int r = 0; r < Config::kScaleRounds; ++r) {
-      const int g = r * 32 + lane;
-      unsigned s = 0;
-#pragma unroll
-      for (int u = 0; u < Config::kChunks; ++u) {
-        if (u == (g >> 3)) s = gathered[u];
-      }
-      const long long bi = tile * Config::kTileBlocks + g;
-      if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
-    }
-#endif
   }
 }
