@@ -78,6 +78,69 @@ constexpr const char* kMigrations[] = {
         measured_at      TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
       );
     )sql",
+    // 2: campaigns, their problems, agent attempts and turns (tokens, cost); evaluations and
+    // kernels linked to the campaign and agent that produced them; reviewer flags.
+    R"sql(
+      CREATE TABLE campaigns (
+        id             INTEGER PRIMARY KEY,
+        config_json    TEXT NOT NULL,
+        status         TEXT NOT NULL DEFAULT 'running',
+        stop_requested INTEGER NOT NULL DEFAULT 0,
+        pid            INTEGER NOT NULL DEFAULT 0,
+        wall_seconds   REAL NOT NULL DEFAULT 0,
+        message        TEXT NOT NULL DEFAULT '',
+        created_at     TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql(),
+        updated_at     TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
+      );
+
+      CREATE TABLE campaign_problems (
+        campaign_id    INTEGER NOT NULL REFERENCES campaigns(id),
+        problem        TEXT NOT NULL,
+        params_json    TEXT NOT NULL DEFAULT '{}',
+        seed_kernel_id INTEGER REFERENCES kernels(id),
+        status         TEXT NOT NULL DEFAULT 'active',
+        PRIMARY KEY (campaign_id, problem)
+      );
+
+      CREATE TABLE attempts (
+        id                 INTEGER PRIMARY KEY,
+        campaign_id        INTEGER NOT NULL REFERENCES campaigns(id),
+        problem            TEXT NOT NULL,
+        agent              TEXT NOT NULL,
+        parent_kernel_id   INTEGER REFERENCES kernels(id),
+        status             TEXT NOT NULL DEFAULT 'running',
+        message            TEXT NOT NULL DEFAULT '',
+        best_evaluation_id INTEGER,
+        started_at         TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql(),
+        finished_at        TEXT NOT NULL DEFAULT ''
+      );
+      CREATE INDEX attempts_by_campaign ON attempts(campaign_id, problem, id);
+
+      CREATE TABLE agent_turns (
+        id                  INTEGER PRIMARY KEY,
+        campaign_id         INTEGER NOT NULL REFERENCES campaigns(id),
+        attempt_id          INTEGER REFERENCES attempts(id),
+        agent               TEXT NOT NULL,
+        input_tokens        INTEGER NOT NULL DEFAULT 0,
+        output_tokens       INTEGER NOT NULL DEFAULT 0,
+        cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd            REAL NOT NULL DEFAULT 0,
+        stop_reason         TEXT NOT NULL DEFAULT '',
+        created_at          TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
+      );
+      CREATE INDEX agent_turns_by_campaign ON agent_turns(campaign_id);
+
+      ALTER TABLE kernels ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);
+      ALTER TABLE kernels ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+      ALTER TABLE evaluations ADD COLUMN campaign_id INTEGER REFERENCES campaigns(id);
+      ALTER TABLE evaluations ADD COLUMN attempt_id INTEGER REFERENCES attempts(id);
+      ALTER TABLE evaluations ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+      ALTER TABLE evaluations ADD COLUMN purpose TEXT NOT NULL DEFAULT 'eval';
+      ALTER TABLE evaluations ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0;
+      ALTER TABLE evaluations ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE evaluations ADD COLUMN flag_reason TEXT NOT NULL DEFAULT '';
+      CREATE INDEX evaluations_by_campaign ON evaluations(campaign_id, problem, id);
+    )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -249,7 +312,14 @@ Result<int> Migrate(sqlite3* db) {
 
 constexpr const char* kEvaluationColumns =
     "id, kernel_id, problem, params_json, knobs_json, gpu, arch, driver, verdict, message, "
-    "resources_json, time_us, sol_fraction, created_at";
+    "resources_json, time_us, sol_fraction, created_at, campaign_id, attempt_id, agent, purpose, "
+    "gpu_seconds, flagged, flag_reason";
+
+std::optional<int64_t> OptionalInt(const Stmt& s, int col) {
+  if (s.IsNull(col))
+    return std::nullopt;
+  return s.Int(col);
+}
 
 EvaluationRecord ReadEvaluation(const Stmt& s) {
   EvaluationRecord e;
@@ -267,6 +337,13 @@ EvaluationRecord ReadEvaluation(const Stmt& s) {
   e.time_us = s.Double(11);
   e.sol_fraction = s.Double(12);
   e.created_at = s.Text(13);
+  e.campaign_id = OptionalInt(s, 14);
+  e.attempt_id = OptionalInt(s, 15);
+  e.agent = s.Text(16);
+  e.purpose = s.Text(17);
+  e.gpu_seconds = s.Double(18);
+  e.flagged = s.Int(19) != 0;
+  e.flag_reason = s.Text(20);
   return e;
 }
 
@@ -308,14 +385,17 @@ Result<int64_t> Store::PutKernel(const KernelRecord& k) {
   WS_ASSIGN_OR_RETURN(
       Stmt insert,
       Stmt::Prepare(db_,
-                    "INSERT INTO kernels (problem, hash, source, origin, parent_id) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (problem, hash) DO NOTHING",
+                    "INSERT INTO kernels (problem, hash, source, origin, parent_id, campaign_id, "
+                    "agent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                    "ON CONFLICT (problem, hash) DO NOTHING",
                     "putting kernel"));
   insert.Bind(1, k.problem)
       .Bind(2, k.hash)
       .Bind(3, k.source)
       .Bind(4, k.origin)
-      .Bind(5, k.parent_id);
+      .Bind(5, k.parent_id)
+      .Bind(6, k.campaign_id)
+      .Bind(7, k.agent);
   WS_RETURN_IF_ERROR(insert.Run());
   WS_ASSIGN_OR_RETURN(Stmt find,
                       Stmt::Prepare(db_, "SELECT id FROM kernels WHERE problem = ?1 AND hash = ?2",
@@ -330,8 +410,8 @@ Result<int64_t> Store::PutKernel(const KernelRecord& k) {
 Result<KernelRecord> Store::GetKernel(int64_t id) {
   WS_ASSIGN_OR_RETURN(
       Stmt s, Stmt::Prepare(db_,
-                            "SELECT id, problem, hash, source, origin, parent_id, created_at "
-                            "FROM kernels WHERE id = ?1",
+                            "SELECT id, problem, hash, source, origin, parent_id, created_at, "
+                            "campaign_id, agent FROM kernels WHERE id = ?1",
                             "getting kernel"));
   s.Bind(1, id);
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -346,6 +426,8 @@ Result<KernelRecord> Store::GetKernel(int64_t id) {
   if (!s.IsNull(5))
     k.parent_id = s.Int(5);
   k.created_at = s.Text(6);
+  k.campaign_id = OptionalInt(s, 7);
+  k.agent = s.Text(8);
   return k;
 }
 
@@ -355,8 +437,10 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
       Stmt insert,
       Stmt::Prepare(db_,
                     "INSERT INTO evaluations (kernel_id, problem, params_json, knobs_json, gpu, "
-                    "arch, driver, verdict, message, resources_json, time_us, sol_fraction) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    "arch, driver, verdict, message, resources_json, time_us, sol_fraction, "
+                    "campaign_id, attempt_id, agent, purpose, gpu_seconds, flagged, flag_reason) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                    "COALESCE(NULLIF(?16, ''), 'eval'), ?17, ?18, ?19)",
                     "adding evaluation"));
   insert.Bind(1, e.kernel_id)
       .Bind(2, e.problem)
@@ -369,7 +453,14 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
       .Bind(9, e.message)
       .Bind(10, e.resources_json)
       .Bind(11, e.time_us)
-      .Bind(12, e.sol_fraction);
+      .Bind(12, e.sol_fraction)
+      .Bind(13, e.campaign_id)
+      .Bind(14, e.attempt_id)
+      .Bind(15, e.agent)
+      .Bind(16, e.purpose)
+      .Bind(17, e.gpu_seconds)
+      .Bind(18, e.flagged ? 1 : 0)
+      .Bind(19, e.flag_reason);
   WS_RETURN_IF_ERROR(insert.Run());
   const int64_t id = sqlite3_last_insert_rowid(db_);
 
@@ -484,9 +575,10 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
   // Rank within each (problem, params, gpu) by time, the earliest winning ties; keep rank 1.
   std::string sql = fmt::format(
       "SELECT problem, params_json, gpu, kernel_id, id, hash, origin, time_us, sol_fraction, "
-      "created_at FROM ("
+      "created_at, knobs_json, agent, flagged, flag_reason FROM ("
       "  SELECT e.problem, e.params_json, e.gpu, e.kernel_id, e.id, k.hash, k.origin, e.time_us,"
-      "    e.sol_fraction, e.created_at, ROW_NUMBER() OVER ("
+      "    e.sol_fraction, e.created_at, e.knobs_json, e.agent, e.flagged, e.flag_reason,"
+      "    ROW_NUMBER() OVER ("
       "      PARTITION BY e.problem, e.params_json, e.gpu"
       "      ORDER BY e.time_us, e.created_at, e.id) AS rank"
       "  FROM evaluations e JOIN kernels k ON k.id = e.kernel_id"
@@ -513,8 +605,386 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     l.time_us = s.Double(7);
     l.sol_fraction = s.Double(8);
     l.created_at = s.Text(9);
+    l.knobs_json = s.Text(10);
+    l.agent = s.Text(11);
+    l.flagged = s.Int(12) != 0;
+    l.flag_reason = s.Text(13);
     out.push_back(std::move(l));
   }
+  return out;
+}
+
+Status Store::FlagEvaluation(int64_t evaluation_id, const std::string& reason) {
+  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_,
+                                            "UPDATE evaluations SET flagged = 1, flag_reason = ?2 "
+                                            "WHERE id = ?1",
+                                            "flagging evaluation"));
+  s.Bind(1, evaluation_id).Bind(2, reason);
+  return s.Run();
+}
+
+// ---- Campaigns ----------------------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kCampaignColumns =
+    "id, config_json, status, stop_requested, pid, wall_seconds, message, created_at, updated_at";
+
+CampaignRecord ReadCampaign(const Stmt& s) {
+  CampaignRecord c;
+  c.id = s.Int(0);
+  c.config_json = s.Text(1);
+  c.status = s.Text(2);
+  c.stop_requested = s.Int(3) != 0;
+  c.pid = s.Int(4);
+  c.wall_seconds = s.Double(5);
+  c.message = s.Text(6);
+  c.created_at = s.Text(7);
+  c.updated_at = s.Text(8);
+  return c;
+}
+
+constexpr const char* kAttemptColumns =
+    "id, campaign_id, problem, agent, parent_kernel_id, status, message, best_evaluation_id, "
+    "started_at, finished_at";
+
+AttemptRecord ReadAttempt(const Stmt& s) {
+  AttemptRecord a;
+  a.id = s.Int(0);
+  a.campaign_id = s.Int(1);
+  a.problem = s.Text(2);
+  a.agent = s.Text(3);
+  a.parent_kernel_id = OptionalInt(s, 4);
+  a.status = s.Text(5);
+  a.message = s.Text(6);
+  a.best_evaluation_id = OptionalInt(s, 7);
+  a.started_at = s.Text(8);
+  a.finished_at = s.Text(9);
+  return a;
+}
+
+}  // namespace
+
+Result<int64_t> Store::CreateCampaign(const std::string& config_json, int64_t pid) {
+  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_,
+                                            "INSERT INTO campaigns (config_json, status, pid) "
+                                            "VALUES (?1, 'running', ?2)",
+                                            "creating campaign"));
+  s.Bind(1, config_json).Bind(2, pid);
+  WS_RETURN_IF_ERROR(s.Run());
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+Result<CampaignRecord> Store::GetCampaign(int64_t id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_, fmt::format("SELECT {} FROM campaigns WHERE id = ?1", kCampaignColumns),
+                            "getting campaign"));
+  s.Bind(1, id);
+  WS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row)
+    return Status::Error("no campaign with id {}", id);
+  return ReadCampaign(s);
+}
+
+Result<std::optional<CampaignRecord>> Store::LatestCampaign() {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            fmt::format("SELECT {} FROM campaigns ORDER BY id DESC LIMIT 1",
+                                        kCampaignColumns),
+                            "getting the latest campaign"));
+  WS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row)
+    return std::optional<CampaignRecord>();
+  return std::optional<CampaignRecord>(ReadCampaign(s));
+}
+
+Result<std::vector<CampaignRecord>> Store::Campaigns() {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_, fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns),
+                            "listing campaigns"));
+  std::vector<CampaignRecord> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row)
+      break;
+    out.push_back(ReadCampaign(s));
+  }
+  return out;
+}
+
+Status Store::ClaimCampaign(int64_t id, int64_t pid) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE campaigns SET status = 'running', stop_requested = 0, pid = ?2, "
+                            "message = '', updated_at = " WS_STORE_NOW " WHERE id = ?1",
+                            "claiming campaign"));
+  s.Bind(1, id).Bind(2, pid);
+  return s.Run();
+}
+
+Status Store::SetCampaignStatus(int64_t id, const std::string& status, const std::string& message) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE campaigns SET status = ?2, message = ?3, updated_at = "
+                            WS_STORE_NOW " WHERE id = ?1",
+                            "setting campaign status"));
+  s.Bind(1, id).Bind(2, status).Bind(3, message);
+  return s.Run();
+}
+
+Status Store::RequestCampaignStop(int64_t id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE campaigns SET stop_requested = 1, updated_at = " WS_STORE_NOW
+                            " WHERE id = ?1",
+                            "requesting campaign stop"));
+  s.Bind(1, id);
+  return s.Run();
+}
+
+Status Store::AddCampaignWallSeconds(int64_t id, double seconds) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE campaigns SET wall_seconds = wall_seconds + ?2, updated_at = "
+                            WS_STORE_NOW " WHERE id = ?1",
+                            "adding campaign wall time"));
+  s.Bind(1, id).Bind(2, seconds);
+  return s.Run();
+}
+
+Status Store::PutCampaignProblem(const CampaignProblemRecord& p) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "INSERT INTO campaign_problems (campaign_id, problem, params_json, "
+                            "seed_kernel_id, status) VALUES (?1, ?2, ?3, ?4, ?5) "
+                            "ON CONFLICT (campaign_id, problem) DO UPDATE SET "
+                            "params_json = excluded.params_json, "
+                            "seed_kernel_id = excluded.seed_kernel_id, status = excluded.status",
+                            "putting campaign problem"));
+  s.Bind(1, p.campaign_id).Bind(2, p.problem).Bind(3, p.params_json).Bind(4, p.seed_kernel_id)
+      .Bind(5, p.status);
+  return s.Run();
+}
+
+Result<std::vector<CampaignProblemRecord>> Store::CampaignProblems(int64_t campaign_id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "SELECT campaign_id, problem, params_json, seed_kernel_id, status "
+                            "FROM campaign_problems WHERE campaign_id = ?1 ORDER BY problem",
+                            "listing campaign problems"));
+  s.Bind(1, campaign_id);
+  std::vector<CampaignProblemRecord> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row)
+      break;
+    CampaignProblemRecord p;
+    p.campaign_id = s.Int(0);
+    p.problem = s.Text(1);
+    p.params_json = s.Text(2);
+    p.seed_kernel_id = OptionalInt(s, 3);
+    p.status = s.Text(4);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Status Store::SetCampaignProblemStatus(int64_t campaign_id, const std::string& problem,
+                                       const std::string& status) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE campaign_problems SET status = ?3 "
+                            "WHERE campaign_id = ?1 AND problem = ?2",
+                            "setting campaign problem status"));
+  s.Bind(1, campaign_id).Bind(2, problem).Bind(3, status);
+  return s.Run();
+}
+
+Result<int64_t> Store::StartAttempt(const AttemptRecord& a) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "INSERT INTO attempts (campaign_id, problem, agent, parent_kernel_id, "
+                            "status) VALUES (?1, ?2, ?3, ?4, 'running')",
+                            "starting attempt"));
+  s.Bind(1, a.campaign_id).Bind(2, a.problem).Bind(3, a.agent).Bind(4, a.parent_kernel_id);
+  WS_RETURN_IF_ERROR(s.Run());
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+Status Store::FinishAttempt(int64_t id, const std::string& status, const std::string& message,
+                            std::optional<int64_t> best_evaluation_id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE attempts SET status = ?2, message = ?3, "
+                            "best_evaluation_id = ?4, finished_at = " WS_STORE_NOW " WHERE id = ?1",
+                            "finishing attempt"));
+  s.Bind(1, id).Bind(2, status).Bind(3, message).Bind(4, best_evaluation_id);
+  return s.Run();
+}
+
+Result<int64_t> Store::InterruptRunningAttempts(int64_t campaign_id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "UPDATE attempts SET status = 'interrupted', "
+                            "message = 'the orchestrator stopped during the attempt', "
+                            "finished_at = " WS_STORE_NOW
+                            " WHERE campaign_id = ?1 AND status = 'running'",
+                            "interrupting attempts"));
+  s.Bind(1, campaign_id);
+  WS_RETURN_IF_ERROR(s.Run());
+  return static_cast<int64_t>(sqlite3_changes(db_));
+}
+
+Result<std::vector<AttemptRecord>> Store::Attempts(int64_t campaign_id, const std::string& problem) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            fmt::format("SELECT {} FROM attempts WHERE campaign_id = ?1 {} "
+                                        "ORDER BY id",
+                                        kAttemptColumns, problem.empty() ? "" : "AND problem = ?2"),
+                            "listing attempts"));
+  s.Bind(1, campaign_id);
+  if (!problem.empty())
+    s.Bind(2, problem);
+  std::vector<AttemptRecord> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row)
+      break;
+    out.push_back(ReadAttempt(s));
+  }
+  return out;
+}
+
+Status Store::AddAgentTurn(const AgentTurnRecord& t) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "INSERT INTO agent_turns (campaign_id, attempt_id, agent, input_tokens, "
+                            "output_tokens, cached_input_tokens, cost_usd, stop_reason) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                            "adding agent turn"));
+  s.Bind(1, t.campaign_id)
+      .Bind(2, t.attempt_id)
+      .Bind(3, t.agent)
+      .Bind(4, t.input_tokens)
+      .Bind(5, t.output_tokens)
+      .Bind(6, t.cached_input_tokens)
+      .Bind(7, t.cost_usd)
+      .Bind(8, t.stop_reason);
+  return s.Run();
+}
+
+Result<std::vector<EvaluationRecord>> Store::CampaignEvaluations(int64_t campaign_id,
+                                                                 const std::string& problem) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            fmt::format("SELECT {} FROM evaluations WHERE campaign_id = ?1 {} "
+                                        "ORDER BY id",
+                                        kEvaluationColumns,
+                                        problem.empty() ? "" : "AND problem = ?2"),
+                            "listing campaign evaluations"));
+  s.Bind(1, campaign_id);
+  if (!problem.empty())
+    s.Bind(2, problem);
+  std::vector<EvaluationRecord> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row)
+      break;
+    out.push_back(ReadEvaluation(s));
+  }
+  return out;
+}
+
+Result<CampaignSpend> Store::Spend(int64_t campaign_id) {
+  CampaignSpend out;
+  WS_ASSIGN_OR_RETURN(
+      Stmt e, Stmt::Prepare(db_,
+                            "SELECT COUNT(*), COALESCE(SUM(gpu_seconds), 0) FROM evaluations "
+                            "WHERE campaign_id = ?1",
+                            "summing campaign evaluations"));
+  e.Bind(1, campaign_id);
+  WS_ASSIGN_OR_RETURN(bool row, e.Step());
+  if (row) {
+    out.evaluations = e.Int(0);
+    out.gpu_seconds = e.Double(1);
+  }
+  WS_ASSIGN_OR_RETURN(
+      Stmt t, Stmt::Prepare(db_,
+                            "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
+                            "COALESCE(SUM(cost_usd), 0) FROM agent_turns WHERE campaign_id = ?1",
+                            "summing campaign turns"));
+  t.Bind(1, campaign_id);
+  WS_ASSIGN_OR_RETURN(row, t.Step());
+  if (row) {
+    out.tokens = t.Int(0);
+    out.dollars = t.Double(1);
+  }
+  WS_ASSIGN_OR_RETURN(CampaignRecord c, GetCampaign(campaign_id));
+  out.wall_seconds = c.wall_seconds;
+  return out;
+}
+
+Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> campaign_id) {
+  std::map<std::string, AgentStats> by_agent;
+  const std::string where = campaign_id ? "WHERE campaign_id = ?1" : "";
+  auto stats = [&](const std::string& agent) -> AgentStats& {
+    AgentStats& a = by_agent[agent];
+    a.agent = agent;
+    return a;
+  };
+  {
+    WS_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_,
+                              fmt::format("SELECT agent, COUNT(*) FROM attempts {} GROUP BY agent",
+                                          where),
+                              "counting attempts"));
+    if (campaign_id)
+      s.Bind(1, *campaign_id);
+    while (true) {
+      WS_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row)
+        break;
+      stats(s.Text(0)).attempts = s.Int(1);
+    }
+  }
+  {
+    WS_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_,
+                              fmt::format("SELECT agent, verdict, COUNT(*) FROM evaluations {} "
+                                          "GROUP BY agent, verdict",
+                                          where),
+                              "counting verdicts"));
+    if (campaign_id)
+      s.Bind(1, *campaign_id);
+    while (true) {
+      WS_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row)
+        break;
+      stats(s.Text(0)).verdicts[s.Text(1)] = s.Int(2);
+    }
+  }
+  {
+    WS_ASSIGN_OR_RETURN(
+        Stmt s, Stmt::Prepare(db_,
+                              fmt::format("SELECT agent, SUM(input_tokens), SUM(output_tokens), "
+                                          "SUM(cost_usd) FROM agent_turns {} GROUP BY agent",
+                                          where),
+                              "summing turns"));
+    if (campaign_id)
+      s.Bind(1, *campaign_id);
+    while (true) {
+      WS_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row)
+        break;
+      AgentStats& a = stats(s.Text(0));
+      a.input_tokens = s.Int(1);
+      a.output_tokens = s.Int(2);
+      a.cost_usd = s.Double(3);
+    }
+  }
+  std::vector<AgentStats> out;
+  for (auto& [_, a] : by_agent)
+    out.push_back(std::move(a));
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,8 @@ struct KernelRecord {
   std::string origin;       // "file:<path>", "tuner", "agent:<model>", "reference"
   std::optional<int64_t> parent_id;
   std::string created_at;
+  std::optional<int64_t> campaign_id;  // the campaign that produced it (first sighting)
+  std::string agent;                   // "tuner", "openai:gpt-5", "" for files
 };
 
 struct ShapeTiming {
@@ -49,6 +52,13 @@ struct EvaluationRecord {
   double sol_fraction = 0;  // geomean of T_SOL / T over bench shapes (0 if unknown)
   std::vector<ShapeTiming> timings;
   std::string created_at;
+  std::optional<int64_t> campaign_id;
+  std::optional<int64_t> attempt_id;
+  std::string agent;         // "tuner", "openai:gpt-5", "" for `warpsmith eval`
+  std::string purpose;       // "eval", "compile", "check", "time", "submit", "tune"
+  double gpu_seconds = 0;    // wall time of the evaluation when it ran on a GPU
+  bool flagged = false;      // a reviewer asks a person to look at it
+  std::string flag_reason;
 };
 
 struct CeilingsRecord {
@@ -68,6 +78,70 @@ struct LeaderboardEntry {
   double time_us = 0;
   double sol_fraction = 0;
   std::string created_at;
+  std::string knobs_json;
+  std::string agent;
+  bool flagged = false;
+  std::string flag_reason;
+};
+
+// ---- Campaigns ----------------------------------------------------------------------------------
+
+struct CampaignRecord {
+  int64_t id = 0;
+  std::string config_json;   // what `campaign start` was given (problems, agents, budget, ...)
+  std::string status;        // "running", "stopped", "done", "failed"
+  bool stop_requested = false;
+  int64_t pid = 0;           // of the orchestrator that last ran it
+  double wall_seconds = 0;   // time spent running, summed over start and resumes
+  std::string message;
+  std::string created_at, updated_at;
+};
+
+struct CampaignProblemRecord {
+  int64_t campaign_id = 0;
+  std::string problem;
+  std::string params_json;
+  std::optional<int64_t> seed_kernel_id;
+  std::string status = "active";  // "active", "stalled", "done"
+};
+
+struct AttemptRecord {
+  int64_t id = 0;
+  int64_t campaign_id = 0;
+  std::string problem;
+  std::string agent;
+  std::optional<int64_t> parent_kernel_id;
+  std::string status = "running";  // "running", "submitted", "no_submission", "error", "interrupted"
+  std::string message;
+  std::optional<int64_t> best_evaluation_id;
+  std::string started_at, finished_at;
+};
+
+struct AgentTurnRecord {
+  int64_t campaign_id = 0;
+  std::optional<int64_t> attempt_id;
+  std::string agent;
+  int64_t input_tokens = 0, output_tokens = 0, cached_input_tokens = 0;
+  double cost_usd = 0;
+  std::string stop_reason;
+};
+
+/// What a campaign has spent so far, summed from the store (so a resumed run counts it all).
+struct CampaignSpend {
+  int64_t evaluations = 0;
+  int64_t tokens = 0;        // input + output
+  double dollars = 0;
+  double gpu_seconds = 0;
+  double wall_seconds = 0;
+};
+
+/// Per agent: attempts, evaluations by verdict, tokens and cost.
+struct AgentStats {
+  std::string agent;
+  int64_t attempts = 0;
+  std::map<std::string, int64_t> verdicts;  // verdict -> evaluations
+  int64_t input_tokens = 0, output_tokens = 0;
+  double cost_usd = 0;
 };
 
 /// Thread-compatible (one Store per thread); separate processes may share one database file.
@@ -95,6 +169,44 @@ class Store {
   /// The fastest ok evaluation per (problem, params, gpu), fastest first within a problem.
   /// `problem` empty means all problems.
   Result<std::vector<LeaderboardEntry>> Leaderboard(const std::string& problem);
+
+  /// Marks an evaluation for a person to review.
+  Status FlagEvaluation(int64_t evaluation_id, const std::string& reason);
+
+  // ---- Campaigns --------------------------------------------------------------------------------
+
+  Result<int64_t> CreateCampaign(const std::string& config_json, int64_t pid);
+  Result<CampaignRecord> GetCampaign(int64_t id);
+  /// The newest campaign, if any.
+  Result<std::optional<CampaignRecord>> LatestCampaign();
+  Result<std::vector<CampaignRecord>> Campaigns();
+  /// Takes a campaign over for this process: status running, stop request cleared, pid set.
+  Status ClaimCampaign(int64_t id, int64_t pid);
+  Status SetCampaignStatus(int64_t id, const std::string& status, const std::string& message);
+  Status RequestCampaignStop(int64_t id);
+  Status AddCampaignWallSeconds(int64_t id, double seconds);
+
+  Status PutCampaignProblem(const CampaignProblemRecord& p);
+  Result<std::vector<CampaignProblemRecord>> CampaignProblems(int64_t campaign_id);
+  Status SetCampaignProblemStatus(int64_t campaign_id, const std::string& problem,
+                                  const std::string& status);
+
+  Result<int64_t> StartAttempt(const AttemptRecord& a);
+  Status FinishAttempt(int64_t id, const std::string& status, const std::string& message,
+                       std::optional<int64_t> best_evaluation_id);
+  /// Attempts left "running" by a killed orchestrator become "interrupted"; returns how many.
+  Result<int64_t> InterruptRunningAttempts(int64_t campaign_id);
+  /// Oldest first; `problem` empty means all.
+  Result<std::vector<AttemptRecord>> Attempts(int64_t campaign_id, const std::string& problem);
+
+  Status AddAgentTurn(const AgentTurnRecord& t);
+
+  /// The campaign's evaluations (no per-shape timings), oldest first; `problem` empty means all.
+  Result<std::vector<EvaluationRecord>> CampaignEvaluations(int64_t campaign_id,
+                                                            const std::string& problem);
+  Result<CampaignSpend> Spend(int64_t campaign_id);
+  /// Per agent; `campaign_id` empty means every campaign (and `warpsmith eval`, as agent "").
+  Result<std::vector<AgentStats>> AgentStatistics(std::optional<int64_t> campaign_id);
 
  private:
   explicit Store(sqlite3* db);

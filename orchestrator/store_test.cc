@@ -77,14 +77,14 @@ TEST_F(StoreTest, OpenMigrateReopenKeepsDataAndVersion) {
   {
     auto store = OpenOrDie();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 1);
+    EXPECT_EQ(store->schema_version(), 2);
     Result<int64_t> r = store->PutKernel(Kernel("p", "h1"));
     ASSERT_TRUE(r.ok()) << r.status().message();
     id = *r;
   }
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 1);
+  EXPECT_EQ(store->schema_version(), 2);
   Result<KernelRecord> k = store->GetKernel(id);
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(k->hash, "h1");
@@ -352,6 +352,138 @@ TEST_F(StoreTest, UnopenablePathIsAnError) {
   Result<std::unique_ptr<Store>> s = Store::Open(dir_ + "/missing/dir/ws.db");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("opening"), std::string::npos) << s.status().message();
+}
+
+// A version-1 database (as the first release wrote it) migrates to the current schema with its
+// rows kept and the new columns defaulted.
+TEST_F(StoreTest, VersionOneDatabaseMigrates) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v1 =
+      "CREATE TABLE kernels (id INTEGER PRIMARY KEY, problem TEXT NOT NULL, hash TEXT NOT NULL,"
+      " source TEXT NOT NULL, origin TEXT NOT NULL DEFAULT '', parent_id INTEGER,"
+      " created_at TEXT NOT NULL DEFAULT '', UNIQUE (problem, hash));"
+      "CREATE TABLE evaluations (id INTEGER PRIMARY KEY, kernel_id INTEGER NOT NULL,"
+      " problem TEXT NOT NULL, params_json TEXT NOT NULL DEFAULT '{}',"
+      " knobs_json TEXT NOT NULL DEFAULT '{}', gpu TEXT NOT NULL DEFAULT '',"
+      " arch TEXT NOT NULL DEFAULT '', driver TEXT NOT NULL DEFAULT '', verdict TEXT NOT NULL,"
+      " message TEXT NOT NULL DEFAULT '', resources_json TEXT NOT NULL DEFAULT '{}',"
+      " time_us REAL NOT NULL DEFAULT 0, sol_fraction REAL NOT NULL DEFAULT 0,"
+      " created_at TEXT NOT NULL DEFAULT '');"
+      "CREATE TABLE timings (evaluation_id INTEGER NOT NULL, shape_json TEXT NOT NULL,"
+      " kind TEXT NOT NULL, median_us REAL, min_us REAL, p90_us REAL, stdev_us REAL,"
+      " iterations INTEGER, sol_us REAL);"
+      "CREATE TABLE ceilings (gpu TEXT PRIMARY KEY, copy_bytes_per_s REAL, bf16_flops_per_s REAL,"
+      " fp8_flops_per_s REAL, measured_at TEXT);"
+      "INSERT INTO kernels (problem, hash, source) VALUES ('p', 'h', 'src');"
+      "INSERT INTO evaluations (kernel_id, problem, verdict, time_us) VALUES (1, 'p', 'ok', 2.5);"
+      "PRAGMA user_version = 1;";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), 2);
+  auto evals = store->Evaluations("p", 0);
+  ASSERT_TRUE(evals.ok()) << evals.status().message();
+  ASSERT_EQ(evals->size(), 1u);
+  EXPECT_FALSE((*evals)[0].campaign_id.has_value());
+  EXPECT_EQ((*evals)[0].purpose, "eval");
+  EXPECT_FALSE((*evals)[0].flagged);
+  auto lb = store->Leaderboard("p");
+  ASSERT_TRUE(lb.ok()) << lb.status().message();
+  ASSERT_EQ(lb->size(), 1u);
+  EXPECT_DOUBLE_EQ((*lb)[0].time_us, 2.5);
+}
+
+TEST_F(StoreTest, CampaignLifecycleAndSpend) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  Result<int64_t> cid = store->CreateCampaign(R"({"problems":"*"})", 1234);
+  ASSERT_TRUE(cid.ok()) << cid.status().message();
+  ASSERT_TRUE(store->PutCampaignProblem({*cid, "p", "{}", std::nullopt, "active"}).ok());
+  ASSERT_TRUE(store->SetCampaignProblemStatus(*cid, "p", "stalled").ok());
+  auto problems = store->CampaignProblems(*cid);
+  ASSERT_TRUE(problems.ok());
+  ASSERT_EQ(problems->size(), 1u);
+  EXPECT_EQ((*problems)[0].status, "stalled");
+
+  AttemptRecord a;
+  a.campaign_id = *cid;
+  a.problem = "p";
+  a.agent = "openai:m";
+  int64_t att = *store->StartAttempt(a);
+  ASSERT_TRUE(store->AddAgentTurn({*cid, att, "openai:m", 100, 20, 0, 0.5, "tool_calls"}).ok());
+  ASSERT_TRUE(store->AddAgentTurn({*cid, att, "openai:m", 200, 30, 50, 0.25, "stop"}).ok());
+  int64_t kid = *store->PutKernel(Kernel("p", "k"));
+  EvaluationRecord e = Eval(kid, "p", "{}", "H200", "ok", 4);
+  e.campaign_id = *cid;
+  e.attempt_id = att;
+  e.agent = "openai:m";
+  e.purpose = "submit";
+  e.gpu_seconds = 1.5;
+  int64_t eid = *store->AddEvaluation(e);
+  EvaluationRecord other = Eval(kid, "p", "{}", "H200", "wrong_answer", 0);
+  other.campaign_id = *cid;
+  other.agent = "tuner";
+  other.gpu_seconds = 0.5;
+  ASSERT_TRUE(store->AddEvaluation(other).ok());
+  ASSERT_TRUE(store->AddEvaluation(Eval(kid, "p", "{}", "H200", "ok", 9)).ok());  // no campaign
+  ASSERT_TRUE(store->FinishAttempt(att, "submitted", "", eid).ok());
+  ASSERT_TRUE(store->AddCampaignWallSeconds(*cid, 12.5).ok());
+
+  auto spend = store->Spend(*cid);
+  ASSERT_TRUE(spend.ok()) << spend.status().message();
+  EXPECT_EQ(spend->evaluations, 2);
+  EXPECT_EQ(spend->tokens, 350);
+  EXPECT_DOUBLE_EQ(spend->dollars, 0.75);
+  EXPECT_DOUBLE_EQ(spend->gpu_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(spend->wall_seconds, 12.5);
+
+  auto stats = store->AgentStatistics(*cid);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  ASSERT_EQ(stats->size(), 2u);
+  const AgentStats& llm = (*stats)[0];
+  EXPECT_EQ(llm.agent, "openai:m");
+  EXPECT_EQ(llm.attempts, 1);
+  EXPECT_EQ(llm.verdicts.at("ok"), 1);
+  EXPECT_EQ(llm.input_tokens, 300);
+  EXPECT_EQ(llm.output_tokens, 50);
+  EXPECT_DOUBLE_EQ(llm.cost_usd, 0.75);
+  EXPECT_EQ((*stats)[1].verdicts.at("wrong_answer"), 1);
+
+  auto evals = store->CampaignEvaluations(*cid, "p");
+  ASSERT_TRUE(evals.ok());
+  ASSERT_EQ(evals->size(), 2u);
+  EXPECT_EQ((*evals)[0].purpose, "submit");
+  EXPECT_EQ((*evals)[0].attempt_id, att);
+
+  ASSERT_TRUE(store->FlagEvaluation(eid, "changes the algorithm's bounds").ok());
+  auto lb = store->Leaderboard("p");
+  ASSERT_TRUE(lb.ok());
+  ASSERT_EQ(lb->size(), 1u);
+  EXPECT_EQ((*lb)[0].evaluation_id, eid);
+  EXPECT_TRUE((*lb)[0].flagged);
+  EXPECT_EQ((*lb)[0].agent, "openai:m");
+
+  // A killed orchestrator leaves a running attempt; resume marks it interrupted.
+  int64_t stale = *store->StartAttempt(a);
+  EXPECT_EQ(*store->InterruptRunningAttempts(*cid), 1);
+  auto attempts = store->Attempts(*cid, "");
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ((*attempts)[1].id, stale);
+  EXPECT_EQ((*attempts)[1].status, "interrupted");
+
+  ASSERT_TRUE(store->RequestCampaignStop(*cid).ok());
+  EXPECT_TRUE(store->GetCampaign(*cid)->stop_requested);
+  ASSERT_TRUE(store->ClaimCampaign(*cid, 99).ok());
+  auto c = store->GetCampaign(*cid);
+  EXPECT_FALSE(c->stop_requested);
+  EXPECT_EQ(c->pid, 99);
+  EXPECT_EQ(c->status, "running");
+  ASSERT_TRUE(store->SetCampaignStatus(*cid, "done", "budget spent").ok());
+  EXPECT_EQ((*store->LatestCampaign())->status, "done");
 }
 
 }  // namespace
