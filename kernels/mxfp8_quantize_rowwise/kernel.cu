@@ -37,19 +37,13 @@
 // streams, likely poor DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM 2-4)
 // is not yet measured. LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
 // L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%. CHUNKS=1 leaves too few bytes in
-// flight. Details: bench/dev/NOTES-mxfp8_quantize_rowwise.md.
+// flight. Details: kernels/mxfp8_quantize_rowwise/NOTES.md.
 //
-// Build/run: bench/dev/run_mxfp8_quantize_rowwise.sh (NVRTC, sm_90a; checked byte for byte against
-// problems/mxfp8_quantize_rowwise/reference.cc).
+// Evaluate: build/warpsmith eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu
+//   [--set rounding=floor] [--knob CHUNKS=4 ...]; benchmark against the peers: bench/run.sh.
 
-#ifndef WS_ROUNDING_RCEIL
-#define WS_ROUNDING_RCEIL 0
-#endif
-#ifndef WS_ROUNDING_FLOOR
-#define WS_ROUNDING_FLOOR 1
-#endif
-#ifndef WS_ROUNDING
-#define WS_ROUNDING WS_ROUNDING_RCEIL
+#if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
+#error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
 #ifndef CHUNKS
 #define CHUNKS 2
