@@ -1,14 +1,20 @@
 // RunSandboxed: fork/exec with a pipe per stdio stream, a poll() loop that feeds stdin and
-// drains stdout/stderr, and a wall-clock watchdog that kills the whole process group.
+// drains stdout/stderr, and a wall-clock watchdog that kills the whole process group. Before the
+// fork the policy's layers are resolved (layers.h): the child joins the cgroup, sets its rlimits,
+// and either loads the seccomp program itself and execs the program, or execs bubblewrap, which
+// builds the namespaces and loads the same program (--seccomp) just before it execs the program.
 //
 // NOTE: the child side of fork() may only make async-signal-safe calls (another thread may hold
 // the malloc lock at the time of the fork), so everything it needs is prepared before the fork.
 #include "sandbox/sandbox.h"
 
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,10 +27,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "sandbox/layers.h"
 
 extern char** environ;
 
@@ -84,7 +94,7 @@ Result<Pipe> MakePipe() {
 }
 
 // What the child reports through the CLOEXEC pipe when it fails before or at exec.
-enum class ChildStage : int32_t { kChdir = 1, kRlimit, kDup, kExec };
+enum class ChildStage : int32_t { kChdir = 1, kRlimit, kDup, kExec, kCgroup, kSeccomp };
 struct ChildError {
   int32_t stage;
   int32_t err;
@@ -102,6 +112,17 @@ struct ChildPlan {
   std::vector<char*> argv, envp;
   std::string working_dir;
   std::vector<RlimitSetting> rlimits;
+  std::vector<int> cgroup_fds;     // the child writes "0" to each to join the cgroup
+  int inherit_fd = -1;             // the seccomp memfd bwrap reads; kept open across exec
+  sock_fprog seccomp{0, nullptr};  // loaded by the child itself when len > 0
+};
+
+// What RunSandboxed holds for the layers while the child runs.
+struct LayerState {
+  std::unique_ptr<sandbox_internal::Cgroup> cgroup;
+  Fd seccomp_memfd;
+  bool namespaces = false;
+  std::map<std::string, std::string> layers;
 };
 
 bool IsExecutableFile(const std::string& path) {
@@ -137,22 +158,86 @@ rlimit Limit(int64_t v) {
   return r;
 }
 
-Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
+// The one place that decides what a requested layer this machine lacks means: recorded as
+// degraded when the policy allows it for that layer, otherwise the run fails.
+Status LayerUnavailable(const SandboxPolicy& policy, const char* layer, const std::string& why,
+                        std::map<std::string, std::string>* layers) {
+  if (policy.allow_degraded.count(layer) != 0) {
+    (*layers)[layer] = "degraded: " + why;
+    return Status::Ok();
+  }
+  return Status::Error(
+      "sandbox layer '{}' is unavailable here: {} (WARPSMITH_SANDBOX=degraded runs without it "
+      "and records that; see docs/sandbox.md)",
+      layer, why);
+}
+
+// Variables a cleared environment keeps from ours.
+constexpr const char* kPassedEnv[] = {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+                                      "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING"};
+
+std::string Gib(int64_t b) {
+  if (b % (int64_t{1} << 30) == 0)
+    return fmt::format("{} GiB", b >> 30);
+  return fmt::format("{} MiB", b >> 20);
+}
+
+std::string DescribeRlimits(const SandboxLimits& l) {
+  std::string d = "core 0";
+  d += ", as " + (l.address_space_bytes > 0 ? Gib(l.address_space_bytes) : "unlimited");
+  if (l.cpu_seconds > 0)
+    d += fmt::format(", cpu {} s", l.cpu_seconds);
+  if (l.file_size_bytes > 0)
+    d += ", fsize " + Gib(l.file_size_bytes);
+  if (l.open_files > 0)
+    d += fmt::format(", nofile {}", l.open_files);
+  if (l.processes > 0)
+    d += fmt::format(", nproc {}", l.processes);
+  return "on: " + d;
+}
+
+Result<ChildPlan> MakePlan(const SandboxSpec& spec, LayerState* state) {
   if (spec.argv.empty())
     return Status::Error("empty argv");
   ChildPlan plan;
+  const SandboxPolicy& policy = spec.policy;
+  std::map<std::string, std::string>& layers = state->layers;
+  layers["mode"] = policy.mode;
 
-  // Environment: the parent's, with env_set added or replacing.
+  // Environment: an allowlist, or the parent's; env_set is added or replaces either way.
   std::map<std::string, std::string> overrides = spec.env_set;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    size_t eq = entry.find('=');
-    std::string key(entry.substr(0, eq));
-    if (overrides.count(key) != 0)
-      continue;
-    plan.env_storage.emplace_back(entry);
+  if (policy.clear_env) {
+    std::map<std::string, std::string> env = {
+        {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+        {"LANG", "C.UTF-8"},
+        {"HOME", policy.scratch_dir.empty() ? "/" : policy.scratch_dir},
+        {"TMPDIR", policy.scratch_dir.empty() ? "/tmp" : policy.scratch_dir}};
+    for (const char* name : kPassedEnv) {
+      if (const char* v = ::getenv(name); v != nullptr)
+        env[name] = v;
+    }
+    // The JIT cache would land in $HOME; runners load cubins and need none.
+    if (policy.gpu)
+      env["CUDA_CACHE_DISABLE"] = "1";
+    for (const auto& [k, v] : overrides) env[k] = v;
+    std::string keys;
+    for (const auto& [k, v] : env) {
+      plan.env_storage.push_back(k + "=" + v);
+      keys += (keys.empty() ? "" : " ") + k;
+    }
+    layers["env"] = "on: allowlist " + keys;
+  } else {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::string_view entry(*e);
+      size_t eq = entry.find('=');
+      std::string key(entry.substr(0, eq));
+      if (overrides.count(key) != 0)
+        continue;
+      plan.env_storage.emplace_back(entry);
+    }
+    for (const auto& [k, v] : overrides) plan.env_storage.push_back(k + "=" + v);
+    layers["env"] = "off: inherited";
   }
-  for (const auto& [k, v] : overrides) plan.env_storage.push_back(k + "=" + v);
 
   std::string path_var = "/usr/local/bin:/usr/bin:/bin";
   if (auto it = spec.env_set.find("PATH"); it != spec.env_set.end()) {
@@ -161,13 +246,75 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
     path_var = p;
   }
   WS_ASSIGN_OR_RETURN(plan.path, ResolveProgram(spec.argv[0], path_var));
-
   plan.argv_storage = spec.argv;
+  const std::string cwd = !spec.working_dir.empty() ? spec.working_dir : policy.scratch_dir;
+
+  // Cgroup: made before the fork, joined by the child before it execs anything.
+  if (!policy.cgroup) {
+    layers[kLayerCgroup] = "off";
+  } else if (auto cg = sandbox_internal::Cgroup::Create(spec.limits); cg.ok()) {
+    layers[kLayerCgroup] = "on: " + (*cg)->description();
+    plan.cgroup_fds = (*cg)->procs_fds();
+    state->cgroup = std::move(*cg);
+  } else {
+    WS_RETURN_IF_ERROR(LayerUnavailable(policy, kLayerCgroup, cg.status().message(), &layers));
+  }
+
+  // Namespaces: decided before seccomp, which bwrap then loads for us.
+  sandbox_internal::BwrapInfo bwrap;
+  if (!policy.namespaces) {
+    layers[kLayerNamespaces] = "off";
+  } else if (bwrap = sandbox_internal::ProbeBwrap(); !bwrap.unavailable.empty()) {
+    WS_RETURN_IF_ERROR(LayerUnavailable(policy, kLayerNamespaces, bwrap.unavailable, &layers));
+  } else {
+    state->namespaces = true;
+  }
+
+  if (!policy.seccomp) {
+    layers[kLayerSeccomp] = "off";
+  } else if (auto prog = sandbox_internal::SeccompProgram(); !prog.ok()) {
+    WS_RETURN_IF_ERROR(LayerUnavailable(policy, kLayerSeccomp, prog.status().message(), &layers));
+  } else if (state->namespaces) {
+    // bwrap reads the program from a descriptor and loads it right before its exec.
+    const std::vector<sock_filter>& f = **prog;
+    state->seccomp_memfd = Fd(::memfd_create("ws-seccomp", MFD_CLOEXEC));
+    const size_t bytes = f.size() * sizeof(sock_filter);
+    if (!state->seccomp_memfd.valid() ||
+        ::write(state->seccomp_memfd.get(), f.data(), bytes) != static_cast<ssize_t>(bytes) ||
+        ::lseek(state->seccomp_memfd.get(), 0, SEEK_SET) != 0) {
+      return Status::Error("seccomp program to a memfd: {}", strerror(errno));
+    }
+    plan.inherit_fd = state->seccomp_memfd.get();
+    layers[kLayerSeccomp] = "on: " + sandbox_internal::SeccompSummary();
+  } else {
+    plan.seccomp.len = static_cast<unsigned short>((*prog)->size());
+    plan.seccomp.filter = const_cast<sock_filter*>((*prog)->data());
+    layers[kLayerSeccomp] = "on: " + sandbox_internal::SeccompSummary();
+  }
+
+  if (state->namespaces) {
+    std::string gpu_desc;
+    WS_ASSIGN_OR_RETURN(
+        plan.argv_storage,
+        sandbox_internal::BwrapCommand(bwrap, policy, plan.path, spec.argv, cwd.empty() ? "/" : cwd,
+                                       plan.inherit_fd, &gpu_desc));
+    plan.path = bwrap.path;
+    layers[kLayerNamespaces] = fmt::format(
+        "on: {} (user, pid, net, ipc, uts, mount; no network; read-only system; uid 65534, no "
+        "capabilities; scratch {})",
+        bwrap.path, policy.scratch_dir.empty() ? "none" : policy.scratch_dir);
+    if (policy.gpu)
+      layers["gpu"] = "on: " + gpu_desc;
+  } else {
+    plan.working_dir = cwd;  // the child changes into it itself
+    if (policy.gpu)
+      layers["gpu"] = "on: host view (no namespaces)";
+  }
+
   for (auto& a : plan.argv_storage) plan.argv.push_back(a.data());
   plan.argv.push_back(nullptr);
   for (auto& e : plan.env_storage) plan.envp.push_back(e.data());
   plan.envp.push_back(nullptr);
-  plan.working_dir = spec.working_dir;
 
   const SandboxLimits& l = spec.limits;
   plan.rlimits.push_back({RLIMIT_CORE, Limit(0)});
@@ -186,6 +333,11 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
     plan.rlimits.push_back({RLIMIT_NOFILE, Limit(l.open_files)});
   if (l.processes > 0)
     plan.rlimits.push_back({RLIMIT_NPROC, Limit(l.processes)});
+  layers["rlimits"] = DescribeRlimits(l);
+  layers["watchdog"] =
+      l.wall_seconds > 0
+          ? fmt::format("on: {:g} s wall clock, then the process group is killed", l.wall_seconds)
+          : "off";
   return plan;
 }
 
@@ -202,6 +354,11 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
 [[noreturn]] void ChildMain(const ChildPlan& plan, int in_fd, int out_fd, int err_fd,
                             int report_fd) {
   ::setpgid(0, 0);
+  // Into the cgroup first, so everything it starts is held there too.
+  for (int fd : plan.cgroup_fds) {
+    if (::write(fd, "0", 1) != 1)
+      ChildFail(report_fd, ChildStage::kCgroup);
+  }
   // Dispositions set to ignore survive exec, and the mask is inherited; start the program clean.
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP)
@@ -220,12 +377,21 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec) {
 #ifdef SYS_close_range
   ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
 #endif
+  if (plan.inherit_fd >= 0 && ::fcntl(plan.inherit_fd, F_SETFD, 0) != 0)
+    ChildFail(report_fd, ChildStage::kDup);
   if (!plan.working_dir.empty() && ::chdir(plan.working_dir.c_str()) != 0) {
     ChildFail(report_fd, ChildStage::kChdir);
   }
   for (const RlimitSetting& r : plan.rlimits) {
     if (::setrlimit(r.resource, &r.value) != 0)
       ChildFail(report_fd, ChildStage::kRlimit);
+  }
+  // Last before the exec: from here on the denied calls fail with EPERM.
+  if (plan.seccomp.len > 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan.seccomp) != 0) {
+      ChildFail(report_fd, ChildStage::kSeccomp);
+    }
   }
   ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
   ChildFail(report_fd, ChildStage::kExec);
@@ -310,6 +476,10 @@ std::string ChildErrorMessage(const ChildError& e, const ChildPlan& plan) {
       return fmt::format("dup2: {}", what);
     case ChildStage::kExec:
       return fmt::format("exec {}: {}", plan.path, what);
+    case ChildStage::kCgroup:
+      return fmt::format("joining the cgroup: {}", what);
+    case ChildStage::kSeccomp:
+      return fmt::format("loading the seccomp filter: {}", what);
   }
   return fmt::format("child setup: {}", what);
 }
@@ -321,19 +491,86 @@ double SecondsSince(Clock::time_point t0) {
 }  // namespace
 
 std::string SandboxResult::Describe() const {
+  const std::string oom = oom_killed ? " (the cgroup's memory limit)" : "";
   if (timed_out)
     return fmt::format("timed out after {:.1f} s", wall_seconds);
   if (signaled) {
     const char* abbrev = sigabbrev_np(signal);
     if (abbrev == nullptr)
-      return fmt::format("killed by signal {}", signal);
-    return fmt::format("killed by signal {} (SIG{})", signal, abbrev);
+      return fmt::format("killed by signal {}{}", signal, oom);
+    return fmt::format("killed by signal {} (SIG{}){}", signal, abbrev, oom);
   }
-  return fmt::format("exit {}", exit_code);
+  // bwrap reports a program killed by signal N as exit 128 + N.
+  auto ns = layers.find(kLayerNamespaces);
+  if (exit_code > 128 && exit_code < 128 + NSIG && ns != layers.end() &&
+      ns->second.rfind("on", 0) == 0) {
+    const char* abbrev = sigabbrev_np(exit_code - 128);
+    return fmt::format("exit {} (killed by signal {}{}{} inside the sandbox){}", exit_code,
+                       exit_code - 128, abbrev ? " SIG" : "", abbrev ? abbrev : "", oom);
+  }
+  return fmt::format("exit {}{}", exit_code, oom);
+}
+
+Result<SandboxMode> SandboxModeFromEnv() {
+  const char* v = ::getenv("WARPSMITH_SANDBOX");
+  std::string mode = v == nullptr ? "" : v;
+  if (mode.empty() || mode == "strict" || mode == "on")
+    return SandboxMode::kStrict;
+  if (mode == "degraded")
+    return SandboxMode::kDegraded;
+  if (mode == "off")
+    return SandboxMode::kOff;
+  return Status::Error("WARPSMITH_SANDBOX='{}': expected strict, degraded or off", mode);
+}
+
+SandboxPolicy ConfinedPolicy(SandboxMode mode) {
+  SandboxPolicy p;
+  p.clear_env = true;
+  switch (mode) {
+    case SandboxMode::kStrict:
+      p.namespaces = p.seccomp = p.cgroup = true;
+      // Many machines offer no writable cgroup; its absence is recorded, not fatal.
+      p.allow_degraded = {kLayerCgroup};
+      p.mode = "strict";
+      break;
+    case SandboxMode::kDegraded:
+      p.namespaces = p.seccomp = p.cgroup = true;
+      p.allow_degraded = {kLayerNamespaces, kLayerSeccomp, kLayerCgroup};
+      p.mode = "degraded (WARPSMITH_SANDBOX=degraded)";
+      break;
+    case SandboxMode::kOff:
+      p.mode = "off (WARPSMITH_SANDBOX=off)";
+      break;
+  }
+  return p;
+}
+
+Result<SandboxPolicy> DefaultSandboxPolicy() {
+  WS_ASSIGN_OR_RETURN(SandboxMode mode, SandboxModeFromEnv());
+  return ConfinedPolicy(mode);
+}
+
+std::string FindBwrap() {
+  auto executable = [](const std::string& p) { return IsExecutableFile(p); };
+  if (const char* env = ::getenv("WARPSMITH_BWRAP"); env != nullptr && *env != '\0')
+    return executable(env) ? std::string(env) : "";
+  std::string beside = SelfDir() + "/bwrap";
+  if (executable(beside))
+    return beside;
+  if (const char* path = ::getenv("PATH"); path != nullptr) {
+    if (auto found = ResolveProgram("bwrap", path); found.ok())
+      return std::filesystem::absolute(*found).string();
+  }
+  for (const char* p : {"/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"}) {
+    if (executable(p))
+      return p;
+  }
+  return "";
 }
 
 Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
-  WS_ASSIGN_OR_RETURN(ChildPlan plan, MakePlan(spec));
+  LayerState layer_state;
+  WS_ASSIGN_OR_RETURN(ChildPlan plan, MakePlan(spec, &layer_state));
   WS_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   WS_ASSIGN_OR_RETURN(Pipe out, MakePipe());
   WS_ASSIGN_OR_RETURN(Pipe err, MakePipe());
@@ -401,14 +638,19 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   while (true) {
     if (!exited && ChildExited(pid)) {
       exited = true;
-      // Grandchildren left behind in the group die with their parent.
+      // Grandchildren left behind in the group die with their parent, and so does anything
+      // that left the group but not the cgroup.
       ::kill(-pid, SIGKILL);
+      if (layer_state.cgroup)
+        layer_state.cgroup->KillAll();
       stdin_fd.Reset();
       drain_until = Clock::now() + grace;
     }
     const Clock::time_point now = Clock::now();
     if (!exited && !result.timed_out && has_deadline && now >= deadline) {
       ::kill(-pid, SIGKILL);
+      if (layer_state.cgroup)
+        layer_state.cgroup->KillAll();
       result.timed_out = true;
       stdin_fd.Reset();
     }
@@ -487,6 +729,9 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
     result.exit_code = WEXITSTATUS(status);
   }
   result.wall_seconds = SecondsSince(start);
+  if (layer_state.cgroup)
+    result.oom_killed = layer_state.cgroup->OomKilled();
+  result.layers = std::move(layer_state.layers);
   return result;
 }
 
