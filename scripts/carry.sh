@@ -3,7 +3,8 @@
 # Debian packages. Also packs the shared libraries it might lack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -qx '/.carry/' .git/info/exclude 2>/dev/null || echo '/.carry/' >> .git/info/exclude
+exclude="$(git rev-parse --git-common-dir)/info/exclude"
+grep -qx '/.carry/' "$exclude" 2>/dev/null || echo '/.carry/' >> "$exclude"
 rm -rf .carry && mkdir -p .carry/tests .carry/lib
 for b in warpsmith ws_runner ws_compile; do strip -o ".carry/$b" "build/$b"; done
 for t in build/tests/*_test; do strip -o ".carry/tests/$(basename "$t")" "$t"; done
