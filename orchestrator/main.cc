@@ -1,5 +1,6 @@
 // warpsmith: the command line. Exit status: 0 ok, 1 the candidate was rejected, 2 usage or
 // internal error.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evaluator/evaluator.h"
+#include "orchestrator/campaign.h"
 #include "orchestrator/store.h"
 #include "problems/problems.h"
 #include "sandbox/sandbox.h"
@@ -285,27 +287,6 @@ struct EvalArgs {
   std::vector<std::string> sets, knobs;
 };
 
-Result<std::optional<DeviceCeilings>> CeilingsFor(Store& store, const DeviceInfo& device,
-                                                  const EvaluatorOptions& opts) {
-  WS_ASSIGN_OR_RETURN(auto stored, store.GetCeilings(device.name));
-  if (!stored) {
-    std::fprintf(stderr, "warpsmith: no measured ceilings for %s yet; probing the device once\n",
-                 device.name.c_str());
-    WS_ASSIGN_OR_RETURN(DeviceCeilings c, MeasureCeilings(opts));
-    CeilingsRecord rec{c.gpu, c.copy_bytes_per_s, c.bf16_flops_per_s, c.fp8_flops_per_s, ""};
-    WS_RETURN_IF_ERROR(store.PutCeilings(rec));
-    WS_ASSIGN_OR_RETURN(stored, store.GetCeilings(c.gpu));
-    if (!stored) return Status::Error("ceilings for {} were not stored", c.gpu);
-  }
-  DeviceCeilings c;
-  c.gpu = stored->gpu;
-  c.copy_bytes_per_s = stored->copy_bytes_per_s;
-  c.bf16_flops_per_s = stored->bf16_flops_per_s;
-  c.fp8_flops_per_s = stored->fp8_flops_per_s;
-  c.measured_at = stored->measured_at;
-  return std::optional<DeviceCeilings>(c);
-}
-
 int CmdEval(const Globals& g, const EvalArgs& a) {
   auto spec = FindProblem(g, a.problem);
   if (!spec.ok()) return Fail(spec.status());
@@ -355,42 +336,13 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
                    why.c_str());
     }
   }
-  auto result = Evaluate(req, opts);
-  if (!result.ok()) return Fail(result.status());
-  const EvalResult& r = *result;
-
-  // Record it: the kernel once per content, every evaluation.
-  KernelRecord k;
-  k.problem = spec->name;
-  k.hash = Sha256Hex(source);
-  k.source = source;
-  k.origin = "file:" + fs::path(a.file).lexically_normal().string();
-  auto kid = (*store)->PutKernel(k);
-  if (!kid.ok()) return Fail(kid.status());
-  EvaluationRecord e;
-  e.kernel_id = *kid;
-  e.problem = spec->name;
-  e.params_json = ParamsJson(*params);
-  e.knobs_json = json(r.knobs).dump();
-  if (r.device) {
-    e.gpu = r.device->name;
-    e.driver = r.device->driver;
-  }
-  e.arch = std::string(ArchName(*arch));
-  e.verdict = std::string(VerdictName(r.verdict));
-  e.message = r.message;
-  e.resources_json = ResultJson(r)["resources"].dump();
-  // Only a run that passed the hidden shapes too may be ranked.
-  const bool rankable = r.verdict == Verdict::kOk && req.include_hidden;
-  e.time_us = rankable ? r.geomean_us : 0;
-  e.sol_fraction = rankable ? r.sol_fraction : 0;
-  for (const auto& c : r.cases) {
-    if (!c.timing) continue;
-    e.timings.push_back({ShapeJson(c.shape).dump(), c.kind, c.timing->median_us, c.timing->min_us,
-                         c.timing->p90_us, c.timing->stdev_us, c.timing->iterations, c.sol_us});
-  }
-  auto eid = (*store)->AddEvaluation(e);
-  if (!eid.ok()) return Fail(eid.status());
+  // The same evaluate-and-record path the campaigns use.
+  RecordContext ctx;
+  ctx.origin = "file:" + fs::path(a.file).lexically_normal().string();
+  auto rec = EvaluateAndRecord(**store, req, opts, ctx);
+  if (!rec.ok()) return Fail(rec.status());
+  const EvalResult& r = rec->result;
+  const std::optional<int64_t> eid = rec->evaluation_id;
 
   if (a.as_json) {
     json j = ResultJson(r);
@@ -412,6 +364,22 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   }
 }
 
+// Per agent: attempts, verdicts, tokens, cost ("" is `warpsmith eval`).
+void PrintAgents(const std::vector<AgentStats>& agents) {
+  if (agents.empty()) return;
+  std::cout << fmt::format("\n{:<28} {:>9} {:>12} {:>12} {:>9}  {}\n", "agent", "attempts",
+                           "tokens in", "tokens out", "cost $", "verdicts");
+  for (const auto& a : agents) {
+    std::string verdicts;
+    for (const auto& [v, n] : a.verdicts) {
+      verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", v, n);
+    }
+    std::cout << fmt::format("{:<28} {:>9} {:>12} {:>12} {:>9.2f}  {}\n",
+                             a.agent.empty() ? "(warpsmith eval)" : a.agent, a.attempts,
+                             a.input_tokens, a.output_tokens, a.cost_usd, verdicts);
+  }
+}
+
 // ---- leaderboard --------------------------------------------------------------------------------
 
 int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
@@ -419,6 +387,18 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
   if (!store.ok()) return Fail(store.status());
   auto rows = (*store)->Leaderboard(problem);
   if (!rows.ok()) return Fail(rows.status());
+  auto agents = (*store)->AgentStatistics(std::nullopt);
+  if (!agents.ok()) return Fail(agents.status());
+  auto agent_json = [&](const std::string& name) {
+    for (const auto& a : *agents) {
+      if (a.agent == name) {
+        return json{{"attempts", a.attempts}, {"verdicts", a.verdicts},
+                    {"input_tokens", a.input_tokens}, {"output_tokens", a.output_tokens},
+                    {"cost_usd", a.cost_usd}};
+      }
+    }
+    return json(nullptr);
+  };
   if (as_json) {
     json arr = json::array();
     for (const auto& r : *rows) {
@@ -426,6 +406,9 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
                      {"gpu", r.gpu}, {"time_us", r.time_us}, {"sol_fraction", r.sol_fraction},
                      {"kernel_id", r.kernel_id}, {"evaluation_id", r.evaluation_id},
                      {"kernel_hash", r.kernel_hash}, {"origin", r.origin},
+                     {"knobs", json::parse(r.knobs_json, nullptr, false)},
+                     {"agent", r.agent}, {"agent_stats", agent_json(r.agent)},
+                     {"flagged", r.flagged}, {"flag_reason", r.flag_reason},
                      {"created_at", r.created_at}});
     }
     std::cout << arr.dump(2) << "\n";
@@ -434,15 +417,19 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
   if (rows->empty()) {
     std::cout << "no verified, timed kernels yet" << (problem.empty() ? "" : " for " + problem)
               << "\n";
+    PrintAgents(*agents);
     return kExitOk;
   }
   std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11} {:>7} {:<13} {}\n", "problem", "params",
                            "gpu", "geomean us", "of SOL", "kernel", "origin");
   for (const auto& r : *rows) {
-    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>7.3f} {:<13} {}\n", r.problem,
+    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>7.3f} {:<13} {}{}{}\n", r.problem,
                              r.params_json, r.gpu, r.time_us, r.sol_fraction,
-                             r.kernel_hash.substr(0, 12), r.origin);
+                             r.kernel_hash.substr(0, 12), r.origin,
+                             r.agent.empty() ? "" : " by " + r.agent + " " + r.knobs_json,
+                             r.flagged ? " [flagged: " + r.flag_reason + "]" : "");
   }
+  PrintAgents(*agents);
   return kExitOk;
 }
 
@@ -525,6 +512,114 @@ int CmdDeviceProbe(const Globals& g, bool as_json) {
   return kExitOk;
 }
 
+// ---- campaign -----------------------------------------------------------------------------------
+
+CancelToken g_interrupt;  // Ctrl-C: finish the current step, then stop the campaign
+
+extern "C" void OnInterrupt(int) { g_interrupt.cancelled.store(true); }
+
+struct CampaignArgs {
+  std::string problems = "*", base_url, budget, arch, seed = "hand";
+  std::vector<std::string> agents, sets;
+  bool compile_only = false, as_json = false;
+  int64_t id = 0;  // 0: the newest campaign
+  int tuner_batch = 8, compile_threads = 0, max_turns = 16;
+  int64_t context_tokens = 128000;
+};
+
+CampaignEnv MakeCampaignEnv(const Globals& g) {
+  CampaignEnv env;
+  env.workspace = g.workspace;
+  env.problems_dir = g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir;
+  env.kernels_dir = (fs::path(env.problems_dir).parent_path() / "kernels").string();
+  env.eval_opts.workspace = g.workspace;
+  env.cancel = &g_interrupt;
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return env;
+}
+
+Result<int64_t> CampaignId(Store& store, int64_t id) {
+  if (id > 0) return id;
+  WS_ASSIGN_OR_RETURN(auto latest, store.LatestCampaign());
+  if (!latest) return Status::Error("no campaign yet: start one with `warpsmith campaign start`");
+  return latest->id;
+}
+
+int CmdCampaignStart(const Globals& g, const CampaignArgs& a) {
+  CampaignConfig c;
+  c.problems = a.problems;
+  for (const auto& text : a.agents) {
+    auto agent = ParseAgent(text);
+    if (!agent.ok()) return Fail(agent.status());
+    c.agents.push_back(*agent);
+  }
+  c.base_url = a.base_url;
+  auto budget = ParseBudget(a.budget);
+  if (!budget.ok()) return Fail(budget.status());
+  c.budget = *budget;
+  c.compile_only = a.compile_only;
+  c.arch = a.arch;
+  auto sets = ParseSets(a.sets);
+  if (!sets.ok()) return Fail(sets.status());
+  c.params = *sets;
+  c.seed = a.seed;
+  c.tuner_batch = a.tuner_batch;
+  c.compile_threads = a.compile_threads;
+  c.max_turns = a.max_turns;
+  c.context_tokens = a.context_tokens;
+  CampaignEnv env = MakeCampaignEnv(g);
+  auto id = StartCampaign(c, env);
+  if (!id.ok()) return Fail(id.status());
+  return kExitOk;
+}
+
+int CmdCampaignResume(const Globals& g, const CampaignArgs& a) {
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  auto id = CampaignId(**store, a.id);
+  if (!id.ok()) return Fail(id.status());
+  auto c = (*store)->GetCampaign(*id);
+  if (!c.ok()) return Fail(c.status());
+  if (c->status == "running" && c->pid > 0 && c->pid != ::getpid() &&
+      (::kill(static_cast<pid_t>(c->pid), 0) == 0 || errno == EPERM)) {
+    return Fail(Status::Error("campaign {} is running in process {}; stop it first", *id, c->pid));
+  }
+  store->reset();
+  CampaignEnv env = MakeCampaignEnv(g);
+  if (Status s = RunCampaign(*id, env); !s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+int CmdCampaignStop(const Globals& g, const CampaignArgs& a) {
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  auto id = CampaignId(**store, a.id);
+  if (!id.ok()) return Fail(id.status());
+  if (Status s = (*store)->RequestCampaignStop(*id); !s.ok()) return Fail(s);
+  auto c = (*store)->GetCampaign(*id);
+  if (c.ok() && c->status != "running") {
+    std::cout << fmt::format("campaign {} is not running ({})\n", *id, c->status);
+  } else {
+    std::cout << fmt::format("campaign {}: stop requested; it stops after the current step\n", *id);
+  }
+  return kExitOk;
+}
+
+int CmdCampaignStatus(const Globals& g, const CampaignArgs& a) {
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  auto id = CampaignId(**store, a.id);
+  if (!id.ok()) return Fail(id.status());
+  auto text = a.as_json ? CampaignStatusJson(**store, *id) : CampaignStatusText(**store, *id);
+  if (!text.ok()) return Fail(text.status());
+  std::cout << *text << "\n";
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"warpsmith: kernel optimization campaigns for MXFP8 MoE on Hopper and Blackwell"};
   app.require_subcommand(1);
@@ -586,6 +681,45 @@ int Main(int argc, char** argv) {
   auto* probe = device->add_subcommand("probe", "measure copy bandwidth and BF16/FP8 matrix rates");
   probe->add_flag("--json", as_json, "machine-readable output");
   probe->callback([&] { rc = CmdDeviceProbe(g, as_json); });
+
+  CampaignArgs ca;
+  auto* campaign = app.add_subcommand("campaign", "agents improve kernels until a budget is spent");
+  campaign->require_subcommand(1);
+  auto* cstart = campaign->add_subcommand("start", "start a campaign (runs in the foreground)");
+  cstart->add_option("--problems", ca.problems, "glob over problem names")->capture_default_str();
+  cstart->add_option("--agent", ca.agents,
+                     "tuner or PROVIDER:MODEL (openai:..., anthropic:...); repeatable; "
+                     "default: the tuner");
+  cstart->add_option("--base-url", ca.base_url, "the LLM endpoint (default: the provider's)");
+  cstart->add_option("--budget", ca.budget,
+                     "KEY=VALUE,... over evaluations, tokens, dollars, gpu_seconds, "
+                     "wall_seconds (30m, 2h)")
+      ->required();
+  cstart->add_flag("--compile-only", ca.compile_only, "compile and validate only; run nothing");
+  cstart->add_option("--arch", ca.arch, "sm_90a or sm_100a (default: the GPU's)");
+  cstart->add_option("--set", ca.sets, "problem parameter NAME=VALUE")->take_all();
+  cstart->add_option("--seed", ca.seed,
+                     "seed parents: hand (kernels/<problem>/kernel.cu, else the starting "
+                     "kernel), starting, or a .cu path")
+      ->capture_default_str();
+  cstart->add_option("--tuner-batch", ca.tuner_batch, "knob settings per tuner attempt")
+      ->capture_default_str();
+  cstart->add_option("--compile-threads", ca.compile_threads, "parallel compiles (0: auto)");
+  cstart->add_option("--max-turns", ca.max_turns, "model turns per worker attempt")
+      ->capture_default_str();
+  cstart->add_option("--context-tokens", ca.context_tokens, "the models' context window")
+      ->capture_default_str();
+  cstart->callback([&] { rc = CmdCampaignStart(g, ca); });
+  auto* cstatus = campaign->add_subcommand("status", "a campaign's progress and spend");
+  cstatus->add_option("--id", ca.id, "campaign id (default: the newest)");
+  cstatus->add_flag("--json", ca.as_json, "machine-readable output");
+  cstatus->callback([&] { rc = CmdCampaignStatus(g, ca); });
+  auto* cstop = campaign->add_subcommand("stop", "ask a running campaign to stop");
+  cstop->add_option("--id", ca.id, "campaign id (default: the newest)");
+  cstop->callback([&] { rc = CmdCampaignStop(g, ca); });
+  auto* cresume = campaign->add_subcommand("resume", "continue a stopped or killed campaign");
+  cresume->add_option("--id", ca.id, "campaign id (default: the newest)");
+  cresume->callback([&] { rc = CmdCampaignResume(g, ca); });
 
   try {
     app.parse(argc, argv);
