@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 
 #include "evaluator/evaluator.h"
 #include "evaluator/internal.h"
+#include "evaluator/source_check.h"
 #include "sandbox/sandbox.h"
 
 namespace ws {
@@ -147,6 +149,12 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
 
   CompileResult result;
   result.hash = Sha256Hex(key);
+  // Before the cache: a source the rules now reject must not be served a cubin compiled earlier.
+  if (Status s = CheckCandidateSource(req.source, includes); !s.ok()) {
+    result.ok = false;
+    result.log = s.message();
+    return result;
+  }
   std::string cache_dir = opts.cache_dir.empty() ? ".warpsmith/cache" : opts.cache_dir;
   std::error_code ec;
   fs::create_directories(cache_dir, ec);
@@ -194,15 +202,27 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
     return result;
   };
   if (run.timed_out) {
-    return fail(fmt::format("compile timed out after {:.0f} s (limit)", opts.timeout_s));
+    return fail(fmt::format("compile hit the wall-clock limit: stopped after {:.0f} s (limit "
+                            "{:.0f} s; memory limit {} MiB)",
+                            run.wall_seconds, opts.timeout_s, memory_mib));
+  }
+  if (run.signaled && run.signal == SIGXCPU) {
+    return fail(fmt::format("compile hit the CPU-time limit ({} s) and was stopped",
+                            spec.limits.cpu_seconds));
   }
   if (run.signaled || run.exit_code != 0) {
-    return fail(fmt::format("the compiler process failed ({}), likely out of memory or time; "
-                            "stderr: {}",
-                            run.Describe(), run.stderr_data.substr(0, 2000)));
+    return fail(fmt::format("the compiler process failed ({}); it most likely hit the memory limit "
+                            "({} MiB) or the time limit ({:.0f} s); stderr: {}",
+                            run.Describe(), memory_mib, opts.timeout_s,
+                            run.stderr_data.substr(0, 2000)));
   }
   json reply = json::parse(run.stdout_data, nullptr, false);
-  if (!reply.is_object()) return Status::Error("ws_compile replied with malformed JSON");
+  if (!reply.is_object()) {
+    // The candidate's outcome is data even when the worker's reply is cut or garbled.
+    return fail(fmt::format("the compiler's reply was unreadable ({} bytes, {} dropped); stderr: {}",
+                            run.stdout_data.size(), run.stdout_dropped,
+                            run.stderr_data.substr(0, 2000)));
+  }
   result.log = reply.value("log", "");
   if (result.log.size() > 64 * 1024) result.log = result.log.substr(0, 64 * 1024) + "\n[log truncated]";
   if (!reply.value("ok", false)) return fail(result.log.empty() ? "compile failed" : result.log);
@@ -216,4 +236,12 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
   return result;
 }
 
+  // A preprocessor or template bomb ends here: each limit is named, so the agent learns which.
+  const int64_t memory_mib = opts.memory_bytes >> 20;
 }  // namespace ws
+  if (!reply.value("ok", false) &&
+      (result.log.find("out of memory") != std::string::npos ||
+       result.log.find("OUT_OF_MEMORY") != std::string::npos ||
+       result.log.find("std::bad_alloc") != std::string::npos)) {
+    result.log = fmt::format("compile hit the memory limit ({} MiB):\n{}", memory_mib, result.log);
+  }

@@ -11,12 +11,24 @@
 #include <nlohmann/json.hpp>
 #include <nvrtc.h>
 
+#include "evaluator/source_check.h"
+
 using json = nlohmann::json;
 
 namespace {
 
-int Reply(bool ok, const std::string& log) {
-  std::cout << json{{"ok", ok}, {"log", log}}.dump() << std::endl;
+// The orchestrator caps our stdout; a log past this (a flood of diagnostics) is cut here, so the
+// reply stays valid JSON.
+constexpr size_t kMaxLogBytes = 256 * 1024;
+
+int Reply(bool ok, std::string log) {
+  if (log.size() > kMaxLogBytes) {
+    log.resize(kMaxLogBytes);
+    log += "\n[log truncated]";
+  }
+  // NVRTC echoes source lines; never fail on bytes that are not UTF-8.
+  std::cout << json{{"ok", ok}, {"log", log}}.dump(-1, ' ', false, json::error_handler_t::replace)
+            << std::endl;
   return 0;
 }
 
@@ -30,7 +42,7 @@ int main() {
     return 2;
   }
   std::string source, name, arch, out;
-  std::vector<std::string> options;
+  std::vector<std::string> options, allowed_dirs;
   try {
     source = req["source"].get<std::string>();
     name = req.value("name", "candidate.cu");
@@ -38,7 +50,10 @@ int main() {
     out = req["out"].get<std::string>();
     options.push_back("--gpu-architecture=" + arch);
     options.push_back("--std=c++17");
+    // Unannotated functions are device functions: a candidate has no host code to run.
     options.push_back("-default-device");
+    // The source has no directory; never search the worker's working directory for "headers".
+    options.push_back("--no-source-include");
     options.push_back("-lineinfo");
     options.push_back("-Xptxas=-v");
     options.push_back("-DWS_NVRTC=1");
@@ -48,10 +63,15 @@ int main() {
     for (auto& [k, v] : defines.items()) options.push_back("-D" + k + "=" + v.get<std::string>());
     for (const auto& d : include_dirs) {
       options.push_back("-I" + d.get<std::string>());
+      allowed_dirs.push_back(d.get<std::string>());
     }
   } catch (const json::exception& e) {
     std::fprintf(stderr, "ws_compile: malformed request: %s\n", e.what());
     return 2;
+  }
+  // The orchestrator checks first; checking here too keeps the worker safe for any caller.
+  if (ws::Status s = ws::CheckCandidateSource(source, allowed_dirs); !s.ok()) {
+    return Reply(false, s.message());
   }
 
   nvrtcProgram prog;

@@ -157,6 +157,11 @@ struct PlannedCase {
   std::vector<uint64_t> seeds;
   json timing;            // null for correctness-only cases
   int audit_set = 0, last_set = 0;
+  // Test and hidden shapes run a second time, on other inputs and under another output poison
+  // (a case of its own, "<id>#2", right after the first): a result that depends on what the
+  // outputs held before the run (an uninitialised read, a race against the poison) or on state
+  // kept from an earlier launch fails one of the two.
+  std::optional<uint64_t> second_seed;
 };
 
 json LaunchesJson(const ResolvedPlan& plan) {
@@ -461,6 +466,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       sets = std::clamp<int64_t>(sets, 2, 8);
       while (sets > 2 && sets * in_bytes > (int64_t{24} << 30)) --sets;
       for (int64_t s = 1; s < sets; ++s) pc.seeds.push_back(SecureRandom64());
+  // Never equal to `poison`, nor to the reference's poison + 1.
+  const int poison2 = (poison + 2 + static_cast<int>(SecureRandom64() % 254)) % 256;
       double est_us = pc.cost.sol_us > 0 ? pc.cost.sol_us : pc.cost.bytes / 2e12 * 1e6;
       int iters = opts.timing_iterations > 0
                       ? opts.timing_iterations
@@ -490,6 +497,9 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                   {"result", fs::absolute(scratch + "/reference.result.json").string()},
                   {"cases", json::array()}};
   auto ref_plan_for = [&](const PlannedCase& pc) {
+      // The last timed run must not reuse input set 0 (the check run's): a kernel that kept the
+      // check run's inputs or outputs (by pointer or in a global) then fails the last run's check.
+      if ((iters - 1) % sets == 0) ++iters;
     return ResolvePlan(*ref_plan, spec, pc.symbols, {}, device->limits);
   };
   for (const auto& pc : cases) {
@@ -503,6 +513,11 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                  {"input_seeds", pc.seeds},
                                  {"poison", poison},
                                  {"timing", pc.timing},
+    if (pc.timing.is_null() && kind != "bench") {
+      pc.second_seed = SecureRandom64();
+      case_s += opts.case_timeout_s;
+      ref_budget_s += opts.case_timeout_s;
+    }
                                  {"dump", prefix},
                                  {"dump_inputs", false}});
     auto rp = ref_plan_for(pc);
@@ -532,6 +547,29 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       return Status::Error("the reference runner failed on case {} ({}): {}{}",
                            c["id"].get<std::string>(), ref.process.Describe(),
                            it == ref.cases.end() ? "" : it->second.value("message", ""),
+    if (pc.second_seed) {
+      const std::string id2 = pc.id + "#2";
+      cand_job["cases"].push_back({{"id", id2},
+                                   {"launches", LaunchesJson(pc.plan)},
+                                   {"workspace", {{"bytes", pc.plan.workspace_bytes},
+                                                  {"zero", pc.plan.workspace_zero}}},
+                                   {"tensors", tensors},
+                                   {"input_seeds", {*pc.second_seed}},
+                                   {"poison", poison2},
+                                   {"timing", nullptr},
+                                   {"dump", fs::absolute(scratch + "/cand-" + id2).string()},
+                                   {"dump_inputs", false}});
+      ref_job["cases"].push_back(
+          {{"id", id2 + "@0"},
+           {"launches", LaunchesJson(*rp)},
+           {"workspace", {{"bytes", rp->workspace_bytes}, {"zero", rp->workspace_zero}}},
+           {"tensors", tensors},
+           {"input_seeds", {*pc.second_seed}},
+           {"poison", (poison + 1) % 256},
+           {"timing", nullptr},
+           {"dump", fs::absolute(fmt::format("{}/ref-{}@0", scratch, id2)).string()},
+           {"dump_inputs", false}});
+    }
                            ref.process.stderr_data.substr(0, 1000));
     }
   }
@@ -577,17 +615,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       break;  // later cases never ran
     }
     const json& c = it->second;
-    std::string status = c.value("status", "");
-    if (status == "crashed" || status == "launch_error") {
-      fail(Verdict::kCrashed, c.value("message", status));
-    } else if (status == "guard_violation" || !c.value("guards_intact", true)) {
-      fail(Verdict::kWrongAnswer,
-           "wrote outside its output buffers: " + c.value("message", std::string("guard damaged")));
-    } else if (!c.value("inputs_unchanged", true)) {
-      fail(Verdict::kWrongAnswer, "modified its inputs");
-    } else if (status != "ok") {
-      fail(Verdict::kCrashed, fmt::format("runner status '{}': {}", status, c.value("message", "")));
-    } else {
+    if (runner_findings_clean(c, "")) {
       std::string cand_prefix = scratch + "/cand-" + pc.id;
       std::vector<std::pair<std::string, int>> runs = {{"check", 0}};
       if (!pc.timing.is_null()) {
@@ -603,6 +631,24 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                tag == "check" ? *diff : fmt::format("in the {} timed run: {}", tag, *diff));
           break;
         }
+    // The runner's own findings about one case: a crash, a guard, the inputs. True if clean.
+    auto runner_findings_clean = [&](const json& c, const std::string& prefix_msg) {
+      std::string status = c.value("status", "");
+      if (status == "crashed" || status == "launch_error") {
+        fail(Verdict::kCrashed, prefix_msg + c.value("message", status));
+      } else if (status == "guard_violation" || !c.value("guards_intact", true)) {
+        fail(Verdict::kWrongAnswer, prefix_msg + "wrote outside its output buffers: " +
+                                        c.value("message", std::string("guard damaged")));
+      } else if (!c.value("inputs_unchanged", true)) {
+        fail(Verdict::kWrongAnswer, prefix_msg + "modified its inputs");
+      } else if (status != "ok") {
+        fail(Verdict::kCrashed, fmt::format("{}runner status '{}': {}", prefix_msg, status,
+                                            c.value("message", "")));
+      } else {
+        return true;
+      }
+      return false;
+    };
       }
       if (cr.verdict == Verdict::kOk && c.contains("timing") && c["timing"].is_object()) {
         cr.timing = ParseTiming(c["timing"]);
@@ -631,6 +677,33 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
 Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
                                               const std::map<std::string, std::string>& params,
                                               Arch arch, const DeviceInfo& device,
+      if (cr.verdict == Verdict::kOk && pc.second_seed) {
+        const std::string id2 = pc.id + "#2";
+        const std::string what = fmt::format(
+            "in the second run (other inputs, outputs poisoned with 0x{:02x} instead of 0x{:02x}): ",
+            poison2, poison);
+        auto it2 = cand.cases.find(id2);
+        if (it2 == cand.cases.end()) {
+          fail(cand.process.timed_out ? Verdict::kTimeout : Verdict::kCrashed,
+               what + (cand.process.timed_out
+                           ? fmt::format("did not finish within the limit ({:.0f} s)",
+                                         cand_budget_s)
+                           : fmt::format("the runner died ({})", cand.process.Describe())));
+          res.cases.push_back(cr);
+          break;
+        }
+        if (runner_findings_clean(it2->second, what)) {
+          auto diff = CompareOutputs(spec, pc.symbols, scratch + "/cand-" + id2, "check",
+                                     fmt::format("{}/ref-{}@0", scratch, id2));
+          if (!diff.ok()) return diff.status();
+          if (!diff->empty()) {
+            fail(Verdict::kWrongAnswer,
+                 what + *diff +
+                     " (the result depends on what the outputs held before the run, on a race, "
+                     "or on state kept from an earlier launch)");
+          }
+        }
+      }
                                               const EvaluatorOptions& opts) {
   CompileOptions copts;
   copts.cache_dir = opts.workspace + "/cache";

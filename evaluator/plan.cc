@@ -18,16 +18,45 @@ const std::set<std::string, std::less<>> kLaunchKeys = {"kernel", "grid", "block
                                                         "smem", "args"};
 const std::set<std::string, std::less<>> kDeviceSymbols = {"num_sms"};
 
+// Sane caps on what a plan may hold: real plans are a few hundred bytes, expressions a few dozen
+// characters. The caps keep hostile plans cheap to reject and their messages short.
+constexpr size_t kMaxPlanBytes = 64 * 1024;
+constexpr size_t kMaxExprChars = 1024;
+constexpr size_t kMaxKernelName = 256;
+constexpr size_t kMaxKnobValues = 64;
+
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+// A JSON integer as int64; nlohmann also reads 2^63..2^64-1 as "integers", which would wrap.
+Result<int64_t> Int64Field(const json& j, const std::string& field) {
+  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return Status::Error("{}: {} does not fit in int64", field, j.get<uint64_t>());
+  }
+  return j.get<int64_t>();
+}
+
+Status CheckExprLength(const std::string& e, const std::string& field) {
+  if (e.size() > kMaxExprChars) {
+    return Status::Error("{}: the expression is {} characters long; the limit is {}", field,
+                         e.size(), kMaxExprChars);
+  }
+  return Status::Ok();
+}
+
 // An expression field: a JSON string, or an integer written as a number.
 Result<std::string> ExprField(const json& j, const std::string& field) {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
+  if (j.is_string()) {
+    WS_RETURN_IF_ERROR(CheckExprLength(j.get<std::string>(), field));
+    return j.get<std::string>();
+  }
+  if (j.is_number_integer()) {
+    WS_ASSIGN_OR_RETURN(int64_t v, Int64Field(j, field));
+    return std::to_string(v);
+  }
   return Status::Error("{}: expected an expression (string or integer), got {}", field,
                        j.type_name());
 }
@@ -69,12 +98,16 @@ Result<Plan> ParsePlanJson(const json& root) {
       if (!values.is_array() || values.empty()) {
         return Status::Error("{}: expected a non-empty array of integers", field);
       }
+      if (values.size() > kMaxKnobValues) {
+        return Status::Error("{}: at most {} values, got {}", field, kMaxKnobValues, values.size());
+      }
       std::vector<int64_t> vals;
       for (size_t i = 0; i < values.size(); ++i) {
         if (!values[i].is_number_integer()) {
           return Status::Error("{}[{}]: expected an integer", field, i);
         }
-        vals.push_back(values[i].get<int64_t>());
+        WS_ASSIGN_OR_RETURN(int64_t v, Int64Field(values[i], fmt::format("{}[{}]", field, i)));
+        vals.push_back(v);
       }
       plan.knobs[name] = std::move(vals);
     }
@@ -98,6 +131,10 @@ Result<Plan> ParsePlanJson(const json& root) {
       return Status::Error("{}.kernel: expected the name of an extern \"C\" __global__ function", base);
     }
     pl.kernel = l["kernel"].get<std::string>();
+    if (pl.kernel.size() > kMaxKernelName) {
+      return Status::Error("{}.kernel: the name is longer than {} characters", base,
+                           kMaxKernelName);
+    }
     for (const char* key : {"grid", "block"}) {
       if (!l.contains(key)) return Status::Error("{}.{}: missing", base, key);
     }
@@ -120,11 +157,13 @@ Result<Plan> ParsePlanJson(const json& root) {
       PlanArg arg;
       if (a.is_string()) {
         arg.text = a.get<std::string>();
+        WS_RETURN_IF_ERROR(CheckExprLength(arg.text, field));
         arg.kind = arg.text == "workspace" ? PlanArg::Kind::kWorkspace : PlanArg::Kind::kI32;
         // Tensor names are told apart from expressions by ValidatePlan, which knows the problem.
       } else if (a.is_number_integer()) {
         arg.kind = PlanArg::Kind::kI32;
-        arg.text = std::to_string(a.get<int64_t>());
+        WS_ASSIGN_OR_RETURN(int64_t v, Int64Field(a, field));
+        arg.text = std::to_string(v);
       } else if (a.is_object() && a.size() == 1 && a.contains("i64")) {
         arg.kind = PlanArg::Kind::kI64;
         WS_ASSIGN_OR_RETURN(arg.text, ExprField(a["i64"], field + ".i64"));
@@ -194,11 +233,34 @@ Result<Plan> ParsePlan(const std::string& source) {
   size_t close = source.find("*/", tag);
   if (close == std::string::npos) return Status::Error("the plan comment is not closed with */");
   std::string body = source.substr(tag + kPlanTag.size(), close - tag - kPlanTag.size());
+  if (body.size() > kMaxPlanBytes) {
+    return Status::Error("the plan is {} bytes; the limit is {}", body.size(), kMaxPlanBytes);
+  }
+  // JSON allows duplicate keys and nlohmann keeps the last; a reader of the plan would see the
+  // first. A plan must mean one thing, so duplicates are an error.
+  std::vector<std::set<std::string>> keys_at_depth;
+  std::string duplicate;
+  json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    const auto d = static_cast<size_t>(depth);
+    if (event == json::parse_event_t::object_start) {
+      if (keys_at_depth.size() <= d + 1) keys_at_depth.resize(d + 2);
+      keys_at_depth[d + 1].clear();
+    } else if (event == json::parse_event_t::key && duplicate.empty()) {
+      if (keys_at_depth.size() <= d) keys_at_depth.resize(d + 1);
+      if (!keys_at_depth[d].insert(parsed.get<std::string>()).second) {
+        duplicate = parsed.get<std::string>();
+      }
+    }
+    return true;
+  };
   json root;
   try {
-    root = json::parse(body, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    root = json::parse(body, on_event, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {
     return Status::Error("the plan is not valid JSON: {}", e.what());
+  }
+  if (!duplicate.empty()) {
+    return Status::Error("the plan names the key '{}' twice in one object", duplicate);
   }
   return ParsePlanJson(root);
 }

@@ -168,6 +168,15 @@ class Parser {
   }
   Status Unary(bool live, int64_t* out) {
     const size_t at = (SkipSpace(), pos_);
+    // NOTE: every nesting level (a parenthesis, a call argument, a unary operator) recurses
+    // through here; plans come from untrusted candidates, so the depth is capped well before the
+    // stack could overflow. Real expressions nest a handful of levels.
+    struct DepthGuard {
+      int& d;
+      ~DepthGuard() { --d; }
+    } guard{++depth_};
+    if (depth_ > kMaxDepth)
+      return Fail(at, "nested more than {} levels deep", kMaxDepth);
     if (Accept("-")) {
       WS_RETURN_IF_ERROR(Unary(live, out));
       if (live && __builtin_sub_overflow(int64_t{0}, *out, out)) {
@@ -281,9 +290,12 @@ class Parser {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
   }
 
+  static constexpr int kMaxDepth = 100;
+
   std::string_view expr_;
   const SymbolTable* symbols_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::vector<std::string> identifiers_;
 };
 

@@ -1,0 +1,9 @@
+// hostile: expect=compile_error gpu=no what="a __host__ lambda" message="device code only"
+/* warpsmith:plan
+{ "launch": [ { "kernel": "k", "grid": ["ceil_div(M * (K / 32), 256)"], "block": [256],
+                "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void k(const void* x, unsigned char* q, unsigned char* s, int M, int K) {
+  auto f = [] __host__(int a) { return a; };
+  q[0] = f(1);
+}

@@ -1,0 +1,9 @@
+// hostile: expect=compile_error gpu=no what="cudaMalloc from device code" message="device code only"
+/* warpsmith:plan
+{ "launch": [ { "kernel": "k", "grid": ["ceil_div(M * (K / 32), 256)"], "block": [256],
+                "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void k(const void* x, unsigned char* q, unsigned char* s, int M, int K) {
+  void* p;
+  cudaMalloc(&p, 1 << 20);
+}

@@ -1,0 +1,315 @@
+// The hostile-candidate corpus: every tests/hostile/*.cu states its attack and the verdict it must
+// get in its first line,
+//
+//   // hostile: expect=compile_error gpu=no what="absolute include of /etc/passwd" message="..."
+//
+// and this driver evaluates each against mxfp8_quantize_rowwise with ws::Evaluate and asserts it.
+// Built twice: hostile_test (label unit) runs the gpu=no cases with compile_only; hostile_gpu_test
+// (label gpu, WS_HOSTILE_GPU=1) runs the gpu=yes cases and skips where there is no GPU.
+//
+// Header keys: expect (a verdict name, or "rejected": anything but ok and not_run), gpu (yes|no),
+// what, message (a substring of the verdict's message), log (a substring of the compile log),
+// timing=yes (time the bench shapes), compile_timeout and case_timeout (seconds), pad=N (append an
+// N-byte comment), inject=nul|latin1 (append a NUL byte or a non-UTF-8 byte).
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "evaluator/evaluator.h"
+#include "evaluator/source_check.h"
+#include "problems/problems.h"
+
+#ifndef WS_HOSTILE_GPU
+#define WS_HOSTILE_GPU 0
+#endif
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kCorpusDir = std::string(WS_SOURCE_DIR) + "/tests/hostile";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct HostileCase {
+  std::string file;  // file name, e.g. "c01_abs_include_etc_passwd.cu"
+  std::map<std::string, std::string> keys;
+  std::string parse_error;
+
+  std::string Get(const std::string& k, const std::string& def = "") const {
+    auto it = keys.find(k);
+    return it == keys.end() ? def : it->second;
+  }
+  bool gpu() const { return Get("gpu") == "yes"; }
+  std::string name() const { return fs::path(file).stem().string(); }
+};
+
+void PrintTo(const HostileCase& c, std::ostream* os) { *os << c.file; }
+
+// Parses `// hostile: k=v k="quoted v" ...` from the first line.
+HostileCase ParseCase(const std::string& file, const std::string& text) {
+  HostileCase c;
+  c.file = file;
+  const std::string tag = "// hostile:";
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.rfind(tag, 0) != 0) {
+    c.parse_error = "the first line must start with '" + tag + "'";
+    return c;
+  }
+  size_t i = tag.size();
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (i >= line.size()) break;
+    size_t eq = line.find('=', i);
+    if (eq == std::string::npos) {
+      c.parse_error = "expected key=value at column " + std::to_string(i + 1);
+      return c;
+    }
+    std::string key = line.substr(i, eq - i);
+    std::string value;
+    i = eq + 1;
+    if (i < line.size() && line[i] == '"') {
+      size_t end = line.find('"', i + 1);
+      if (end == std::string::npos) {
+        c.parse_error = "unterminated quoted value of " + key;
+        return c;
+      }
+      value = line.substr(i + 1, end - i - 1);
+      i = end + 1;
+    } else {
+      size_t end = line.find(' ', i);
+      if (end == std::string::npos) end = line.size();
+      value = line.substr(i, end - i);
+      i = end;
+    }
+    c.keys[key] = value;
+  }
+  return c;
+}
+
+std::vector<HostileCase> LoadCorpus() {
+  std::vector<HostileCase> cases;
+  for (const auto& e : fs::directory_iterator(kCorpusDir)) {
+    if (e.path().extension() != ".cu") continue;
+    cases.push_back(ParseCase(e.path().filename().string(), ReadText(e.path().string())));
+  }
+  std::sort(cases.begin(), cases.end(),
+            [](const HostileCase& a, const HostileCase& b) { return a.file < b.file; });
+  return cases;
+}
+
+// The candidate as the evaluator gets it: the file, plus what the header asks to append.
+std::string CaseSource(const HostileCase& c) {
+  std::string src = ReadText(kCorpusDir + "/" + c.file);
+  if (std::string pad = c.Get("pad"); !pad.empty()) {
+    src += "/*" + std::string(std::stoul(pad), 'x') + "*/\n";
+  }
+  if (c.Get("inject") == "nul") {
+    static constexpr char kNul[] = "// a NUL: \0 and more code after it\n";
+    src += std::string(kNul, sizeof(kNul) - 1);
+  }
+  if (c.Get("inject") == "latin1") src += "// caf\xe9 in Latin-1\n";
+  return src;
+}
+
+const std::vector<std::string> kVerdicts = {"ok",      "compile_error", "plan_error",
+                                            "crashed", "timeout",       "wrong_answer",
+                                            "suspicious", "not_run",    "rejected"};
+
+ProblemSpec* Spec() {
+  static ProblemSpec* spec = [] {
+    auto s = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/mxfp8_quantize_rowwise/spec.json");
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? new ProblemSpec(std::move(*s)) : nullptr;
+  }();
+  return spec;
+}
+
+std::string Workspace() {
+  static std::string ws = testing::TempDir() + "/ws_hostile_" + std::to_string(::getpid());
+  return ws;
+}
+
+EvaluatorOptions Options(const HostileCase& c) {
+  EvaluatorOptions opts;
+  opts.workspace = Workspace();
+  opts.runner = std::string(WS_BINARY_DIR) + "/ws_runner";
+  opts.compile_worker = std::string(WS_BINARY_DIR) + "/ws_compile";
+  if (auto t = c.Get("compile_timeout"); !t.empty()) opts.compile_timeout_s = std::stod(t);
+  if (auto t = c.Get("case_timeout"); !t.empty()) {
+    opts.case_timeout_s = std::stod(t);
+    opts.startup_timeout_s = 15;
+  }
+  return opts;
+}
+
+EvalRequest Request(const HostileCase& c, const std::string& source) {
+  EvalRequest req;
+  req.spec = Spec();
+  req.source = source;
+  req.source_name = c.file;
+  req.arch = Arch::kSm90a;
+  req.params = {{"rounding", "rceil"}};
+  req.time_bench = c.Get("timing") == "yes";
+  return req;
+}
+
+void ExpectVerdict(const HostileCase& c, const EvalResult& r) {
+  const std::string got(VerdictName(r.verdict));
+  const std::string want = c.Get("expect");
+  if (want == "rejected") {
+    EXPECT_TRUE(got != "ok" && got != "not_run") << c.file << ": got " << got << ": " << r.message;
+  } else {
+    EXPECT_EQ(got, want) << c.file << " (" << c.Get("what") << "): " << r.message;
+  }
+  if (auto m = c.Get("message"); !m.empty()) {
+    EXPECT_NE(r.message.find(m), std::string::npos)
+        << c.file << ": the message lacks \"" << m << "\": " << r.message;
+  }
+  if (auto l = c.Get("log"); !l.empty()) {
+    EXPECT_NE(r.compile.log.find(l), std::string::npos)
+        << c.file << ": the compile log lacks \"" << l << "\": " << r.compile.log.substr(0, 500);
+  }
+}
+
+// ---- The corpus itself ---------------------------------------------------------------------------
+
+#if !WS_HOSTILE_GPU
+TEST(HostileCorpusTest, EveryCaseStatesItsAttackAndVerdictAndIsInTheReadme) {
+  auto cases = LoadCorpus();
+  EXPECT_GE(cases.size(), 30u);
+  const std::string readme = ReadText(kCorpusDir + "/README.md");
+  int gpu = 0;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(c.parse_error.empty()) << c.file << ": " << c.parse_error;
+    EXPECT_NE(std::find(kVerdicts.begin(), kVerdicts.end(), c.Get("expect")), kVerdicts.end())
+        << c.file << ": expect=" << c.Get("expect");
+    EXPECT_TRUE(c.Get("gpu") == "yes" || c.Get("gpu") == "no") << c.file;
+    EXPECT_FALSE(c.Get("what").empty()) << c.file;
+    EXPECT_NE(readme.find(c.name()), std::string::npos) << c.file << " is not in README.md";
+    gpu += c.gpu();
+  }
+  EXPECT_GE(gpu, 20);
+}
+
+// No false rejections: what the project ships, and legal constructs that look like attacks.
+TEST(SourceCheckTest, ShippedKernelsPass) {
+  std::vector<std::string> files;
+  for (const char* dir : {"/kernels", "/problems"}) {
+    for (const auto& e : fs::recursive_directory_iterator(std::string(WS_SOURCE_DIR) + dir)) {
+      if (e.path().extension() == ".cu") files.push_back(e.path().string());
+    }
+  }
+  ASSERT_FALSE(files.empty());
+  for (const auto& f : files) {
+    Status s = CheckCandidateSource(ReadText(f), {});
+    EXPECT_TRUE(s.ok()) << f << ": " << s.message();
+  }
+}
+
+TEST(SourceCheckTest, LegalConstructsThatLookLikeAttacksPass) {
+  const char* kLegal[] = {
+      "#include <cuda_bf16.h>\n#include \"cuda_fp8.h\"\n#include <cuda/ptx>\n",
+      "// #include \"/etc/passwd\" in a comment\n/* #include </etc/passwd> */\n",
+      "__host__ __device__ inline int f(int a) { return a; }\n",
+      "template <int N> __device__ __host__ constexpr int g() { return N; }\n",
+      "#define HD __host__ __device__\nHD int h() { return 1; }\n",
+      "extern \"C\" {\n__global__ void k1() {}\n}\n",
+      "extern \"C\" __global__ void __launch_bounds__(256) k2(int* p) { *p = 1'000'000; }\n",
+      "extern \"C\" __device__ int helper(int a) { return a; }\n",
+      "__device__ void s() { asm volatile(R\"(ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];)\" ::); }\n",
+      "__device__ const char* m = \"main() and .include and <<< are only text\";\n",
+      "__device__ void p() { cudaGridDependencySynchronize(); "
+      "cudaTriggerProgrammaticLaunchCompletion(); }\n",
+      "#pragma unroll 4\n#pragma nv_diag_suppress 177\n_Pragma(\"unroll\")\n",
+      "#if 0\n#error not taken\n#endif\n#ifdef X\n#elif defined(Y)\n#else\n#endif\n",
+      "__device__ int domain_main_value() { int main_count = 0; return main_count; }\n",
+      "__device__ bool lt(int a, int b) { return a << 1 < b; }\n",
+  };
+  const std::vector<std::string> dirs = {std::string(WS_CUDA_INCLUDE_DIR),
+                                         std::string(WS_CUDA_INCLUDE_DIR) + "/cccl"};
+  for (const char* src : kLegal) {
+    Status s = CheckCandidateSource(src, dirs);
+    EXPECT_TRUE(s.ok()) << src << "\n-> " << s.message();
+  }
+}
+
+TEST(SourceCheckTest, RejectionsNameTheLineAndTheRule) {
+  Status s = CheckCandidateSource("// ok\n\n__host__ void f() {}\n", {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("line 3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(kDeviceCodeOnlyRule), std::string::npos) << s.message();
+  s = CheckCandidateSource("#define X 1\n# /* c */ include \\\n  \"/etc/passwd\"\n", {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("line 2"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("absolute"), std::string::npos) << s.message();
+}
+#endif
+
+// ---- Evaluating every case ---------------------------------------------------------------------
+
+class HostileTest : public testing::TestWithParam<HostileCase> {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(Spec(), nullptr);
+#if WS_HOSTILE_GPU
+    std::string why;
+    auto device = ProbeDevice(Options(GetParam()), &why);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    if (!*device) GTEST_SKIP() << "no GPU here (" << why << "); GPU tests skipped";
+    device_ = **device;
+#endif
+  }
+
+  std::optional<DeviceInfo> device_;
+};
+
+TEST_P(HostileTest, GetsItsVerdict) {
+  const HostileCase& c = GetParam();
+  EvalRequest req = Request(c, CaseSource(c));
+  req.compile_only = !WS_HOSTILE_GPU;
+  req.device = device_;
+  auto r = Evaluate(req, Options(c));
+  ASSERT_TRUE(r.ok()) << c.file << ": the evaluator itself failed: " << r.status().message();
+  ExpectVerdict(c, *r);
+#if WS_HOSTILE_GPU
+  // After a crash, a hang or a refused launch, the evaluator still judges an honest kernel.
+  const std::string want = c.Get("expect");
+  if (want == "crashed" || want == "timeout" || want == "rejected") {
+    HostileCase control = ParseCase("g01_control_ok.cu", ReadText(kCorpusDir + "/g01_control_ok.cu"));
+    EvalRequest next = Request(control, CaseSource(control));
+    next.device = device_;
+    auto r2 = Evaluate(next, Options(control));
+    ASSERT_TRUE(r2.ok()) << r2.status().message();
+    EXPECT_EQ(r2->verdict, Verdict::kOk) << "after " << c.file << ": " << r2->message;
+  }
+#endif
+}
+
+std::vector<HostileCase> Selected() {
+  std::vector<HostileCase> out;
+  for (auto& c : LoadCorpus()) {
+    if (c.gpu() == static_cast<bool>(WS_HOSTILE_GPU)) out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, HostileTest, testing::ValuesIn(Selected()),
+                         [](const testing::TestParamInfo<HostileCase>& info) {
+                           return info.param.name();
+                         });
+
+}  // namespace
+}  // namespace ws
