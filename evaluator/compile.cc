@@ -201,6 +201,8 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
     result.log = std::move(why);
     return result;
   };
+  // A preprocessor or template bomb ends here: each limit is named, so the agent learns which.
+  const int64_t memory_mib = opts.memory_bytes >> 20;
   if (run.timed_out) {
     return fail(fmt::format("compile hit the wall-clock limit: stopped after {:.0f} s (limit "
                             "{:.0f} s; memory limit {} MiB)",
@@ -224,6 +226,12 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
                             run.stderr_data.substr(0, 2000)));
   }
   result.log = reply.value("log", "");
+  if (!reply.value("ok", false) &&
+      (result.log.find("out of memory") != std::string::npos ||
+       result.log.find("OUT_OF_MEMORY") != std::string::npos ||
+       result.log.find("std::bad_alloc") != std::string::npos)) {
+    result.log = fmt::format("compile hit the memory limit ({} MiB):\n{}", memory_mib, result.log);
+  }
   if (result.log.size() > 64 * 1024) result.log = result.log.substr(0, 64 * 1024) + "\n[log truncated]";
   if (!reply.value("ok", false)) return fail(result.log.empty() ? "compile failed" : result.log);
   result.resources = ParsePtxasLog(result.log);
@@ -236,12 +244,4 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
   return result;
 }
 
-  // A preprocessor or template bomb ends here: each limit is named, so the agent learns which.
-  const int64_t memory_mib = opts.memory_bytes >> 20;
 }  // namespace ws
-  if (!reply.value("ok", false) &&
-      (result.log.find("out of memory") != std::string::npos ||
-       result.log.find("OUT_OF_MEMORY") != std::string::npos ||
-       result.log.find("std::bad_alloc") != std::string::npos)) {
-    result.log = fmt::format("compile hit the memory limit ({} MiB):\n{}", memory_mib, result.log);
-  }

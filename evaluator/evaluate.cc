@@ -441,6 +441,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   ScratchCleanup cleanup{scratch, opts.keep_scratch};
 
   const int poison = static_cast<int>(SecureRandom64() % 256);
+  // Never equal to `poison`, nor to the reference's poison + 1.
+  const int poison2 = (poison + 2 + static_cast<int>(SecureRandom64() % 254)) % 256;
   std::vector<PlannedCase> cases;
   double cand_budget_s = opts.startup_timeout_s, ref_budget_s = opts.startup_timeout_s;
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -466,12 +468,13 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       sets = std::clamp<int64_t>(sets, 2, 8);
       while (sets > 2 && sets * in_bytes > (int64_t{24} << 30)) --sets;
       for (int64_t s = 1; s < sets; ++s) pc.seeds.push_back(SecureRandom64());
-  // Never equal to `poison`, nor to the reference's poison + 1.
-  const int poison2 = (poison + 2 + static_cast<int>(SecureRandom64() % 254)) % 256;
       double est_us = pc.cost.sol_us > 0 ? pc.cost.sol_us : pc.cost.bytes / 2e12 * 1e6;
       int iters = opts.timing_iterations > 0
                       ? opts.timing_iterations
                       : static_cast<int>(std::clamp(300000.0 / std::max(est_us, 1.0), 20.0, 200.0));
+      // The last timed run must not reuse input set 0 (the check run's): a kernel that kept the
+      // check run's inputs or outputs (by pointer or in a global) then fails the last run's check.
+      if ((iters - 1) % sets == 0) ++iters;
       int audit = static_cast<int>(SecureRandom64() % static_cast<uint64_t>(iters - 1));
       pc.audit_set = audit % static_cast<int>(sets);
       pc.last_set = (iters - 1) % static_cast<int>(sets);
@@ -485,6 +488,11 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       // A candidate may be far slower than speed-of-light and still correct; a hang is not.
       case_s += 10 + (iters + 5) * (est_us * 1e-6 * 50 + 2e-3);
     }
+    if (pc.timing.is_null() && kind != "bench") {
+      pc.second_seed = SecureRandom64();
+      case_s += opts.case_timeout_s;
+      ref_budget_s += opts.case_timeout_s;
+    }
     cand_budget_s += case_s;
     ref_budget_s += opts.case_timeout_s * (pc.timing.is_null() ? 1 : 3);
     cases.push_back(std::move(pc));
@@ -497,9 +505,6 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                   {"result", fs::absolute(scratch + "/reference.result.json").string()},
                   {"cases", json::array()}};
   auto ref_plan_for = [&](const PlannedCase& pc) {
-      // The last timed run must not reuse input set 0 (the check run's): a kernel that kept the
-      // check run's inputs or outputs (by pointer or in a global) then fails the last run's check.
-      if ((iters - 1) % sets == 0) ++iters;
     return ResolvePlan(*ref_plan, spec, pc.symbols, {}, device->limits);
   };
   for (const auto& pc : cases) {
@@ -513,15 +518,33 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                  {"input_seeds", pc.seeds},
                                  {"poison", poison},
                                  {"timing", pc.timing},
-    if (pc.timing.is_null() && kind != "bench") {
-      pc.second_seed = SecureRandom64();
-      case_s += opts.case_timeout_s;
-      ref_budget_s += opts.case_timeout_s;
-    }
                                  {"dump", prefix},
                                  {"dump_inputs", false}});
     auto rp = ref_plan_for(pc);
     if (!rp.ok()) return rp.status().Context(ref_path);
+    if (pc.second_seed) {
+      const std::string id2 = pc.id + "#2";
+      cand_job["cases"].push_back({{"id", id2},
+                                   {"launches", LaunchesJson(pc.plan)},
+                                   {"workspace", {{"bytes", pc.plan.workspace_bytes},
+                                                  {"zero", pc.plan.workspace_zero}}},
+                                   {"tensors", tensors},
+                                   {"input_seeds", {*pc.second_seed}},
+                                   {"poison", poison2},
+                                   {"timing", nullptr},
+                                   {"dump", fs::absolute(scratch + "/cand-" + id2).string()},
+                                   {"dump_inputs", false}});
+      ref_job["cases"].push_back(
+          {{"id", id2 + "@0"},
+           {"launches", LaunchesJson(*rp)},
+           {"workspace", {{"bytes", rp->workspace_bytes}, {"zero", rp->workspace_zero}}},
+           {"tensors", tensors},
+           {"input_seeds", {*pc.second_seed}},
+           {"poison", (poison + 1) % 256},
+           {"timing", nullptr},
+           {"dump", fs::absolute(fmt::format("{}/ref-{}@0", scratch, id2)).string()},
+           {"dump_inputs", false}});
+    }
     std::set<int> sets = {0};
     if (!pc.timing.is_null()) sets.insert({pc.audit_set, pc.last_set});
     for (int s : sets) {
@@ -547,29 +570,6 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       return Status::Error("the reference runner failed on case {} ({}): {}{}",
                            c["id"].get<std::string>(), ref.process.Describe(),
                            it == ref.cases.end() ? "" : it->second.value("message", ""),
-    if (pc.second_seed) {
-      const std::string id2 = pc.id + "#2";
-      cand_job["cases"].push_back({{"id", id2},
-                                   {"launches", LaunchesJson(pc.plan)},
-                                   {"workspace", {{"bytes", pc.plan.workspace_bytes},
-                                                  {"zero", pc.plan.workspace_zero}}},
-                                   {"tensors", tensors},
-                                   {"input_seeds", {*pc.second_seed}},
-                                   {"poison", poison2},
-                                   {"timing", nullptr},
-                                   {"dump", fs::absolute(scratch + "/cand-" + id2).string()},
-                                   {"dump_inputs", false}});
-      ref_job["cases"].push_back(
-          {{"id", id2 + "@0"},
-           {"launches", LaunchesJson(*rp)},
-           {"workspace", {{"bytes", rp->workspace_bytes}, {"zero", rp->workspace_zero}}},
-           {"tensors", tensors},
-           {"input_seeds", {*pc.second_seed}},
-           {"poison", (poison + 1) % 256},
-           {"timing", nullptr},
-           {"dump", fs::absolute(fmt::format("{}/ref-{}@0", scratch, id2)).string()},
-           {"dump_inputs", false}});
-    }
                            ref.process.stderr_data.substr(0, 1000));
     }
   }
@@ -614,23 +614,6 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       res.cases.push_back(cr);
       break;  // later cases never ran
     }
-    const json& c = it->second;
-    if (runner_findings_clean(c, "")) {
-      std::string cand_prefix = scratch + "/cand-" + pc.id;
-      std::vector<std::pair<std::string, int>> runs = {{"check", 0}};
-      if (!pc.timing.is_null()) {
-        runs.emplace_back("audit", pc.audit_set);
-        runs.emplace_back("last", pc.last_set);
-      }
-      for (const auto& [tag, set] : runs) {
-        auto diff = CompareOutputs(spec, pc.symbols, cand_prefix, tag,
-                                   fmt::format("{}/ref-{}@{}", scratch, pc.id, set));
-        if (!diff.ok()) return diff.status();
-        if (!diff->empty()) {
-          fail(Verdict::kWrongAnswer,
-               tag == "check" ? *diff : fmt::format("in the {} timed run: {}", tag, *diff));
-          break;
-        }
     // The runner's own findings about one case: a crash, a guard, the inputs. True if clean.
     auto runner_findings_clean = [&](const json& c, const std::string& prefix_msg) {
       std::string status = c.value("status", "");
@@ -649,6 +632,50 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       }
       return false;
     };
+    const json& c = it->second;
+    if (runner_findings_clean(c, "")) {
+      std::string cand_prefix = scratch + "/cand-" + pc.id;
+      std::vector<std::pair<std::string, int>> runs = {{"check", 0}};
+      if (!pc.timing.is_null()) {
+        runs.emplace_back("audit", pc.audit_set);
+        runs.emplace_back("last", pc.last_set);
+      }
+      for (const auto& [tag, set] : runs) {
+        auto diff = CompareOutputs(spec, pc.symbols, cand_prefix, tag,
+                                   fmt::format("{}/ref-{}@{}", scratch, pc.id, set));
+        if (!diff.ok()) return diff.status();
+        if (!diff->empty()) {
+          fail(Verdict::kWrongAnswer,
+               tag == "check" ? *diff : fmt::format("in the {} timed run: {}", tag, *diff));
+          break;
+        }
+      }
+      if (cr.verdict == Verdict::kOk && pc.second_seed) {
+        const std::string id2 = pc.id + "#2";
+        const std::string what = fmt::format(
+            "in the second run (other inputs, outputs poisoned with 0x{:02x} instead of 0x{:02x}): ",
+            poison2, poison);
+        auto it2 = cand.cases.find(id2);
+        if (it2 == cand.cases.end()) {
+          fail(cand.process.timed_out ? Verdict::kTimeout : Verdict::kCrashed,
+               what + (cand.process.timed_out
+                           ? fmt::format("did not finish within the limit ({:.0f} s)",
+                                         cand_budget_s)
+                           : fmt::format("the runner died ({})", cand.process.Describe())));
+          res.cases.push_back(cr);
+          break;
+        }
+        if (runner_findings_clean(it2->second, what)) {
+          auto diff = CompareOutputs(spec, pc.symbols, scratch + "/cand-" + id2, "check",
+                                     fmt::format("{}/ref-{}@0", scratch, id2));
+          if (!diff.ok()) return diff.status();
+          if (!diff->empty()) {
+            fail(Verdict::kWrongAnswer,
+                 what + *diff +
+                     " (the result depends on what the outputs held before the run, on a race, "
+                     "or on state kept from an earlier launch)");
+          }
+        }
       }
       if (cr.verdict == Verdict::kOk && c.contains("timing") && c["timing"].is_object()) {
         cr.timing = ParseTiming(c["timing"]);
@@ -677,33 +704,6 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
 Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
                                               const std::map<std::string, std::string>& params,
                                               Arch arch, const DeviceInfo& device,
-      if (cr.verdict == Verdict::kOk && pc.second_seed) {
-        const std::string id2 = pc.id + "#2";
-        const std::string what = fmt::format(
-            "in the second run (other inputs, outputs poisoned with 0x{:02x} instead of 0x{:02x}): ",
-            poison2, poison);
-        auto it2 = cand.cases.find(id2);
-        if (it2 == cand.cases.end()) {
-          fail(cand.process.timed_out ? Verdict::kTimeout : Verdict::kCrashed,
-               what + (cand.process.timed_out
-                           ? fmt::format("did not finish within the limit ({:.0f} s)",
-                                         cand_budget_s)
-                           : fmt::format("the runner died ({})", cand.process.Describe())));
-          res.cases.push_back(cr);
-          break;
-        }
-        if (runner_findings_clean(it2->second, what)) {
-          auto diff = CompareOutputs(spec, pc.symbols, scratch + "/cand-" + id2, "check",
-                                     fmt::format("{}/ref-{}@0", scratch, id2));
-          if (!diff.ok()) return diff.status();
-          if (!diff->empty()) {
-            fail(Verdict::kWrongAnswer,
-                 what + *diff +
-                     " (the result depends on what the outputs held before the run, on a race, "
-                     "or on state kept from an earlier launch)");
-          }
-        }
-      }
                                               const EvaluatorOptions& opts) {
   CompileOptions copts;
   copts.cache_dir = opts.workspace + "/cache";
