@@ -178,13 +178,35 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
   }
 
   std::string worker = opts.compile_worker.empty() ? SelfDir() + "/ws_compile" : opts.compile_worker;
+  // The worker sees the system read-only and writes only into a private scratch folder, on the
+  // cache's filesystem so the cubin moves into the cache with a rename.
+  std::string scratch = fmt::format("{}/.compile.XXXXXX", cache_dir);
+  if (::mkdtemp(scratch.data()) == nullptr) {
+    return Status::Error("cannot create a compile scratch folder in {}: {}", cache_dir,
+                         std::strerror(errno));
+  }
+  scratch = fs::absolute(scratch).lexically_normal().string();
+  struct RemoveScratch {
+    std::string dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_scratch{scratch};
   json request = {{"source", req.source},
                   {"name", "candidate.cu"},
                   {"arch", std::string(ArchName(req.arch))},
                   {"defines", req.defines},
                   {"include_dirs", includes},
-                  {"out", fmt::format("{}.tmp.{}", cubin, ::getpid())}};
+                  {"out", scratch + "/candidate.cubin"}};
   SandboxSpec spec;
+  WS_ASSIGN_OR_RETURN(spec.policy, DefaultSandboxPolicy());
+  spec.policy.scratch_dir = scratch;
+  for (const auto& dir : includes) {
+    if (fs::exists(dir)) spec.policy.read_only_paths.push_back(dir);
+  }
+  spec.limits.cgroup_memory_bytes = opts.memory_bytes;
+  spec.limits.cgroup_pids = 64;
   spec.argv = {worker};
   spec.stdin_data = request.dump();
   spec.limits.wall_seconds = opts.timeout_s;
@@ -193,6 +215,7 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
   spec.limits.file_size_bytes = int64_t{512} << 20;
   spec.limits.output_cap_bytes = 4 << 20;
   WS_ASSIGN_OR_RETURN(SandboxResult run, RunSandboxed(spec));
+  result.sandbox_layers = run.layers;
   std::string out_tmp = request["out"].get<std::string>();
 
   auto fail = [&](std::string why) {

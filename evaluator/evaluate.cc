@@ -221,11 +221,30 @@ struct RunnerOutcome {
   std::map<std::string, json> cases;  // by id, the cases the runner finished
 };
 
+// A runner's sandbox: the default layers plus the GPU's device nodes and driver files, `scratch`
+// read-write and `read_only` (the cubins it loads) read-only. RLIMIT_AS stays unlimited (CUDA
+// reserves huge virtual ranges); host RAM is bounded by the cgroup where there is one.
+Status ConfineRunner(SandboxSpec* spec, const std::string& scratch,
+                     const std::vector<std::string>& read_only) {
+  WS_ASSIGN_OR_RETURN(spec->policy, DefaultSandboxPolicy());
+  spec->policy.gpu = true;
+  spec->policy.scratch_dir = scratch;
+  spec->policy.read_only_paths = read_only;
+  spec->limits.address_space_bytes = 0;
+  spec->limits.cgroup_memory_bytes = int64_t{64} << 30;
+  spec->limits.cgroup_pids = 1024;
+  return Status::Ok();
+}
+
 Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string& job_path,
                                 const json& job, double wall_seconds) {
   WS_RETURN_IF_ERROR(WriteFileAtomic(job_path, job.dump()));
   SandboxSpec spec;
-  spec.argv = {RunnerPath(opts), "run", job_path};
+  const std::string abs_job = fs::absolute(job_path).lexically_normal().string();
+  spec.argv = {RunnerPath(opts), "run", abs_job};
+  std::vector<std::string> cubins;
+  if (job.contains("cubin") && job["cubin"].is_string()) cubins.push_back(job["cubin"]);
+  WS_RETURN_IF_ERROR(ConfineRunner(&spec, fs::path(abs_job).parent_path().string(), cubins));
   spec.limits.wall_seconds = wall_seconds;
   spec.limits.open_files = 1024;
   spec.limits.output_cap_bytes = 1 << 20;
@@ -306,6 +325,7 @@ Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts, std:
   if (!fs::exists(runner)) return Status::Error("the runner {} is missing; build it first", runner);
   SandboxSpec spec;
   spec.argv = {runner, "devices"};
+  WS_RETURN_IF_ERROR(ConfineRunner(&spec, "", {}));
   spec.limits.wall_seconds = 60;
   WS_ASSIGN_OR_RETURN(SandboxResult r, RunSandboxed(spec));
   if (r.timed_out || r.signaled || r.exit_code != 0) {
@@ -325,6 +345,7 @@ Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts, std:
 Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts) {
   SandboxSpec spec;
   spec.argv = {RunnerPath(opts), "probe"};
+  WS_RETURN_IF_ERROR(ConfineRunner(&spec, "", {}));
   spec.limits.wall_seconds = 300;
   WS_ASSIGN_OR_RETURN(SandboxResult r, RunSandboxed(spec));
   if (r.timed_out || r.signaled || r.exit_code != 0) {
@@ -406,6 +427,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   copts.timeout_s = opts.compile_timeout_s;
   copts.compile_worker = opts.compile_worker;
   WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
+  if (!res.compile.sandbox_layers.empty()) {
+    res.sandbox_layers = res.compile.sandbox_layers;
+    res.sandbox_layers["stage"] = "compile";
+  }
   if (!res.compile.ok) return reject(Verdict::kCompileError, res.compile.log);
   if (req.compile_only) {
     return reject(Verdict::kNotRun, fmt::format("compiled for {}; plan valid; not run (compile only)",
@@ -576,6 +601,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   WS_ASSIGN_OR_RETURN(RunnerOutcome cand,
                       RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s));
   res.ran_on_gpu = true;
+  res.sandbox_layers = cand.process.layers;
+  res.sandbox_layers["stage"] = "runner";
 
   // 6. Check, case by case; the first failure decides the verdict.
   double log_sum = 0, sol_log_sum = 0;

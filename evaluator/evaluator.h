@@ -121,6 +121,7 @@ struct CompileResult {
   std::string hash;         // content hash of (source, arch, defines, NVRTC version)
   ResourceReport resources;
   bool cached = false;
+  std::map<std::string, std::string> sandbox_layers;  // the worker's sandbox (empty when cached)
 };
 
 struct CompileOptions {
@@ -206,6 +207,9 @@ struct EvalResult {
   double geomean_us = 0;                       // over bench shapes, when timed
   double sol_fraction = 0;                     // geomean of T_SOL / T over bench shapes
   bool ran_on_gpu = false;
+  /// The candidate runner's sandbox layers (SandboxResult::layers), or the compile worker's when
+  /// nothing ran; "stage" says which.
+  std::map<std::string, std::string> sandbox_layers;
 };
 
 struct EvaluatorOptions {

@@ -13,6 +13,7 @@
 
 #include "evaluator/evaluator.h"
 #include "orchestrator/campaign.h"
+#include "orchestrator/doctor.h"
 #include "orchestrator/store.h"
 #include "problems/problems.h"
 #include "sandbox/sandbox.h"
@@ -240,6 +241,7 @@ json ResultJson(const EvalResult& r) {
   res["resources"] = kernels;
   if (r.device) res["device"] = {{"name", r.device->name}, {"arch", r.device->arch},
                                  {"driver", r.device->driver}};
+  res["sandbox"] = r.sandbox_layers;
   return res;
 }
 
@@ -252,6 +254,9 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
   if (r.device) {
     std::cout << fmt::format("  gpu: {} ({}, driver {})\n", r.device->name, r.device->arch,
                              r.device->driver);
+  }
+  for (const auto& [layer, state] : r.sandbox_layers) {
+    std::cout << fmt::format("  sandbox {}: {}\n", layer, state);
   }
   if (!r.cases.empty()) {
     std::cout << fmt::format("  {:<7} {:<22} {:<13} {:>11} {:>11} {:>10} {:>8} {:>8}\n", "kind",
@@ -681,6 +686,10 @@ int Main(int argc, char** argv) {
   auto* probe = device->add_subcommand("probe", "measure copy bandwidth and BF16/FP8 matrix rates");
   probe->add_flag("--json", as_json, "machine-readable output");
   probe->callback([&] { rc = CmdDeviceProbe(g, as_json); });
+
+  auto* doctor = app.add_subcommand("doctor", "which sandbox layers work here; NVRTC, GPU, workspace");
+  doctor->add_flag("--json", as_json, "machine-readable output");
+  doctor->callback([&] { rc = RunDoctor(g.workspace, as_json); });
 
   CampaignArgs ca;
   auto* campaign = app.add_subcommand("campaign", "agents improve kernels until a budget is spent");

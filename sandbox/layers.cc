@@ -539,6 +539,8 @@ Result<std::vector<std::string>> BwrapCommand(const BwrapInfo& bwrap, const Sand
                                               const std::vector<std::string>& argv,
                                               const std::string& cwd, int seccomp_fd,
                                               std::string* gpu_desc) {
+  // Both the bind and the exec need the program's absolute path: the child starts elsewhere.
+  const std::string program_abs = fs::absolute(program).lexically_normal().string();
   std::vector<std::string> a = BaseFlags(bwrap);
   AddSystemView(&a);
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
@@ -594,7 +596,7 @@ Result<std::vector<std::string>> BwrapCommand(const BwrapInfo& bwrap, const Sand
         add_ro(d);
     }
   }
-  add_ro(program);
+  add_ro(program_abs);
   for (const auto& p : policy.read_only_paths) {
     if (!fs::exists(p))
       return Status::Error("read-only path {} does not exist", p);
@@ -622,7 +624,7 @@ Result<std::vector<std::string>> BwrapCommand(const BwrapInfo& bwrap, const Sand
   a.insert(a.end(), {"--chdir", cwd});
   if (seccomp_fd >= 0)
     a.insert(a.end(), {"--seccomp", std::to_string(seccomp_fd)});
-  a.insert(a.end(), {"--", program});
+  a.insert(a.end(), {"--", program_abs});
   a.insert(a.end(), argv.begin() + 1, argv.end());
   return a;
 }
