@@ -36,7 +36,7 @@ for (label, value), e in sorted(evals.items()):
             if b:
                 row["baseline_median_us"] = b["timing"]["median_us"]
                 row["speedup_over_baseline"] = b["timing"]["median_us"] / us
-        if peers and key in peers["shapes"] and value in peers["shapes"][key]:
+        if peers and "error" not in peers["shapes"].get(key, {}).get(value, {"error": 1}):
             p = peers["shapes"][key][value]
             row["peer"] = p
             row["ratio_to_triton_protocol"] = row["TBps"] / p["triton_protocol_TBps"]
