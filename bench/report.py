@@ -40,7 +40,8 @@ for (label, value), e in sorted(evals.items()):
             p = peers["shapes"][key][value]
             row["peer"] = p
             row["ratio_to_triton_protocol"] = row["TBps"] / p["triton_protocol_TBps"]
-            row["ratio_to_torch_compile"] = row["TBps"] / p["torch_compile_protocol_TBps"]
+            if p.get("torch_compile_protocol_TBps"):
+                row["ratio_to_torch_compile"] = row["TBps"] / p["torch_compile_protocol_TBps"]
         rows.append(row)
         table.append(f"{key:>12} {value:>6} {e['verdict']:>4} {us:9.2f} us {row['TBps']:.3f} TB/s "
                      f"{row['fraction_of_sol']:.3f} of SOL"
