@@ -954,7 +954,7 @@ Status Engine::Run() {
     WS_RETURN_IF_ERROR(store_->SetCampaignStatus(id_, "failed", s.message()));
     return s;
   }
-  Show("started");
+  Show("started: " + mode_);
   PlannerOptions popts;
   std::string end;
   while (true) {
