@@ -412,6 +412,18 @@ class Scanner {
            t.text == "__shared__" || t.text == "__managed__")) {
         return Status::Ok();
       }
+      // Attributes with arguments may come first: __launch_bounds__(256) __global__ void k().
+      if (t.kind == Token::Kind::kIdent && k + 1 < tokens_.size() && tokens_[k + 1].text == "(" &&
+          (t.text == "__launch_bounds__" || t.text == "__cluster_dims__" ||
+           t.text == "__maxnreg__" || t.text == "__align__")) {
+        int depth = 0;
+        for (++k; k < tokens_.size(); ++k) {
+          if (tokens_[k].kind != Token::Kind::kPunct) continue;
+          if (tokens_[k].text == "(") ++depth;
+          if (tokens_[k].text == ")" && --depth == 0) break;
+        }
+        continue;
+      }
       if (t.kind == Token::Kind::kEndOfDirective ||
           (t.kind == Token::Kind::kPunct &&
            (t.text == "(" || t.text == ";" || t.text == "=" || t.text == "{"))) {

@@ -1,4 +1,4 @@
-// hostile: expect=crashed gpu=yes what="the plan names a kernel the cubin does not define (launch error)"
+// hostile: expect=crashed gpu=yes what="the plan names a kernel the cubin does not define (launch error)" message="not in the cubin"
 /* warpsmith:plan
 { "launch": [ { "kernel": "hostile_absent", "grid": ["ceil_div(M * (K / 32), 256)"], "block": [256], "smem": "0",
                 "args": ["x", "q", "scales", "M", "K"] } ] }

@@ -229,6 +229,7 @@ TEST(SourceCheckTest, LegalConstructsThatLookLikeAttacksPass) {
       "extern \"C\" {\n__global__ void k1() {}\n}\n",
       "extern \"C\" __global__ void __launch_bounds__(256) k2(int* p) { *p = 1'000'000; }\n",
       "extern \"C\" __device__ int helper(int a) { return a; }\n",
+      "extern \"C\" __launch_bounds__(128, 2) __global__ void k3() {}\n",
       "__device__ void s() { asm volatile(R\"(ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];)\" ::); }\n",
       "__device__ const char* m = \"main() and .include and <<< are only text\";\n",
       "__device__ void p() { cudaGridDependencySynchronize(); "
