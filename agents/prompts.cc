@@ -9,7 +9,8 @@ std::string ShapeLine(const ProblemSpec& spec, const Shape& s) {
   std::string t;
   for (const auto& name : spec.symbols) {
     auto it = s.symbols.find(name);
-    if (it != s.symbols.end()) t += fmt::format("{}{}={}", t.empty() ? "" : " ", name, it->second);
+    if (it != s.symbols.end())
+      t += fmt::format("{}{}={}", t.empty() ? "" : " ", name, it->second);
   }
   if (!s.source.empty())
     t += " (" + s.source + ")";
@@ -64,7 +65,8 @@ it is judged on every shape, hidden ones included). Iterate: compile, check, tim
 submit. If you cannot call tools, answer with the whole candidate in a ```cuda block.)P";
 }
 
-std::string WorkerTaskPrompt(const ProblemSpec& spec, const std::map<std::string, std::string>& params,
+std::string WorkerTaskPrompt(const ProblemSpec& spec,
+                             const std::map<std::string, std::string>& params,
                              const std::vector<KernelExample>& kernels,
                              const std::string& leaderboard) {
   std::string t = fmt::format("# Problem: {}\n\n{}\n\nShape symbols:", spec.name, spec.description);
@@ -87,7 +89,8 @@ std::string WorkerTaskPrompt(const ProblemSpec& spec, const std::map<std::string
   for (const auto& s : spec.test_shapes) t += "- " + ShapeLine(spec, s) + "\n";
   t += "Bench shapes (timed; the score is their geometric mean):\n";
   for (const auto& s : spec.bench_shapes) t += "- " + ShapeLine(spec, s) + "\n";
-  t += fmt::format("Hidden shapes: {} (correctness only; never shown)\n", spec.hidden_shapes.size());
+  t +=
+      fmt::format("Hidden shapes: {} (correctness only; never shown)\n", spec.hidden_shapes.size());
   t += fmt::format("Minimum bytes moved: {}\n", spec.cost_bytes);
   for (const auto& k : kernels) {
     t += fmt::format("\n## {}{}\n```cuda\n{}\n```\n", k.label,
@@ -101,17 +104,20 @@ std::string WorkerTaskPrompt(const ProblemSpec& spec, const std::map<std::string
 
 std::vector<ToolSpec> WorkerToolSpecs() {
   return {
-      {"compile", "Compile the candidate with NVRTC and validate its plan; returns errors and "
-                  "per-kernel registers, shared memory and spills.",
+      {"compile",
+       "Compile the candidate with NVRTC and validate its plan; returns errors and "
+       "per-kernel registers, shared memory and spills.",
        kSourceSchema},
       {"check", "Compile and check correctness on the test shapes (no timing).", kSourceSchema},
-      {"time", "Check correctness and time the bench shapes; returns per-shape medians and the "
-               "fraction of speed-of-light.",
+      {"time",
+       "Check correctness and time the bench shapes; returns per-shape medians and the "
+       "fraction of speed-of-light.",
        kSourceSchema},
       {"resource_report", "Registers, shared memory, stack and spills per kernel.", kSourceSchema},
       {"sass_summary", "The SASS instruction mix of the compiled kernels.", kSourceSchema},
-      {"submit", "Submit the final candidate: judged on every shape, hidden ones included. "
-                 "Ends the attempt when it is accepted.",
+      {"submit",
+       "Submit the final candidate: judged on every shape, hidden ones included. "
+       "Ends the attempt when it is accepted.",
        kSourceSchema},
   };
 }

@@ -13,7 +13,7 @@ namespace ws {
 
 /// A kernel shown to a worker beside its parent.
 struct KernelExample {
-  std::string label;    // "parent", "inspiration 1"
+  std::string label;  // "parent", "inspiration 1"
   std::string source;
   std::string summary;  // "12.3 us geomean, 0.81 of speed-of-light, knobs CHUNKS=2"
 };
@@ -23,7 +23,8 @@ std::string WorkerSystemPrompt();
 
 /// One attempt's task: the problem (description, tensors, test and bench shapes; the number of
 /// hidden shapes only), the parameters, the parent and inspirations, and the leaderboard.
-std::string WorkerTaskPrompt(const ProblemSpec& spec, const std::map<std::string, std::string>& params,
+std::string WorkerTaskPrompt(const ProblemSpec& spec,
+                             const std::map<std::string, std::string>& params,
                              const std::vector<KernelExample>& kernels,
                              const std::string& leaderboard);
 

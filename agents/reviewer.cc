@@ -60,7 +60,8 @@ ReviewVerdict ReviewTunerCandidate(const std::string& parent_source,
     if (it == parent->knobs.end())
       return Flag(fmt::format("tuner candidate: knob {} is not in the parent's plan", name));
     if (std::find(it->second.begin(), it->second.end(), value) == it->second.end())
-      return Flag(fmt::format("tuner candidate: {}={} is not a value the parent allows", name, value));
+      return Flag(
+          fmt::format("tuner candidate: {}={} is not a value the parent allows", name, value));
   }
   return {};
 }
@@ -76,11 +77,13 @@ ReviewVerdict ReviewRules(const ProblemSpec& spec, const std::string& candidate_
     for (const auto& [name, value] : shape.symbols) {
       if (value < 64)
         continue;
-      std::regex cmp(fmt::format(R"(\b{0}\s*[=!<>]=?\s*{1}\b|\b{1}\s*[=!<>]=?\s*{0}\b)", name, value));
+      std::regex cmp(
+          fmt::format(R"(\b{0}\s*[=!<>]=?\s*{1}\b|\b{1}\s*[=!<>]=?\s*{0}\b)", name, value));
       if (std::regex_search(code, cmp))
-        return Flag(fmt::format("compares {} with the bench value {}: may specialize on the "
-                                "measured shapes",
-                                name, value));
+        return Flag(
+            fmt::format("compares {} with the bench value {}: may specialize on the "
+                        "measured shapes",
+                        name, value));
     }
   }
   return {};
@@ -88,14 +91,17 @@ ReviewVerdict ReviewRules(const ProblemSpec& spec, const std::string& candidate_
 
 Result<ReviewVerdict> ReviewWithLlm(LlmClient& client, const std::string& model,
                                     const ProblemSpec& spec, const std::string& parent_source,
-                                    const std::string& candidate_source, const CancelToken* cancel) {
+                                    const std::string& candidate_source,
+                                    const CancelToken* cancel) {
   ChatRequest req;
   req.model = model;
   req.temperature = 0;
   req.max_output_tokens = 512;
   req.messages.push_back({ChatMessage::Role::kSystem, ReviewerSystemPrompt(), {}, ""});
-  req.messages.push_back(
-      {ChatMessage::Role::kUser, ReviewerTaskPrompt(spec, parent_source, candidate_source), {}, ""});
+  req.messages.push_back({ChatMessage::Role::kUser,
+                          ReviewerTaskPrompt(spec, parent_source, candidate_source),
+                          {},
+                          ""});
   WS_ASSIGN_OR_RETURN(ChatResponse r, client.Chat(req, cancel));
   ReviewVerdict v;
   v.usage = r.usage;

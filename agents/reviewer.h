@@ -13,8 +13,8 @@ namespace ws {
 
 struct ReviewVerdict {
   bool flagged = false;
-  std::string reason;   // why it is flagged; empty when not
-  Usage usage;          // the LLM reading's tokens and cost
+  std::string reason;  // why it is flagged; empty when not
+  Usage usage;         // the LLM reading's tokens and cost
 };
 
 /// The tuner's winner must be its parent's source with only the plan's knob lists changed (the

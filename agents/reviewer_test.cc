@@ -40,7 +40,8 @@ TEST(ReviewerTest, RulesCatchTimersAndBenchShapeSpecialization) {
   EXPECT_FALSE(ReviewRules(spec, kParent).flagged);
   std::string timer = std::string(kParent) + "// asm(\"mov.u64 %0, %globaltimer;\")\n";
   EXPECT_TRUE(ReviewRules(spec, timer).flagged);
-  std::string special = std::string(kParent) + "__device__ bool fast(int K) { return K == 7168; }\n";
+  std::string special =
+      std::string(kParent) + "__device__ bool fast(int K) { return K == 7168; }\n";
   auto v = ReviewRules(spec, special);
   EXPECT_TRUE(v.flagged);
   EXPECT_NE(v.reason.find("7168"), std::string::npos) << v.reason;

@@ -36,9 +36,10 @@ Result<WorkerTools::Action> ActionFor(const std::string& name) {
     if (name == n)
       return a;
   }
-  return Status::Error("unknown tool '{}'; the tools are compile, check, time, resource_report, "
-                       "sass_summary and submit",
-                       name);
+  return Status::Error(
+      "unknown tool '{}'; the tools are compile, check, time, resource_report, "
+      "sass_summary and submit",
+      name);
 }
 
 // Parses a tool call's arguments; the error text goes back to the model.
@@ -46,9 +47,10 @@ Result<ParsedCall> ParseCall(const ToolCall& call) {
   WS_ASSIGN_OR_RETURN(WorkerTools::Action action, ActionFor(call.name));
   json args = json::parse(call.arguments_json, nullptr, /*allow_exceptions=*/false);
   if (args.is_discarded() || !args.is_object()) {
-    return Status::Error("the arguments of {} are not a JSON object; send "
-                         "{{\"source\": \"<the whole .cu>\", \"knobs\": {{...}}}}",
-                         call.name);
+    return Status::Error(
+        "the arguments of {} are not a JSON object; send "
+        "{{\"source\": \"<the whole .cu>\", \"knobs\": {{...}}}}",
+        call.name);
   }
   ParsedCall p{action, {}, {}};
   auto src = args.find("source");
@@ -106,7 +108,8 @@ void FitContext(std::vector<ChatMessage>& messages, int64_t budget_tokens, size_
         }
         if (m.content.size() > kElideAbove)
           m.content = kElidedReply;
-      } else if (pass == 2 && m.role == ChatMessage::Role::kUser && m.content.size() > kElideAbove) {
+      } else if (pass == 2 && m.role == ChatMessage::Role::kUser &&
+                 m.content.size() > kElideAbove) {
         m.content = kElidedOutput;  // feedback on an earlier plain answer
       } else {
         continue;
@@ -128,8 +131,9 @@ std::optional<std::string> LastCudaBlock(const std::string& text) {
     if (eol == std::string::npos)
       break;
     std::string lang = text.substr(open + 3, eol - open - 3);
-    lang.erase(std::remove_if(lang.begin(), lang.end(), [](char c) { return c == ' ' || c == '\r'; }),
-               lang.end());
+    lang.erase(
+        std::remove_if(lang.begin(), lang.end(), [](char c) { return c == ' ' || c == '\r'; }),
+        lang.end());
     size_t close = text.find("```", eol + 1);
     if (close == std::string::npos)
       break;
@@ -179,7 +183,8 @@ WorkerOutcome RunWorker(LlmClient& client, const WorkerOptions& opts, const Work
     Result<ChatResponse> r = client.Chat(req, cancel);
     if (!r.ok()) {
       out.status = "error";
-      out.message = fmt::format("the {} endpoint failed: {}", client.provider(), r.status().message());
+      out.message =
+          fmt::format("the {} endpoint failed: {}", client.provider(), r.status().message());
       return out;
     }
     ++out.turns;
@@ -214,10 +219,11 @@ WorkerOutcome RunWorker(LlmClient& client, const WorkerOptions& opts, const Work
       }
       if (*done)
         return out;
-      messages.push_back({ChatMessage::Role::kUser,
-                          "Your candidate was rejected:\n" + feedback + "\nFix it and answer again.",
-                          {},
-                          ""});
+      messages.push_back(
+          {ChatMessage::Role::kUser,
+           "Your candidate was rejected:\n" + feedback + "\nFix it and answer again.",
+           {},
+           ""});
       continue;
     }
 

@@ -17,9 +17,9 @@ namespace ws {
 /// What the evaluator said, as text for the model (hidden shapes appear as "hidden shape #n").
 struct ToolFeedback {
   std::string text;
-  std::string verdict;                     // VerdictName, "" for reports
-  bool accepted = false;                   // submit: the candidate was accepted (ok, or not_run
-                                           // in a compile-only campaign)
+  std::string verdict;    // VerdictName, "" for reports
+  bool accepted = false;  // submit: the candidate was accepted (ok, or not_run
+                          // in a compile-only campaign)
   std::optional<int64_t> evaluation_id;
 };
 
@@ -41,7 +41,7 @@ class WorkerTools {
 struct WorkerOptions {
   std::string model;
   int max_turns = 16;
-  int64_t context_tokens = 128000;   // the model's window; estimated as characters / 4
+  int64_t context_tokens = 128000;  // the model's window; estimated as characters / 4
   int max_output_tokens = 8192;
   double temperature = 0.7;
 };
@@ -52,10 +52,10 @@ struct WorkerBrief {
 };
 
 struct WorkerOutcome {
-  std::string status;    // "submitted", "no_submission", "error", "stopped"
+  std::string status;  // "submitted", "no_submission", "error", "stopped"
   std::string message;
   std::optional<int64_t> submitted_evaluation_id;
-  Usage usage;           // summed over turns
+  Usage usage;  // summed over turns
   int turns = 0;
 };
 

@@ -52,7 +52,9 @@ class FakeTools : public WorkerTools {
     }
     return fb;
   }
-  void RecordTurn(const Usage& u, const std::string&) override { tokens += u.input_tokens + u.output_tokens; }
+  void RecordTurn(const Usage& u, const std::string&) override {
+    tokens += u.input_tokens + u.output_tokens;
+  }
   bool ShouldStop() override { return stop; }
 
   std::vector<std::pair<Action, std::string>> calls;
@@ -81,8 +83,8 @@ TEST(WorkerTest, ToolLoopThenSubmit) {
   ScriptedClient llm;
   llm.Reply(Call("c1", "compile", SourceArgs("v1")));
   llm.Reply(Call("c2", "time", SourceArgs("v1")));
-  llm.Reply(Call("c3", "submit", SourceArgs("v1")));          // rejected: feedback, go on
-  llm.Reply(Call("c4", "submit", SourceArgs("GOOD v2")));     // accepted: done
+  llm.Reply(Call("c3", "submit", SourceArgs("v1")));       // rejected: feedback, go on
+  llm.Reply(Call("c4", "submit", SourceArgs("GOOD v2")));  // accepted: done
   FakeTools tools;
   WorkerOutcome o = RunWorker(llm, Opts(), {"sys", "task"}, tools, nullptr);
   EXPECT_EQ(o.status, "submitted") << o.message;

@@ -49,7 +49,9 @@ Result<std::string> ReadFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-bool IsRanked(const EvaluationRecord& e) { return e.verdict == "ok" && e.time_us > 0; }
+bool IsRanked(const EvaluationRecord& e) {
+  return e.verdict == "ok" && e.time_us > 0;
+}
 
 KnobSetting KnobsFromJson(const std::string& text) {
   KnobSetting k;
@@ -78,8 +80,11 @@ std::string Duration(double s) {
 std::string ResourcesJson(const EvalResult& r) {
   json kernels = json::array();
   for (const auto& k : r.compile.resources.kernels) {
-    kernels.push_back({{"name", k.name}, {"registers", k.registers}, {"smem_static", k.smem_static},
-                       {"stack_frame", k.stack_frame}, {"spill_stores", k.spill_stores},
+    kernels.push_back({{"name", k.name},
+                       {"registers", k.registers},
+                       {"smem_static", k.smem_static},
+                       {"stack_frame", k.stack_frame},
+                       {"spill_stores", k.spill_stores},
                        {"spill_loads", k.spill_loads}});
   }
   return kernels.dump();
@@ -177,10 +182,19 @@ Result<double> ParseNumber(std::string_view key, std::string_view text, bool dur
   double scale = 1;
   if (duration && !t.empty()) {
     switch (t.back()) {
-      case 's': t.pop_back(); break;
-      case 'm': scale = 60; t.pop_back(); break;
-      case 'h': scale = 3600; t.pop_back(); break;
-      default: break;
+      case 's':
+        t.pop_back();
+        break;
+      case 'm':
+        scale = 60;
+        t.pop_back();
+        break;
+      case 'h':
+        scale = 3600;
+        t.pop_back();
+        break;
+      default:
+        break;
     }
   }
   char* end = nullptr;
@@ -199,8 +213,8 @@ Result<Budget> ParseBudget(std::string_view text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.size() - pos
-                                                                               : comma - pos);
+    std::string_view item =
+        text.substr(pos, comma == std::string_view::npos ? text.size() - pos : comma - pos);
     pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
     if (item.empty())
       continue;
@@ -222,9 +236,10 @@ Result<Budget> ParseBudget(std::string_view text) {
     } else if (key == "wall_seconds" || key == "wall" || key == "wall_time") {
       WS_ASSIGN_OR_RETURN(b.wall_seconds, ParseNumber(key, value, true));
     } else {
-      return Status::Error("budget: unknown key '{}' (known: evaluations, tokens, dollars, "
-                           "gpu_seconds, wall_seconds)",
-                           key);
+      return Status::Error(
+          "budget: unknown key '{}' (known: evaluations, tokens, dollars, "
+          "gpu_seconds, wall_seconds)",
+          key);
     }
   }
   return b;
@@ -265,17 +280,25 @@ namespace {
 
 json BudgetJson(const Budget& b) {
   json j = json::object();
-  if (b.evaluations) j["evaluations"] = *b.evaluations;
-  if (b.tokens) j["tokens"] = *b.tokens;
-  if (b.dollars) j["dollars"] = *b.dollars;
-  if (b.gpu_seconds) j["gpu_seconds"] = *b.gpu_seconds;
-  if (b.wall_seconds) j["wall_seconds"] = *b.wall_seconds;
+  if (b.evaluations)
+    j["evaluations"] = *b.evaluations;
+  if (b.tokens)
+    j["tokens"] = *b.tokens;
+  if (b.dollars)
+    j["dollars"] = *b.dollars;
+  if (b.gpu_seconds)
+    j["gpu_seconds"] = *b.gpu_seconds;
+  if (b.wall_seconds)
+    j["wall_seconds"] = *b.wall_seconds;
   return j;
 }
 
 json SpendJson(const CampaignSpend& s) {
-  return {{"evaluations", s.evaluations}, {"tokens", s.tokens},          {"dollars", s.dollars},
-          {"gpu_seconds", s.gpu_seconds}, {"wall_seconds", s.wall_seconds}};
+  return {{"evaluations", s.evaluations},
+          {"tokens", s.tokens},
+          {"dollars", s.dollars},
+          {"gpu_seconds", s.gpu_seconds},
+          {"wall_seconds", s.wall_seconds}};
 }
 
 }  // namespace
@@ -310,11 +333,16 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& text) {
     }
     c.base_url = j.value("base_url", "");
     const json b = j.value("budget", json::object());
-    if (b.contains("evaluations")) c.budget.evaluations = b["evaluations"].get<int64_t>();
-    if (b.contains("tokens")) c.budget.tokens = b["tokens"].get<int64_t>();
-    if (b.contains("dollars")) c.budget.dollars = b["dollars"].get<double>();
-    if (b.contains("gpu_seconds")) c.budget.gpu_seconds = b["gpu_seconds"].get<double>();
-    if (b.contains("wall_seconds")) c.budget.wall_seconds = b["wall_seconds"].get<double>();
+    if (b.contains("evaluations"))
+      c.budget.evaluations = b["evaluations"].get<int64_t>();
+    if (b.contains("tokens"))
+      c.budget.tokens = b["tokens"].get<int64_t>();
+    if (b.contains("dollars"))
+      c.budget.dollars = b["dollars"].get<double>();
+    if (b.contains("gpu_seconds"))
+      c.budget.gpu_seconds = b["gpu_seconds"].get<double>();
+    if (b.contains("wall_seconds"))
+      c.budget.wall_seconds = b["wall_seconds"].get<double>();
     c.compile_only = j.value("compile_only", false);
     c.arch = j.value("arch", "");
     c.params = j.value("params", std::map<std::string, std::string>{});
@@ -428,7 +456,8 @@ class Display {
     if (!live_) {
       // One plain line per event, for logs and pipes.
       if (!event.empty())
-        std::fprintf(out_, "campaign %lld: %s\n", static_cast<long long>(campaign_id), event.c_str());
+        std::fprintf(out_, "campaign %lld: %s\n", static_cast<long long>(campaign_id),
+                     event.c_str());
       std::fflush(out_);
       return;
     }
@@ -532,14 +561,16 @@ class Engine {
 
  private:
   Status Prepare();
-  Result<int64_t> SeedKernel(const ProblemSpec& spec, const std::map<std::string, std::string>& params);
+  Result<int64_t> SeedKernel(const ProblemSpec& spec,
+                             const std::map<std::string, std::string>& params);
   Status FlushWall();
   Result<CampaignSpend> Spent();
   void Show(const std::string& event);
   Result<std::string> TunerAttempt(ProblemRun& p);
   Result<std::string> WorkerAttempt(ProblemRun& p, const AgentSpec& agent);
   Result<std::vector<ParentCandidate>> Parents(const ProblemRun& p);
-  Status Review(ProblemRun& p, const ProblemView& before, const AgentSpec& agent, int64_t attempt_id);
+  Status Review(ProblemRun& p, const ProblemView& before, const AgentSpec& agent,
+                int64_t attempt_id);
   std::vector<Result<EvalResult>> CompileBatch(const std::vector<EvalRequest>& reqs);
 
   int64_t id_;
@@ -621,7 +652,8 @@ Result<int64_t> Engine::SeedKernel(const ProblemSpec& spec,
   std::string path;
   if (config_.seed == "hand" || config_.seed == "starting") {
     std::string hand = env_.kernels_dir + "/" + spec.name + "/kernel.cu";
-    path = config_.seed == "hand" && fs::exists(hand) ? hand : spec.dir + "/" + spec.starting_kernel;
+    path =
+        config_.seed == "hand" && fs::exists(hand) ? hand : spec.dir + "/" + spec.starting_kernel;
   } else {
     path = config_.seed;
   }
@@ -717,9 +749,10 @@ Status Engine::Prepare() {
 
 std::vector<Result<EvalResult>> Engine::CompileBatch(const std::vector<EvalRequest>& reqs) {
   std::vector<Result<EvalResult>> out(reqs.size(), Result<EvalResult>(Status::Error("not run")));
-  int threads = config_.compile_threads > 0
-                    ? config_.compile_threads
-                    : std::min(4, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  int threads =
+      config_.compile_threads > 0
+          ? config_.compile_threads
+          : std::min(4, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   threads = std::min<int>(threads, static_cast<int>(reqs.size()));
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -776,13 +809,14 @@ Result<std::string> Engine::TunerAttempt(ProblemRun& p) {
     std::vector<KnobObservation> history;
     for (const auto& e : evals) {
       if (e.kernel_id == parent_id && e.agent == "tuner" && e.purpose == "tune")
-        history.push_back({KnobsFromJson(e.knobs_json), e.verdict == "ok" || e.verdict == "not_run",
-                           e.time_us});
+        history.push_back(
+            {KnobsFromJson(e.knobs_json), e.verdict == "ok" || e.verdict == "not_run", e.time_us});
     }
     int batch = std::max(1, config_.tuner_batch);
     WS_ASSIGN_OR_RETURN(CampaignSpend spent, Spent());
     if (config_.budget.evaluations)
-      batch = static_cast<int>(std::min<int64_t>(batch, *config_.budget.evaluations - spent.evaluations));
+      batch = static_cast<int>(
+          std::min<int64_t>(batch, *config_.budget.evaluations - spent.evaluations));
     if (batch <= 0)
       return std::string("no evaluations left");
     TunerOptions topts;
@@ -823,11 +857,11 @@ Result<std::string> Engine::TunerAttempt(ProblemRun& p) {
         break;
       if (!compiled[i].ok())
         return compiled[i].status();
-      Result<RecordedEvaluation> rec =
-          compile_only_ || compiled[i]->verdict == Verdict::kCompileError ||
-                  compiled[i]->verdict == Verdict::kPlanError
-              ? Record(reqs[i], *compiled[i], ctx, 0)
-              : Evaluate(reqs[i], ctx);
+      Result<RecordedEvaluation> rec = compile_only_ ||
+                                               compiled[i]->verdict == Verdict::kCompileError ||
+                                               compiled[i]->verdict == Verdict::kPlanError
+                                           ? Record(reqs[i], *compiled[i], ctx, 0)
+                                           : Evaluate(reqs[i], ctx);
       if (!rec.ok())
         return rec.status();
       ++done;
@@ -838,8 +872,9 @@ Result<std::string> Engine::TunerAttempt(ProblemRun& p) {
         best_eval = rec->evaluation_id;
       }
     }
-    std::string summary = fmt::format("{} settings of kernel {}, {} accepted{}", done, parent_id, ok,
-                                      best_time > 0 ? fmt::format(", best {:.2f} us", best_time) : "");
+    std::string summary =
+        fmt::format("{} settings of kernel {}, {} accepted{}", done, parent_id, ok,
+                    best_time > 0 ? fmt::format(", best {:.2f} us", best_time) : "");
     WS_RETURN_IF_ERROR(store_->FinishAttempt(attempt_id, ok > 0 ? "submitted" : "no_submission",
                                              summary, best_eval));
     return summary;
@@ -862,9 +897,9 @@ Result<std::string> Engine::WorkerAttempt(ProblemRun& p, const AgentSpec& agent)
     if (i == 0)
       parent_source = k.source;
     examples.push_back({i == 0 ? "Parent" : fmt::format("Inspiration {}", i), k.source,
-                        times[k.id] > 0 ? fmt::format("{:.2f} us geomean over the bench shapes",
-                                                      times[k.id])
-                                        : "not timed yet"});
+                        times[k.id] > 0
+                            ? fmt::format("{:.2f} us geomean over the bench shapes", times[k.id])
+                            : "not timed yet"});
   }
   std::string board;
   for (const auto& c : candidates) {
@@ -935,16 +970,16 @@ Status Engine::Review(ProblemRun& p, const ProblemView& before, const AgentSpec&
         v.reason = "the review did not happen: " + r.status().message();
       } else {
         v = *r;
-        WS_RETURN_IF_ERROR(store_->AddAgentTurn({id_, attempt_id, winner->agent,
-                                                 v.usage.input_tokens, v.usage.output_tokens,
-                                                 v.usage.cached_input_tokens, v.usage.cost_usd,
-                                                 "review"}));
+        WS_RETURN_IF_ERROR(store_->AddAgentTurn(
+            {id_, attempt_id, winner->agent, v.usage.input_tokens, v.usage.output_tokens,
+             v.usage.cached_input_tokens, v.usage.cost_usd, "review"}));
       }
     }
   }
   if (v.flagged) {
     WS_RETURN_IF_ERROR(store_->FlagEvaluation(winner->id, v.reason));
-    Show(fmt::format("{}: evaluation {} flagged for review: {}", p.spec.name, winner->id, v.reason));
+    Show(
+        fmt::format("{}: evaluation {} flagged for review: {}", p.spec.name, winner->id, v.reason));
   }
   return Status::Ok();
 }
@@ -973,7 +1008,9 @@ Status Engine::Run() {
       bool any_llm = std::any_of(config_.agents.begin(), config_.agents.end(),
                                  [](const AgentSpec& a) { return !a.is_tuner(); });
       pp.exhausted = run.tuner_exhausted && !any_llm;
-      const std::string status = pp.exhausted ? "done" : IsStalled(pp, popts) ? "stalled" : "active";
+      const std::string status = pp.exhausted           ? "done"
+                                 : IsStalled(pp, popts) ? "stalled"
+                                                        : "active";
       WS_RETURN_IF_ERROR(store_->SetCampaignProblemStatus(id_, run.spec.name, status));
       progress.push_back(pp);
     }
@@ -1015,14 +1052,17 @@ Status Engine::Run() {
     if (!after_attempts.empty() && after_attempts.size() > attempts.size()) {
       WS_RETURN_IF_ERROR(Review(run, before, *agent, after_attempts.back().id));
     }
-    Show(fmt::format("{} · {} · attempt {}: {}", run.spec.name, agent->name(), after_attempts.size(),
-                     *summary));
+    Show(fmt::format("{} · {} · attempt {}: {}", run.spec.name, agent->name(),
+                     after_attempts.size(), *summary));
   }
   WS_RETURN_IF_ERROR(FlushWall());
   const bool failed = end.rfind("failed", 0) == 0;
   const bool stopped = end.rfind("stopped", 0) == 0;
-  WS_RETURN_IF_ERROR(
-      store_->SetCampaignStatus(id_, failed ? "failed" : stopped ? "stopped" : "done", end));
+  WS_RETURN_IF_ERROR(store_->SetCampaignStatus(id_,
+                                               failed    ? "failed"
+                                               : stopped ? "stopped"
+                                                         : "done",
+                                               end));
   Show(end);
   if (failed)
     return Status::Error("campaign {}: {}", id_, end);
@@ -1037,8 +1077,9 @@ std::string FeedbackText(const ProblemSpec& spec, const RecordedEvaluation& rec,
   if (!r.message.empty())
     t += "message: " + r.message.substr(0, 4000) + "\n";
   for (const auto& k : r.compile.resources.kernels) {
-    t += fmt::format("kernel {}: {} registers, {} B static smem, {} B stack, {} B spilled\n", k.name,
-                     k.registers, k.smem_static, k.stack_frame, k.spill_stores + k.spill_loads);
+    t +=
+        fmt::format("kernel {}: {} registers, {} B static smem, {} B stack, {} B spilled\n", k.name,
+                    k.registers, k.smem_static, k.stack_frame, k.spill_stores + k.spill_loads);
   }
   if (show_cases) {
     int hidden = 0;
@@ -1153,15 +1194,16 @@ Result<ToolFeedback> CampaignTools::Run(Action action, const std::string& source
                                     : FeedbackText(problem_.spec, rec, false);
     return fb;
   }
-  fb.text = FeedbackText(problem_.spec, rec, action != Action::kCompile &&
-                                                 action != Action::kResourceReport);
+  fb.text = FeedbackText(problem_.spec, rec,
+                         action != Action::kCompile && action != Action::kResourceReport);
   if (action == Action::kSubmit) {
     fb.accepted = rec.result.verdict == Verdict::kOk || rec.result.verdict == Verdict::kNotRun;
     if (rec.ranked && (best_time_ == 0 || rec.result.geomean_us < best_time_)) {
       best_time_ = rec.result.geomean_us;
       best_ranked_ = rec.evaluation_id;
     }
-    fb.text += fb.accepted ? "submission accepted\n" : "submission rejected; fix it and try again\n";
+    fb.text +=
+        fb.accepted ? "submission accepted\n" : "submission rejected; fix it and try again\n";
   }
   return fb;
 }
@@ -1174,7 +1216,9 @@ void CampaignTools::RecordTurn(const Usage& usage, const std::string& stop_reaso
     std::fprintf(stderr, "warpsmith: recording a turn: %s\n", s.message().c_str());
 }
 
-bool CampaignTools::ShouldStop() { return !engine_.StopReason().empty(); }
+bool CampaignTools::ShouldStop() {
+  return !engine_.StopReason().empty();
+}
 
 Result<std::unique_ptr<Store>> OpenWorkspaceStore(const std::string& workspace) {
   std::error_code ec;
@@ -1233,7 +1277,9 @@ Result<StatusData> LoadStatus(Store& store, int64_t id) {
   return d;
 }
 
-bool PidAlive(int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+bool PidAlive(int64_t pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
 
 }  // namespace
 
@@ -1299,7 +1345,8 @@ Result<std::string> CampaignStatusText(Store& store, int64_t id) {
     t += fmt::format(
         "  {:<28} {:>11} {:>7} {:>9} {:>6} {:>8.1f}  {:<8} {}{}\n", p.problem,
         p.progress.best_time_us > 0 ? fmt::format("{:.2f}", p.progress.best_time_us) : "-",
-        p.progress.best_sol_fraction > 0 ? fmt::format("{:.3f}", p.progress.best_sol_fraction) : "-",
+        p.progress.best_sol_fraction > 0 ? fmt::format("{:.3f}", p.progress.best_sol_fraction)
+                                         : "-",
         p.progress.attempts, p.evaluations, p.gpu_seconds, p.status,
         p.best_agent.empty() ? "" : p.best_agent + " " + p.best_knobs,
         p.best_flagged ? " [flagged]" : "");
@@ -1308,7 +1355,8 @@ Result<std::string> CampaignStatusText(Store& store, int64_t id) {
                    "tokens out", "cost $", "verdicts");
   for (const auto& a : d.agents) {
     std::string verdicts;
-    for (const auto& [v, n] : a.verdicts) verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", v, n);
+    for (const auto& [v, n] : a.verdicts)
+      verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", v, n);
     t += fmt::format("  {:<28} {:>9} {:>12} {:>12} {:>9.2f}  {}\n", a.agent, a.attempts,
                      a.input_tokens, a.output_tokens, a.cost_usd, verdicts);
   }

@@ -32,20 +32,20 @@ using EvalFn = std::function<Result<EvalResult>(const EvalRequest&, const Evalua
 
 /// Who asked for an evaluation and why; stored with it.
 struct RecordContext {
-  std::string origin;                  // kernels.origin on first sighting ("file:x.cu", "agent:...")
+  std::string origin;  // kernels.origin on first sighting ("file:x.cu", "agent:...")
   std::optional<int64_t> parent_kernel_id;
   std::optional<int64_t> campaign_id;
   std::optional<int64_t> attempt_id;
-  std::string agent;                   // "" for `warpsmith eval`
-  std::string purpose = "eval";        // "eval", "tune", "compile", "check", "time", "submit"
+  std::string agent;             // "" for `warpsmith eval`
+  std::string purpose = "eval";  // "eval", "tune", "compile", "check", "time", "submit"
 };
 
 struct RecordedEvaluation {
   EvalResult result;
   int64_t kernel_id = 0;
   int64_t evaluation_id = 0;
-  bool ranked = false;        // ok with hidden shapes included: the leaderboard may show it
-  double gpu_seconds = 0;     // wall time of the evaluation when it ran on a GPU
+  bool ranked = false;     // ok with hidden shapes included: the leaderboard may show it
+  double gpu_seconds = 0;  // wall time of the evaluation when it ran on a GPU
 };
 
 /// Per-kernel resource usage as JSON text (stored with every evaluation).
@@ -95,19 +95,19 @@ struct AgentSpec {
 Result<AgentSpec> ParseAgent(std::string_view text);
 
 struct CampaignConfig {
-  std::string problems = "*";         // a glob over problem names
-  std::vector<AgentSpec> agents;      // empty: the tuner alone
-  std::string base_url;               // for the LLM agents
+  std::string problems = "*";     // a glob over problem names
+  std::vector<AgentSpec> agents;  // empty: the tuner alone
+  std::string base_url;           // for the LLM agents
   Budget budget;
-  bool compile_only = false;          // compile and validate only (also forced without a GPU)
-  std::string arch;                   // "" = the GPU's, or sm_90a without one
+  bool compile_only = false;  // compile and validate only (also forced without a GPU)
+  std::string arch;           // "" = the GPU's, or sm_90a without one
   std::map<std::string, std::string> params;  // problem parameters (--set), where they apply
-  std::string seed = "hand";          // seed parents: "hand" (kernels/<p>/kernel.cu, else the
-                                      // starting kernel), "starting", or a .cu path
-  int tuner_batch = 8;                // settings per tuner attempt
-  int compile_threads = 0;            // parallel compiles; 0 = min(4, CPU cores)
-  int max_turns = 16;                 // per worker attempt
-  int64_t context_tokens = 128000;    // the models' window
+  std::string seed = "hand";        // seed parents: "hand" (kernels/<p>/kernel.cu, else the
+                                    // starting kernel), "starting", or a .cu path
+  int tuner_batch = 8;              // settings per tuner attempt
+  int compile_threads = 0;          // parallel compiles; 0 = min(4, CPU cores)
+  int max_turns = 16;               // per worker attempt
+  int64_t context_tokens = 128000;  // the models' window
   uint64_t rng_seed = 1;
 };
 
@@ -117,24 +117,24 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& json_text);
 // ---- Running campaigns --------------------------------------------------------------------------
 
 /// Makes an LLM client for an agent; the default calls MakeLlmClient.
-using ClientFactory = std::function<Result<std::unique_ptr<LlmClient>>(const AgentSpec& agent,
-                                                                       const std::string& base_url)>;
+using ClientFactory = std::function<Result<std::unique_ptr<LlmClient>>(
+    const AgentSpec& agent, const std::string& base_url)>;
 
 /// Where a campaign runs and what it talks to. Tests replace `evaluate`, `make_client` and the
 /// device.
 struct CampaignEnv {
   std::string workspace = ".warpsmith";
-  std::string problems_dir;               // problems/<name>/spec.json
-  std::string kernels_dir;                // kernels/<name>/kernel.cu (hand-tuned seeds)
-  EvaluatorOptions eval_opts;             // workspace, runner, compile worker
-  EvalFn evaluate;                        // empty: ws::Evaluate
-  ClientFactory make_client;              // empty: MakeLlmClient
-  bool probe_device = true;               // false: use `device` as given (tests)
+  std::string problems_dir;    // problems/<name>/spec.json
+  std::string kernels_dir;     // kernels/<name>/kernel.cu (hand-tuned seeds)
+  EvaluatorOptions eval_opts;  // workspace, runner, compile worker
+  EvalFn evaluate;             // empty: ws::Evaluate
+  ClientFactory make_client;   // empty: MakeLlmClient
+  bool probe_device = true;    // false: use `device` as given (tests)
   std::optional<DeviceInfo> device;
   std::optional<DeviceCeilings> ceilings;
-  FILE* out = stdout;                     // the progress display
-  std::optional<bool> live;               // redraw in place; default: isatty(out)
-  const CancelToken* cancel = nullptr;    // set from another thread or a signal: stop soon
+  FILE* out = stdout;                   // the progress display
+  std::optional<bool> live;             // redraw in place; default: isatty(out)
+  const CancelToken* cancel = nullptr;  // set from another thread or a signal: stop soon
 };
 
 /// Creates a campaign from `config` and runs it to its end (budget spent, every problem stalled,

@@ -2,6 +2,8 @@
 // planner and tuner against a fake evaluator with times; a campaign killed with SIGKILL and
 // resumed; LLM workers against a scripted client (tool calls, malformed arguments, a failing
 // endpoint, a reviewer's flag).
+#include "orchestrator/campaign.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +21,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/campaign.h"
 #include "orchestrator/store.h"
 
 namespace ws {
@@ -262,7 +263,8 @@ TEST_F(CampaignTest, PlannerSpendsWhereTheHeadroomIs) {
   auto all = store->CampaignEvaluations(*id, "");
   ASSERT_TRUE(all.ok());
   int first_far = 0, first_near = 0;
-  for (size_t i = 0; i < 48 && i < all->size(); ++i) ((*all)[i].problem == "far" ? first_far : first_near)++;
+  for (size_t i = 0; i < 48 && i < all->size(); ++i)
+    ((*all)[i].problem == "far" ? first_far : first_near)++;
   EXPECT_GT(first_far, 2 * first_near) << first_far << " vs " << first_near;
   EXPECT_GT(near->size(), 0u);
 
@@ -360,9 +362,11 @@ TEST_F(CampaignTest, LlmWorkerAgainstAScriptedEndpoint) {
   std::string good = kKnobKernel;
   script->replies.push_back(ToolReply("compile", "{\"source\": 12"));  // malformed
   script->replies.push_back(ToolReply("time", json{{"source", good}}.dump()));
-  script->replies.push_back(ToolReply("submit", json{{"source", good}, {"knobs", {{"A", 4}}}}.dump()));
-  script->replies.push_back(TextReply("Looks fine, but it reads %globaltimer?\nVERDICT: flag: "
-                                      "suspicious timer use"));
+  script->replies.push_back(
+      ToolReply("submit", json{{"source", good}, {"knobs", {{"A", 4}}}}.dump()));
+  script->replies.push_back(
+      TextReply("Looks fine, but it reads %globaltimer?\nVERDICT: flag: "
+                "suspicious timer use"));
   // Then the script runs dry: every further call fails like a dead endpoint.
 
   CampaignConfig c;
@@ -371,8 +375,8 @@ TEST_F(CampaignTest, LlmWorkerAgainstAScriptedEndpoint) {
   c.budget.evaluations = 50;
   c.budget.wall_seconds = 60;
   CampaignEnv env = FakeEnv();
-  env.make_client = [&](const AgentSpec& a, const std::string& url)
-      -> Result<std::unique_ptr<LlmClient>> {
+  env.make_client = [&](const AgentSpec& a,
+                        const std::string& url) -> Result<std::unique_ptr<LlmClient>> {
     EXPECT_EQ(a.model, "fake-model");
     EXPECT_EQ(url, "http://127.0.0.1:1");
     return std::unique_ptr<LlmClient>(new ScriptedClient(script));
