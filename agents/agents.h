@@ -97,6 +97,16 @@ struct LlmConfig {
 };
 
 /// Makes a client for `cfg.provider`. Errors name the unknown provider or the missing key.
+/// Keys: `cfg.api_key`, else $OPENAI_API_KEY / $ANTHROPIC_API_KEY; an `openai` client with a
+/// base_url of its own (a local server) may have none. Clients retry 408, 409, 429, 5xx, 529,
+/// connection errors, stalled streams and Anthropic's error event after HTTP 200, waiting at least
+/// what `retry-after` asks; they do not retry a spent quota, a bad key or a rejected request.
+/// `Usage` counts tokens the server reported on attempts that failed part-way, too.
 Result<std::unique_ptr<LlmClient>> MakeLlmClient(const LlmConfig& cfg);
+
+/// True when `s`, an error from LlmClient::Chat, says that retrying the call will not help: quota
+/// gone, bad key, a request the server rejects, malformed replies twice. Its message then holds
+/// "final". Transient failures that used up max_attempts and cancellations are not final.
+bool IsFinalLlmError(const Status& s);
 
 }  // namespace ws

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev sqlite3
+  libcurl4-openssl-dev libboost1.81-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libcli11-dev libfmt-dev
   libseccomp-dev bubblewrap
 )

@@ -1,0 +1,57 @@
+// Internal to agents/: tolerant reads of provider JSON (fields may be absent or null).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ws::llm {
+
+using nlohmann::json;
+
+/// The string at `key`, or "" when absent, null or not a string.
+inline std::string Str(const json& j, const char* key) {
+  if (!j.is_object())
+    return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+/// The integer at `key`, or 0.
+inline int64_t Int(const json& j, const char* key) {
+  if (!j.is_object())
+    return 0;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+/// The object at `key`, or an empty object.
+inline const json& Obj(const json& j, const char* key) {
+  static const json kEmpty = json::object();
+  if (!j.is_object())
+    return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
+/// A tool's schema text as JSON; an empty schema is an object with no properties.
+inline bool ParseSchema(const std::string& text, json* out, std::string* why) {
+  if (text.empty()) {
+    *out = {{"type", "object"}, {"properties", json::object()}};
+    return true;
+  }
+  try {
+    *out = json::parse(text);
+  } catch (const json::exception& e) {
+    *why = e.what();
+    return false;
+  }
+  if (!out->is_object()) {
+    *why = "not a JSON object";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ws::llm
