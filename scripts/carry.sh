@@ -6,9 +6,13 @@ cd "$(dirname "$0")/.."
 exclude="$(git rev-parse --git-common-dir)/info/exclude"
 grep -qx '/.carry/' "$exclude" 2>/dev/null || echo '/.carry/' >> "$exclude"
 rm -rf .carry && mkdir -p .carry/tests .carry/lib
-for b in warpsmith ws_runner ws_compile; do strip -o ".carry/$b" "build/$b"; done
+for b in build/warpsmith build/ws_*; do
+  [[ -f $b && -x $b ]] && strip -o ".carry/$(basename "$b")" "$b"
+done
+# The sandbox finds bwrap beside warpsmith; the GPU machine's image has none.
+cp /usr/bin/bwrap .carry/bwrap
 for t in build/tests/*_test; do strip -o ".carry/tests/$(basename "$t")" "$t"; done
-for lib in libsqlite3.so.0 libcrypto.so.3; do
+for lib in libsqlite3.so.0 libcrypto.so.3 libselinux.so.1 libcap.so.2 libpcre2-8.so.0; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .carry/lib/
 done
 du -sh .carry
