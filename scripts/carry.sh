@@ -7,7 +7,7 @@ exclude="$(git rev-parse --git-common-dir)/info/exclude"
 grep -qx '/.carry/' "$exclude" 2>/dev/null || echo '/.carry/' >> "$exclude"
 rm -rf .carry && mkdir -p .carry/tests .carry/lib
 for b in build/warpsmith build/ws_*; do
-  [[ -f $b && -x $b ]] && strip -o ".carry/$(basename "$b")" "$b"
+  if [[ -f $b && -x $b ]]; then strip -o ".carry/$(basename "$b")" "$b"; fi
 done
 # The sandbox finds bwrap beside warpsmith; the GPU machine's image has none.
 cp /usr/bin/bwrap .carry/bwrap
