@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,11 @@ inline const json& Obj(const json& j, const char* key) {
     return kEmpty;
   auto it = j.find(key);
   return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
+/// `text` parsed, or null when it is not JSON (error bodies are often HTML or plain text).
+inline json ParseOrNull(std::string_view text) {
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 /// A tool's schema text as JSON; an empty schema is an object with no properties.

@@ -279,12 +279,8 @@ class OpenAiProtocol final : public WireProtocol {
   }
 
   AttemptError ClassifyHttpError(long status, std::string_view body) const override {
-    json j;
-    try {
-      j = json::parse(body);
-    } catch (const json::exception&) {
-      j = nullptr;
-    }
+    json j = ParseOrNull(body);
+    if (j.is_discarded()) j = nullptr;
     return ErrorFromJson(status, j, body);
   }
 
