@@ -236,6 +236,19 @@ class Stmt {
   int bind_rc_ = SQLITE_OK;
 };
 
+// Every row of `s`, each read by `read`.
+template <typename T, typename Read>
+Result<std::vector<T>> CollectRows(Stmt& s, Read read) {
+  std::vector<T> out;
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row)
+      break;
+    out.push_back(read(s));
+  }
+  return out;
+}
+
 // BEGIN IMMEDIATE takes the write lock up front, so a busy database waits in busy_timeout here
 // rather than failing halfway through. Rolls back unless committed.
 class Transaction {
@@ -702,14 +715,7 @@ Result<std::vector<CampaignRecord>> Store::Campaigns() {
   WS_ASSIGN_OR_RETURN(
       Stmt s, Stmt::Prepare(db_, fmt::format("SELECT {} FROM campaigns ORDER BY id", kCampaignColumns),
                             "listing campaigns"));
-  std::vector<CampaignRecord> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
-    out.push_back(ReadCampaign(s));
-  }
-  return out;
+  return CollectRows<CampaignRecord>(s, ReadCampaign);
 }
 
 Status Store::ClaimCampaign(int64_t id, int64_t pid) {
@@ -845,14 +851,7 @@ Result<std::vector<AttemptRecord>> Store::Attempts(int64_t campaign_id, const st
   s.Bind(1, campaign_id);
   if (!problem.empty())
     s.Bind(2, problem);
-  std::vector<AttemptRecord> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
-    out.push_back(ReadAttempt(s));
-  }
-  return out;
+  return CollectRows<AttemptRecord>(s, ReadAttempt);
 }
 
 Status Store::AddAgentTurn(const AgentTurnRecord& t) {
@@ -885,14 +884,7 @@ Result<std::vector<EvaluationRecord>> Store::CampaignEvaluations(int64_t campaig
   s.Bind(1, campaign_id);
   if (!problem.empty())
     s.Bind(2, problem);
-  std::vector<EvaluationRecord> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
-    out.push_back(ReadEvaluation(s));
-  }
-  return out;
+  return CollectRows<EvaluationRecord>(s, ReadEvaluation);
 }
 
 Result<CampaignSpend> Store::Spend(int64_t campaign_id) {
