@@ -43,6 +43,18 @@ std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
+// A case file with the shared helper spliced in where it asks for it.
+std::string ReadCase(const std::string& path) {
+  static constexpr char kMarker[] = "// hostile-helper: quantize_block.cuh";
+  std::string src = ReadText(path);
+  if (size_t at = src.find(kMarker); at != std::string::npos) {
+    size_t eol = src.find('\n', at);
+    src.replace(at, eol == std::string::npos ? std::string::npos : eol - at,
+                ReadText(kCorpusDir + "/quantize_block.cuh"));
+  }
+  return src;
+}
+
 struct HostileCase {
   std::string file;  // file name, e.g. "c01_abs_include_etc_passwd.cu"
   std::map<std::string, std::string> keys;
@@ -103,7 +115,7 @@ std::vector<HostileCase> LoadCorpus() {
   std::vector<HostileCase> cases;
   for (const auto& e : fs::directory_iterator(kCorpusDir)) {
     if (e.path().extension() != ".cu") continue;
-    cases.push_back(ParseCase(e.path().filename().string(), ReadText(e.path().string())));
+    cases.push_back(ParseCase(e.path().filename().string(), ReadCase(e.path().string())));
   }
   std::sort(cases.begin(), cases.end(),
             [](const HostileCase& a, const HostileCase& b) { return a.file < b.file; });
@@ -112,7 +124,7 @@ std::vector<HostileCase> LoadCorpus() {
 
 // The candidate as the evaluator gets it: the file, plus what the header asks to append.
 std::string CaseSource(const HostileCase& c) {
-  std::string src = ReadText(kCorpusDir + "/" + c.file);
+  std::string src = ReadCase(kCorpusDir + "/" + c.file);
   if (std::string pad = c.Get("pad"); !pad.empty()) {
     src += "/*" + std::string(std::stoul(pad), 'x') + "*/\n";
   }
@@ -205,6 +217,26 @@ TEST(HostileCorpusTest, EveryCaseStatesItsAttackAndVerdictAndIsInTheReadme) {
 }
 
 // No false rejections: what the project ships, and legal constructs that look like attacks.
+// The GPU cases only mean something if they compile: a case rejected at compile time would pass
+// for the wrong reason on the GPU. Checked here, without a GPU, for both architectures.
+TEST(HostileCorpusTest, GpuCasesCompile) {
+  int checked = 0;
+  for (const HostileCase& c : LoadCorpus()) {
+    if (!c.gpu()) continue;
+    for (Arch arch : {Arch::kSm90a, Arch::kSm100a}) {
+      EvalRequest req = Request(c, CaseSource(c));
+      req.arch = arch;
+      req.compile_only = true;
+      auto r = Evaluate(req, Options(c));
+      ASSERT_TRUE(r.ok()) << c.file << ": " << r.status().message();
+      EXPECT_EQ(r->verdict, Verdict::kNotRun) << c.file << " " << ArchName(arch) << ": "
+                                              << r->message;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
 TEST(SourceCheckTest, ShippedKernelsPass) {
   std::vector<std::string> files;
   for (const char* dir : {"/kernels", "/problems"}) {
@@ -289,7 +321,7 @@ TEST_P(HostileTest, GetsItsVerdict) {
   // After a crash, a hang or a refused launch, the evaluator still judges an honest kernel.
   const std::string want = c.Get("expect");
   if (want == "crashed" || want == "timeout" || want == "rejected") {
-    HostileCase control = ParseCase("g01_control_ok.cu", ReadText(kCorpusDir + "/g01_control_ok.cu"));
+    HostileCase control = ParseCase("g01_control_ok.cu", ReadCase(kCorpusDir + "/g01_control_ok.cu"));
     EvalRequest next = Request(control, CaseSource(control));
     next.device = device_;
     auto r2 = Evaluate(next, Options(control));
