@@ -25,8 +25,9 @@ TEST(TunerTest, SmallSpaceIsEnumeratedOnceDefaultsFirst) {
     auto batch = ProposeKnobs(space, history, 4, {});
     if (batch.empty())
       break;
-    if (first)
+    if (first) {
       EXPECT_EQ(batch[0], DefaultKnobs(space));
+    }
     first = false;
     EXPECT_LE(batch.size(), 4u);
     for (const auto& s : batch) {

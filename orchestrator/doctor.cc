@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 struct Check {
+  Check(std::string n, bool req) : name(std::move(n)), required(req) {}
   std::string name;
   bool required = false;  // the default configuration cannot run without it
   bool passed = false;
