@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -343,6 +345,117 @@ INSTANTIATE_TEST_SUITE_P(Corpus, HostileTest, testing::ValuesIn(Selected()),
                          [](const testing::TestParamInfo<HostileCase>& info) {
                            return info.param.name();
                          });
+
+#if WS_HOSTILE_GPU
+// ---- The soak ------------------------------------------------------------------------------------
+// WS_HOSTILE_SOAK=N evaluates N hostile GPU cases in a row (cycling through the corpus, every
+// verdict checked), then an honest kernel, and checks that nothing leaked: file descriptors of this
+// process, runner or compiler processes, scratch files, GPU memory. Off unless asked: it takes
+// many minutes.
+
+int CountEntries(const std::string& dir) {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// Processes of ours that should not outlive an evaluation.
+int CountWorkerProcesses() {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = ReadText("/proc/" + pid + "/cmdline");
+    for (const char* name : {"ws_runner", "ws_compile", "compute-sanitizer"}) {
+      if (cmd.find(name) != std::string::npos) ++n;
+    }
+  }
+  return n;
+}
+
+int64_t GpuMemoryUsedMiB() {
+  FILE* p = ::popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits", "r");
+  if (p == nullptr) return -1;
+  char buf[64] = {};
+  const bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
+  ::pclose(p);
+  return got ? std::strtoll(buf, nullptr, 10) : -1;
+}
+
+struct Census {
+  int fds, workers, scratch;
+  int64_t gpu_mib;
+};
+
+Census Take() {
+  return {CountEntries("/proc/self/fd"), CountWorkerProcesses(),
+          CountEntries(Workspace() + "/scratch"), GpuMemoryUsedMiB()};
+}
+
+class HostileSoakTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(Spec(), nullptr);
+    HostileCase control = ParseCase("g01_control_ok.cu", ReadCase(kCorpusDir + "/g01_control_ok.cu"));
+    std::string why;
+    auto device = ProbeDevice(Options(control), &why);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    if (!*device) GTEST_SKIP() << "no GPU here (" << why << "); GPU tests skipped";
+    device_ = **device;
+  }
+
+  std::optional<DeviceInfo> device_;
+};
+
+TEST_F(HostileSoakTest, LeavesNothingBehind) {
+  const char* env = std::getenv("WS_HOSTILE_SOAK");
+  if (env == nullptr) GTEST_SKIP() << "set WS_HOSTILE_SOAK=N to run N hostile evaluations in a row";
+  const int n = std::atoi(env);
+  std::vector<HostileCase> cases = Selected();
+  ASSERT_FALSE(cases.empty());
+  HostileCase control = ParseCase("g01_control_ok.cu", ReadCase(kCorpusDir + "/g01_control_ok.cu"));
+  const std::string tuned = ReadText(std::string(WS_SOURCE_DIR) +
+                                     "/kernels/mxfp8_quantize_rowwise/kernel.cu");
+  auto time_tuned = [&]() -> double {
+    EvalRequest req = Request(control, tuned);
+    req.device = device_;
+    req.time_bench = true;
+    auto r = Evaluate(req, Options(control));
+    EXPECT_TRUE(r.ok() && r->verdict == Verdict::kOk) << (r.ok() ? r->message : r.status().message());
+    return r.ok() ? r->geomean_us : 0;
+  };
+  const double before_us = time_tuned();
+  const Census before = Take();
+  std::map<std::string, int> verdicts;
+  for (int i = 0; i < n; ++i) {
+    const HostileCase& c = cases[i % cases.size()];
+    EvalRequest req = Request(c, CaseSource(c));
+    req.device = device_;
+    req.time_bench = false;  // the soak is about robustness; timing is checked once, at the ends
+    auto r = Evaluate(req, Options(c));
+    ASSERT_TRUE(r.ok()) << "evaluation " << i << " (" << c.file << "): " << r.status().message();
+    ++verdicts[std::string(VerdictName(r->verdict))];
+    ExpectVerdict(c, *r);
+  }
+  const Census after = Take();
+  const double after_us = time_tuned();
+  std::printf("soak: %d hostile evaluations;", n);
+  for (const auto& [v, k] : verdicts) std::printf(" %s %d", v.c_str(), k);
+  std::printf("\nsoak: before: fds %d, worker processes %d, scratch entries %d, GPU memory %lld MiB\n",
+              before.fds, before.workers, before.scratch, static_cast<long long>(before.gpu_mib));
+  std::printf("soak: after:  fds %d, worker processes %d, scratch entries %d, GPU memory %lld MiB\n",
+              after.fds, after.workers, after.scratch, static_cast<long long>(after.gpu_mib));
+  std::printf("soak: hand-tuned kernel geomean %.2f us before, %.2f us after\n", before_us, after_us);
+  EXPECT_EQ(after.fds, before.fds);
+  EXPECT_EQ(after.workers, 0);
+  EXPECT_EQ(after.scratch, before.scratch);
+  EXPECT_LE(after.gpu_mib, before.gpu_mib + 64) << "GPU memory grew";
+  EXPECT_LT(after_us, before_us * 1.05) << "the good kernel got slower after the soak";
+}
+#endif
 
 }  // namespace
 }  // namespace ws
