@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
-# carried as .carry/ (scripts/carry.sh). Stages: selftest, probe, tests, bench, peers.
+# carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
+# campaign, bench, peers.
 # Usage: scripts/gpu_session.sh STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
 OUT=${OUT:-/tmp/ws_out}
 mkdir -p "$OUT"
-# The binaries were built in /work/main/build: give them that path here too.
-if [[ $root != /work/main ]]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+# The binaries carry the path they were built at (WS_SOURCE_DIR): give them that path here too.
+built_at=$(grep -a -m1 -oE '/[A-Za-z0-9_./-]+/problems' .carry/warpsmith | head -1 | sed 's|/problems$||')
+for p in /work/main ${built_at:+"$built_at"}; do
+  if [[ $root != "$p" && ! -e $p ]]; then mkdir -p "$(dirname "$p")" && ln -sfn "$root" "$p"; fi
+done
 [[ -e build ]] || ln -sfn .carry build
 missing=$(ldd build/warpsmith build/ws_runner build/ws_compile 2>/dev/null | grep "not found" || true)
 if [[ -n $missing ]]; then
@@ -21,6 +25,8 @@ status=0
 for stage in "$@"; do
   echo "=== stage $stage ($(date -u +%H:%M:%S))"
   case $stage in
+    doctor)
+      $ws doctor || status=1 ;;
     selftest)
       evaluator/runner/gpu_selftest.sh build >"$OUT/selftest.log" 2>&1 || status=1
       tail -25 "$OUT/selftest.log" ;;
@@ -31,6 +37,21 @@ for stage in "$@"; do
         "$t" --gtest_brief=1 >"$OUT/$(basename "$t").log" 2>&1 || { status=1; echo "FAILED: $t"; }
         tail -3 "$OUT/$(basename "$t").log"
       done ;;
+    hostile)
+      build/tests/hostile_gpu_test --gtest_brief=1 >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
+      grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
+    soak)
+      WS_HOSTILE_SOAK=${SOAK_N:-500} build/tests/hostile_gpu_test \
+        --gtest_filter='HostileSoakTest.*' >"$OUT/soak.log" 2>&1 || status=1
+      grep -E "^soak:|PASSED|FAILED|Failure" -A2 "$OUT/soak.log" | head -30 ;;
+    campaign)
+      # The tuner from the plain starting kernel, with a budget; then where it got.
+      $ws campaign start --problems mxfp8_quantize_rowwise \
+        --seed problems/mxfp8_quantize_rowwise/starting.cu --budget "${CAMPAIGN_BUDGET:-evaluations=60}" \
+        >"$OUT/campaign.log" 2>&1 || status=1
+      tail -20 "$OUT/campaign.log"
+      $ws campaign status --json >"$OUT/campaign-status.json" || status=1
+      $ws leaderboard ;;
     bench)
       for r in rceil floor; do
         for k in kernels/mxfp8_quantize_rowwise/kernel.cu problems/mxfp8_quantize_rowwise/baseline.cu; do
