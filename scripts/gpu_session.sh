@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, bench, peers.
+# campaign, bench (kernel, baseline and peers through bench/run.sh).
 # Usage: scripts/gpu_session.sh STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -53,16 +53,9 @@ for stage in "$@"; do
       $ws campaign status --json >"$OUT/campaign-status.json" || status=1
       $ws leaderboard ;;
     bench)
-      for r in rceil floor; do
-        for k in kernels/mxfp8_quantize_rowwise/kernel.cu problems/mxfp8_quantize_rowwise/baseline.cu; do
-          name=$(basename "$(dirname "$k")")-$(basename "$k" .cu)-$r
-          $ws eval mxfp8_quantize_rowwise "$k" --set rounding=$r --json >"$OUT/eval-$name.json" || status=1
-          python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[1], j['verdict'], [(c['shape'], round(c['bytes']/c['timing']['median_us']/1e6,3), round(c['sol_us']/c['timing']['median_us'],3)) for c in j['cases'] if 'timing' in c])" "$OUT/eval-$name.json"
-        done
-      done
-      $ws leaderboard ;;
-    peers)
-      python3 bench/peers/mxfp8_quantize_rowwise.py "$OUT/peers.json" 2>&1 | grep -v Warning || status=1 ;;
+      # The kernel, the baseline and the peers in one run, merged with GPU, driver, date, command.
+      OUT="$OUT/bench" bench/run.sh mxfp8_quantize_rowwise rounding rceil floor || status=1
+      cp "$OUT/bench/bench-mxfp8_quantize_rowwise.json" "$OUT/" 2>/dev/null ;;
     *) echo "unknown stage $stage"; status=2 ;;
   esac
 done
