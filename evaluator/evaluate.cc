@@ -9,6 +9,7 @@
 
 #include "evaluator/evaluator.h"
 #include "evaluator/internal.h"
+#include "evaluator/sanitizer.h"
 #include "sandbox/sandbox.h"
 
 namespace ws {
@@ -236,15 +237,31 @@ Status ConfineRunner(SandboxSpec* spec, const std::string& scratch,
   return Status::Ok();
 }
 
+// Deep mode: the runner runs inside one of compute-sanitizer's tools, in the same sandbox.
+struct SanitizerWrap {
+  std::string sanitizer;             // canonical path
+  SanitizerTool tool = SanitizerTool::kMemcheck;
+  std::vector<std::string> kernels;  // the plan's
+};
+
 Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string& job_path,
-                                const json& job, double wall_seconds) {
+                                const json& job, double wall_seconds,
+                                const SanitizerWrap* wrap = nullptr) {
   WS_RETURN_IF_ERROR(WriteFileAtomic(job_path, job.dump()));
   SandboxSpec spec;
   const std::string abs_job = fs::absolute(job_path).lexically_normal().string();
   spec.argv = {RunnerPath(opts), "run", abs_job};
-  std::vector<std::string> cubins;
-  if (job.contains("cubin") && job["cubin"].is_string()) cubins.push_back(job["cubin"]);
-  WS_RETURN_IF_ERROR(ConfineRunner(&spec, fs::path(abs_job).parent_path().string(), cubins));
+  std::vector<std::string> read_only;
+  if (job.contains("cubin") && job["cubin"].is_string()) read_only.push_back(job["cubin"]);
+  if (wrap) {
+    // The sandbox binds the program it starts; here that is the sanitizer, so the runner and
+    // the sanitizer's own folder are bound read-only by name.
+    read_only.push_back(fs::absolute(spec.argv[0]).lexically_normal().string());
+    for (const auto& p : SanitizerReadOnlyPaths(wrap->sanitizer)) read_only.push_back(p);
+    for (const auto& [k, v] : SanitizerEnv()) spec.env_set[k] = v;
+    spec.argv = SanitizerArgv(wrap->sanitizer, wrap->tool, wrap->kernels, spec.argv);
+  }
+  WS_RETURN_IF_ERROR(ConfineRunner(&spec, fs::path(abs_job).parent_path().string(), read_only));
   spec.limits.wall_seconds = wall_seconds;
   spec.limits.open_files = 1024;
   spec.limits.output_cap_bytes = 1 << 20;
@@ -368,9 +385,15 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (!req.spec) return Status::Error("Evaluate: no problem given");
   const ProblemSpec& spec = *req.spec;
   EvalResult res;
-  auto reject = [&](Verdict v, std::string msg) -> Result<EvalResult> {
+  // Deep mode's tools, each "not run: <why>", when deep mode was asked for.
+  auto deep_not_run = [&](const std::string& why) {
+    if (!req.deep) return;
+    for (SanitizerTool t : kDeepTools) res.deep[std::string(SanitizerToolName(t))] = "not run: " + why;
+  };
+  auto reject = [&](Verdict v, std::string msg, std::string deep_why = "") -> Result<EvalResult> {
     res.verdict = v;
     res.message = std::move(msg);
+    deep_not_run(deep_why.empty() ? fmt::format("the verdict is {}", VerdictName(v)) : deep_why);
     return res;
   };
 
@@ -433,8 +456,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
   if (!res.compile.ok) return reject(Verdict::kCompileError, res.compile.log);
   if (req.compile_only) {
-    return reject(Verdict::kNotRun, fmt::format("compiled for {}; plan valid; not run (compile only)",
-                                                ArchName(req.arch)));
+    return reject(Verdict::kNotRun,
+                  fmt::format("compiled for {}; plan valid; not run (compile only)",
+                              ArchName(req.arch)),
+                  "compile only");
   }
 
   // 3. A GPU?
@@ -446,13 +471,15 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (!device) {
     return reject(Verdict::kNotRun,
                   fmt::format("compiled for {}; plan valid; not run: running needs a GPU ({})",
-                              ArchName(req.arch), why));
+                              ArchName(req.arch), why),
+                  "no GPU");
   }
   res.device = device;
   if (!device->arch.empty() && device->arch != ArchName(req.arch)) {
     return reject(Verdict::kNotRun,
                   fmt::format("compiled for {}; plan valid; not run: the GPU ({}) is {}",
-                              ArchName(req.arch), device->name, device->arch));
+                              ArchName(req.arch), device->name, device->arch),
+                  fmt::format("no {} GPU", ArchName(req.arch)));
   }
 
   // The trusted reference, compiled for the same parameters with its default knobs.
@@ -725,7 +752,122 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
   if (timed) res.geomean_us = std::exp(log_sum / timed);
   if (sol_known) res.sol_fraction = std::exp(sol_log_sum / sol_known);
+
+  // 7. Deep mode: the test shapes again, untimed, under each sanitizer tool.
+  if (req.deep && res.verdict != Verdict::kOk) {
+    deep_not_run(fmt::format("the verdict is {}", VerdictName(res.verdict)));
+  } else if (req.deep) {
+    std::vector<std::string> kernels;
+    for (const auto& l : plan->launches) kernels.push_back(l.kernel);
+    json deep_job = {{"cubin", cand_job["cubin"]}, {"cases", json::array()}};
+    int deep_cases = 0;
+    for (const auto& c : cand_job["cases"]) {
+      const std::string id = c["id"].get<std::string>();
+      if (id.rfind("test-", 0) != 0 || id.find('#') != std::string::npos) continue;
+      json dc = c;
+      dc["id"] = "deep-" + id;
+      dc["timing"] = nullptr;
+      dc["dump"] = nullptr;
+      deep_job["cases"].push_back(std::move(dc));
+      ++deep_cases;
+    }
+    const double deep_budget_s = 2 * opts.startup_timeout_s + 60 +
+                                 opts.deep_time_factor * opts.case_timeout_s * deep_cases;
+    std::string sanitizer = opts.compute_sanitizer;
+    std::string unavailable;
+    if (sanitizer.empty()) {
+      auto found = FindComputeSanitizer();
+      if (found.ok()) {
+        sanitizer = *found;
+      } else {
+        unavailable = found.status().message();
+      }
+    }
+    std::string stop;  // once set, the remaining tools are not run, for this reason
+    for (SanitizerTool tool : kDeepTools) {
+      const std::string name(SanitizerToolName(tool));
+      if (!unavailable.empty()) {
+        res.deep[name] = "unavailable: " + unavailable;
+        continue;
+      }
+      if (!stop.empty()) {
+        res.deep[name] = "not run: " + stop;
+        continue;
+      }
+      json job = deep_job;
+      job["result"] = fs::absolute(fmt::format("{}/deep-{}.result.json", scratch, name)).string();
+      SanitizerWrap wrap{sanitizer, tool, kernels};
+      WS_ASSIGN_OR_RETURN(RunnerOutcome run,
+                          RunRunner(opts, fmt::format("{}/deep-{}.job.json", scratch, name), job,
+                                    deep_budget_s, &wrap));
+      if (run.process.timed_out) {
+        res.deep[name] = fmt::format("timeout after {:.0f} s", deep_budget_s);
+        res.verdict = Verdict::kTimeout;
+        res.message = fmt::format("deep mode: under {} the test shapes did not finish within {:.0f} s",
+                                  name, deep_budget_s);
+        stop = name + " timed out";
+        continue;
+      }
+      SanitizerOutcome o = ParseSanitizerOutput(
+          tool, !run.process.signaled, run.process.exit_code,
+          run.process.stdout_data + "\n" + run.process.stderr_data,
+          std::set<std::string>(kernels.begin(), kernels.end()));
+      if (o.state == SanitizerOutcome::State::kFindings) {
+        res.deep[name] = o.Text();
+        res.verdict = Verdict::kWrongAnswer;
+        res.message = "deep mode: " + o.Message(tool);
+        stop = name + " found " + o.Text();
+        continue;
+      }
+      // The runner's own verdict on a case that failed under the tool: the candidate's doing.
+      std::string case_failure;
+      bool all_ok = true;
+      for (const auto& c : job["cases"]) {
+        auto it = run.cases.find(c["id"].get<std::string>());
+        if (it == run.cases.end()) {
+          all_ok = false;
+          continue;
+        }
+        const std::string status = it->second.value("status", "");
+        if (status != "ok" && case_failure.empty()) {
+          case_failure = fmt::format("{} ({}): {}", c["id"].get<std::string>(), status,
+                                     it->second.value("message", ""));
+        }
+      }
+      if (!case_failure.empty()) {
+        res.deep[name] = "crashed";
+        res.verdict = Verdict::kCrashed;
+        res.message = fmt::format("deep mode: under {}: {}", name, case_failure);
+        stop = name + " saw a crash";
+        continue;
+      }
+      if (o.state == SanitizerOutcome::State::kClean && !all_ok) {
+        o.state = SanitizerOutcome::State::kUnavailable;
+        o.why = fmt::format("the runner did not finish the test shapes under {} ({}): {}", name,
+                            run.process.Describe(), run.process.stderr_data.substr(0, 500));
+      }
+      res.deep[name] = o.Text();
+      if (o.state == SanitizerOutcome::State::kUnavailable) {
+        stop = name + " was unavailable";
+        if (res.verdict == Verdict::kOk) {
+          res.verdict = Verdict::kNotRun;
+          res.message = fmt::format("deep mode was asked for but could not run: {}: {}", name, o.why);
+        }
+      }
+    }
+    if (!unavailable.empty()) {
+      res.verdict = Verdict::kNotRun;
+      res.message = "deep mode was asked for but could not run: " + unavailable;
+    }
+  }
   return res;
+}
+
+std::string DeepModeFailure(const EvalResult& r) {
+  for (const auto& [tool, state] : r.deep) {
+    if (state.rfind("unavailable", 0) == 0) return tool + ": " + state;
+  }
+  return "";
 }
 
 Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,

@@ -195,6 +195,10 @@ struct EvalRequest {
   bool include_hidden = true;
   std::optional<DeviceCeilings> ceilings;      // for speed-of-light
   std::optional<DeviceInfo> device;            // from ProbeDevice; probed here when empty
+  /// Deep mode: after an ok verdict, run the test shapes again (untimed) under compute-sanitizer
+  /// memcheck, racecheck and initcheck (docs/deep-mode.md). A finding makes the verdict
+  /// wrong_answer; a tool that cannot run makes the verdict not_run and says so in `deep`.
+  bool deep = false;
 };
 
 struct EvalResult {
@@ -210,7 +214,17 @@ struct EvalResult {
   /// The candidate runner's sandbox layers (SandboxResult::layers), or the compile worker's when
   /// nothing ran; "stage" says which.
   std::map<std::string, std::string> sandbox_layers;
+  /// Deep mode, when asked for: per tool ("memcheck", "racecheck", "initcheck") "clean",
+  /// "3 errors", "2 hazards", "timeout after N s", "unavailable: <why>" or "not run: <why>".
+  /// Empty when deep mode was not asked for.
+  std::map<std::string, std::string> deep;
 };
+
+/// Why a deep-mode evaluation could not give its answer ("memcheck: unavailable: ..."), or ""
+/// when deep mode was not asked for, ran, or was not run for a reason of its own (no GPU,
+/// compile only, an earlier verdict). Callers that asked for deep mode treat a non-empty answer
+/// as a failure of the evaluation, never as a pass.
+std::string DeepModeFailure(const EvalResult& r);
 
 struct EvaluatorOptions {
   std::string workspace = ".warpsmith";        // cache and scratch live here
@@ -221,6 +235,9 @@ struct EvaluatorOptions {
   double compile_timeout_s = 60;
   int timing_iterations = 0;                   // 0: chosen from the speed-of-light time
   bool keep_scratch = false;                   // keep runner dumps (for debugging)
+  std::string compute_sanitizer;               // deep mode; default: FindComputeSanitizer()
+  double deep_time_factor = 20;                // a sanitizer run's allowance per case, in
+                                               // multiples of case_timeout_s
 };
 
 /// Probes for a usable GPU by running the runner's `devices` command. No GPU is not an error:

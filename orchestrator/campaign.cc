@@ -27,6 +27,7 @@
 #include "agents/tuner.h"
 #include "agents/worker.h"
 #include "problems/problems.h"
+#include "evaluator/sanitizer.h"
 #include "sandbox/sandbox.h"
 
 namespace ws {
@@ -138,6 +139,8 @@ Result<RecordedEvaluation> RecordEvaluation(Store& store, const EvalRequest& req
   e.agent = ctx.agent;
   e.purpose = ctx.purpose;
   e.gpu_seconds = gpu_seconds;
+  e.sandbox_json = json(r.sandbox_layers).dump();
+  e.deep_json = json(r.deep).dump();
   WS_ASSIGN_OR_RETURN(out.evaluation_id, store.AddEvaluation(e));
   return out;
 }
@@ -318,7 +321,8 @@ std::string CampaignConfigJson(const CampaignConfig& c) {
               {"compile_threads", c.compile_threads},
               {"max_turns", c.max_turns},
               {"context_tokens", c.context_tokens},
-              {"rng_seed", c.rng_seed}}
+              {"rng_seed", c.rng_seed},
+              {"deep_winners", c.deep_winners}}
       .dump();
 }
 
@@ -352,6 +356,7 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& text) {
     c.max_turns = j.value("max_turns", 16);
     c.context_tokens = j.value("context_tokens", int64_t{128000});
     c.rng_seed = j.value("rng_seed", uint64_t{1});
+    c.deep_winners = j.value("deep_winners", false);
     return c;
   } catch (const json::exception& e) {
     return Status::Error("campaign config: {}", e.what());
@@ -373,6 +378,8 @@ struct ProblemView {
   std::string best_agent;
   std::string best_knobs;
   bool best_flagged = false;
+  std::string best_sandbox = "{}";  // the best evaluation's sandbox layers and deep results
+  std::string best_deep = "{}";
 };
 
 constexpr size_t kRecentAttempts = 4;
@@ -405,6 +412,8 @@ ProblemView ComputeView(const std::string& problem, const std::string& status,
       v.best_agent = e.agent;
       v.best_knobs = e.knobs_json;
       v.best_flagged = e.flagged;
+      v.best_sandbox = e.sandbox_json;
+      v.best_deep = e.deep_json;
     }
   }
   // Walk the attempts in order: when did the best last improve, and by how much lately.
@@ -554,6 +563,8 @@ class Engine {
   int64_t id() const { return id_; }
   EvalRequest BaseRequest(const ProblemRun& p) const;
   Result<RecordedEvaluation> Evaluate(const EvalRequest& req, const RecordContext& ctx);
+  // --deep-winners: whether an ok, timed result would take its leaderboard group's first place.
+  Result<bool> WouldWin(const EvalRequest& req, const EvalResult& r);
   Result<RecordedEvaluation> Record(const EvalRequest& req, const EvalResult& r,
                                     const RecordContext& ctx, double gpu_seconds);
   std::string StopReason();  // empty while the campaign may go on
@@ -600,9 +611,42 @@ EvalRequest Engine::BaseRequest(const ProblemRun& p) const {
   return req;
 }
 
+Result<bool> Engine::WouldWin(const EvalRequest& req, const EvalResult& r) {
+  WS_ASSIGN_OR_RETURN(std::vector<LeaderboardEntry> board, store_->Leaderboard(req.spec->name));
+  const std::string params = json(req.params).dump();
+  const std::string gpu = r.device ? r.device->name : "";
+  for (const auto& e : board) {
+    if (e.params_json == params && e.gpu == gpu)
+      return r.geomean_us < e.time_us;
+  }
+  return true;
+}
+
 Result<RecordedEvaluation> Engine::Evaluate(const EvalRequest& req, const RecordContext& ctx) {
+  EvalFn eval = env_.evaluate;
+  if (config_.deep_winners && !req.deep && !req.compile_only && req.include_hidden) {
+    // A would-be winner is evaluated again in deep mode before it is recorded (and so ranked).
+    EvalFn base = env_.evaluate ? env_.evaluate : EvalFn(ws::Evaluate);
+    eval = [this, base](const EvalRequest& r, const EvaluatorOptions& o) -> Result<EvalResult> {
+      WS_ASSIGN_OR_RETURN(EvalResult first, base(r, o));
+      if (first.verdict != Verdict::kOk || first.geomean_us <= 0)
+        return first;
+      WS_ASSIGN_OR_RETURN(bool winner, WouldWin(r, first));
+      if (!winner)
+        return first;
+      EvalRequest deep = r;
+      deep.deep = true;
+      WS_ASSIGN_OR_RETURN(EvalResult checked, base(deep, o));
+      if (std::string why = DeepModeFailure(checked); !why.empty()) {
+        return Status::Error("{}: deep mode could not check a would-be winner ({}); "
+                             "--deep-winners needs a working compute-sanitizer",
+                             r.spec->name, why);
+      }
+      return checked;
+    };
+  }
   WS_ASSIGN_OR_RETURN(RecordedEvaluation r,
-                      EvaluateAndRecord(*store_, req, env_.eval_opts, ctx, env_.evaluate));
+                      EvaluateAndRecord(*store_, req, env_.eval_opts, ctx, eval));
   WS_RETURN_IF_ERROR(FlushWall());
   return r;
 }
@@ -712,6 +756,13 @@ Status Engine::Prepare() {
     compile_only_ = true;
     mode_ = fmt::format("compile-only: no GPU here ({})", why.empty() ? "none given" : why);
   }
+  if (config_.deep_winners && !compile_only_ && !env_.evaluate &&
+      env_.eval_opts.compute_sanitizer.empty()) {
+    Result<std::string> cs = FindComputeSanitizer();
+    if (!cs.ok())
+      return Status::Error("--deep-winners: {}", cs.status().message());
+    env_.eval_opts.compute_sanitizer = *cs;
+  }
   std::string arch = config_.arch;
   if (arch.empty())
     arch = env_.device && !compile_only_ ? env_.device->arch : "sm_90a";
@@ -721,7 +772,8 @@ Status Engine::Prepare() {
   if (mode_.empty()) {
     mode_ = compile_only_ ? "compile-only" : fmt::format("on {}", env_.device->name);
   }
-  mode_ = fmt::format("{} · {} · {}", agents, arch, mode_);
+  mode_ = fmt::format("{} · {} · {}{}", agents, arch, mode_,
+                      config_.deep_winners && !compile_only_ ? " · deep winners" : "");
 
   // Clients for the LLM agents.
   for (const auto& a : config_.agents) {
@@ -1301,7 +1353,9 @@ Result<std::string> CampaignStatusJson(Store& store, int64_t id) {
                    {"kernel_id", *p.best_kernel_id},
                    {"agent", p.best_agent},
                    {"knobs", json::parse(p.best_knobs, nullptr, false)},
-                   {"flagged", p.best_flagged}};
+                   {"flagged", p.best_flagged},
+                   {"sandbox", json::parse(p.best_sandbox, nullptr, false)},
+                   {"deep", json::parse(p.best_deep, nullptr, false)}};
     }
     problems.push_back(j);
   }

@@ -109,6 +109,11 @@ struct CampaignConfig {
   int max_turns = 16;               // per worker attempt
   int64_t context_tokens = 128000;  // the models' window
   uint64_t rng_seed = 1;
+  /// A would-be leaderboard winner (ok, hidden shapes included, faster than the stored best for
+  /// its problem, parameters and GPU) is evaluated again in deep mode (compute-sanitizer) before
+  /// it is recorded; only that deep evaluation is recorded. A sanitizer that cannot run fails
+  /// the campaign.
+  bool deep_winners = false;
 };
 
 std::string CampaignConfigJson(const CampaignConfig& c);

@@ -242,6 +242,7 @@ json ResultJson(const EvalResult& r) {
   if (r.device) res["device"] = {{"name", r.device->name}, {"arch", r.device->arch},
                                  {"driver", r.device->driver}};
   res["sandbox"] = r.sandbox_layers;
+  if (!r.deep.empty()) res["deep"] = r.deep;
   return res;
 }
 
@@ -257,6 +258,9 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
   }
   for (const auto& [layer, state] : r.sandbox_layers) {
     std::cout << fmt::format("  sandbox {}: {}\n", layer, state);
+  }
+  for (const auto& [tool, state] : r.deep) {
+    std::cout << fmt::format("  deep {}: {}\n", tool, state);
   }
   if (!r.cases.empty()) {
     std::cout << fmt::format("  {:<7} {:<22} {:<13} {:>11} {:>11} {:>10} {:>8} {:>8}\n", "kind",
@@ -288,7 +292,7 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
 
 struct EvalArgs {
   std::string problem, file, arch = "sm_90a";
-  bool compile_only = false, as_json = false, no_hidden = false;
+  bool compile_only = false, as_json = false, no_hidden = false, deep = false;
   std::vector<std::string> sets, knobs;
 };
 
@@ -327,6 +331,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   req.knobs = knobs;
   req.compile_only = a.compile_only;
   req.include_hidden = !a.no_hidden;
+  req.deep = a.deep;
   if (!a.compile_only) {
     std::string why;
     auto device = ProbeDevice(opts, &why);
@@ -359,6 +364,12 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
     std::cout << fmt::format("evaluation {} of {} ({}, {})\n", *eid, a.file, spec->name,
                              ParamsJson(*params));
     PrintResult(r, *spec);
+  }
+  // Deep mode was asked for and could not give its answer: never a pass.
+  if (std::string why = DeepModeFailure(r); !why.empty()) {
+    std::fprintf(stderr, "warpsmith: deep mode was asked for but could not run: %s\n",
+                 why.c_str());
+    return kExitError;
   }
   switch (r.verdict) {
     case Verdict::kOk:
@@ -414,6 +425,8 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
                      {"knobs", json::parse(r.knobs_json, nullptr, false)},
                      {"agent", r.agent}, {"agent_stats", agent_json(r.agent)},
                      {"flagged", r.flagged}, {"flag_reason", r.flag_reason},
+                     {"sandbox", json::parse(r.sandbox_json, nullptr, false)},
+                     {"deep", json::parse(r.deep_json, nullptr, false)},
                      {"created_at", r.created_at}});
     }
     std::cout << arr.dump(2) << "\n";
@@ -526,7 +539,7 @@ extern "C" void OnInterrupt(int) { g_interrupt.cancelled.store(true); }
 struct CampaignArgs {
   std::string problems = "*", base_url, budget, arch, seed = "hand";
   std::vector<std::string> agents, sets;
-  bool compile_only = false, as_json = false;
+  bool compile_only = false, as_json = false, deep_winners = false;
   int64_t id = 0;  // 0: the newest campaign
   int tuner_batch = 8, compile_threads = 0, max_turns = 16;
   int64_t context_tokens = 128000;
@@ -576,6 +589,7 @@ int CmdCampaignStart(const Globals& g, const CampaignArgs& a) {
   c.compile_threads = a.compile_threads;
   c.max_turns = a.max_turns;
   c.context_tokens = a.context_tokens;
+  c.deep_winners = a.deep_winners;
   CampaignEnv env = MakeCampaignEnv(g);
   auto id = StartCampaign(c, env);
   if (!id.ok()) return Fail(id.status());
@@ -664,6 +678,9 @@ int Main(int argc, char** argv) {
   eval->add_option("--knob", ea.knobs, "knob NAME=VALUE (default: the plan's first value)");
   eval->add_flag("--no-hidden", ea.no_hidden, "skip hidden shapes (such a result is not ranked)");
   eval->add_flag("--json", ea.as_json, "machine-readable output");
+  eval->add_flag("--deep", ea.deep,
+                 "after an ok verdict, run the test shapes under compute-sanitizer memcheck, "
+                 "racecheck and initcheck (slow; a finding is wrong_answer)");
   eval->callback([&] { rc = CmdEval(g, ea); });
 
   std::string lb_problem;
@@ -705,6 +722,9 @@ int Main(int argc, char** argv) {
                      "wall_seconds (30m, 2h)")
       ->required();
   cstart->add_flag("--compile-only", ca.compile_only, "compile and validate only; run nothing");
+  cstart->add_flag("--deep-winners", ca.deep_winners,
+                   "evaluate a would-be leaderboard winner again in deep mode (compute-sanitizer) "
+                   "before ranking it");
   cstart->add_option("--arch", ca.arch, "sm_90a or sm_100a (default: the GPU's)");
   cstart->add_option("--set", ca.sets, "problem parameter NAME=VALUE")->take_all();
   cstart->add_option("--seed", ca.seed,

@@ -141,6 +141,12 @@ constexpr const char* kMigrations[] = {
       ALTER TABLE evaluations ADD COLUMN flag_reason TEXT NOT NULL DEFAULT '';
       CREATE INDEX evaluations_by_campaign ON evaluations(campaign_id, problem, id);
     )sql",
+    // 3: what confined each evaluation (the sandbox layers, EvalResult::sandbox_layers) and what
+    // deep mode found (EvalResult::deep), each a JSON object; '{}' for older rows.
+    R"sql(
+      ALTER TABLE evaluations ADD COLUMN sandbox_json TEXT NOT NULL DEFAULT '{}';
+      ALTER TABLE evaluations ADD COLUMN deep_json TEXT NOT NULL DEFAULT '{}';
+    )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -326,7 +332,7 @@ Result<int> Migrate(sqlite3* db) {
 constexpr const char* kEvaluationColumns =
     "id, kernel_id, problem, params_json, knobs_json, gpu, arch, driver, verdict, message, "
     "resources_json, time_us, sol_fraction, created_at, campaign_id, attempt_id, agent, purpose, "
-    "gpu_seconds, flagged, flag_reason";
+    "gpu_seconds, flagged, flag_reason, sandbox_json, deep_json";
 
 std::optional<int64_t> OptionalInt(const Stmt& s, int col) {
   if (s.IsNull(col))
@@ -357,6 +363,8 @@ EvaluationRecord ReadEvaluation(const Stmt& s) {
   e.gpu_seconds = s.Double(18);
   e.flagged = s.Int(19) != 0;
   e.flag_reason = s.Text(20);
+  e.sandbox_json = s.Text(21);
+  e.deep_json = s.Text(22);
   return e;
 }
 
@@ -451,9 +459,11 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
       Stmt::Prepare(db_,
                     "INSERT INTO evaluations (kernel_id, problem, params_json, knobs_json, gpu, "
                     "arch, driver, verdict, message, resources_json, time_us, sol_fraction, "
-                    "campaign_id, attempt_id, agent, purpose, gpu_seconds, flagged, flag_reason) "
+                    "campaign_id, attempt_id, agent, purpose, gpu_seconds, flagged, flag_reason, "
+                    "sandbox_json, deep_json) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                    "COALESCE(NULLIF(?16, ''), 'eval'), ?17, ?18, ?19)",
+                    "COALESCE(NULLIF(?16, ''), 'eval'), ?17, ?18, ?19, "
+                    "COALESCE(NULLIF(?20, ''), '{}'), COALESCE(NULLIF(?21, ''), '{}'))",
                     "adding evaluation"));
   insert.Bind(1, e.kernel_id)
       .Bind(2, e.problem)
@@ -473,7 +483,9 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
       .Bind(16, e.purpose)
       .Bind(17, e.gpu_seconds)
       .Bind(18, e.flagged ? 1 : 0)
-      .Bind(19, e.flag_reason);
+      .Bind(19, e.flag_reason)
+      .Bind(20, e.sandbox_json)
+      .Bind(21, e.deep_json);
   WS_RETURN_IF_ERROR(insert.Run());
   const int64_t id = sqlite3_last_insert_rowid(db_);
 
@@ -588,9 +600,10 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
   // Rank within each (problem, params, gpu) by time, the earliest winning ties; keep rank 1.
   std::string sql = fmt::format(
       "SELECT problem, params_json, gpu, kernel_id, id, hash, origin, time_us, sol_fraction, "
-      "created_at, knobs_json, agent, flagged, flag_reason FROM ("
+      "created_at, knobs_json, agent, flagged, flag_reason, sandbox_json, deep_json FROM ("
       "  SELECT e.problem, e.params_json, e.gpu, e.kernel_id, e.id, k.hash, k.origin, e.time_us,"
       "    e.sol_fraction, e.created_at, e.knobs_json, e.agent, e.flagged, e.flag_reason,"
+      "    e.sandbox_json, e.deep_json,"
       "    ROW_NUMBER() OVER ("
       "      PARTITION BY e.problem, e.params_json, e.gpu"
       "      ORDER BY e.time_us, e.created_at, e.id) AS rank"
@@ -622,6 +635,8 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     l.agent = s.Text(11);
     l.flagged = s.Int(12) != 0;
     l.flag_reason = s.Text(13);
+    l.sandbox_json = s.Text(14);
+    l.deep_json = s.Text(15);
     out.push_back(std::move(l));
   }
   return out;

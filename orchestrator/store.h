@@ -59,6 +59,13 @@ struct EvaluationRecord {
   double gpu_seconds = 0;    // wall time of the evaluation when it ran on a GPU
   bool flagged = false;      // a reviewer asks a person to look at it
   std::string flag_reason;
+  /// The sandbox layers that confined it, {"layer": "state", ...} (EvalResult::sandbox_layers;
+  /// "stage" says whether they are the runner's or, when nothing ran, the compile worker's).
+  /// '{}' for evaluations recorded before the store kept them. Empty is stored as '{}'.
+  std::string sandbox_json = "{}";
+  /// Deep mode's per-tool results ({"memcheck": "clean", ...}, EvalResult::deep); '{}' when
+  /// deep mode was not asked for. Empty is stored as '{}'.
+  std::string deep_json = "{}";
 };
 
 struct CeilingsRecord {
@@ -82,6 +89,8 @@ struct LeaderboardEntry {
   std::string agent;
   bool flagged = false;
   std::string flag_reason;
+  std::string sandbox_json = "{}";  // as in EvaluationRecord
+  std::string deep_json = "{}";
 };
 
 // ---- Campaigns ----------------------------------------------------------------------------------

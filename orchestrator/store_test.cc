@@ -77,14 +77,14 @@ TEST_F(StoreTest, OpenMigrateReopenKeepsDataAndVersion) {
   {
     auto store = OpenOrDie();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 2);
+    EXPECT_EQ(store->schema_version(), 3);
     Result<int64_t> r = store->PutKernel(Kernel("p", "h1"));
     ASSERT_TRUE(r.ok()) << r.status().message();
     id = *r;
   }
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 3);
   Result<KernelRecord> k = store->GetKernel(id);
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(k->hash, "h1");
@@ -383,7 +383,7 @@ TEST_F(StoreTest, VersionOneDatabaseMigrates) {
 
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 3);
   auto evals = store->Evaluations("p", 0);
   ASSERT_TRUE(evals.ok()) << evals.status().message();
   ASSERT_EQ(evals->size(), 1u);
@@ -394,6 +394,86 @@ TEST_F(StoreTest, VersionOneDatabaseMigrates) {
   ASSERT_TRUE(lb.ok()) << lb.status().message();
   ASSERT_EQ(lb->size(), 1u);
   EXPECT_DOUBLE_EQ((*lb)[0].time_us, 2.5);
+}
+
+TEST_F(StoreTest, SandboxAndDeepRoundTripInEveryQuery) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  int64_t kid = *store->PutKernel(Kernel("p", "h"));
+  EvaluationRecord e = Eval(kid, "p", "{}", "NVIDIA H200", "ok", 3.5);
+  e.sandbox_json = R"({"cgroup":"degraded: no writable cgroup","namespaces":"on: /usr/bin/bwrap",)"
+                   R"("stage":"runner"})";
+  e.deep_json = R"({"initcheck":"clean","memcheck":"clean","racecheck":"clean"})";
+  e.campaign_id = *store->CreateCampaign("{}", 1);
+  ASSERT_TRUE(store->AddEvaluation(e).ok());
+  // Left empty: stored as '{}'.
+  EvaluationRecord plain = Eval(kid, "p", "{}", "", "compile_error", 0);
+  plain.sandbox_json = "";
+  plain.deep_json = "";
+  ASSERT_TRUE(store->AddEvaluation(plain).ok());
+
+  auto all = store->Evaluations("p", 0);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].sandbox_json, "{}");
+  EXPECT_EQ((*all)[0].deep_json, "{}");
+  EXPECT_EQ((*all)[1].sandbox_json, e.sandbox_json);
+  EXPECT_EQ((*all)[1].deep_json, e.deep_json);
+  auto campaign = store->CampaignEvaluations(*e.campaign_id, "p");
+  ASSERT_TRUE(campaign.ok()) << campaign.status().message();
+  ASSERT_EQ(campaign->size(), 1u);
+  EXPECT_EQ((*campaign)[0].sandbox_json, e.sandbox_json);
+  EXPECT_EQ((*campaign)[0].deep_json, e.deep_json);
+  auto lb = store->Leaderboard("p");
+  ASSERT_TRUE(lb.ok()) << lb.status().message();
+  ASSERT_EQ(lb->size(), 1u);
+  EXPECT_EQ((*lb)[0].sandbox_json, e.sandbox_json);
+  EXPECT_EQ((*lb)[0].deep_json, e.deep_json);
+}
+
+// A version-2 database (before the sandbox and deep columns) migrates with its rows kept: they
+// read back as '{}', and are still ranked.
+TEST_F(StoreTest, VersionTwoDatabaseMigratesWithEmptySandbox) {
+  int64_t kid = 0;
+  {
+    auto store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    kid = *store->PutKernel(Kernel("p", "h"));
+  }
+  // Turn the fresh database back into version 2: the step-3 columns removed, a row written
+  // the way version 2 wrote it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const std::string v2 = fmt::format(
+      "ALTER TABLE evaluations DROP COLUMN sandbox_json;"
+      "ALTER TABLE evaluations DROP COLUMN deep_json;"
+      "INSERT INTO evaluations (kernel_id, problem, verdict, time_us, agent, purpose) "
+      "VALUES ({}, 'p', 'ok', 4.25, 'tuner', 'tune');"
+      "PRAGMA user_version = 2;",
+      kid);
+  ASSERT_EQ(sqlite3_exec(db, v2.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), 3);
+  auto evals = store->Evaluations("p", 0);
+  ASSERT_TRUE(evals.ok()) << evals.status().message();
+  ASSERT_EQ(evals->size(), 1u);
+  EXPECT_EQ((*evals)[0].agent, "tuner");
+  EXPECT_EQ((*evals)[0].sandbox_json, "{}");
+  EXPECT_EQ((*evals)[0].deep_json, "{}");
+  auto lb = store->Leaderboard("p");
+  ASSERT_TRUE(lb.ok()) << lb.status().message();
+  ASSERT_EQ(lb->size(), 1u);
+  EXPECT_DOUBLE_EQ((*lb)[0].time_us, 4.25);
+  EXPECT_EQ((*lb)[0].sandbox_json, "{}");
+  // New rows after the migration keep what they are given.
+  EvaluationRecord e = Eval(kid, "p", "{}", "", "ok", 1);
+  e.sandbox_json = R"({"stage":"runner"})";
+  ASSERT_TRUE(store->AddEvaluation(e).ok());
+  EXPECT_EQ((*store->Evaluations("p", 1))[0].sandbox_json, e.sandbox_json);
 }
 
 TEST_F(StoreTest, CampaignLifecycleAndSpend) {

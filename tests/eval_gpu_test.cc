@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "evaluator/evaluator.h"
+#include "evaluator/sanitizer.h"
 #include "problems/problems.h"
 
 namespace ws {
@@ -203,6 +204,61 @@ extern "C" __global__ void ws_test_spin(volatile unsigned char* q) {
   auto r2 = Evaluate(next, opts_);
   ASSERT_TRUE(r2.ok()) << r2.status().message();
   EXPECT_EQ(r2->verdict, Verdict::kOk) << r2->message;
+}
+
+// Deep mode (compute-sanitizer memcheck, racecheck, initcheck over the test shapes): the
+// hand-tuned kernel is clean under all three tools, so the trusted runner's own kernels and
+// copies are too (initcheck checks them alongside the candidate's).
+TEST_F(EvalGpuTest, HandTunedKernelPassesDeepMode) {
+  auto cs = FindComputeSanitizer();
+  if (!cs.ok()) GTEST_SKIP() << "deep mode needs compute-sanitizer: " << cs.status().message();
+  EvalRequest req =
+      Request(ReadText(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu"));
+  req.time_bench = false;
+  req.deep = true;
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+  EXPECT_EQ(DeepModeFailure(*r), "") << r->message;
+  ASSERT_EQ(r->deep.size(), 3u);
+  for (const auto& [tool, state] : r->deep) EXPECT_EQ(state, "clean") << tool;
+}
+
+// A kernel correct by luck: two threads of different warps write one shared scale byte with
+// different values and no barrier between them; the later write (delayed by a spin) is the right
+// one, so every normal run passes. racecheck sees the write-after-write hazard.
+TEST_F(EvalGpuTest, DeepModeFlagsARaceThatIsCorrectByLuck) {
+  auto cs = FindComputeSanitizer();
+  if (!cs.ok()) GTEST_SKIP() << "deep mode needs compute-sanitizer: " << cs.status().message();
+  std::string src = WithExtraLaunch(
+      Baseline(), R"({ "kernel": "ws_test_racy_scale", "grid": [1], "block": [64], "args": ["scales"] })",
+      "extern \"C\" __global__ void ws_test_racy_scale(unsigned char* s) {\n"
+      "  __shared__ unsigned char slot;\n"
+      "  const unsigned char right = s[0];\n"
+      "  if (threadIdx.x == 0) slot = right ^ 0x5A;\n"
+      "  if (threadIdx.x == 32) {\n"
+      "    const long long t0 = clock64();\n"
+      "    while (clock64() - t0 < 200000) { }\n"
+      "    slot = right;\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0) s[0] = slot;\n"
+      "}\n");
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  auto normal = Evaluate(req, opts_);
+  ASSERT_TRUE(normal.ok()) << normal.status().message();
+  ASSERT_EQ(normal->verdict, Verdict::kOk) << "the race must be lucky in a normal run: "
+                                           << normal->message;
+  req.deep = true;
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kWrongAnswer) << r->message;
+  EXPECT_NE(r->message.find("racecheck"), std::string::npos) << r->message;
+  EXPECT_NE(r->message.find("ws_test_racy_scale"), std::string::npos) << r->message;
+  EXPECT_EQ(r->deep["memcheck"], "clean");
+  EXPECT_NE(r->deep["racecheck"].find("hazard"), std::string::npos) << r->deep["racecheck"];
+  EXPECT_EQ(r->deep["initcheck"].rfind("not run", 0), 0u) << r->deep["initcheck"];
 }
 
 }  // namespace
