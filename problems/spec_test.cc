@@ -39,12 +39,14 @@ class SpecTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  // Writes root/<folder>/spec.json (text as given) plus dummy reference.cu and baseline.cu.
+  // Writes root/<folder>/spec.json (text as given) plus dummy reference.cu, baseline.cu and
+  // starting.cu.
   std::string WriteProblem(const std::string& folder, const std::string& text) {
     const fs::path dir = root_ / folder;
     fs::create_directories(dir);
     std::ofstream(dir / "reference.cu") << "// dummy\n";
     std::ofstream(dir / "baseline.cu") << "// dummy\n";
+    std::ofstream(dir / "starting.cu") << "// dummy\n";
     std::ofstream(dir / "spec.json") << text;
     return (dir / "spec.json").string();
   }
@@ -82,7 +84,7 @@ TEST(ProblemSetTest, Mxfp8QuantizeRowwiseSpec) {
   EXPECT_EQ(spec->tensors[0].init.dist, "mx_blocks");
   EXPECT_EQ(spec->tensors[2].dtype, DType::kE8M0);
   EXPECT_EQ(spec->tolerance.size(), 2u);
-  EXPECT_EQ(spec->starting_kernel, "baseline.cu");
+  EXPECT_EQ(spec->starting_kernel, "starting.cu");
   EXPECT_EQ(fs::path(spec->dir).filename(), "mxfp8_quantize_rowwise");
 
   const Shape& s = spec->test_shapes[3];  // M=37, K=256

@@ -149,7 +149,8 @@ class CampaignTest : public testing::Test {
     for (const auto& name : names) {
       fs::path p = dir_ / "problems" / name;
       fs::create_directories(p);
-      for (const char* f : {"reference.cu", "baseline.cu"}) fs::copy_file(src / f, p / f);
+      for (const char* f : {"reference.cu", "baseline.cu", "starting.cu"})
+        fs::copy_file(src / f, p / f);
       std::ifstream in(src / "spec.json");
       json spec = json::parse(in);
       spec["name"] = name;

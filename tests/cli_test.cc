@@ -78,14 +78,16 @@ TEST_F(CliTest, ListsAndShowsProblemsWithoutHiddenShapes) {
   EXPECT_NE(unknown.err.find("no problem named 'nope'"), std::string::npos) << unknown.err;
 }
 
-// Every kernel the project ships (GPU references, baselines, the hand-tuned set) compiles for
-// both architectures in every parameter setting, and its plan resolves for every shape.
+// Every kernel the project ships (GPU references, baselines, starting kernels, the hand-tuned set)
+// compiles for both architectures in every parameter setting, and its plan resolves for every
+// shape.
 TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
   auto problems = LoadProblemSet(std::string(WS_SOURCE_DIR) + "/problems");
   ASSERT_TRUE(problems.ok()) << problems.status().message();
   ASSERT_FALSE(problems->empty());
   for (const auto& p : *problems) {
     std::vector<std::string> files = {p.dir + "/" + p.gpu_reference, p.dir + "/" + p.baseline};
+    if (p.starting_kernel != p.baseline) files.push_back(p.dir + "/" + p.starting_kernel);
     fs::path tuned = fs::path(WS_SOURCE_DIR) / "kernels" / p.name;
     if (fs::is_directory(tuned)) {
       for (const auto& e : fs::directory_iterator(tuned)) {
