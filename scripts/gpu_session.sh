@@ -47,7 +47,7 @@ for stage in "$@"; do
     campaign)
       # The tuner from the plain starting kernel, with a budget; then where it got.
       $ws campaign start --problems mxfp8_quantize_rowwise \
-        --seed problems/mxfp8_quantize_rowwise/starting.cu --budget "${CAMPAIGN_BUDGET:-evaluations=60}" \
+        --seed problems/mxfp8_quantize_rowwise/starting.cu --budget "${CAMPAIGN_BUDGET:-evaluations=100}" \
         >"$OUT/campaign.log" 2>&1 || status=1
       tail -20 "$OUT/campaign.log"
       $ws campaign status --json >"$OUT/campaign-status.json" || status=1
