@@ -821,6 +821,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       }
       // The runner's own verdict on a case that failed under the tool: the candidate's doing.
       std::string case_failure;
+      Verdict case_verdict = Verdict::kCrashed;
       bool all_ok = true;
       for (const auto& c : job["cases"]) {
         auto it = run.cases.find(c["id"].get<std::string>());
@@ -832,11 +833,12 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         if (status != "ok" && case_failure.empty()) {
           case_failure = fmt::format("{} ({}): {}", c["id"].get<std::string>(), status,
                                      it->second.value("message", ""));
+          if (status != "crashed" && status != "launch_error") case_verdict = Verdict::kWrongAnswer;
         }
       }
       if (!case_failure.empty()) {
-        res.deep[name] = "crashed";
-        res.verdict = Verdict::kCrashed;
+        res.deep[name] = case_verdict == Verdict::kCrashed ? "crashed" : "runner finding";
+        res.verdict = case_verdict;
         res.message = fmt::format("deep mode: under {}: {}", name, case_failure);
         stop = name + " saw a crash";
         continue;
