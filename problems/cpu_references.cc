@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 
+#include "problems/mxfp8_dequantize/reference.h"
 #include "problems/mxfp8_quantize_rowwise/reference.h"
 #include "problems/problems.h"
 
@@ -46,6 +47,35 @@ Status Mxfp8QuantizeRowwise(const ProblemSpec& spec, const SymbolTable& symbols,
   return Status::Ok();
 }
 
+Status Mxfp8Dequantize(const ProblemSpec& spec, const SymbolTable& symbols,
+                       const std::map<std::string, std::string>& params, const TensorMap& inputs,
+                       TensorMap& outputs) {
+  (void)spec;
+  (void)params;
+  const auto m = symbols.find("M"), k = symbols.find("K");
+  if (m == symbols.end() || k == symbols.end())
+    return Status::Error("symbols M and K needed");
+  if (k->second % 32 != 0)
+    return Status::Error("K = {} is not a multiple of 32", k->second);
+  const HostTensor& q = inputs.find("q")->second;
+  const HostTensor& scales = inputs.find("scales")->second;
+  HostTensor& y = outputs.find("y")->second;
+  // NOTE: rows go through an aligned uint16 buffer and are stored little-endian byte by byte: y
+  // holds raw bytes, and writing them as uint16_t in place would break aliasing rules.
+  const int64_t cols = k->second;
+  std::vector<uint16_t> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < m->second; ++r) {
+    mxfp8::DequantizeRowwise(q.bytes.data() + r * cols, scales.bytes.data() + r * (cols / 32), 1,
+                             cols, row.data());
+    uint8_t* dst = y.bytes.data() + r * cols * 2;
+    for (int64_t c = 0; c < cols; ++c) {
+      dst[2 * c] = static_cast<uint8_t>(row[c] & 0xFF);
+      dst[2 * c + 1] = static_cast<uint8_t>(row[c] >> 8);
+    }
+  }
+  return Status::Ok();
+}
+
 struct Entry {
   std::string_view name;
   CpuReferenceFn fn;
@@ -53,6 +83,7 @@ struct Entry {
 
 constexpr Entry kReferences[] = {
     {"mxfp8_quantize_rowwise", &Mxfp8QuantizeRowwise},
+    {"mxfp8_dequantize", &Mxfp8Dequantize},
 };
 
 }  // namespace
