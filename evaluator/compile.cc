@@ -44,28 +44,6 @@ std::string Sha256Hex(std::string_view data) {
   return hex;
 }
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::Error("cannot write {}: {}", tmp, std::strerror(errno));
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f) return Status::Error("cannot write {}", tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Error("cannot rename {} to {}: {}", tmp, path, ec.message());
-  return Status::Ok();
-}
-
 ResourceReport ParsePtxasLog(const std::string& log) {
   ResourceReport report;
   std::istringstream in(log);

@@ -4,14 +4,12 @@
 #include <string>
 #include <string_view>
 
+#include "base/files.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"
 
 namespace ws {
 
-Result<std::string> ReadFile(const std::string& path);
-/// Writes to a temporary file and renames it over `path`.
-Status WriteFileAtomic(const std::string& path, std::string_view data);
 /// Registers, shared memory, stack and spills per kernel, from ptxas' verbose log.
 ResourceReport ParsePtxasLog(const std::string& log);
 std::vector<std::string> DefaultIncludeDirs();

@@ -3,6 +3,8 @@
 // evaluations that follow find their cubins in the compile cache.
 #include "orchestrator/campaign.h"
 
+#include "base/files.h"
+
 #include <fnmatch.h>
 #include <signal.h>
 #include <unistd.h>
@@ -41,13 +43,6 @@ json ShapeJson(const Shape& s) {
   json j = json::object();
   for (const auto& [k, v] : s.symbols) j[k] = v;
   return j;
-}
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::Error("cannot read {}", path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 bool IsRanked(const EvaluationRecord& e) {

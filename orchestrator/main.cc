@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "evaluator/evaluator.h"
 #include "orchestrator/campaign.h"
 #include "orchestrator/doctor.h"
@@ -299,9 +300,9 @@ struct EvalArgs {
 int CmdEval(const Globals& g, const EvalArgs& a) {
   auto spec = FindProblem(g, a.problem);
   if (!spec.ok()) return Fail(spec.status());
-  std::ifstream in(a.file, std::ios::binary);
-  if (!in) return Fail(Status::Error("cannot read {}", a.file));
-  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto source_text = ReadFile(a.file);
+  if (!source_text.ok()) return Fail(source_text.status());
+  const std::string& source = *source_text;
   auto arch = ParseArch(a.arch);
   if (!arch.ok()) return Fail(arch.status());
   auto sets = ParseSets(a.sets);
