@@ -13,6 +13,8 @@
 
 #include "problems/problems.h"
 
+#include "base/files.h"
+
 namespace ws {
 namespace {
 
@@ -431,13 +433,11 @@ const ParamSpec* ProblemSpec::FindParam(std::string_view n) const {
 }
 
 Result<ProblemSpec> LoadProblem(const std::string& spec_path) {
-  std::ifstream in(spec_path, std::ios::binary);
-  if (!in)
+  Result<std::string> text = ReadFile(spec_path);
+  if (!text.ok())
     return Status::Error("{}: cannot read", spec_path);
-  std::stringstream text;
-  text << in.rdbuf();
   try {
-    const Json root = Json::parse(text.str());
+    const Json root = Json::parse(*text);
     Result<ProblemSpec> r = Parse(root, spec_path);
     if (!r.ok())
       return r.status().Context(spec_path);

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "evaluator/runner/commands.h"
 #include "evaluator/runner/cuda_util.h"
 #include "evaluator/runner/job.h"
@@ -672,14 +673,6 @@ ojson CaseRun::Run() {
                {"timing", timing_},
                {"input_hashes", input_hashes}};
   return out;
-}
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot read {}", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
