@@ -49,12 +49,6 @@ uint64_t SecureRandom64() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-std::string ShapeText(const Shape& s) {
-  std::string t;
-  for (const auto& [k, v] : s.symbols) t += fmt::format("{}{}={}", t.empty() ? "" : ", ", k, v);
-  return "{" + t + "}";
-}
-
 Result<DeviceInfo> ParseDevice(const json& d) {
   try {
     DeviceInfo info;
@@ -426,7 +420,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   auto shape_label = [&](const std::string& kind, const Shape& s, size_t index) {
     // Hidden shapes are never named: their dims must not reach an agent.
     return kind == "hidden" ? fmt::format("hidden shape #{}", index)
-                            : fmt::format("{} shape {}", kind, ShapeText(s));
+                            : fmt::format("{} shape {{{}}}", kind, ShapeText(spec, s));
   };
 
   // A plan that cannot be resolved for some shape (with the default device's limits) is rejected
@@ -923,7 +917,7 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
     std::string id = fmt::format("case-{}", i);
     auto it = run.cases.find(id);
     if (it == run.cases.end() || it->second.value("status", "") != "ok") {
-      return Status::Error("the reference runner failed on shape {} ({}): {}", ShapeText(shapes[i]),
+      return Status::Error("the reference runner failed on shape {} ({}): {}", ShapeText(spec, shapes[i]),
                            run.process.Describe(),
                            it == run.cases.end() ? run.process.stderr_data.substr(0, 1000)
                                                  : it->second.value("message", ""));
@@ -945,7 +939,7 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
           std::string_view(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size()));
       if (!diff.empty()) {
         return Status::Error("the GPU reference disagrees with the CPU reference at shape {}: {}",
-                             ShapeText(shapes[i]), diff);
+                             ShapeText(spec, shapes[i]), diff);
       }
     }
   }

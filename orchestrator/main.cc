@@ -78,16 +78,6 @@ Result<std::map<std::string, std::string>> ParseSets(const std::vector<std::stri
   return out;
 }
 
-// "M=131072 K=7168", in the spec's symbol order.
-std::string ShapeText(const ProblemSpec& spec, const Shape& s) {
-  std::string t;
-  for (const auto& name : spec.symbols) {
-    auto it = s.symbols.find(name);
-    if (it != s.symbols.end()) t += fmt::format("{}{}={}", t.empty() ? "" : " ", name, it->second);
-  }
-  return t;
-}
-
 json ShapeJson(const Shape& s) {
   json j = json::object();
   for (const auto& [k, v] : s.symbols) j[k] = v;

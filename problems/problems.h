@@ -122,6 +122,9 @@ Result<std::map<std::string, std::string>> ResolveParams(
 SymbolTable BindSymbols(const ProblemSpec& spec, const Shape& shape,
                         const std::map<std::string, std::string>& params);
 
+/// "M=131072 K=7168": the shape's symbols in the spec's order.
+std::string ShapeText(const ProblemSpec& spec, const Shape& shape);
+
 /// Checks a shape against the spec's symbols and constraints.
 Status ValidateShape(const ProblemSpec& spec, const Shape& shape);
 

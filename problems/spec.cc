@@ -549,4 +549,13 @@ Result<int64_t> TensorNumel(const TensorSpec& t, const SymbolTable& symbols) {
   return n;
 }
 
+std::string ShapeText(const ProblemSpec& spec, const Shape& shape) {
+  std::string t;
+  for (const auto& name : spec.symbols) {
+    auto it = shape.symbols.find(name);
+    if (it != shape.symbols.end()) t += fmt::format("{}{}={}", t.empty() ? "" : " ", name, it->second);
+  }
+  return t;
+}
+
 }  // namespace ws
