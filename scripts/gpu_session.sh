@@ -19,7 +19,9 @@ if [[ -n $missing ]]; then
   export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
-ws="build/warpsmith --workspace $OUT/ws"
+# The workspace (store, compile cache, scratch) stays off $OUT: only a copy of the store comes back.
+WS_DIR=${WS_DIR:-/tmp/ws_session}
+ws="build/warpsmith --workspace $WS_DIR"
 status=0
 
 for stage in "$@"; do
@@ -33,7 +35,7 @@ for stage in "$@"; do
     probe)
       $ws device probe --json | tee "$OUT/probe.json" || status=1 ;;
     tests)
-      for t in build/tests/*_test; do
+      for t in ${TESTS:-build/tests/*_test}; do
         "$t" --gtest_brief=1 >"$OUT/$(basename "$t").log" 2>&1 || { status=1; echo "FAILED: $t"; }
         tail -3 "$OUT/$(basename "$t").log"
       done ;;
@@ -45,12 +47,17 @@ for stage in "$@"; do
         --gtest_filter='HostileSoakTest.*' >"$OUT/soak.log" 2>&1 || status=1
       grep -E "^soak:|PASSED|FAILED|Failure" -A2 "$OUT/soak.log" | head -30 ;;
     campaign)
-      # The tuner from the plain starting kernel, with a budget; then where it got.
+      # The hand-tuned kernel first (the 100% mark, in the same store), then the tuner from the
+      # plain starting kernel with a budget; then where it got and what it cost.
+      $ws eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu \
+        >"$OUT/campaign-reference.log" 2>&1 || status=1
       $ws campaign start --problems mxfp8_quantize_rowwise \
         --seed problems/mxfp8_quantize_rowwise/starting.cu --budget "${CAMPAIGN_BUDGET:-evaluations=100}" \
         >"$OUT/campaign.log" 2>&1 || status=1
       tail -20 "$OUT/campaign.log"
       $ws campaign status --json >"$OUT/campaign-status.json" || status=1
+      bench/campaign_stats.py "$WS_DIR/warpsmith.db" \
+        --reference-source kernels/mxfp8_quantize_rowwise/kernel.cu | tee "$OUT/campaign-stats.json"
       $ws leaderboard ;;
     bench)
       # The kernel, the baseline and the peers in one run, merged with GPU, driver, date, command.
@@ -61,4 +68,9 @@ for stage in "$@"; do
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.csv"
 cat "$OUT/gpu.csv"
+# Few files come back from the GPU machine: logs travel as one archive, the store as one file.
+[[ -f $WS_DIR/warpsmith.db ]] && sqlite_backup=$(python3 -c "
+import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)
+" "$WS_DIR/warpsmith.db" "$OUT/warpsmith.db" 2>&1)
+( cd "$OUT" && ls *.log >/dev/null 2>&1 && tar czf logs.tgz *.log && rm -f *.log )
 exit $status
