@@ -19,6 +19,8 @@ if [[ -n $missing ]]; then
   export LD_LIBRARY_PATH="$root/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
+# Test binaries live in build/tests/, away from the bwrap carried beside warpsmith.
+[[ -x .carry/bwrap && -z ${WARPSMITH_BWRAP:-} ]] && export WARPSMITH_BWRAP="$root/.carry/bwrap"
 # The workspace (store, compile cache, scratch) stays off $OUT: only a copy of the store comes back.
 WS_DIR=${WS_DIR:-/tmp/ws_session}
 ws="build/warpsmith --workspace $WS_DIR"
