@@ -106,6 +106,20 @@ struct ProblemSpec {
   const ParamSpec* FindParam(std::string_view name) const;
 };
 
+/// Library baselines: "cublaslt:<op>" in a spec's "baseline", run by the trusted runner
+/// (evaluator/runner/library_baselines.cc) instead of a kernel file.
+inline constexpr std::string_view kLibraryBaselines[] = {"cublaslt:bf16_gemm",
+                                                         "cublaslt:fp8_rowwise_gemm"};
+inline bool IsLibraryBaseline(std::string_view baseline) {
+  return baseline.starts_with("cublaslt:");
+}
+inline bool KnownLibraryBaseline(std::string_view baseline) {
+  for (std::string_view b : kLibraryBaselines) {
+    if (b == baseline) return true;
+  }
+  return false;
+}
+
 /// Loads and validates problems/<...>/spec.json. Every error names the file and the field
 /// ("problems/x/spec.json: tensors[1].shape[0]: unknown symbol 'N'").
 Result<ProblemSpec> LoadProblem(const std::string& spec_path);

@@ -368,7 +368,19 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
   }
   WS_ASSIGN_OR_RETURN(spec.gpu_reference,
                       KernelPath(root["gpu_reference"], "gpu_reference", spec.dir));
-  WS_ASSIGN_OR_RETURN(spec.baseline, KernelPath(root["baseline"], "baseline", spec.dir));
+  // A baseline is a kernel file or a library op the trusted runner calls ("cublaslt:<op>").
+  if (root["baseline"].is_string() && IsLibraryBaseline(root["baseline"].get<std::string>())) {
+    spec.baseline = root["baseline"].get<std::string>();
+    if (!KnownLibraryBaseline(spec.baseline)) {
+      return FieldError("baseline", "unknown library op '{}' (known: {})", spec.baseline,
+                        fmt::join(kLibraryBaselines, ", "));
+    }
+    if (!root.contains("starting_kernel")) {
+      return FieldError("starting_kernel", "required with a library baseline");
+    }
+  } else {
+    WS_ASSIGN_OR_RETURN(spec.baseline, KernelPath(root["baseline"], "baseline", spec.dir));
+  }
   spec.starting_kernel = spec.baseline;
   if (root.contains("starting_kernel")) {
     WS_ASSIGN_OR_RETURN(spec.starting_kernel,

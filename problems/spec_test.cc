@@ -254,6 +254,13 @@ TEST_F(SpecTest, MalformedSpecsNameTheField) {
        "baseline: '../x.cu' must be a path inside the problem folder"},
       {[](Json& j) { j["starting_kernel"] = "/etc/passwd"; },
        "starting_kernel: '/etc/passwd' must be a path inside"},
+      {[](Json& j) { j["baseline"] = "cublaslt:nope"; },
+       "baseline: unknown library op 'cublaslt:nope'"},
+      {[](Json& j) {
+         j["baseline"] = "cublaslt:bf16_gemm";
+         j.erase("starting_kernel");
+       },
+       "starting_kernel: required with a library baseline"},
       {[](Json& j) { j = Json::array(); }, "(top level): must be an object, not array"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
