@@ -46,12 +46,22 @@ Result<DType> ParseDType(std::string_view name);
 enum class TensorRole { kInput, kOutput };
 
 /// How an input tensor's values are drawn. Generated on the device by the runner (and on the host
-/// by the same code, for tests) from (seed, element index), so any case can be replayed.
+/// by the same code, see GenerateInput) from (seed, element index), so any case can be replayed.
+/// Which fields apply depends on `dist` (docs/problem-format.md); expressions (`experts`, `k`,
+/// `total`) are evaluated with the shape's symbols.
 struct InitSpec {
-  std::string dist = "normal";  // "normal", "uniform", "mx_blocks" (see problems/init.h)
+  // "normal", "uniform", "mx_blocks", "normal_outliers", "topk_ids", "group_offsets"
+  std::string dist = "normal";
   double mean = 0.0;
-  double stddev = 1.0;
+  double stddev = 1.0;          // normal, mx_blocks, normal_outliers
   double lo = -1.0, hi = 1.0;   // uniform
+  double outlier_fraction = 0;  // normal_outliers: this fraction of elements ...
+  double outlier_scale = 1;     // ... is multiplied by this
+  std::string experts, k;       // topk_ids: ids in [0, experts), k distinct per row
+  std::string total;            // group_offsets: the last END offset
+  int64_t align = 1;            // group_offsets: every group size is a multiple of this
+  double skew = 0;              // topk_ids, group_offsets: 0 = uniform
+  double empty = 0;             // group_offsets: about this fraction of groups is empty
 };
 
 struct TensorSpec {
@@ -77,11 +87,28 @@ struct Shape {
   std::string source;  // "DeepSeek-V3 permuted activations", empty for test shapes
 };
 
-enum class ToleranceKind { kExact };  // GEMM tolerances come with the GEMM problems
+enum class ToleranceKind { kExact, kUlp, kClose, kGemm, kMxData, kMxScales, kCustom };
 
+/// How one output is compared with the reference (docs/problem-format.md, evaluator/check.cc).
 struct Tolerance {
   ToleranceKind kind = ToleranceKind::kExact;
+  int64_t max_ulp = 0;             // ulp: "max"; mx_data: "max_ulp" (E4M3/E5M2 ulps)
+  double rtol = 0, atol = 0;       // close
+  // gemm: ||got-want||_F <= rel_frobenius ||want||_F; |got-want| <= elem_rtol |want| +
+  // elem_rms rms(want) for >= elem_fraction of elements; none beyond worst_rms rms(want).
+  double rel_frobenius = 3e-3;
+  double elem_rtol = 1.0 / 128;
+  double elem_rms = 1.0 / 256;
+  double elem_fraction = 0.9999;
+  double worst_rms = 0.05;
+  std::string partner;             // mx_data: its scales output; mx_scales: its data output
+  double scale_mismatch_fraction = 0.001;  // mx_data
+  std::string checker;             // custom: the name registered in evaluator/check.cc
+  std::map<std::string, double> options;   // custom: free numeric settings for the checker
 };
+
+/// "exact", "ulp", "close", "gemm", "mx_data", "mx_scales", "custom".
+std::string_view ToleranceKindName(ToleranceKind k);
 
 struct ProblemSpec {
   std::string name;

@@ -1,6 +1,8 @@
 // Spec loading and validation: spec.json -> ProblemSpec, with every error naming file and field.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -137,39 +139,288 @@ std::string FormatShape(const Shape& s) {
   return out + "}";
 }
 
-Status ParseInit(const Json& j, std::string_view field, InitSpec* init) {
+// An expression field: a string, or an integer literal.
+Result<std::string> ExprField(const Json& j, std::string_view field,
+                              const std::set<std::string, std::less<>>& known) {
+  std::string expr;
+  if (j.is_number_integer()) {
+    expr = std::to_string(j.get<int64_t>());
+  } else {
+    WS_ASSIGN_OR_RETURN(expr, AsString(j, field));
+  }
+  WS_RETURN_IF_ERROR(CheckExpr(expr, field, known));
+  return expr;
+}
+
+// Reads optional number `key` of `j` into *out.
+Status OptNumber(const Json& j, std::string_view field, const char* key, double* out) {
+  if (!j.contains(key))
+    return Status::Ok();
+  WS_ASSIGN_OR_RETURN(*out, AsNumber(j[key], Sub(field, key)));
+  if (!std::isfinite(*out))
+    return FieldError(Sub(field, key), "must be finite");
+  return Status::Ok();
+}
+
+bool IsFloatDType(DType t) {
+  return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32;
+}
+
+Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank,
+                 const std::set<std::string, std::less<>>& known, InitSpec* init) {
   if (!j.is_object())
     return FieldError(field, "must be an object, not {}", JsonType(j));
   if (!j.contains("dist"))
     return FieldError(Sub(field, "dist"), "missing required field");
   WS_ASSIGN_OR_RETURN(init->dist, AsString(j["dist"], Sub(field, "dist")));
+  const auto need_dtype = [&](bool ok, std::string_view what) -> Status {
+    if (ok)
+      return Status::Ok();
+    return FieldError(Sub(field, "dist"), "'{}' needs {}, not {}", init->dist, what,
+                      DTypeName(dtype));
+  };
   if (init->dist == "normal") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"mean", "stddev"}));
-    if (j.contains("mean")) {
-      WS_ASSIGN_OR_RETURN(init->mean, AsNumber(j["mean"], Sub(field, "mean")));
-    }
-    if (j.contains("stddev")) {
-      WS_ASSIGN_OR_RETURN(init->stddev, AsNumber(j["stddev"], Sub(field, "stddev")));
-    }
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "mean", &init->mean));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "stddev", &init->stddev));
     if (!(init->stddev > 0))
       return FieldError(Sub(field, "stddev"), "must be positive");
   } else if (init->dist == "uniform") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"lo", "hi"}));
-    if (j.contains("lo")) {
-      WS_ASSIGN_OR_RETURN(init->lo, AsNumber(j["lo"], Sub(field, "lo")));
-    }
-    if (j.contains("hi")) {
-      WS_ASSIGN_OR_RETURN(init->hi, AsNumber(j["hi"], Sub(field, "hi")));
-    }
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "lo", &init->lo));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "hi", &init->hi));
     if (!(init->lo < init->hi))
       return FieldError(field, "needs lo < hi");
   } else if (init->dist == "mx_blocks") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {}));
+  } else if (init->dist == "normal_outliers") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist", "outlier_fraction", "outlier_scale"},
+                                 {"mean", "stddev"}));
+    WS_RETURN_IF_ERROR(need_dtype(IsFloatDType(dtype), "a bf16, f16 or f32 tensor"));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "mean", &init->mean));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "stddev", &init->stddev));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "outlier_fraction", &init->outlier_fraction));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "outlier_scale", &init->outlier_scale));
+    if (!(init->stddev > 0))
+      return FieldError(Sub(field, "stddev"), "must be positive");
+    if (!(init->outlier_fraction >= 0 && init->outlier_fraction <= 1))
+      return FieldError(Sub(field, "outlier_fraction"), "must be in [0, 1]");
+    if (!(init->outlier_scale > 0))
+      return FieldError(Sub(field, "outlier_scale"), "must be positive");
+  } else if (init->dist == "topk_ids") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist", "experts", "k"}, {"skew"}));
+    WS_RETURN_IF_ERROR(need_dtype(dtype == DType::kI32, "an i32 tensor"));
+    if (rank != 2)
+      return FieldError(Sub(field, "dist"), "'topk_ids' needs a 2-D tensor [T, k]");
+    WS_ASSIGN_OR_RETURN(init->experts, ExprField(j["experts"], Sub(field, "experts"), known));
+    WS_ASSIGN_OR_RETURN(init->k, ExprField(j["k"], Sub(field, "k"), known));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "skew", &init->skew));
+    if (!(init->skew >= 0 && init->skew <= 16))
+      return FieldError(Sub(field, "skew"), "must be in [0, 16]");
+  } else if (init->dist == "group_offsets") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist", "total"}, {"align", "skew", "empty"}));
+    WS_RETURN_IF_ERROR(need_dtype(dtype == DType::kI32, "an i32 tensor"));
+    if (rank != 1)
+      return FieldError(Sub(field, "dist"), "'group_offsets' needs a 1-D tensor [G]");
+    WS_ASSIGN_OR_RETURN(init->total, ExprField(j["total"], Sub(field, "total"), known));
+    if (j.contains("align")) {
+      WS_ASSIGN_OR_RETURN(init->align, AsInt(j["align"], Sub(field, "align")));
+      if (init->align < 1 || init->align > (int64_t{1} << 20))
+        return FieldError(Sub(field, "align"), "must be in [1, 2^20]");
+    }
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "skew", &init->skew));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "empty", &init->empty));
+    if (!(init->skew >= 0 && init->skew <= 16))
+      return FieldError(Sub(field, "skew"), "must be in [0, 16]");
+    if (!(init->empty >= 0 && init->empty < 1))
+      return FieldError(Sub(field, "empty"), "must be in [0, 1)");
   } else {
     return FieldError(Sub(field, "dist"),
-                      "unknown distribution '{}' (known: normal, uniform, "
-                      "mx_blocks)",
+                      "unknown distribution '{}' (known: normal, uniform, mx_blocks, "
+                      "normal_outliers, topk_ids, group_offsets)",
                       init->dist);
+  }
+  return Status::Ok();
+}
+
+// A tolerance entry for output `t`; pairings (mx_data <-> mx_scales) are checked afterwards.
+Result<Tolerance> ParseTolerance(const Json& j, std::string_view field, const TensorSpec& t) {
+  Tolerance tol;
+  if (j.is_string()) {
+    if (j.get<std::string>() != "exact") {
+      return FieldError(field, "unknown tolerance '{}' (a string must be \"exact\"; others are "
+                        "objects with a \"kind\")", j.get<std::string>());
+    }
+    return tol;
+  }
+  if (!j.is_object())
+    return FieldError(field, "must be \"exact\" or an object, not {}", JsonType(j));
+  if (!j.contains("kind"))
+    return FieldError(Sub(field, "kind"), "missing required field");
+  WS_ASSIGN_OR_RETURN(std::string kind, AsString(j["kind"], Sub(field, "kind")));
+  const auto need_dtype = [&](bool ok, std::string_view what) -> Status {
+    if (ok)
+      return Status::Ok();
+    return FieldError(Sub(field, "kind"), "'{}' needs {} output, not {} ('{}')", kind, what,
+                      DTypeName(t.dtype), t.name);
+  };
+  const auto nonneg = [&](const char* key, double* v) -> Status {
+    WS_RETURN_IF_ERROR(OptNumber(j, field, key, v));
+    if (!(*v >= 0))
+      return FieldError(Sub(field, key), "must be >= 0");
+    return Status::Ok();
+  };
+  if (kind == "exact") {
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"kind"}, {}));
+  } else if (kind == "ulp") {
+    tol.kind = ToleranceKind::kUlp;
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"kind", "max"}, {}));
+    WS_RETURN_IF_ERROR(need_dtype(IsFloatDType(t.dtype), "a bf16, f16 or f32"));
+    WS_ASSIGN_OR_RETURN(tol.max_ulp, AsInt(j["max"], Sub(field, "max")));
+    if (tol.max_ulp < 0 || tol.max_ulp > (int64_t{1} << 24))
+      return FieldError(Sub(field, "max"), "must be in [0, 2^24]");
+  } else if (kind == "close") {
+    tol.kind = ToleranceKind::kClose;
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"kind"}, {"rtol", "atol"}));
+    WS_RETURN_IF_ERROR(need_dtype(IsFloatDType(t.dtype), "a bf16, f16 or f32"));
+    if (!j.contains("rtol") && !j.contains("atol"))
+      return FieldError(field, "'close' needs rtol, atol or both");
+    WS_RETURN_IF_ERROR(nonneg("rtol", &tol.rtol));
+    WS_RETURN_IF_ERROR(nonneg("atol", &tol.atol));
+  } else if (kind == "gemm") {
+    tol.kind = ToleranceKind::kGemm;
+    WS_RETURN_IF_ERROR(CheckKeys(
+        j, field, {"kind"},
+        {"rel_frobenius", "elem_rtol", "elem_rms", "elem_fraction", "worst_rms"}));
+    WS_RETURN_IF_ERROR(need_dtype(IsFloatDType(t.dtype), "a bf16, f16 or f32"));
+    WS_RETURN_IF_ERROR(nonneg("rel_frobenius", &tol.rel_frobenius));
+    WS_RETURN_IF_ERROR(nonneg("elem_rtol", &tol.elem_rtol));
+    WS_RETURN_IF_ERROR(nonneg("elem_rms", &tol.elem_rms));
+    WS_RETURN_IF_ERROR(nonneg("worst_rms", &tol.worst_rms));
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "elem_fraction", &tol.elem_fraction));
+    if (!(tol.elem_fraction > 0 && tol.elem_fraction <= 1))
+      return FieldError(Sub(field, "elem_fraction"), "must be in (0, 1]");
+  } else if (kind == "mx_data") {
+    tol.kind = ToleranceKind::kMxData;
+    tol.max_ulp = 1;
+    WS_RETURN_IF_ERROR(
+        CheckKeys(j, field, {"kind", "scales"}, {"max_ulp", "scale_mismatch_fraction"}));
+    WS_RETURN_IF_ERROR(need_dtype(t.dtype == DType::kFP8E4M3 || t.dtype == DType::kFP8E5M2,
+                                  "an fp8_e4m3 or fp8_e5m2"));
+    WS_ASSIGN_OR_RETURN(tol.partner, AsString(j["scales"], Sub(field, "scales")));
+    if (j.contains("max_ulp")) {
+      WS_ASSIGN_OR_RETURN(tol.max_ulp, AsInt(j["max_ulp"], Sub(field, "max_ulp")));
+      if (tol.max_ulp < 0 || tol.max_ulp > 64)
+        return FieldError(Sub(field, "max_ulp"), "must be in [0, 64]");
+    }
+    WS_RETURN_IF_ERROR(OptNumber(j, field, "scale_mismatch_fraction",
+                                 &tol.scale_mismatch_fraction));
+    if (!(tol.scale_mismatch_fraction >= 0 && tol.scale_mismatch_fraction <= 1))
+      return FieldError(Sub(field, "scale_mismatch_fraction"), "must be in [0, 1]");
+  } else if (kind == "mx_scales") {
+    tol.kind = ToleranceKind::kMxScales;
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"kind", "data"}, {}));
+    WS_RETURN_IF_ERROR(need_dtype(t.dtype == DType::kE8M0, "an e8m0"));
+    WS_ASSIGN_OR_RETURN(tol.partner, AsString(j["data"], Sub(field, "data")));
+  } else if (kind == "custom") {
+    tol.kind = ToleranceKind::kCustom;
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"kind", "checker"}, {"options"}));
+    WS_ASSIGN_OR_RETURN(tol.checker, AsString(j["checker"], Sub(field, "checker")));
+    if (!IsIdentifier(tol.checker))
+      return FieldError(Sub(field, "checker"), "'{}' is not an identifier", tol.checker);
+    if (j.contains("options")) {
+      const Json& o = j["options"];
+      if (!o.is_object())
+        return FieldError(Sub(field, "options"), "must be an object, not {}", JsonType(o));
+      for (const auto& [key, value] : o.items()) {
+        WS_ASSIGN_OR_RETURN(tol.options[key], AsNumber(value, Sub(Sub(field, "options"), key)));
+      }
+    }
+  } else {
+    return FieldError(Sub(field, "kind"),
+                      "unknown tolerance kind '{}' (known: exact, ulp, close, gemm, mx_data, "
+                      "mx_scales, custom)",
+                      kind);
+  }
+  return tol;
+}
+
+// mx_data and mx_scales entries name each other, on tensors of matching shapes.
+Status CheckTolerancePairs(const ProblemSpec& spec) {
+  for (const auto& [name, tol] : spec.tolerance) {
+    const std::string field = Sub("tolerance", name);
+    if (tol.kind != ToleranceKind::kMxData && tol.kind != ToleranceKind::kMxScales)
+      continue;
+    const bool data = tol.kind == ToleranceKind::kMxData;
+    const std::string key = data ? "scales" : "data";
+    const TensorSpec* other = spec.FindTensor(tol.partner);
+    if (other == nullptr || other->role != TensorRole::kOutput) {
+      return FieldError(Sub(field, key), "'{}' is not an output tensor", tol.partner);
+    }
+    const auto it = spec.tolerance.find(tol.partner);
+    const ToleranceKind want = data ? ToleranceKind::kMxScales : ToleranceKind::kMxData;
+    if (it == spec.tolerance.end() || it->second.kind != want || it->second.partner != name) {
+      return FieldError(Sub(field, key),
+                        "'{}' must have the tolerance {{\"kind\": \"{}\", \"{}\": \"{}\"}}",
+                        tol.partner, data ? "mx_scales" : "mx_data", data ? "data" : "scales",
+                        name);
+    }
+    if (data && spec.FindTensor(name)->shape.size() != other->shape.size()) {
+      return FieldError(Sub(field, key), "'{}' and '{}' must have the same rank", name,
+                        tol.partner);
+    }
+  }
+  return Status::Ok();
+}
+
+// Checks at one shape what only concrete sizes show: init parameters and mx block pairing.
+Status CheckAtShape(const ProblemSpec& spec, const SymbolTable& symbols) {
+  const auto eval = [&](const std::string& expr, const std::string& field) -> Result<int64_t> {
+    Result<int64_t> v = EvalExpr(expr, symbols);
+    if (!v.ok())
+      return v.status().Context(field);
+    return v;
+  };
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    const TensorSpec& t = spec.tensors[i];
+    const std::string field = fmt::format("tensors[{}] ({}).init", i, t.name);
+    if (t.role != TensorRole::kInput)
+      continue;
+    WS_ASSIGN_OR_RETURN(std::vector<int64_t> dims, TensorDims(t, symbols));
+    if (t.init.dist == "topk_ids") {
+      WS_ASSIGN_OR_RETURN(int64_t e, eval(t.init.experts, Sub(field, "experts")));
+      WS_ASSIGN_OR_RETURN(int64_t k, eval(t.init.k, Sub(field, "k")));
+      if (e < 1 || e > INT32_MAX)
+        return FieldError(Sub(field, "experts"), "{} is not in [1, 2^31)", e);
+      if (k < 0 || k > e)
+        return FieldError(Sub(field, "k"), "{} is not in [0, experts = {}]", k, e);
+      if (dims[1] != k)
+        return FieldError(Sub(field, "k"), "{} differs from the tensor's last dimension {}", k,
+                          dims[1]);
+    } else if (t.init.dist == "group_offsets") {
+      WS_ASSIGN_OR_RETURN(int64_t total, eval(t.init.total, Sub(field, "total")));
+      if (total < 0 || total > INT32_MAX)
+        return FieldError(Sub(field, "total"), "{} is not in [0, 2^31)", total);
+      if (total % t.init.align != 0)
+        return FieldError(Sub(field, "total"), "{} is not a multiple of align {}", total,
+                          t.init.align);
+      if (dims[0] == 0 && total != 0)
+        return FieldError(Sub(field, "total"), "{} rows in no groups (G = 0)", total);
+    }
+  }
+  for (const auto& [name, tol] : spec.tolerance) {
+    if (tol.kind != ToleranceKind::kMxData)
+      continue;
+    WS_ASSIGN_OR_RETURN(std::vector<int64_t> d, TensorDims(*spec.FindTensor(name), symbols));
+    WS_ASSIGN_OR_RETURN(std::vector<int64_t> s,
+                        TensorDims(*spec.FindTensor(tol.partner), symbols));
+    bool ok = !d.empty() && d.size() == s.size() && s.back() == (d.back() + 31) / 32;
+    for (size_t i = 0; ok && i + 1 < d.size(); ++i) ok = d[i] == s[i];
+    if (!ok) {
+      return FieldError(fmt::format("tolerance.{}.scales", name),
+                        "'{}' [{}] must be '{}' [{}] with the last dimension / 32", tol.partner,
+                        fmt::join(s, ", "), name, fmt::join(d, ", "));
+    }
   }
   return Status::Ok();
 }
@@ -212,7 +463,8 @@ Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
   if (j.contains("init")) {
     if (t.role != TensorRole::kInput)
       return FieldError(Sub(field, "init"), "outputs take no init");
-    WS_RETURN_IF_ERROR(ParseInit(j["init"], Sub(field, "init"), &t.init));
+    WS_RETURN_IF_ERROR(
+        ParseInit(j["init"], Sub(field, "init"), t.dtype, t.shape.size(), known, &t.init));
   }
   return t;
 }
@@ -351,11 +603,9 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
     if (t == nullptr || t->role != TensorRole::kOutput) {
       return FieldError(field, "'{}' is not an output tensor", name);
     }
-    WS_ASSIGN_OR_RETURN(std::string kind, AsString(value, field));
-    if (kind != "exact")
-      return FieldError(field, "unknown tolerance '{}' (known: exact)", kind);
-    spec.tolerance[name] = Tolerance{ToleranceKind::kExact};
+    WS_ASSIGN_OR_RETURN(spec.tolerance[name], ParseTolerance(value, field, *t));
   }
+  WS_RETURN_IF_ERROR(CheckTolerancePairs(spec));
   for (const TensorSpec& t : spec.tensors) {
     if (t.role == TensorRole::kOutput && !spec.tolerance.contains(t.name)) {
       return FieldError("tolerance", "output '{}' has no tolerance", t.name);
@@ -414,6 +664,7 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
                 .status()
                 .Context(fmt::format("{}: tensors[{}] ({})", sf, t, spec.tensors[t].name)));
       }
+      WS_RETURN_IF_ERROR(CheckAtShape(spec, symbols).Context(sf));
       WS_RETURN_IF_ERROR(
           EvalExpr(spec.cost_bytes, symbols).status().Context(fmt::format("{}: cost.bytes", sf)));
       for (const auto& [cls, e] : spec.cost_flops) {
@@ -559,6 +810,19 @@ Result<int64_t> TensorNumel(const TensorSpec& t, const SymbolTable& symbols) {
     return Status::Error("tensor '{}': byte count overflows", t.name);
   }
   return n;
+}
+
+std::string_view ToleranceKindName(ToleranceKind k) {
+  switch (k) {
+    case ToleranceKind::kExact: return "exact";
+    case ToleranceKind::kUlp: return "ulp";
+    case ToleranceKind::kClose: return "close";
+    case ToleranceKind::kGemm: return "gemm";
+    case ToleranceKind::kMxData: return "mx_data";
+    case ToleranceKind::kMxScales: return "mx_scales";
+    case ToleranceKind::kCustom: return "custom";
+  }
+  return "unknown";
 }
 
 std::string ShapeText(const ProblemSpec& spec, const Shape& shape) {

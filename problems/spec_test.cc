@@ -245,6 +245,8 @@ TEST_F(SpecTest, MalformedSpecsNameTheField) {
       {[](Json& j) { j["tolerance"]["x"] = "exact"; }, "tolerance.x: 'x' is not an output tensor"},
       {[](Json& j) { j["tolerance"]["zz"] = "exact"; }, "tolerance.zz: 'zz' is not an output"},
       {[](Json& j) { j["tolerance"]["q"] = "close"; }, "tolerance.q: unknown tolerance 'close'"},
+      {[](Json& j) { j["tolerance"]["q"] = {{"kind", "ulp"}, {"max", 1}}; },
+       "tolerance.q.kind: 'ulp' needs a bf16, f16 or f32 output, not fp8_e4m3"},
       {[](Json& j) { j["tolerance"].erase("scales"); },
        "tolerance: output 'scales' has no tolerance"},
       {[](Json& j) { j["cpu_reference"] = "nope"; },
@@ -265,6 +267,198 @@ TEST_F(SpecTest, MalformedSpecsNameTheField) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     Json j = base;
+    cases[i].mutate(j);
+    const std::string path = WriteProblem("mxfp8_quantize_rowwise", j.dump(2));
+    const auto r = LoadProblem(path);
+    ASSERT_FALSE(r.ok()) << "case " << i << " (" << cases[i].want << ") loaded";
+    EXPECT_EQ(r.status().message().rfind(path + ": " + cases[i].want, 0), 0u)
+        << "case " << i << "\n  want: " << cases[i].want << "\n  got:  " << r.status().message();
+  }
+}
+
+// The quantizer spec plus a bf16 output y [M, K] and i32 inputs ids [M, 4] (topk_ids) and
+// offs [8] (group_offsets), all valid: the cases below break one thing each.
+Json RichSpec() {
+  Json j = ReadJson(kSpec);
+  j["tensors"].push_back({{"name", "ids"}, {"dtype", "i32"}, {"shape", {"M", 4}},
+                          {"role", "input"},
+                          {"init", {{"dist", "topk_ids"}, {"experts", "K / 8"}, {"k", 4},
+                                    {"skew", 1.2}}}});
+  j["tensors"].push_back({{"name", "offs"}, {"dtype", "i32"}, {"shape", {8}}, {"role", "input"},
+                          {"init", {{"dist", "group_offsets"}, {"total", "M * 32"},
+                                    {"align", 16}, {"skew", 1}, {"empty", 0.25}}}});
+  j["tensors"].push_back({{"name", "y"}, {"dtype", "bf16"}, {"shape", {"M", "K"}},
+                          {"role", "output"}});
+  j["tensors"][0]["init"] = {{"dist", "normal_outliers"}, {"stddev", 2},
+                             {"outlier_fraction", 0.01}, {"outlier_scale", 1000}};
+  j["tolerance"]["q"] = {{"kind", "mx_data"}, {"scales", "scales"}, {"max_ulp", 2}};
+  j["tolerance"]["scales"] = {{"kind", "mx_scales"}, {"data", "q"}};
+  j["tolerance"]["y"] = {{"kind", "gemm"}, {"rel_frobenius", 1e-3}};
+  return j;
+}
+
+TEST_F(SpecTest, ToleranceKindsAndInitDistsParse) {
+  const auto r = LoadProblem(WriteProblem("mxfp8_quantize_rowwise", RichSpec().dump(2)));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Tolerance& q = r->tolerance.at("q");
+  EXPECT_EQ(q.kind, ToleranceKind::kMxData);
+  EXPECT_EQ(q.partner, "scales");
+  EXPECT_EQ(q.max_ulp, 2);
+  EXPECT_DOUBLE_EQ(q.scale_mismatch_fraction, 0.001);
+  EXPECT_EQ(r->tolerance.at("scales").kind, ToleranceKind::kMxScales);
+  EXPECT_EQ(r->tolerance.at("scales").partner, "q");
+  const Tolerance& y = r->tolerance.at("y");
+  EXPECT_EQ(y.kind, ToleranceKind::kGemm);
+  EXPECT_DOUBLE_EQ(y.rel_frobenius, 1e-3);
+  EXPECT_DOUBLE_EQ(y.elem_rtol, 1.0 / 128);  // defaults kept
+  EXPECT_DOUBLE_EQ(y.elem_rms, 1.0 / 256);
+  EXPECT_DOUBLE_EQ(y.elem_fraction, 0.9999);
+  EXPECT_DOUBLE_EQ(y.worst_rms, 0.05);
+  const InitSpec& x = r->FindTensor("x")->init;
+  EXPECT_EQ(x.dist, "normal_outliers");
+  EXPECT_DOUBLE_EQ(x.stddev, 2);
+  EXPECT_DOUBLE_EQ(x.outlier_fraction, 0.01);
+  EXPECT_DOUBLE_EQ(x.outlier_scale, 1000);
+  const InitSpec& ids = r->FindTensor("ids")->init;
+  EXPECT_EQ(ids.dist, "topk_ids");
+  EXPECT_EQ(ids.experts, "K / 8");
+  EXPECT_EQ(ids.k, "4");
+  EXPECT_DOUBLE_EQ(ids.skew, 1.2);
+  const InitSpec& offs = r->FindTensor("offs")->init;
+  EXPECT_EQ(offs.total, "M * 32");
+  EXPECT_EQ(offs.align, 16);
+  EXPECT_DOUBLE_EQ(offs.empty, 0.25);
+
+  // The other kinds, one at a time on y.
+  struct Ok {
+    Json tol;
+    ToleranceKind kind;
+  };
+  for (const Ok& c : std::vector<Ok>{
+           {Json{{"kind", "ulp"}, {"max", 2}}, ToleranceKind::kUlp},
+           {Json{{"kind", "close"}, {"rtol", 0.01}, {"atol", 1e-5}}, ToleranceKind::kClose},
+           {Json{{"kind", "close"}, {"atol", 0}}, ToleranceKind::kClose},
+           {Json{{"kind", "custom"}, {"checker", "topk_sets"}, {"options", {{"tie", 1e-6}}}},
+            ToleranceKind::kCustom},
+           {Json{{"kind", "exact"}}, ToleranceKind::kExact},
+       }) {
+    Json j = RichSpec();
+    j["tolerance"]["y"] = c.tol;
+    const auto s = LoadProblem(WriteProblem("mxfp8_quantize_rowwise", j.dump()));
+    ASSERT_TRUE(s.ok()) << c.tol.dump() << ": " << s.status().message();
+    EXPECT_EQ(s->tolerance.at("y").kind, c.kind) << c.tol.dump();
+    EXPECT_EQ(ToleranceKindName(s->tolerance.at("y").kind), c.tol["kind"].get<std::string>());
+  }
+  Json j = RichSpec();
+  j["tolerance"]["y"] = {{"kind", "custom"}, {"checker", "topk_sets"}, {"options", {{"tie", 1e-6}}}};
+  const auto s = LoadProblem(WriteProblem("mxfp8_quantize_rowwise", j.dump()));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->tolerance.at("y").checker, "topk_sets");
+  EXPECT_DOUBLE_EQ(s->tolerance.at("y").options.at("tie"), 1e-6);
+}
+
+TEST_F(SpecTest, BadTolerancesAndInitsNameTheField) {
+  struct Case {
+    std::function<void(Json&)> mutate;
+    const char* want;  // after "<path>: "
+  };
+  const std::vector<Case> cases = {
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "fuzzy"}}; },
+       "tolerance.y.kind: unknown tolerance kind 'fuzzy'"},
+      {[](Json& j) { j["tolerance"]["y"] = Json::object(); },
+       "tolerance.y.kind: missing required field"},
+      {[](Json& j) { j["tolerance"]["y"] = 3; }, "tolerance.y: must be \"exact\" or an object"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "ulp"}}; },
+       "tolerance.y.max: missing required field"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "ulp"}, {"max", -1}}; },
+       "tolerance.y.max: must be in [0, 2^24]"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "ulp"}, {"max", 1.5}}; },
+       "tolerance.y.max: must be an integer"},
+      {[](Json& j) { j["tolerance"]["q"] = {{"kind", "ulp"}, {"max", 1}}; },
+       "tolerance.q.kind: 'ulp' needs a bf16, f16 or f32 output, not fp8_e4m3 ('q')"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "close"}}; },
+       "tolerance.y: 'close' needs rtol, atol or both"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "close"}, {"rtol", -0.1}}; },
+       "tolerance.y.rtol: must be >= 0"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "close"}, {"rtol", 0.1}, {"max", 1}}; },
+       "tolerance.y.max: unknown key"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "gemm"}, {"elem_fraction", 0}}; },
+       "tolerance.y.elem_fraction: must be in (0, 1]"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "gemm"}, {"rel_frob", 0.1}}; },
+       "tolerance.y.rel_frob: unknown key"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "gemm"}, {"worst_rms", "big"}}; },
+       "tolerance.y.worst_rms: must be a number"},
+      {[](Json& j) { j["tolerance"]["q"].erase("scales"); },
+       "tolerance.q.scales: missing required field"},
+      {[](Json& j) { j["tolerance"]["scales"] = "exact"; },
+       "tolerance.q.scales: 'scales' must have the tolerance {\"kind\": \"mx_scales\", "
+       "\"data\": \"q\"}"},
+      {[](Json& j) { j["tolerance"]["q"] = "exact"; },
+       "tolerance.scales.data: 'q' must have the tolerance {\"kind\": \"mx_data\", "
+       "\"scales\": \"scales\"}"},
+      {[](Json& j) { j["tolerance"]["q"]["scales"] = "x"; },
+       "tolerance.q.scales: 'x' is not an output tensor"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "mx_data"}, {"scales", "scales"}}; },
+       "tolerance.y.kind: 'mx_data' needs an fp8_e4m3 or fp8_e5m2 output, not bf16 ('y')"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "mx_scales"}, {"data", "q"}}; },
+       "tolerance.y.kind: 'mx_scales' needs an e8m0 output, not bf16"},
+      {[](Json& j) { j["tolerance"]["q"]["max_ulp"] = 100; },
+       "tolerance.q.max_ulp: must be in [0, 64]"},
+      {[](Json& j) { j["tolerance"]["q"]["scale_mismatch_fraction"] = 2; },
+       "tolerance.q.scale_mismatch_fraction: must be in [0, 1]"},
+      {[](Json& j) { j["tensors"][2]["shape"][1] = "K / 16"; },
+       "shapes.test[0]: tolerance.q.scales: 'scales' [1, 2] must be 'q' [1, 32] with the last "
+       "dimension / 32"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "custom"}}; },
+       "tolerance.y.checker: missing required field"},
+      {[](Json& j) { j["tolerance"]["y"] = {{"kind", "custom"}, {"checker", "a-b"}}; },
+       "tolerance.y.checker: 'a-b' is not an identifier"},
+      {[](Json& j) {
+         j["tolerance"]["y"] = {{"kind", "custom"}, {"checker", "c"}, {"options", {{"t", "x"}}}};
+       },
+       "tolerance.y.options.t: must be a number"},
+      {[](Json& j) { j["tensors"][3]["init"]["dist"] = "zipf"; },
+       "tensors[3].init.dist: unknown distribution 'zipf'"},
+      {[](Json& j) { j["tensors"][3]["init"]["experts"] = "E"; },
+       "tensors[3].init.experts: unknown symbol 'E'"},
+      {[](Json& j) { j["tensors"][3]["init"]["k"] = "M +"; }, "tensors[3].init.k: expression"},
+      {[](Json& j) { j["tensors"][3]["init"].erase("k"); },
+       "tensors[3].init.k: missing required field"},
+      {[](Json& j) { j["tensors"][3]["init"]["skew"] = -1; },
+       "tensors[3].init.skew: must be in [0, 16]"},
+      {[](Json& j) { j["tensors"][3]["dtype"] = "i64"; },
+       "tensors[3].init.dist: 'topk_ids' needs an i32 tensor, not i64"},
+      {[](Json& j) { j["tensors"][3]["shape"] = {"M * 4"}; },
+       "tensors[3].init.dist: 'topk_ids' needs a 2-D tensor [T, k]"},
+      {[](Json& j) { j["tensors"][3]["init"]["experts"] = 2; },
+       "shapes.test[0]: tensors[3] (ids).init.k: 4 is not in [0, experts = 2]"},
+      {[](Json& j) { j["tensors"][3]["shape"][1] = 5; },
+       "shapes.test[0]: tensors[3] (ids).init.k: 4 differs from the tensor's last dimension 5"},
+      {[](Json& j) { j["tensors"][3]["init"]["experts"] = "K / (M - 1)"; },
+       "shapes.test[0]: tensors[3] (ids).init.experts: expression 'K / (M - 1)'"},
+      {[](Json& j) { j["tensors"][4]["dtype"] = "bf16"; },
+       "tensors[4].init.dist: 'group_offsets' needs an i32 tensor, not bf16"},
+      {[](Json& j) { j["tensors"][4]["init"]["total"] = "T"; },
+       "tensors[4].init.total: unknown symbol 'T'"},
+      {[](Json& j) { j["tensors"][4]["init"]["align"] = 0; },
+       "tensors[4].init.align: must be in [1, 2^20]"},
+      {[](Json& j) { j["tensors"][4]["init"]["empty"] = 1; },
+       "tensors[4].init.empty: must be in [0, 1)"},
+      {[](Json& j) { j["tensors"][4]["init"]["total"] = "M * 8"; },
+       "shapes.test[0]: tensors[4] (offs).init.total: 8 is not a multiple of align 16"},
+      {[](Json& j) { j["tensors"][4]["shape"] = {"M - 1"}; },
+       "shapes.test[0]: tensors[4] (offs).init.total: 32 rows in no groups (G = 0)"},
+      {[](Json& j) { j["tensors"][0]["init"].erase("outlier_scale"); },
+       "tensors[0].init.outlier_scale: missing required field"},
+      {[](Json& j) { j["tensors"][0]["init"]["outlier_fraction"] = 1.5; },
+       "tensors[0].init.outlier_fraction: must be in [0, 1]"},
+      {[](Json& j) { j["tensors"][3]["init"] = {{"dist", "normal_outliers"},
+                                                 {"outlier_fraction", 0.1},
+                                                 {"outlier_scale", 8}}; },
+       "tensors[3].init.dist: 'normal_outliers' needs a bf16, f16 or f32 tensor, not i32"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Json j = RichSpec();
     cases[i].mutate(j);
     const std::string path = WriteProblem("mxfp8_quantize_rowwise", j.dump(2));
     const auto r = LoadProblem(path);
