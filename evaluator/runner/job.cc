@@ -174,6 +174,27 @@ Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
   return l;
 }
 
+Result<LibraryJob> ParseLibrary(const json& j, const std::string& path,
+                                const std::map<std::string, int>& tensor_index) {
+  LibraryJob l;
+  WS_ASSIGN_OR_RETURN(l.op, StringField(j, "op", path));
+  WS_ASSIGN_OR_RETURN(l.m, IntField(j, "m", path, 1, int64_t{1} << 31));
+  WS_ASSIGN_OR_RETURN(l.n, IntField(j, "n", path, 1, int64_t{1} << 31));
+  WS_ASSIGN_OR_RETURN(l.k, IntField(j, "k", path, 1, int64_t{1} << 31));
+  WS_RETURN_IF_ERROR(Need(j, "tensors", path));
+  if (!j["tensors"].is_array()) return Status::Error("{}.tensors: expected an array", path);
+  for (size_t i = 0; i < j["tensors"].size(); ++i) {
+    const std::string tp = fmt::format("{}.tensors[{}]", path, i);
+    if (!j["tensors"][i].is_string()) return Status::Error("{}: expected a tensor name", tp);
+    auto it = tensor_index.find(j["tensors"][i].get<std::string>());
+    if (it == tensor_index.end()) {
+      return Status::Error("{}: unknown tensor '{}'", tp, j["tensors"][i].get<std::string>());
+    }
+    l.tensors.push_back(it->second);
+  }
+  return l;
+}
+
 Result<CaseJob> ParseCase(const json& j, const std::string& path) {
   CaseJob c;
   WS_ASSIGN_OR_RETURN(c.id, StringField(j, "id", path));
@@ -197,6 +218,13 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
     WS_ASSIGN_OR_RETURN(LaunchJob l, ParseLaunch(j["launches"][i],
                                                  fmt::format("{}.launches[{}]", path, i), index));
     c.launches.push_back(std::move(l));
+  }
+  if (j.contains("library") && !j["library"].is_null()) {
+    if (!c.launches.empty()) {
+      return Status::Error("{}.library: a case has launches or a library call, not both", path);
+    }
+    WS_ASSIGN_OR_RETURN(c.library, ParseLibrary(j["library"], path + ".library", index));
+    WS_RETURN_IF_ERROR(ValidateLibraryJob(*c.library, c.tensors).Context(path + ".library"));
   }
   if (j.contains("workspace") && !j["workspace"].is_null()) {
     std::string wp = path + ".workspace";

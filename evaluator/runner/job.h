@@ -50,9 +50,25 @@ struct TimingJob {
   bool graph = false;  // time replays of a CUDA graph of the plan's launches
 };
 
+/// A library call in place of the plan's launches: a library baseline ("cublaslt:<op>", see
+/// evaluator/runner/library_baselines.h). The runner allocates the workspace as usual.
+struct LibraryJob {
+  std::string op;            // "bf16_gemm", "fp8_rowwise_gemm"
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int> tensors;  // indices into CaseJob::tensors, in the op's argument order
+};
+
+/// Tensor dtypes (kWsDtype*) a library op takes, in argument order; the last one is the output.
+/// Empty for an unknown op (evaluator/runner/library_job.cc).
+std::vector<int> LibraryOpDtypes(const std::string& op);
+
+/// Checks a library call against its tensors: known op, arity, dtypes and element counts.
+Status ValidateLibraryJob(const LibraryJob& job, const std::vector<TensorJob>& tensors);
+
 struct CaseJob {
   std::string id;
   std::vector<LaunchJob> launches;
+  std::optional<LibraryJob> library;  // then `launches` is empty
   int64_t workspace_bytes = 0;
   bool workspace_zero = false;
   std::vector<TensorJob> tensors;
@@ -64,7 +80,7 @@ struct CaseJob {
 };
 
 struct Job {
-  std::string cubin;
+  std::string cubin;  // empty when every case is a library call
   std::string result;
   std::vector<CaseJob> cases;
 };

@@ -14,6 +14,7 @@
 #include "evaluator/runner/commands.h"
 #include "evaluator/runner/cuda_util.h"
 #include "evaluator/runner/job.h"
+#include "evaluator/runner/library_baselines.h"
 #include "problems/init.h"
 
 namespace ws::runner {
@@ -111,20 +112,6 @@ Result<double> CopyBandwidth(const DeviceContext& dc, int64_t* copied) {
     return Status::Ok();
   }));
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3);
-}
-
-// cublasGetStatusName lives in libcublas, which the runner does not link.
-std::string CublasStatusName(cublasStatus_t s) {
-  switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return fmt::format("cublasStatus_t {}", static_cast<int>(s));
-  }
 }
 
 Status CublasError(cublasStatus_t s, const char* what) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -19,6 +20,7 @@
 #include "evaluator/runner/commands.h"
 #include "evaluator/runner/cuda_util.h"
 #include "evaluator/runner/job.h"
+#include "evaluator/runner/library_baselines.h"
 #include "problems/init.h"
 
 namespace ws::runner {
@@ -90,6 +92,7 @@ class CaseRun {
   Result<std::vector<uint64_t>> HashInputs();
   Status BeforeRun();
   bool RunPlan(int set, const std::string& where, bool sync_each);
+  bool RunLibrary(int set, const std::string& where, bool sync_each);
   Status LaunchGuardCheck();
   Status CollectGuards();
   void DumpOutputs(const std::string& tag);
@@ -114,6 +117,7 @@ class CaseRun {
   std::vector<std::string> region_labels_;          // guard regions, in the device arrays' order
   CUdeviceptr region_ptrs_ = 0, region_salts_ = 0, first_bad_ = 0, hash_scratch_ = 0;
   std::vector<PreparedLaunch> launches_;
+  std::unique_ptr<LibraryOp> library_;              // a library baseline, in place of launches_
   std::vector<uint64_t> hashes_before_;             // [set * tensors + tensor]
 
   std::string status_ = "ok";
@@ -258,6 +262,11 @@ Result<std::vector<uint64_t>> CaseRun::HashInputs() {
 }
 
 Status CaseRun::PrepareLaunches() {
+  if (c_.library) {
+    WS_ASSIGN_OR_RETURN(library_, CreateLibraryOp(*c_.library, c_.tensors, workspace_.bytes,
+                                                  h_.module));
+    return Status::Ok();
+  }
   if (!module_status_.ok()) return module_status_.Context("loading the cubin");
   std::map<CUfunction, uint32_t> max_smem;
   launches_.resize(c_.launches.size());
@@ -358,6 +367,7 @@ Status CaseRun::BeforeRun() {
 // Launches the plan on input set `set`. With sync_each, synchronizes after each launch so a fault
 // is pinned to its launch. Returns false after recording a launch error or a crash.
 bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
+  if (library_) return RunLibrary(set, where, sync_each);
   for (size_t k = 0; k < launches_.size(); ++k) {
     const PreparedLaunch& pl = launches_[k];
     const LaunchJob& lj = *pl.job;
@@ -401,6 +411,26 @@ bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
         return false;
       }
     }
+  }
+  return true;
+}
+
+// The library call of a library baseline on input set `set`; failures as in RunPlan.
+bool CaseRun::RunLibrary(int set, const std::string& where, bool sync_each) {
+  std::vector<CUdeviceptr> args;
+  for (int t : c_.library->tensors) {
+    args.push_back(c_.tensors[t].input ? inputs_[set][t].ptr : outputs_[t].ptr);
+  }
+  Status s = library_->Run(args, workspace_.ptr, workspace_.bytes, dc_.stream);
+  if (s.ok() && sync_each) {
+    if (CUresult r = cuStreamSynchronize(dc_.stream); r != CUDA_SUCCESS) {
+      Fail("crashed", fmt::format("{} after the library call{}", CuErrorName(r), where));
+      return false;
+    }
+  }
+  if (!s.ok()) {
+    FailOrCrash(s, "the library call" + where);
+    return false;
   }
   return true;
 }
@@ -672,6 +702,7 @@ ojson CaseRun::Run() {
                {"dumps", dumps_},
                {"timing", timing_},
                {"input_hashes", input_hashes}};
+  if (library_) out["library"] = library_->Describe();
   return out;
 }
 
@@ -690,7 +721,8 @@ int RunCommand(const std::string& job_path) {
     return kExitBadJob;
   }
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(job->cubin, ec)) {
+  // A job of library calls only (a library baseline) has no cubin.
+  if (!job->cubin.empty() && !std::filesystem::is_regular_file(job->cubin, ec)) {
     std::fprintf(stderr, "ws_runner: bad job: the cubin %s does not exist\n", job->cubin.c_str());
     return kExitBadJob;
   }
@@ -702,7 +734,9 @@ int RunCommand(const std::string& job_path) {
   // A cubin that does not load (wrong architecture, corrupt) fails every case as a launch error.
   CUmodule module = nullptr;
   Status module_status;
-  if (CUresult r = cuModuleLoad(&module, job->cubin.c_str()); r != CUDA_SUCCESS) {
+  if (job->cubin.empty()) {
+    module_status = Status::Error("the job has no cubin");
+  } else if (CUresult r = cuModuleLoad(&module, job->cubin.c_str()); r != CUDA_SUCCESS) {
     module_status = CuError(r, "cuModuleLoad(" + job->cubin + ")");
   }
   // Canary salts come from outside the job, so a kernel cannot forge the guard pattern.

@@ -83,3 +83,23 @@ extern "C" __global__ void ws_l2_flush(const ulonglong2* buf, long long words,
   }
   if (acc == 0x5157a11ab1e5eedULL) *sink = acc;
 }
+
+// The fp8_rowwise_gemm library baseline where cuBLASLt has no outer-vector scales
+// (evaluator/runner/library_baselines.h): d[m,n] = bf16_rne(acc[m,n] * a_scale[m] * b_scale[n]),
+// row-major, NaN as 0x7FC0.
+extern "C" __global__ void ws_outer_scale_bf16(const float* acc, const float* a_scale,
+                                               const float* b_scale, unsigned short* d,
+                                               long long m, long long n) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < m * n;
+       i += stride) {
+    const float v = __fmul_rn(__fmul_rn(acc[i], a_scale[i / n]), b_scale[i % n]);
+    unsigned int b = __float_as_uint(v);
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) {
+      d[i] = 0x7FC0;
+      continue;
+    }
+    b += 0x7FFFu + ((b >> 16) & 1u);  // round to nearest even; overflow carries to Inf
+    d[i] = static_cast<unsigned short>(b >> 16);
+  }
+}
