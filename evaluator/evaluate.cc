@@ -190,11 +190,10 @@ Result<json> TensorsJson(const ProblemSpec& spec, const SymbolTable& symbols) {
               {"numel", numel},
               {"role", t.role == TensorRole::kInput ? "input" : "output"}};
     if (t.role == TensorRole::kInput) {
-      j["init"] = {{"dist", t.init.dist},
-                   {"mean", t.init.mean},
-                   {"stddev", t.init.stddev},
-                   {"lo", t.init.lo},
-                   {"hi", t.init.hi}};
+      // The same fields GenerateInput uses on the host, so a checker sees the case's inputs.
+      WS_ASSIGN_OR_RETURN(auto fields, InitJobFields(t, symbols));
+      j["init"] = {{"dist", t.init.dist}};
+      for (const auto& [key, value] : fields) j["init"][key] = value;
     }
     arr.push_back(j);
   }

@@ -50,9 +50,20 @@ enum WsDtypeCode : int {
 };
 
 enum WsDistCode : int {
-  kWsDistNormal = 0,    // p0 = mean, p1 = stddev
-  kWsDistUniform = 1,   // p0 = lo, p1 = hi
-  kWsDistMxBlocks = 2,  // p0 = mean, p1 = stddev of the normal values
+  kWsDistNormal = 0,          // p0 = mean, p1 = stddev
+  kWsDistUniform = 1,         // p0 = lo, p1 = hi
+  kWsDistMxBlocks = 2,        // p0 = mean, p1 = stddev of the normal values
+  kWsDistNormalOutliers = 3,  // p0 = mean, p1 = stddev, p2 = outlier fraction, p3 = its scale
+  kWsDistTopkIds = 4,         // n0 = experts, n1 = k, p0 = skew
+  kWsDistGroupOffsets = 5,    // n0 = total, n1 = align, n2 = G (the element count), p0 = skew,
+                              // p1 = empty fraction
+};
+
+/// A distribution and its parameters, as the runner's generation kernel takes them.
+struct WsInitParams {
+  int dist;
+  float p0, p1, p2, p3;
+  long long n0, n1, n2;
 };
 
 // mx_blocks kinds, in the order of the table above.
@@ -477,6 +488,205 @@ WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, f
     v = ws_d2f(ws_dadd(static_cast<double>(p0), ws_dmul(static_cast<double>(p1), z)));
   }
   return ws_to_dtype_bits(v, dtype);
+}
+
+// ---- MoE routing distributions ------------------------------------------------------------------
+//
+// topk_ids: row t of [T, k] holds the k experts with the smallest keys
+//   key(t, e) = log(-log u(t, e)) + skew * log(1 + r(e)),  u uniform in (0, 1),
+// in increasing key order (ties, never seen in practice, by id). This is weighted sampling without
+// replacement with weights (1 + r(e))^-skew, in draw order (exponential races). r is a per-seed
+// permutation of the experts, r(e) = (a e + b) mod E with gcd(a, E) = 1, so the popular experts
+// differ between seeds.
+//
+// group_offsets: G groups of total / align units each of `align` rows. Group i is empty with
+// probability `empty`, else weighs w_i = (1 + r(i))^-skew * (0.5 + v_i), v uniform in [0, 1);
+// element g is align * floor(units * W_g / W) (W_g the weights of groups 0..g summed in order, W
+// all of them) and the last element is total. Floors of a non-decreasing sequence keep the
+// offsets non-decreasing; if every group is empty the last one takes everything.
+
+enum : unsigned int { kWsStreamRouting = 32 };
+
+// exp(x) for x in [-700, 700]: x = k ln2 + r, |r| <= ln2/2, Taylor series of e^r to r^20.
+WS_HD inline double ws_exp(double x) {
+  if (x < -700.0) return 0.0;
+  if (x > 700.0) x = 700.0;
+  double k = ws_rint(ws_dmul(x, 1.4426950408889634));
+  double r = ws_dadd(ws_dadd(x, -ws_dmul(k, 6.93147180369123816490e-01)),
+                     -ws_dmul(k, 1.90821492927058770002e-10));
+  double p = 1.0;
+  for (int n = 20; n >= 1; --n) p = ws_dadd(1.0, ws_ddiv(ws_dmul(p, r), static_cast<double>(n)));
+  int ki = static_cast<int>(k);
+  // 2^k in two steps keeps each factor normal for k down to -1010.
+  int k1 = ki / 2;
+  return ws_dmul(ws_dmul(p, ws_pow2(k1)), ws_pow2(ki - k1));
+}
+
+WS_HD inline unsigned long long ws_gcd(unsigned long long a, unsigned long long b) {
+  while (b != 0) {
+    unsigned long long t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// The per-seed permutation r(e) = (a e + b) mod n of [0, n): a and b from the seed.
+struct WsAffinePerm {
+  unsigned long long a, b, n;
+};
+
+WS_HD inline WsAffinePerm ws_affine_perm(unsigned long long seed, int tensor_index,
+                                         unsigned long long n) {
+  WsAffinePerm p;
+  p.n = n;
+  const unsigned long long h = ws_draw(seed, tensor_index, 0, kWsStreamRouting);
+  p.b = (h >> 32) % n;
+  p.a = n > 1 ? 1 + (h & 0xFFFFFFFFull) % (n - 1) : 1;
+  while (ws_gcd(p.a, n) != 1) p.a = p.a % (n - 1) + 1;  // gcd(1, n) = 1 ends it
+  return p;
+}
+
+WS_HD inline unsigned long long ws_perm_apply(WsAffinePerm p, unsigned long long e) {
+  // a, e < 2^31: the product fits in 64 bits.
+  return (p.a * e + p.b) % p.n;
+}
+
+/// topk_ids: the key of expert e in row t (smaller is drawn earlier).
+WS_HD inline double ws_topk_key(unsigned long long seed, int tensor_index, WsAffinePerm perm,
+                                double skew, unsigned long long t, unsigned long long e) {
+  const unsigned long long bits =
+      ws_draw(seed, tensor_index, t * perm.n + e, kWsStreamRouting + 1);
+  const double u = ws_dmul(ws_dadd(static_cast<double>(bits >> 11), 0.5),
+                           1.0 / 9007199254740992.0);  // in (0, 1)
+  double key = ws_log(-ws_log(u));
+  if (skew != 0.0) {
+    key = ws_dadd(key, ws_dmul(skew, ws_log(static_cast<double>(ws_perm_apply(perm, e) + 1))));
+  }
+  return key;
+}
+
+// (key, id) order: a strict total order over a row's experts.
+WS_HD inline bool ws_key_less(double ka, unsigned long long a, double kb, unsigned long long b) {
+  return ka < kb || (ka == kb && a < b);
+}
+
+/// topk_ids element i: row i / k, position i % k, as an expert id.
+WS_HD inline long long ws_topk_id(unsigned long long seed, int tensor_index, long long experts,
+                                  long long k, double skew, unsigned long long i) {
+  const unsigned long long n = static_cast<unsigned long long>(experts);
+  const WsAffinePerm perm = ws_affine_perm(seed, tensor_index, n);
+  const unsigned long long t = i / static_cast<unsigned long long>(k);
+  const long long j = static_cast<long long>(i % static_cast<unsigned long long>(k));
+  // Pass m finds the m-th smallest (key, id): the smallest above the previous pass's.
+  double prev_key = 0;
+  unsigned long long prev = n;  // n: no previous
+  for (long long m = 0; m <= j; ++m) {
+    double best_key = 0;
+    unsigned long long best = n;
+    for (unsigned long long e = 0; e < n; ++e) {
+      const double key = ws_topk_key(seed, tensor_index, perm, skew, t, e);
+      if (prev != n && !ws_key_less(prev_key, prev, key, e)) continue;
+      if (best == n || ws_key_less(key, e, best_key, best)) {
+        best_key = key;
+        best = e;
+      }
+    }
+    prev_key = best_key;
+    prev = best;
+  }
+  return static_cast<long long>(prev);
+}
+
+/// group_offsets: group g's weight (0 for an empty group).
+WS_HD inline double ws_group_weight(unsigned long long seed, int tensor_index, WsAffinePerm perm,
+                                    double skew, double empty, unsigned long long g) {
+  const unsigned long long bits = ws_draw(seed, tensor_index, g, kWsStreamRouting + 2);
+  if (ws_uniform01(bits) < empty) return 0.0;
+  double w = ws_dadd(0.5, ws_uniform01(ws_draw(seed, tensor_index, g, kWsStreamRouting + 3)));
+  if (skew != 0.0) {
+    const double rank = static_cast<double>(ws_perm_apply(perm, g) + 1);
+    w = ws_dmul(w, ws_exp(-ws_dmul(skew, ws_log(rank))));
+  }
+  return w;
+}
+
+/// group_offsets element g of G: the END offset of group g.
+WS_HD inline long long ws_group_end(unsigned long long seed, int tensor_index, long long total,
+                                    long long align, long long groups, double skew, double empty,
+                                    unsigned long long g) {
+  if (g + 1 >= static_cast<unsigned long long>(groups)) return total;
+  const WsAffinePerm perm = ws_affine_perm(seed, tensor_index,
+                                           static_cast<unsigned long long>(groups));
+  double upto = 0, all = 0;
+  for (unsigned long long i = 0; i < static_cast<unsigned long long>(groups); ++i) {
+    all = ws_dadd(all, ws_group_weight(seed, tensor_index, perm, skew, empty, i));
+    if (i == g) upto = all;
+  }
+  if (all == 0.0) return 0;  // every group empty: the last takes all
+  const long long units = total / align;
+  long long u = static_cast<long long>(ws_dmul(static_cast<double>(units), ws_ddiv(upto, all)));
+  if (u > units) u = units;
+  return u * align;
+}
+
+/// Element i of a normal_outliers tensor, as a float.
+WS_HD inline float ws_normal_outliers_value(const WsInitParams& p, unsigned long long seed,
+                                            int tensor_index, unsigned long long i, int dtype) {
+  const double z = ws_normal(ws_draw(seed, tensor_index, i, 0), ws_draw(seed, tensor_index, i, 1));
+  double v = ws_dadd(static_cast<double>(p.p0), ws_dmul(static_cast<double>(p.p1), z));
+  if (ws_uniform01(ws_draw(seed, tensor_index, i, 2)) < static_cast<double>(p.p2)) {
+    v = ws_dmul(v, static_cast<double>(p.p3));
+  }
+  return ws_clamp_finite(v, dtype);
+}
+
+/// Element i of tensor `tensor_index` as raw bits of `dtype`, for any distribution.
+WS_HD inline unsigned long long ws_init_element_p(int dtype, const WsInitParams& p,
+                                                  unsigned long long seed, int tensor_index,
+                                                  unsigned long long i) {
+  if (p.dist == kWsDistTopkIds || p.dist == kWsDistGroupOffsets) {
+    const long long v =
+        p.dist == kWsDistTopkIds
+            ? ws_topk_id(seed, tensor_index, p.n0, p.n1, static_cast<double>(p.p0), i)
+            : ws_group_end(seed, tensor_index, p.n0, p.n1, p.n2, static_cast<double>(p.p0),
+                           static_cast<double>(p.p1), i);
+    if (dtype == kWsDtypeI64) return static_cast<unsigned long long>(v);
+    if (dtype == kWsDtypeI32) return static_cast<unsigned int>(static_cast<int>(v));
+    return ws_to_dtype_bits(static_cast<float>(v), dtype);
+  }
+  if (p.dist == kWsDistNormalOutliers) {
+    return ws_to_dtype_bits(ws_normal_outliers_value(p, seed, tensor_index, i, dtype), dtype);
+  }
+  return ws_init_element(dtype, p.dist, p.p0, p.p1, seed, tensor_index, i);
+}
+
+/// A whole topk_ids row t (k ids) at once: the same keys and order as ws_topk_id, E keys
+/// computed once instead of k times (hosts generating large tensors). `keys` holds E doubles.
+WS_HD inline void ws_topk_row(unsigned long long seed, int tensor_index, long long experts,
+                              long long k, double skew, unsigned long long t, double* keys,
+                              long long* out) {
+  const unsigned long long n = static_cast<unsigned long long>(experts);
+  const WsAffinePerm perm = ws_affine_perm(seed, tensor_index, n);
+  for (unsigned long long e = 0; e < n; ++e) {
+    keys[e] = ws_topk_key(seed, tensor_index, perm, skew, t, e);
+  }
+  double prev_key = 0;
+  unsigned long long prev = n;
+  for (long long m = 0; m < k; ++m) {
+    double best_key = 0;
+    unsigned long long best = n;
+    for (unsigned long long e = 0; e < n; ++e) {
+      if (prev != n && !ws_key_less(prev_key, prev, keys[e], e)) continue;
+      if (best == n || ws_key_less(keys[e], e, best_key, best)) {
+        best_key = keys[e];
+        best = e;
+      }
+    }
+    out[m] = static_cast<long long>(best);
+    prev_key = best_key;
+    prev = best;
+  }
 }
 
 // ---- Checksums ----------------------------------------------------------------------------------

@@ -200,6 +200,23 @@ using CpuReferenceFn = Status (*)(const ProblemSpec& spec, const SymbolTable& sy
 /// Registered CPU references by name (as written in a spec's "cpu_reference").
 const CpuReferenceFn* FindCpuReference(std::string_view name);
 
+// ---- Input generation on the host -------------------------------------------------------------
+
+/// Input spec.tensors[index] at `symbols`, generated on the host bit for bit as the runner does on
+/// the device (problems/init.h) for the case seed `seed`; tensor_index is the position in
+/// spec.tensors, as in the runner's jobs.
+Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& symbols, size_t index,
+                                 uint64_t seed);
+
+/// Every input of the spec, by name.
+Result<TensorMap> GenerateInputs(const ProblemSpec& spec, const SymbolTable& symbols,
+                                 uint64_t seed);
+
+/// The init fields the runner's job carries for an input (expressions evaluated to integers):
+/// name -> number, e.g. {"experts": 256, "k": 8, "skew": 1.2} (docs/runner-protocol.md).
+Result<std::map<std::string, double>> InitJobFields(const TensorSpec& t,
+                                                    const SymbolTable& symbols);
+
 /// Runs a problem's CPU reference: checks the inputs' dtypes and dims against the spec, allocates
 /// the outputs and calls the registered function.
 Result<TensorMap> RunCpuReference(const ProblemSpec& spec, const SymbolTable& symbols,

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "problems/init.h"
 #include "problems/problems.h"
 
 namespace ws {
@@ -466,6 +468,52 @@ TEST_F(SpecTest, BadTolerancesAndInitsNameTheField) {
     EXPECT_EQ(r.status().message().rfind(path + ": " + cases[i].want, 0), 0u)
         << "case " << i << "\n  want: " << cases[i].want << "\n  got:  " << r.status().message();
   }
+}
+
+TEST_F(SpecTest, GenerateInputIsTheRunnersFormula) {
+  const auto r = LoadProblem(WriteProblem("mxfp8_quantize_rowwise", RichSpec().dump(2)));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const SymbolTable sym = BindSymbols(*r, Shape{{{"M", 37}, {"K", 256}}, ""}, {});
+  const auto inputs = GenerateInputs(*r, sym, 1234);
+  ASSERT_TRUE(inputs.ok()) << inputs.status().message();
+  ASSERT_EQ(inputs->size(), 3u);  // x, ids, offs; no outputs
+
+  // x: normal_outliers bf16, tensor position 0; parameters as floats, like the runner's job.
+  const HostTensor& x = inputs->at("x");
+  EXPECT_EQ(x.dims, (std::vector<int64_t>{37, 256}));
+  const WsInitParams px{kWsDistNormalOutliers, 0, 2, 0.01f, 1000, 0, 0, 0};
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint16_t got;
+    std::memcpy(&got, x.bytes.data() + 2 * i, 2);
+    ASSERT_EQ(got, ws_init_element_p(kWsDtypeBF16, px, 1234, 0, i)) << i;
+  }
+  // ids: topk_ids [M, 4] over K / 8 = 32 experts, position 3 (generated row-wise on the host).
+  const HostTensor& ids = inputs->at("ids");
+  const WsInitParams pi{kWsDistTopkIds, 1.2f, 0, 0, 0, 32, 4, 0};
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    uint32_t got;
+    std::memcpy(&got, ids.bytes.data() + 4 * i, 4);
+    ASSERT_EQ(got, ws_init_element_p(kWsDtypeI32, pi, 1234, 3, i)) << i;
+  }
+  // offs: group_offsets [8] of total M * 32, position 4.
+  const HostTensor& offs = inputs->at("offs");
+  const WsInitParams po{kWsDistGroupOffsets, 1, 0.25f, 0, 0, 37 * 32, 16, 8};
+  for (int64_t i = 0; i < offs.numel(); ++i) {
+    int32_t got;
+    std::memcpy(&got, offs.bytes.data() + 4 * i, 4);
+    ASSERT_EQ(static_cast<uint32_t>(got), ws_init_element_p(kWsDtypeI32, po, 1234, 4, i)) << i;
+  }
+  int32_t last;
+  std::memcpy(&last, offs.bytes.data() + 4 * 7, 4);
+  EXPECT_EQ(last, 37 * 32);
+
+  // Another seed, other inputs; asking for an output fails.
+  EXPECT_NE(GenerateInputs(*r, sym, 1235)->at("x").bytes, x.bytes);
+  EXPECT_FALSE(GenerateInput(*r, sym, 1, 1).ok());
+  const auto fields = InitJobFields(*r->FindTensor("ids"), sym);
+  ASSERT_TRUE(fields.ok());
+  EXPECT_EQ(fields->at("experts"), 32);
+  EXPECT_EQ(fields->at("k"), 4);
 }
 
 TEST_F(SpecTest, UnmutatedCopyLoadsAndBadJsonFails) {

@@ -142,13 +142,20 @@ Status LaunchHelper(CUfunction f, CUstream s, int64_t work, void** params, unsig
   return Status::Ok();
 }
 
-Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype, int dist,
-                float p0, float p1, uint64_t seed, int tensor_index) {
+Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype,
+                const WsInitParams& init, uint64_t seed, int tensor_index) {
   if (numel == 0) return Status::Ok();
   long long n = numel;
   unsigned long long sd = seed;
-  void* params[] = {&out, &n, &dtype, &dist, &p0, &p1, &sd, &tensor_index};
+  WsInitParams p = init;
+  void* params[] = {&out, &n, &dtype, &p, &sd, &tensor_index};
   return LaunchHelper(h.generate, s, numel, params);
+}
+
+Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype, int dist,
+                float p0, float p1, uint64_t seed, int tensor_index) {
+  return Generate(h, s, out, numel, dtype, WsInitParams{dist, p0, p1, 0, 0, 0, 0, 0}, seed,
+                  tensor_index);
 }
 
 Result<uint64_t> HashDevice(const Helpers& h, CUstream s, CUdeviceptr p, int64_t bytes,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "problems/init.h"
 
 namespace ws::runner {
 
@@ -76,6 +77,9 @@ struct Helpers {
 Result<Helpers> LoadHelpers(int cc);
 
 /// Fills `numel` elements at `out` with generated values (see problems/init.h).
+Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype,
+                const WsInitParams& init, uint64_t seed, int tensor_index);
+/// The same for the distributions with two float parameters.
 Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype, int dist,
                 float p0, float p1, uint64_t seed, int tensor_index);
 

@@ -1,6 +1,7 @@
 // Host checks of problems/init.h: the same code the runner compiles for the device.
 #include "problems/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -250,6 +251,234 @@ TEST(InitTest, MxBlocksProducesEveryKind) {
   EXPECT_GT(pos_zero, 0);
   EXPECT_GT(subnormal, 0);
   EXPECT_GT(big, 0);
+}
+
+TEST(InitTest, ExpIsAccurate) {
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 100000; ++i) {
+    const double x = (ws_uniform01(rng()) - 0.5) * 1400;
+    EXPECT_NEAR(ws_exp(x), std::exp(x), 4e-16 * std::exp(x)) << x;
+  }
+  EXPECT_EQ(ws_exp(0.0), 1.0);
+  EXPECT_EQ(ws_exp(-800.0), 0.0);
+}
+
+TEST(InitTest, AffinePermIsAPermutationThatDependsOnTheSeed) {
+  for (unsigned long long n : {1ull, 2ull, 3ull, 8ull, 60ull, 128ull, 256ull, 384ull, 1000ull}) {
+    int differs = 0;
+    for (unsigned long long seed = 1; seed <= 5; ++seed) {
+      const WsAffinePerm p = ws_affine_perm(seed, 4, n);
+      const WsAffinePerm q = ws_affine_perm(seed + 100, 4, n);
+      std::vector<int> seen(n, 0);
+      for (unsigned long long e = 0; e < n; ++e) {
+        const unsigned long long r = ws_perm_apply(p, e);
+        ASSERT_LT(r, n);
+        ASSERT_EQ(seen[r]++, 0) << "n " << n << " seed " << seed;
+        differs += r != ws_perm_apply(q, e);
+      }
+    }
+    if (n >= 8) EXPECT_GT(differs, 0) << n;
+  }
+}
+
+// Row t of a topk_ids tensor, element by element (the device's way).
+std::vector<long long> TopkRow(unsigned long long seed, long long experts, long long k,
+                               float skew, unsigned long long t) {
+  const WsInitParams p{kWsDistTopkIds, skew, 0, 0, 0, experts, k, 0};
+  std::vector<long long> row;
+  for (long long j = 0; j < k; ++j) {
+    row.push_back(static_cast<int>(static_cast<uint32_t>(
+        ws_init_element_p(kWsDtypeI32, p, seed, 1, t * k + j))));
+  }
+  return row;
+}
+
+TEST(InitTest, TopkIdsAreDistinctInRangeAndMatchTheRowFunction) {
+  struct Case {
+    long long experts, k;
+    float skew;
+  };
+  for (const Case& c : {Case{1, 1, 0}, Case{8, 8, 0}, Case{8, 8, 2}, Case{60, 4, 1},
+                        Case{256, 8, 0}, Case{256, 8, 1.5f}, Case{384, 8, 1}}) {
+    std::vector<double> keys(c.experts);
+    std::vector<long long> row(c.k);
+    for (unsigned long long t = 0; t < 40; ++t) {
+      const std::vector<long long> got = TopkRow(9, c.experts, c.k, c.skew, t);
+      std::vector<bool> seen(c.experts, false);
+      for (long long id : got) {
+        ASSERT_GE(id, 0);
+        ASSERT_LT(id, c.experts);
+        ASSERT_FALSE(seen[id]) << "id " << id << " twice in row " << t << " (E " << c.experts
+                               << ", k " << c.k << ")";
+        seen[id] = true;
+      }
+      ws_topk_row(9, 1, c.experts, c.k, c.skew, t, keys.data(), row.data());
+      ASSERT_EQ(row, got) << "row " << t;
+      // Draw order: keys increase along the row, and no other expert has a smaller key than
+      // the last one drawn.
+      for (long long j = 1; j < c.k; ++j) ASSERT_LT(keys[got[j - 1]], keys[got[j]]);
+      for (long long e = 0; e < c.experts; ++e) {
+        if (!seen[e]) ASSERT_GT(keys[e], keys[got[c.k - 1]]);
+      }
+    }
+  }
+  // The key formula itself, with the standard library's log.
+  const WsAffinePerm perm = ws_affine_perm(9, 1, 256);
+  for (unsigned long long e = 0; e < 256; ++e) {
+    const unsigned long long bits = ws_draw(9, 1, 3 * 256 + e, kWsStreamRouting + 1);
+    const double u = (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0;
+    const double want =
+        std::log(-std::log(u)) + 1.5 * std::log(static_cast<double>(ws_perm_apply(perm, e) + 1));
+    EXPECT_NEAR(ws_topk_key(9, 1, perm, 1.5, 3, e), want, 1e-12 * std::max(1.0, std::fabs(want)));
+  }
+}
+
+TEST(InitTest, TopkSkewSkewsAndUniformDoesNot) {
+  constexpr long long kE = 64, kK = 4;
+  constexpr int kRows = 3000;
+  for (float skew : {0.0f, 1.2f}) {
+    std::vector<int> count(kE, 0);
+    double first_rank = 0, last_rank = 0;
+    const WsAffinePerm perm = ws_affine_perm(21, 1, kE);
+    std::vector<double> keys(kE);
+    std::vector<long long> row(kK);
+    for (int t = 0; t < kRows; ++t) {
+      ws_topk_row(21, 1, kE, kK, skew, t, keys.data(), row.data());
+      for (long long id : row) ++count[id];
+      first_rank += static_cast<double>(ws_perm_apply(perm, row[0]));
+      last_rank += static_cast<double>(ws_perm_apply(perm, row[kK - 1]));
+    }
+    const double mean = static_cast<double>(kRows) * kK / kE;
+    const int top = *std::max_element(count.begin(), count.end());
+    const int bottom = *std::min_element(count.begin(), count.end());
+    if (skew == 0) {
+      EXPECT_LT(top, 1.35 * mean);
+      EXPECT_GT(bottom, 0.65 * mean);
+      EXPECT_NEAR(first_rank / kRows, last_rank / kRows, 3.0);
+    } else {
+      EXPECT_GT(top, 4 * mean);
+      EXPECT_LT(bottom, 0.5 * mean);
+      // The expert ranked first by the permutation is the most popular.
+      for (long long e = 0; e < kE; ++e) {
+        if (ws_perm_apply(perm, e) == 0) EXPECT_EQ(count[e], top);
+      }
+      // Drawn in order: heavier experts come first.
+      EXPECT_LT(first_rank / kRows, 0.9 * last_rank / kRows);
+    }
+  }
+}
+
+std::vector<long long> Offsets(unsigned long long seed, long long total, long long align,
+                               long long groups, float skew, float empty) {
+  const WsInitParams p{kWsDistGroupOffsets, skew, empty, 0, 0, total, align, groups};
+  std::vector<long long> out;
+  for (long long g = 0; g < groups; ++g) {
+    out.push_back(static_cast<int>(
+        static_cast<uint32_t>(ws_init_element_p(kWsDtypeI32, p, seed, 2, g))));
+  }
+  return out;
+}
+
+TEST(InitTest, GroupOffsetsAreMonotoneAlignedAndEndAtTotal) {
+  struct Case {
+    long long total, align, groups;
+    float skew, empty;
+  };
+  for (const Case& c : {Case{4096, 16, 64, 0, 0}, Case{4096, 16, 64, 1, 0.25f},
+                        Case{131072, 128, 256, 1.2f, 0.1f}, Case{0, 1, 8, 0, 0},
+                        Case{96, 32, 1, 0, 0}, Case{640, 1, 7, 3, 0.5f},
+                        Case{1 << 20, 256, 384, 0.5f, 0.05f}, Case{64, 64, 5, 0, 0.999f}}) {
+    for (unsigned long long seed : {1ull, 2ull, 3ull}) {
+      const std::vector<long long> off = Offsets(seed, c.total, c.align, c.groups, c.skew, c.empty);
+      long long prev = 0;
+      for (long long g = 0; g < c.groups; ++g) {
+        ASSERT_GE(off[g], prev) << "group " << g;
+        ASSERT_EQ(off[g] % c.align, 0) << "group " << g;
+        prev = off[g];
+      }
+      ASSERT_EQ(off.back(), c.total);
+    }
+  }
+  // Empty groups appear as asked; seeds differ.
+  const std::vector<long long> a = Offsets(5, 4096, 16, 64, 1, 0.25f);
+  int empty = 0;
+  for (size_t g = 0; g < a.size(); ++g) empty += a[g] == (g ? a[g - 1] : 0);
+  EXPECT_GE(empty, 8);
+  EXPECT_LE(empty, 28);
+  EXPECT_NE(a, Offsets(6, 4096, 16, 64, 1, 0.25f));
+  const std::vector<long long> none = Offsets(5, 4096, 16, 64, 0, 0);
+  for (size_t g = 0; g < none.size(); ++g) EXPECT_GT(none[g], g ? none[g - 1] : 0) << g;
+}
+
+TEST(InitTest, GroupOffsetsSkewMakesBigGroupsAndMatchesTheFormula) {
+  const auto largest_share = [](const std::vector<long long>& off) {
+    long long biggest = 0;
+    for (size_t g = 0; g < off.size(); ++g) biggest = std::max(biggest, off[g] - (g ? off[g - 1] : 0));
+    return static_cast<double>(biggest) / off.back();
+  };
+  EXPECT_LT(largest_share(Offsets(7, 1 << 20, 16, 64, 0, 0)), 0.05);
+  EXPECT_GT(largest_share(Offsets(7, 1 << 20, 16, 64, 2, 0)), 0.3);
+
+  // The formula with the standard library's exp and log.
+  constexpr long long kTotal = 1 << 20, kAlign = 16, kG = 64;
+  constexpr double kSkew = 1.2, kEmpty = 0.2;
+  const std::vector<long long> off = Offsets(8, kTotal, kAlign, kG, 1.2f, 0.2f);
+  const WsAffinePerm perm = ws_affine_perm(8, 2, kG);
+  std::vector<double> w(kG);
+  double all = 0;
+  for (long long g = 0; g < kG; ++g) {
+    const bool empty = ws_uniform01(ws_draw(8, 2, g, kWsStreamRouting + 2)) < static_cast<float>(kEmpty);
+    w[g] = empty ? 0
+                 : (0.5 + ws_uniform01(ws_draw(8, 2, g, kWsStreamRouting + 3))) *
+                       std::pow(1.0 + ws_perm_apply(perm, g), -static_cast<double>(static_cast<float>(kSkew)));
+    all += w[g];
+  }
+  double upto = 0;
+  int exact = 0;
+  for (long long g = 0; g < kG; ++g) {
+    upto += w[g];
+    const long long want = g + 1 == kG ? kTotal
+                                       : static_cast<long long>(kTotal / kAlign * (upto / all)) * kAlign;
+    EXPECT_LE(std::llabs(off[g] - want), kAlign) << g;
+    exact += off[g] == want;
+  }
+  EXPECT_GE(exact, kG - 2);
+}
+
+TEST(InitTest, NormalOutliers) {
+  constexpr int kN = 200000;
+  const WsInitParams p{kWsDistNormalOutliers, 0, 2, 0.01f, 1000, 0, 0, 0};
+  int outliers = 0;
+  double sq = 0;
+  int n_inliers = 0;
+  for (int i = 0; i < kN; ++i) {
+    const float v = F(static_cast<uint32_t>(ws_init_element_p(kWsDtypeF32, p, 4, 0, i)));
+    ASSERT_TRUE(std::isfinite(v));
+    if (std::fabs(v) > 40) {
+      ++outliers;
+    } else {
+      sq += v * v;
+      ++n_inliers;
+    }
+  }
+  // Outliers are 1000 * N(0, 2): nearly all beyond 40 (20 sigma of the inliers).
+  EXPECT_NEAR(outliers / static_cast<double>(kN), 0.01 * 0.99, 0.0015);
+  EXPECT_NEAR(std::sqrt(sq / n_inliers), 2.0, 0.05);
+  // A huge outlier scale stays finite in bf16 (clamped to its largest value).
+  const WsInitParams huge{kWsDistNormalOutliers, 0, 1, 0.5f, 3e38f, 0, 0, 0};
+  int clamped = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const uint16_t h = static_cast<uint16_t>(ws_init_element_p(kWsDtypeBF16, huge, 4, 0, i));
+    ASSERT_NE(h & 0x7FFF, 0x7F80) << "Inf at " << i;
+    clamped += (h & 0x7FFF) == 0x7F7F;
+  }
+  EXPECT_GT(clamped, 80);  // half are outliers, and |z| > 1.13 for a quarter of those
+  // The two-parameter distributions are unchanged through the general entry point.
+  const WsInitParams normal{kWsDistNormal, 1, 3, 0, 0, 0, 0, 0};
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(ws_init_element_p(kWsDtypeBF16, normal, 4, 0, i),
+              ws_init_element(kWsDtypeBF16, kWsDistNormal, 1, 3, 4, 0, i));
+  }
 }
 
 TEST(InitTest, HashWordIsABijectionPerIndex) {

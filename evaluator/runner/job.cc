@@ -119,9 +119,39 @@ Result<TensorJob> ParseTensor(const json& j, const std::string& path, int index)
     t.dist = kWsDistUniform;
     WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "lo", ip, -1.0f));
     WS_ASSIGN_OR_RETURN(t.p1, FloatField(init, "hi", ip, 1.0f));
+  } else if (dist == "normal_outliers") {
+    t.dist = kWsDistNormalOutliers;
+    WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "mean", ip, 0.0f));
+    WS_ASSIGN_OR_RETURN(t.p1, FloatField(init, "stddev", ip, 1.0f));
+    WS_ASSIGN_OR_RETURN(t.p2, FloatField(init, "outlier_fraction", ip, 0.0f));
+    WS_ASSIGN_OR_RETURN(t.p3, FloatField(init, "outlier_scale", ip, 1.0f));
+  } else if (dist == "topk_ids") {
+    t.dist = kWsDistTopkIds;
+    WS_ASSIGN_OR_RETURN(t.n0, IntField(init, "experts", ip, 1, 0x7FFFFFFF));
+    WS_ASSIGN_OR_RETURN(t.n1, IntField(init, "k", ip, 0, t.n0));
+    WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "skew", ip, 0.0f));
+    if (t.n1 == 0 ? t.numel != 0 : t.numel % t.n1 != 0) {
+      return Status::Error("{}.k: {} elements are not rows of {}", ip, t.numel, t.n1);
+    }
+  } else if (dist == "group_offsets") {
+    t.dist = kWsDistGroupOffsets;
+    WS_ASSIGN_OR_RETURN(t.n0, IntField(init, "total", ip, 0, 0x7FFFFFFF));
+    WS_ASSIGN_OR_RETURN(t.n1, IntField(init, "align", ip, 1, 1 << 20));
+    WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "skew", ip, 0.0f));
+    WS_ASSIGN_OR_RETURN(t.p1, FloatField(init, "empty", ip, 0.0f));
+    t.n2 = t.numel;
+    if (t.n0 % t.n1 != 0) {
+      return Status::Error("{}.total: {} is not a multiple of align {}", ip, t.n0, t.n1);
+    }
   } else {
-    return Status::Error("{}.dist: unknown distribution '{}' (normal, uniform, mx_blocks)", ip,
-                         dist);
+    return Status::Error(
+        "{}.dist: unknown distribution '{}' (normal, uniform, mx_blocks, normal_outliers, "
+        "topk_ids, group_offsets)",
+        ip, dist);
+  }
+  if ((t.dist == kWsDistTopkIds || t.dist == kWsDistGroupOffsets) && t.dtype != kWsDtypeI32 &&
+      t.dtype != kWsDtypeI64) {
+    return Status::Error("{}.dist: '{}' needs an integer tensor", ip, dist);
   }
   return t;
 }

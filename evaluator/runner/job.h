@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "problems/init.h"
 
 namespace ws::runner {
 
@@ -22,9 +23,12 @@ struct TensorJob {
   int64_t numel = 0;
   bool input = false;
   int dist = 0;         // kWsDist*
-  float p0 = 0, p1 = 1;  // mean/stddev or lo/hi
+  float p0 = 0, p1 = 1;  // mean/stddev or lo/hi (problems/init.h kWsDist* says which is what)
+  float p2 = 0, p3 = 0;
+  int64_t n0 = 0, n1 = 0, n2 = 0;
   int tensor_index = 0;  // generation key: the position in the case's "tensors" array
   int64_t bytes() const;
+  WsInitParams init() const { return {dist, p0, p1, p2, p3, n0, n1, n2}; }
 };
 
 struct ArgJob {

@@ -237,8 +237,8 @@ Status CaseRun::Setup() {
     for (size_t t = 0; t < nt; ++t) {
       const TensorJob& tj = c_.tensors[t];
       if (!tj.input) continue;
-      WS_RETURN_IF_ERROR(Generate(h_, dc_.stream, inputs_[s][t].ptr, tj.numel, tj.dtype, tj.dist,
-                                  tj.p0, tj.p1, c_.input_seeds[s], tj.tensor_index));
+      WS_RETURN_IF_ERROR(Generate(h_, dc_.stream, inputs_[s][t].ptr, tj.numel, tj.dtype,
+                                  tj.init(), c_.input_seeds[s], tj.tensor_index));
     }
   }
   WS_ASSIGN_OR_RETURN(hashes_before_, HashInputs());

@@ -2,15 +2,15 @@
 // CMake: the runner hands NVRTC the text of problems/init.h followed by this file (both embedded
 // at build time) and compiles it once at start for the device's architecture.
 
-extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype, int dist,
-                                       float p0, float p1, unsigned long long seed,
+extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype,
+                                       WsInitParams init, unsigned long long seed,
                                        int tensor_index) {
   const int size = ws_dtype_size(dtype);
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
        i += stride) {
-    unsigned long long bits = ws_init_element(dtype, dist, p0, p1, seed, tensor_index,
-                                              static_cast<unsigned long long>(i));
+    unsigned long long bits = ws_init_element_p(dtype, init, seed, tensor_index,
+                                                static_cast<unsigned long long>(i));
     // Allocations are 256-byte aligned and elements are naturally aligned within them.
     switch (size) {
       case 1: out[i] = static_cast<unsigned char>(bits); break;

@@ -1,0 +1,145 @@
+// Input generation on the host: the runner's device code (problems/init.h) run as plain C++, so a
+// checker, a test or `problems lint` sees exactly the inputs a case ran on.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "problems/init.h"
+#include "problems/problems.h"
+
+namespace ws {
+namespace {
+
+int DistCode(const std::string& dist) {
+  if (dist == "uniform") return kWsDistUniform;
+  if (dist == "mx_blocks") return kWsDistMxBlocks;
+  if (dist == "normal_outliers") return kWsDistNormalOutliers;
+  if (dist == "topk_ids") return kWsDistTopkIds;
+  if (dist == "group_offsets") return kWsDistGroupOffsets;
+  return kWsDistNormal;
+}
+
+double Field(const std::map<std::string, double>& f, const char* key) {
+  const auto it = f.find(key);
+  return it == f.end() ? 0.0 : it->second;
+}
+
+// The kernel's parameters, from the same fields the job carries (floats rounded the same way
+// the runner's job parser rounds them).
+WsInitParams Params(const std::string& dist, const std::map<std::string, double>& f,
+                    int64_t numel) {
+  WsInitParams p{DistCode(dist), 0, 0, 0, 0, 0, 0, 0};
+  const auto fl = [&](const char* key) { return static_cast<float>(Field(f, key)); };
+  const auto in = [&](const char* key) { return static_cast<long long>(Field(f, key)); };
+  switch (p.dist) {
+    case kWsDistUniform:
+      p.p0 = fl("lo");
+      p.p1 = fl("hi");
+      break;
+    case kWsDistTopkIds:
+      p.n0 = in("experts");
+      p.n1 = in("k");
+      p.p0 = fl("skew");
+      break;
+    case kWsDistGroupOffsets:
+      p.n0 = in("total");
+      p.n1 = in("align");
+      p.n2 = numel;
+      p.p0 = fl("skew");
+      p.p1 = fl("empty");
+      break;
+    default:  // normal, mx_blocks, normal_outliers
+      p.p0 = fl("mean");
+      p.p1 = fl("stddev");
+      p.p2 = fl("outlier_fraction");
+      p.p3 = fl("outlier_scale");
+      break;
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<std::map<std::string, double>> InitJobFields(const TensorSpec& t,
+                                                    const SymbolTable& symbols) {
+  const InitSpec& in = t.init;
+  std::map<std::string, double> f;
+  const auto eval = [&](const std::string& expr, const char* key) -> Status {
+    Result<int64_t> v = EvalExpr(expr, symbols);
+    if (!v.ok()) return v.status().Context(fmt::format("tensor '{}': init.{}", t.name, key));
+    f[key] = static_cast<double>(*v);
+    return Status::Ok();
+  };
+  if (in.dist == "uniform") {
+    f = {{"lo", in.lo}, {"hi", in.hi}};
+  } else if (in.dist == "topk_ids") {
+    WS_RETURN_IF_ERROR(eval(in.experts, "experts"));
+    WS_RETURN_IF_ERROR(eval(in.k, "k"));
+    f["skew"] = in.skew;
+  } else if (in.dist == "group_offsets") {
+    WS_RETURN_IF_ERROR(eval(in.total, "total"));
+    f["align"] = static_cast<double>(in.align);
+    f["skew"] = in.skew;
+    f["empty"] = in.empty;
+  } else if (in.dist == "normal_outliers") {
+    f = {{"mean", in.mean},
+         {"stddev", in.stddev},
+         {"outlier_fraction", in.outlier_fraction},
+         {"outlier_scale", in.outlier_scale}};
+  } else {
+    f = {{"mean", in.mean}, {"stddev", in.stddev}};
+  }
+  return f;
+}
+
+Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& symbols, size_t index,
+                                 uint64_t seed) {
+  if (index >= spec.tensors.size() || spec.tensors[index].role != TensorRole::kInput) {
+    return Status::Error("{}: tensor #{} is not an input", spec.name, index);
+  }
+  const TensorSpec& t = spec.tensors[index];
+  HostTensor out;
+  out.dtype = t.dtype;
+  WS_ASSIGN_OR_RETURN(out.dims, TensorDims(t, symbols));
+  WS_ASSIGN_OR_RETURN(int64_t numel, TensorNumel(t, symbols));
+  WS_ASSIGN_OR_RETURN(auto fields, InitJobFields(t, symbols));
+  const WsInitParams p = Params(t.init.dist, fields, numel);
+  const int dtype = static_cast<int>(t.dtype);
+  const int size = DTypeSize(t.dtype);
+  const int ti = static_cast<int>(index);
+  out.bytes.resize(static_cast<size_t>(numel) * size);
+  const auto put = [&](int64_t i, unsigned long long bits) {
+    std::memcpy(out.bytes.data() + i * size, &bits, size);  // little endian: the low bytes
+  };
+  if (p.dist == kWsDistTopkIds && p.n1 > 0) {
+    // Row by row: each key once, the same order as the device's per-element selection.
+    std::vector<double> keys(static_cast<size_t>(p.n0));
+    std::vector<long long> row(static_cast<size_t>(p.n1));
+    for (int64_t r = 0; r < numel / p.n1; ++r) {
+      ws_topk_row(seed, ti, p.n0, p.n1, static_cast<double>(p.p0),
+                  static_cast<unsigned long long>(r), keys.data(), row.data());
+      for (int64_t j = 0; j < p.n1; ++j) {
+        const long long v = row[j];
+        put(r * p.n1 + j, dtype == kWsDtypeI64 ? static_cast<unsigned long long>(v)
+                                               : static_cast<unsigned int>(static_cast<int>(v)));
+      }
+    }
+    return out;
+  }
+  for (int64_t i = 0; i < numel; ++i) {
+    put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
+  }
+  return out;
+}
+
+Result<TensorMap> GenerateInputs(const ProblemSpec& spec, const SymbolTable& symbols,
+                                 uint64_t seed) {
+  TensorMap out;
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {
+    if (spec.tensors[i].role != TensorRole::kInput) continue;
+    WS_ASSIGN_OR_RETURN(out[spec.tensors[i].name], GenerateInput(spec, symbols, i, seed));
+  }
+  return out;
+}
+
+}  // namespace ws
