@@ -245,7 +245,10 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
   const std::string abs_job = fs::absolute(job_path).lexically_normal().string();
   spec.argv = {RunnerPath(opts), "run", abs_job};
   std::vector<std::string> read_only;
-  if (job.contains("cubin") && job["cubin"].is_string()) read_only.push_back(job["cubin"]);
+  // A library baseline's job has no cubin.
+  if (job.contains("cubin") && job["cubin"].is_string() && job["cubin"] != "") {
+    read_only.push_back(job["cubin"]);
+  }
   if (wrap) {
     // The sandbox binds the program it starts; here that is the sanitizer, so the runner and
     // the sanitizer's own folder are bound read-only by name.
@@ -310,6 +313,52 @@ struct ScratchCleanup {
     if (!keep) fs::remove_all(dir, ec);
   }
 };
+
+// A library baseline's cuBLASLt workspace (the runner allocates it, guarded like any workspace).
+constexpr int64_t kLibraryWorkspaceBytes = int64_t{32} << 20;
+
+// The runner's library call for one shape of a library baseline ("cublaslt:<op>",
+// evaluator/runner/library_baselines.h): the spec's inputs in order, then its output, checked
+// against the op: A [M,K], B [N,K], (fp8_rowwise_gemm: a_scale [M] f32, b_scale [N] f32,) D [M,N].
+Result<json> LibraryCall(const ProblemSpec& spec, const SymbolTable& symbols,
+                         const std::string& baseline) {
+  if (!KnownLibraryBaseline(baseline)) {
+    return Status::Error("unknown library baseline '{}'", baseline);
+  }
+  const std::string op = baseline.substr(baseline.find(':') + 1);
+  const bool fp8 = op == "fp8_rowwise_gemm";
+  std::vector<const TensorSpec*> args;
+  for (const auto& t : spec.tensors) {
+    if (t.role == TensorRole::kInput) args.push_back(&t);
+  }
+  for (const auto& t : spec.tensors) {
+    if (t.role == TensorRole::kOutput) args.push_back(&t);
+  }
+  const auto misfit = [&] {
+    return Status::Error("{}: its tensors do not fit {} (inputs A [M,K], B [N,K]{}, output D [M,N])",
+                         spec.name, baseline, fp8 ? ", a_scale [M] f32, b_scale [N] f32" : "");
+  };
+  if (args.size() != (fp8 ? 5u : 3u)) return misfit();
+  std::vector<std::vector<int64_t>> dims;
+  for (const TensorSpec* t : args) {
+    WS_ASSIGN_OR_RETURN(auto d, TensorDims(*t, symbols));
+    const bool scale = fp8 && (t == args[2] || t == args[3]);
+    if (d.size() != (scale ? 1u : 2u)) return misfit();
+    dims.push_back(std::move(d));
+  }
+  const DType in = fp8 ? DType::kFP8E4M3 : DType::kBF16;
+  const int64_t m = dims[0][0], k = dims[0][1], n = dims[1][0];
+  bool fits = args[0]->dtype == in && args[1]->dtype == in && args.back()->dtype == DType::kBF16 &&
+              dims[1][1] == k && dims.back() == std::vector<int64_t>{m, n};
+  if (fp8) {
+    fits = fits && args[2]->dtype == DType::kF32 && args[3]->dtype == DType::kF32 &&
+           dims[2] == std::vector<int64_t>{m} && dims[3] == std::vector<int64_t>{n};
+  }
+  if (!fits) return misfit();
+  json names = json::array();
+  for (const TensorSpec* t : args) names.push_back(t->name);
+  return json{{"op", op}, {"m", m}, {"n", n}, {"k", k}, {"tensors", names}};
+}
 
 Timing ParseTiming(const json& t) {
   Timing tm;
@@ -390,8 +439,17 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     return res;
   };
 
-  // 1. The plan.
-  auto plan = ParsePlan(req.source);
+  // 1. The plan. A library baseline ("cublaslt:<op>") has none and compiles nothing: the runner
+  // makes the call on each case's tensors, in a workspace it allocates.
+  const bool library = !req.library.empty();
+  Result<Plan> plan = ParsePlan(req.source);
+  if (library) {
+    if (!KnownLibraryBaseline(req.library)) {
+      return Status::Error("unknown library baseline '{}'", req.library);
+    }
+    plan = Plan{};
+    plan->workspace_bytes = std::to_string(kLibraryWorkspaceBytes);
+  }
   if (!plan.ok()) return reject(Verdict::kPlanError, plan.status().message());
   if (Status s = ValidatePlan(*plan, spec); !s.ok()) return reject(Verdict::kPlanError, s.message());
   for (const auto& [name, allowed] : plan->knobs) {
@@ -442,7 +500,12 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   copts.cache_dir = opts.workspace + "/cache";
   copts.timeout_s = opts.compile_timeout_s;
   copts.compile_worker = opts.compile_worker;
-  WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
+  if (library) {
+    res.compile.ok = true;
+    res.compile.hash = req.library;
+  } else {
+    WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
+  }
   if (!res.compile.sandbox_layers.empty()) {
     res.sandbox_layers = res.compile.sandbox_layers;
     res.sandbox_layers["stage"] = "compile";
@@ -543,7 +606,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     cases.push_back(std::move(pc));
   }
 
-  json cand_job = {{"cubin", fs::absolute(res.compile.cubin_path).string()},
+  json cand_job = {{"cubin", library ? "" : fs::absolute(res.compile.cubin_path).string()},
                    {"result", fs::absolute(scratch + "/candidate.result.json").string()},
                    {"cases", json::array()}};
   json ref_job = {{"cubin", fs::absolute(ref_compile.cubin_path).string()},
@@ -555,6 +618,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   for (const auto& pc : cases) {
     WS_ASSIGN_OR_RETURN(json tensors, TensorsJson(spec, pc.symbols));
     std::string prefix = fs::absolute(scratch + "/cand-" + pc.id).string();
+    json library_call = nullptr;
+    if (library) {
+      WS_ASSIGN_OR_RETURN(library_call, LibraryCall(spec, pc.symbols, req.library));
+    }
     cand_job["cases"].push_back({{"id", pc.id},
                                  {"launches", LaunchesJson(pc.plan)},
                                  {"workspace", {{"bytes", pc.plan.workspace_bytes},
@@ -564,6 +631,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                  {"poison", poison},
                                  {"timing", pc.timing},
                                  {"dump", prefix},
+                                 {"library", library_call},
                                  {"dump_inputs", false}});
     auto rp = ref_plan_for(pc);
     if (!rp.ok()) return rp.status().Context(ref_path);
@@ -578,6 +646,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                    {"poison", poison2},
                                    {"timing", nullptr},
                                    {"dump", fs::absolute(scratch + "/cand-" + id2).string()},
+                                   {"library", library_call},
                                    {"dump_inputs", false}});
       ref_job["cases"].push_back(
           {{"id", id2 + "@0"},
@@ -747,7 +816,9 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (sol_known) res.sol_fraction = std::exp(sol_log_sum / sol_known);
 
   // 7. Deep mode: the test shapes again, untimed, under each sanitizer tool.
-  if (req.deep && res.verdict != Verdict::kOk) {
+  if (req.deep && library) {
+    deep_not_run("a library baseline is not a kernel");
+  } else if (req.deep && res.verdict != Verdict::kOk) {
     deep_not_run(fmt::format("the verdict is {}", VerdictName(res.verdict)));
   } else if (req.deep) {
     std::vector<std::string> kernels;

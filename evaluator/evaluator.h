@@ -186,6 +186,8 @@ struct DeviceCeilings {
 struct EvalRequest {
   const ProblemSpec* spec = nullptr;
   std::string source;                          // the candidate .cu
+  /// A library baseline ("cublaslt:<op>", a spec's "baseline"): evaluated instead of `source`.
+  std::string library;
   std::string source_name;                     // for messages
   Arch arch = Arch::kSm90a;
   std::map<std::string, std::string> params;   // resolved parameters

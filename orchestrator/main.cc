@@ -290,7 +290,9 @@ struct EvalArgs {
 int CmdEval(const Globals& g, const EvalArgs& a) {
   auto spec = FindProblem(g, a.problem);
   if (!spec.ok()) return Fail(spec.status());
-  auto source_text = ReadFile(a.file);
+  // FILE may name a spec's library baseline ("cublaslt:bf16_gemm") instead of a .cu file.
+  const bool library = IsLibraryBaseline(a.file);
+  auto source_text = library ? Result<std::string>(std::string()) : ReadFile(a.file);
   if (!source_text.ok()) return Fail(source_text.status());
   const std::string& source = *source_text;
   auto arch = ParseArch(a.arch);
@@ -317,6 +319,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   req.spec = &*spec;
   req.source = source;
   req.source_name = a.file;
+  if (library) req.library = a.file;
   req.arch = *arch;
   req.params = *params;
   req.knobs = knobs;
@@ -340,19 +343,28 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   // The same evaluate-and-record path the campaigns use.
   RecordContext ctx;
   ctx.origin = "file:" + fs::path(a.file).lexically_normal().string();
-  auto rec = EvaluateAndRecord(**store, req, opts, ctx);
+  // A library baseline is no kernel: evaluated and shown, never stored or ranked.
+  auto rec = library ? Result<RecordedEvaluation>(RecordedEvaluation{})
+                     : EvaluateAndRecord(**store, req, opts, ctx);
   if (!rec.ok()) return Fail(rec.status());
+  if (library) {
+    auto lr = Evaluate(req, opts);
+    if (!lr.ok()) return Fail(lr.status());
+    rec->result = std::move(*lr);
+  }
   const EvalResult& r = rec->result;
-  const std::optional<int64_t> eid = rec->evaluation_id;
+  const std::optional<int64_t> eid =
+      library ? std::nullopt : std::optional<int64_t>(rec->evaluation_id);
 
   if (a.as_json) {
     json j = ResultJson(r);
-    j["evaluation_id"] = *eid;
+    j["evaluation_id"] = eid ? json(*eid) : json(nullptr);
     j["problem"] = spec->name;
     j["params"] = *params;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("evaluation {} of {} ({}, {})\n", *eid, a.file, spec->name,
+    std::cout << fmt::format("evaluation {} of {} ({}, {})\n",
+                             eid ? std::to_string(*eid) : "(not stored)", a.file, spec->name,
                              ParamsJson(*params));
     PrintResult(r, *spec);
   }
@@ -662,7 +674,10 @@ int Main(int argc, char** argv) {
   EvalArgs ea;
   auto* eval = app.add_subcommand("eval", "compile, check and time one candidate kernel");
   eval->add_option("PROBLEM", ea.problem)->required();
-  eval->add_option("FILE", ea.file, "the candidate .cu (device code + plan)")->required();
+  eval->add_option("FILE", ea.file,
+                   "the candidate .cu (device code + plan), or a library baseline such as "
+                   "cublaslt:bf16_gemm")
+      ->required();
   eval->add_option("--arch", ea.arch, "sm_90a or sm_100a")->capture_default_str();
   eval->add_flag("--compile-only", ea.compile_only, "compile and validate the plan; run nothing");
   eval->add_option("--set", ea.sets, "problem parameter NAME=VALUE")->take_all();
