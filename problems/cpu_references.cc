@@ -7,8 +7,12 @@
 #include <fmt/ranges.h>
 
 #include "problems/mxfp8_dequantize/reference.h"
+#include "problems/moe_permute_quantize/reference.h"
+#include "problems/moe_unpermute_combine/reference.h"
 #include "problems/mxfp8_quantize_rowwise/reference.h"
 #include "problems/problems.h"
+#include "problems/router_topk_sigmoid_grouped/reference.h"
+#include "problems/router_topk_softmax/reference.h"
 
 namespace ws {
 namespace {
@@ -84,6 +88,10 @@ struct Entry {
 constexpr Entry kReferences[] = {
     {"mxfp8_quantize_rowwise", &Mxfp8QuantizeRowwise},
     {"mxfp8_dequantize", &Mxfp8Dequantize},
+    {"router_topk_softmax", &router::RouterTopkSoftmaxReference},
+    {"router_topk_sigmoid_grouped", &router::RouterTopkSigmoidGroupedReference},
+    {"moe_permute_quantize", &moe::MoePermuteQuantizeReference},
+    {"moe_unpermute_combine", &moe::MoeUnpermuteCombineReference},
 };
 
 }  // namespace
