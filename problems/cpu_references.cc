@@ -7,6 +7,10 @@
 #include <fmt/ranges.h>
 
 #include "problems/mxfp8_dequantize/reference.h"
+#include "problems/mxfp8_quantize_colwise/reference.h"
+#include "problems/mxfp8_quantize_dual/reference.h"
+#include "problems/mxfp8_quantize_expert_weights/reference.h"
+#include "problems/mxfp8_scales_to_blocked/reference.h"
 #include "problems/moe_permute_quantize/reference.h"
 #include "problems/moe_unpermute_combine/reference.h"
 #include "problems/mxfp8_quantize_rowwise/reference.h"
@@ -92,6 +96,10 @@ constexpr Entry kReferences[] = {
     {"router_topk_sigmoid_grouped", &router::RouterTopkSigmoidGroupedReference},
     {"moe_permute_quantize", &moe::MoePermuteQuantizeReference},
     {"moe_unpermute_combine", &moe::MoeUnpermuteCombineReference},
+    {"mxfp8_quantize_colwise", &mxfp8::QuantizeColwiseReference},
+    {"mxfp8_quantize_dual", &mxfp8::QuantizeDualReference},
+    {"mxfp8_quantize_expert_weights", &mxfp8::QuantizeExpertWeightsReference},
+    {"mxfp8_scales_to_blocked", &mxfp8::ScalesToBlockedReference},
 };
 
 }  // namespace
