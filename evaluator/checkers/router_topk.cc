@@ -8,8 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "problems/router_topk_sigmoid_grouped/reference.h"
-#include "problems/router_topk_softmax/reference.h"
+#include "problems/router_topk_sigmoid_grouped/reference.h"  // GroupScores, GroupedConfig
 
 namespace ws {
 namespace {
@@ -213,8 +212,8 @@ std::string CheckRouterTopk(const ProblemSpec& spec, const SymbolTable& symbols,
     const float* l = logits.data() + row * e;
     if (grouped) {
       for (int64_t i = 0; i < e; ++i) {
-        m.score[i] = router::BiasedScore(l[i], bias[i]);
-        m.weight[i] = router::Sigmoid(static_cast<double>(l[i]));
+        m.weight[i] = 1.0 / (1.0 + std::exp(-static_cast<double>(l[i])));
+        m.score[i] = m.weight[i] + static_cast<double>(bias[i]);
       }
       router::GroupScores(m.score.data(), cfg, m.group_score.data());
     } else {
@@ -222,7 +221,7 @@ std::string CheckRouterTopk(const ProblemSpec& spec, const SymbolTable& symbols,
       for (int64_t i = 1; i < e; ++i) mx = std::max(mx, static_cast<double>(l[i]));
       double sum = 0;
       for (int64_t i = 0; i < e; ++i) {
-        m.weight[i] = router::Exp(static_cast<double>(l[i]) - mx);
+        m.weight[i] = std::exp(static_cast<double>(l[i]) - mx);
         sum += m.weight[i];
       }
       for (int64_t i = 0; i < e; ++i) m.score[i] = m.weight[i] / sum;

@@ -210,5 +210,38 @@ TEST_F(RouterCheckerTest, GroupedNearTieOfGroups) {
   EXPECT_NE(Check(), "");
 }
 
+// The CPU reference on inputs generated as the runner generates them (problems/init.h), at every
+// test and hidden shape and parameter setting: the checker accepts it, and rejects it with one
+// count moved.
+TEST_F(RouterCheckerTest, ReferenceOnGeneratedInputsPassesEveryShape) {
+  for (const char* name : {"router_topk_softmax", "router_topk_sigmoid_grouped"}) {
+    Load(name);
+    std::vector<std::map<std::string, std::string>> settings = {{}};
+    if (spec_.FindParam("weights"))
+      settings = {{{"weights", "renormalize"}}, {{"weights", "softmax"}}};
+    for (const auto* shapes : {&spec_.test_shapes, &spec_.hidden_shapes}) {
+      for (const Shape& shape : *shapes) {
+        for (const auto& setting : settings) {
+          params_ = setting;
+          symbols_ = BindSymbols(spec_, shape, params_);
+          auto inputs = GenerateInputs(spec_, symbols_, 0x5EED0000u + shape.symbols.at("T"));
+          ASSERT_TRUE(inputs.ok()) << inputs.status().message();
+          inputs_ = *inputs;
+          Reference();
+          const std::string where = std::string(name) + " " + ShapeText(spec_, shape);
+          EXPECT_EQ(Check(), "") << where;
+          std::vector<int32_t> counts = Values<int32_t>(got_["counts"]);
+          --counts[Values<int32_t>(got_["idx"])[0]];
+          ++counts[(Values<int32_t>(got_["idx"])[0] + 1) % counts.size()];
+          SetCounts(counts);
+          if (counts.size() > 1) {
+            EXPECT_NE(Check(), "") << where;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ws

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <map>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "problems/problems.h"
 
 namespace ws::moe {
 namespace {
@@ -145,6 +150,81 @@ TEST(GatherQuantizeTest, RowsAreQuantizedCopiesAndPaddingIsZero) {
     EXPECT_EQ(q[32], 0x80);  // -0 kept
     EXPECT_EQ(scales[1], 0);
   }
+}
+
+template <typename T>
+std::vector<T> Values(const HostTensor& t) {
+  std::vector<T> v(t.bytes.size() / sizeof(T));
+  if (!v.empty())
+    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+  return v;
+}
+
+// The registered reference on inputs generated as the runner does, at every test and hidden
+// shape: the layout rules hold, the padding is zero, and the skewed routing leaves groups empty.
+TEST(MoePermuteQuantizeSpecTest, GeneratedInputsEveryShape) {
+  auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/moe_permute_quantize/spec.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  int64_t empty_groups = 0;
+  int tested = 0;
+  for (const auto* shapes : {&spec->test_shapes, &spec->hidden_shapes}) {
+    for (const Shape& shape : *shapes) {
+      const std::map<std::string, std::string> params;
+      const SymbolTable sym = BindSymbols(*spec, shape, params);
+      const int64_t t = sym.at("T"), h = sym.at("H"), e = sym.at("E"), k = sym.at("K"),
+                    a = sym.at("A");
+      const int64_t mp = PaddedRowsBound(t, k, e, a);
+      if (mp * h > (int64_t{1} << 21))
+        continue;  // generating inputs on the host is slow; the small shapes cover the rules
+      ++tested;
+      auto in = GenerateInputs(*spec, sym, 77 + t);
+      ASSERT_TRUE(in.ok()) << in.status().message();
+      auto out = RunCpuReference(*spec, sym, params, *in);
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      const std::string where = ShapeText(*spec, shape);
+      const auto idx = Values<int32_t>(in->at("idx"));
+      const auto offsets = Values<int32_t>(out->at("offsets"));
+      const auto slot_row = Values<int32_t>(out->at("slot_row"));
+      const auto row_slot = Values<int32_t>(out->at("row_slot"));
+      const auto x = Values<uint16_t>(in->at("x"));
+      const std::vector<uint8_t>& q = out->at("q").bytes;
+      const std::vector<uint8_t>& scales = out->at("scales").bytes;
+      ASSERT_EQ(static_cast<int64_t>(row_slot.size()), mp) << where;
+      int32_t start = 0;
+      for (int64_t x_id = 0; x_id < e; ++x_id) {
+        EXPECT_EQ((offsets[x_id] - start) % a, 0) << where;
+        EXPECT_GE(offsets[x_id], start) << where;
+        empty_groups += offsets[x_id] == start;
+        start = offsets[x_id];
+      }
+      EXPECT_LE(start, mp) << where;
+      int64_t used = 0;
+      for (int64_t r = 0; r < mp; ++r) {
+        if (row_slot[r] < 0) {
+          for (int64_t c = 0; c < h; ++c) ASSERT_EQ(q[r * h + c], 0) << where << " row " << r;
+          for (int64_t b = 0; b < h / 32; ++b) ASSERT_EQ(scales[r * (h / 32) + b], 0) << where;
+          continue;
+        }
+        ++used;
+        EXPECT_LT(r, start) << where;
+        EXPECT_EQ(slot_row[row_slot[r]], r) << where;
+      }
+      EXPECT_EQ(used, t * k) << where;
+      // One row's data: the token's row quantized alone.
+      const int64_t s0 = t * k - 1, r0 = slot_row[s0];
+      std::vector<uint8_t> q_row(h), s_row(h / 32);
+      mxfp8::QuantizeRowwise(x.data() + (s0 / k) * h, 1, h, mxfp8::Rounding::kRceil, q_row.data(),
+                             s_row.data());
+      EXPECT_TRUE(std::equal(q_row.begin(), q_row.end(), q.begin() + r0 * h)) << where;
+      EXPECT_TRUE(std::equal(s_row.begin(), s_row.end(), scales.begin() + r0 * (h / 32))) << where;
+      // The row's group is its expert's.
+      const int32_t ex = idx[s0];
+      EXPECT_LT(r0, offsets[ex]) << where;
+      EXPECT_GE(r0, ex == 0 ? 0 : offsets[ex - 1]) << where;
+    }
+  }
+  EXPECT_GT(empty_groups, 0);
+  EXPECT_GE(tested, 5);
 }
 
 }  // namespace
