@@ -37,6 +37,10 @@ namespace {
 // (a device copy, a library GEMM) sit a little under the hardware's, so a small margin is honest.
 constexpr double kSuspiciousFraction = 1.15;
 
+// `problems verify` compares the host's input generation with the device's up to this many
+// input elements per shape (the host takes ~100 ns an element).
+constexpr int64_t kHostRegenerateElems = int64_t{1} << 24;
+
 // Bench shapes whose speed-of-light time is under this are timed as CUDA-graph replays.
 constexpr double kGraphBelowUs = 20;
 
@@ -280,20 +284,25 @@ std::string DumpPath(const std::string& prefix, const std::string& tag, const st
   return fmt::format("{}.{}.{}.bin", prefix, tag, tensor);
 }
 
-// Compares every output of one run of the candidate with the reference's run on the same inputs.
+// Compares every output of one run of the candidate with the reference's run on the same inputs
+// (generated from `seed`), each by its tolerance (check.cc).
 Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
+                                   const std::map<std::string, std::string>& params, uint64_t seed,
                                    const std::string& got_prefix, const std::string& got_tag,
                                    const std::string& want_prefix) {
+  TensorMap got, want;
   for (const auto& t : spec.tensors) {
     if (t.role != TensorRole::kOutput) continue;
     WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols));
-    auto got = ReadFile(DumpPath(got_prefix, got_tag, t.name));
-    if (!got.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
-    WS_ASSIGN_OR_RETURN(std::string want, ReadFile(DumpPath(want_prefix, "check", t.name)));
-    std::string diff = CompareExact(t.name, dims, DTypeSize(t.dtype), *got, want);
-    if (!diff.empty()) return diff;
+    auto g = ReadFile(DumpPath(got_prefix, got_tag, t.name));
+    if (!g.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
+    WS_ASSIGN_OR_RETURN(std::string w, ReadFile(DumpPath(want_prefix, "check", t.name)));
+    got[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(g->begin(), g->end())};
+    want[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(w.begin(), w.end())};
   }
-  return std::string();
+  // Custom checkers see the inputs: regenerated on the host, bit for bit the device's.
+  return CheckOutputs(spec, symbols, params, got, want,
+                      [&]() { return GenerateInputs(spec, symbols, seed); });
 }
 
 // A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept.
@@ -757,7 +766,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         runs.emplace_back("last", pc.last_set);
       }
       for (const auto& [tag, set] : runs) {
-        auto diff = CompareOutputs(spec, pc.symbols, cand_prefix, tag,
+        auto diff = CompareOutputs(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
                                    fmt::format("{}/ref-{}@{}", scratch, pc.id, set));
         if (!diff.ok()) return diff.status();
         if (!diff->empty()) {
@@ -782,7 +791,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
           break;
         }
         if (runner_findings_clean(it2->second, what)) {
-          auto diff = CompareOutputs(spec, pc.symbols, scratch + "/cand-" + id2, "check",
+          auto diff = CompareOutputs(spec, pc.symbols, req.params, *pc.second_seed,
+                                     scratch + "/cand-" + id2, "check",
                                      fmt::format("{}/ref-{}@0", scratch, id2));
           if (!diff.ok()) return diff.status();
           if (!diff->empty()) {
@@ -966,15 +976,17 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
               {"result", fs::absolute(scratch + "/reference.result.json").string()},
               {"cases", json::array()}};
   std::vector<SymbolTable> symbols;
+  std::vector<uint64_t> seeds;
   for (size_t i = 0; i < shapes.size(); ++i) {
     symbols.push_back(BindSymbols(spec, shapes[i], params));
+    seeds.push_back(SecureRandom64());
     WS_ASSIGN_OR_RETURN(ResolvedPlan rp, ResolvePlan(ref.plan, spec, symbols.back(), {}, device.limits));
     WS_ASSIGN_OR_RETURN(json tensors, TensorsJson(spec, symbols.back()));
     job["cases"].push_back({{"id", fmt::format("case-{}", i)},
                             {"launches", LaunchesJson(rp)},
                             {"workspace", {{"bytes", rp.workspace_bytes}, {"zero", rp.workspace_zero}}},
                             {"tensors", tensors},
-                            {"input_seeds", {SecureRandom64()}},
+                            {"input_seeds", {seeds.back()}},
                             {"poison", static_cast<int>(SecureRandom64() % 256)},
                             {"timing", nullptr},
                             {"dump", fs::absolute(fmt::format("{}/case-{}", scratch, i)).string()},
@@ -1000,17 +1012,40 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
       WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols[i]));
       inputs[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(bytes.begin(), bytes.end())};
     }
-    WS_ASSIGN_OR_RETURN(TensorMap want, RunCpuReference(spec, symbols[i], params, inputs));
-    for (const auto& [name, tensor] : want) {
-      const TensorSpec* ts = spec.FindTensor(name);
-      WS_ASSIGN_OR_RETURN(std::string got, ReadFile(DumpPath(prefix, "check", name)));
-      std::string diff = CompareExact(
-          name, tensor.dims, DTypeSize(ts->dtype), got,
-          std::string_view(reinterpret_cast<const char*>(tensor.bytes.data()), tensor.bytes.size()));
-      if (!diff.empty()) {
-        return Status::Error("the GPU reference disagrees with the CPU reference at shape {}: {}",
-                             ShapeText(spec, shapes[i]), diff);
+    // The host's input generation (what custom checkers see) must be the device's, bit for bit;
+    // checked where the host regenerates quickly.
+    int64_t input_elems = 0;
+    for (const auto& [name, t] : inputs) input_elems += t.numel();
+    if (input_elems <= kHostRegenerateElems) {
+      WS_ASSIGN_OR_RETURN(TensorMap host, GenerateInputs(spec, symbols[i], seeds[i]));
+      for (const auto& [name, t] : inputs) {
+        const HostTensor& h = host.at(name);
+        std::string diff = CompareExact(
+            name, t.dims, DTypeSize(t.dtype),
+            std::string_view(reinterpret_cast<const char*>(h.bytes.data()), h.bytes.size()),
+            std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+        if (!diff.empty()) {
+          return Status::Error(
+              "input generation on the host (problems/init.h) differs from the device's at shape "
+              "{} (host got, device expected): {}",
+              ShapeText(spec, shapes[i]), diff);
+        }
       }
+    }
+    WS_ASSIGN_OR_RETURN(TensorMap want, RunCpuReference(spec, symbols[i], params, inputs));
+    TensorMap got;
+    for (const auto& [name, tensor] : want) {
+      WS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(DumpPath(prefix, "check", name)));
+      got[name] = HostTensor{tensor.dtype, tensor.dims,
+                             std::vector<uint8_t>(bytes.begin(), bytes.end())};
+    }
+    // The same tolerance a candidate gets, the GPU reference in the candidate's place.
+    WS_ASSIGN_OR_RETURN(std::string diff,
+                        CheckOutputs(spec, symbols[i], params, got, want,
+                                     [&]() -> Result<TensorMap> { return inputs; }));
+    if (!diff.empty()) {
+      return Status::Error("the GPU reference disagrees with the CPU reference at shape {}: {}",
+                           ShapeText(spec, shapes[i]), diff);
     }
   }
   return shapes;

@@ -1,12 +1,15 @@
 // Helpers shared by the evaluator's sources; not part of its public header.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
 #include "base/files.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"
+#include "problems/problems.h"
 
 namespace ws {
 
@@ -14,9 +17,75 @@ namespace ws {
 ResourceReport ParsePtxasLog(const std::string& log);
 std::vector<std::string> DefaultIncludeDirs();
 
-/// One output's comparison: exact bytes. Returns "" when equal, else the first mismatches
-/// described with their coordinates ("q[3, 17]: got 0x7e, expected 0x7f; ...").
+// ---- The checker (check.cc) ---------------------------------------------------------------------
+// Each Compare* returns "" on a pass, else what failed, where (coordinates) and by how much, for
+// the first `max_reports` failures plus a count (and the worst one where it is not among them).
+
+/// Exact bytes: "q[3, 17]: got 0x7e, expected 0x7f; ... (2 of 96 elements differ)".
 std::string CompareExact(const std::string& tensor, const std::vector<int64_t>& dims, int elem_size,
                          std::string_view got, std::string_view want, int max_reports = 5);
+
+/// bf16/f16/f32 within `max_ulp` ulps (+0 == -0; NaN only against NaN; infinities exactly).
+std::string CompareUlp(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
+                       std::string_view got, std::string_view want, int64_t max_ulp,
+                       int max_reports = 5);
+
+/// bf16/f16/f32: |got - want| <= atol + rtol * |want|; NaN and infinities as for ulp.
+std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
+                         std::string_view got, std::string_view want, double rtol, double atol,
+                         int max_reports = 5);
+
+/// The gemm tolerance (relative Frobenius error, per-element bound for a fraction, worst element
+/// against rms(want)); a non-finite result fails unless the reference has the same one there.
+std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
+                        std::string_view got, std::string_view want, const Tolerance& tol,
+                        int max_reports = 5);
+
+/// An mx_data output (fp8, `dims` [..., L], blocks of 32 along L) with its e8m0 scales
+/// [..., ceil(L/32)]: scales equal, or off by one in at most tol.scale_mismatch_fraction of blocks
+/// (at least one block when that is above 0); the data dequantized within tol.max_ulp fp8 ulps at
+/// the larger of the two scales; NaN only against NaN.
+std::string CompareMx(const std::string& data, const std::string& scales,
+                      const std::vector<int64_t>& dims, DType dtype, std::string_view got_data,
+                      std::string_view want_data, std::string_view got_scales,
+                      std::string_view want_scales, const Tolerance& tol, int max_reports = 5);
+
+/// What a custom checker sees: the case, the tolerance's options, the output whose entry named
+/// it (a checker named by several outputs is called once per case), the case's inputs
+/// regenerated on the host (GenerateInputs), and every output of the reference and candidate.
+struct CustomCheck {
+  const ProblemSpec& spec;
+  const SymbolTable& symbols;
+  const std::map<std::string, std::string>& params;
+  const std::map<std::string, double>& options;
+  const std::string& output;
+  const TensorMap& inputs;
+  const TensorMap& want;
+  const TensorMap& got;
+};
+
+/// Returns "" on a pass, else what failed, where and by how much.
+using CustomChecker = std::string (*)(const CustomCheck&);
+
+/// The checker registered as `name` in check.cc's table; nullptr if none.
+const CustomChecker* FindCustomChecker(std::string_view name);
+std::vector<std::string> CustomCheckerNames();
+
+/// Registers a checker for the lifetime of the object (tests).
+class ScopedCustomChecker {
+ public:
+  ScopedCustomChecker(const char* name, CustomChecker fn);
+  ~ScopedCustomChecker();
+  ScopedCustomChecker(const ScopedCustomChecker&) = delete;
+  ScopedCustomChecker& operator=(const ScopedCustomChecker&) = delete;
+};
+
+/// Checks every output of one case by its tolerance. Returns "" when all pass, else the first
+/// failure; an error for what is not the candidate's fault (a missing reference output, an
+/// unregistered checker). `inputs` is called (once) only when a custom checker needs the inputs.
+Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
+                                 const std::map<std::string, std::string>& params,
+                                 const TensorMap& got, const TensorMap& want,
+                                 const std::function<Result<TensorMap>()>& inputs);
 
 }  // namespace ws
