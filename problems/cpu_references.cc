@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "problems/mxfp8_dequantize/reference.h"
+#include "problems/swiglu_quantize_fwd/reference.h"
 #include "problems/rmsnorm_quantize/reference.h"
 #include "problems/mxfp8_quantize_colwise/reference.h"
 #include "problems/mxfp8_quantize_dual/reference.h"
@@ -102,6 +103,7 @@ constexpr Entry kReferences[] = {
     {"mxfp8_quantize_expert_weights", &mxfp8::QuantizeExpertWeightsReference},
     {"mxfp8_scales_to_blocked", &mxfp8::ScalesToBlockedReference},
     {"rmsnorm_quantize", &mxfp8::RmsNormQuantizeReference},
+    {"swiglu_quantize_fwd", &mxfp8::SwigluQuantizeFwdReference},
 };
 
 }  // namespace
