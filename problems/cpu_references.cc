@@ -6,6 +6,14 @@
 
 #include <fmt/ranges.h>
 
+#include "problems/bf16_gemm/reference.h"
+#include "problems/fp8_rowwise_gemm/reference.h"
+#include "problems/bf16_grouped_gemm/reference.h"
+#include "problems/mxfp8_grouped_gemm_fwd/reference.h"
+#include "problems/mxfp8_grouped_gemm_dgrad/reference.h"
+#include "problems/mxfp8_grouped_gemm_wgrad/reference.h"
+#include "problems/fp8_blockwise_grouped_gemm/reference.h"
+#include "problems/moe_decode_fused/reference.h"
 #include "problems/mxfp8_dequantize/reference.h"
 #include "problems/swiglu_quantize_fwd/reference.h"
 #include "problems/rmsnorm_quantize/reference.h"
@@ -92,6 +100,14 @@ struct Entry {
 };
 
 constexpr Entry kReferences[] = {
+    {"bf16_gemm", &gemm::Bf16GemmReference},
+    {"fp8_rowwise_gemm", &gemm::Fp8RowwiseGemmReference},
+    {"bf16_grouped_gemm", &gemm::Bf16GroupedGemmReference},
+    {"mxfp8_grouped_gemm_fwd", &gemm::MxGroupedGemmFwdReference},
+    {"mxfp8_grouped_gemm_dgrad", &gemm::MxGroupedGemmDgradReference},
+    {"mxfp8_grouped_gemm_wgrad", &gemm::MxGroupedGemmWgradReference},
+    {"fp8_blockwise_grouped_gemm", &gemm::Fp8BlockwiseGroupedGemmReference},
+    {"moe_decode_fused", &gemm::MoeDecodeFusedReference},
     {"mxfp8_quantize_rowwise", &Mxfp8QuantizeRowwise},
     {"mxfp8_dequantize", &Mxfp8Dequantize},
     {"router_topk_softmax", &router::RouterTopkSoftmaxReference},
