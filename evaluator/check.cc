@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluator/checkers/router_topk.h"
 #include "evaluator/internal.h"
 
 namespace ws {
@@ -21,7 +22,10 @@ struct NamedChecker {
   CustomChecker fn;
 };
 const NamedChecker kCustomCheckers[] = {
-    {nullptr, nullptr},  // (keeps the array non-empty)
+    {"router_topk",
+     [](const CustomCheck& c) {
+       return CheckRouterTopk(c.spec, c.symbols, c.params, c.options, c.inputs, c.got);
+     }},
 };
 
 // Registered by tests only (ScopedCustomChecker).
@@ -438,7 +442,7 @@ std::string CompareMx(const std::string& data, const std::string& scales,
 
 const CustomChecker* FindCustomChecker(std::string_view name) {
   for (const NamedChecker& c : kCustomCheckers) {
-    if (c.name != nullptr && name == c.name) return &c.fn;
+    if (name == c.name) return &c.fn;
   }
   for (const NamedChecker& c : TestCheckers()) {
     if (name == c.name) return &c.fn;
@@ -448,9 +452,7 @@ const CustomChecker* FindCustomChecker(std::string_view name) {
 
 std::vector<std::string> CustomCheckerNames() {
   std::vector<std::string> out;
-  for (const NamedChecker& c : kCustomCheckers) {
-    if (c.name != nullptr) out.emplace_back(c.name);
-  }
+  for (const NamedChecker& c : kCustomCheckers) out.emplace_back(c.name);
   return out;
 }
 
