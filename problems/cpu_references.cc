@@ -15,6 +15,7 @@
 #include "problems/fp8_blockwise_grouped_gemm/reference.h"
 #include "problems/moe_decode_fused/reference.h"
 #include "problems/mxfp8_dequantize/reference.h"
+#include "problems/swiglu_quantize_bwd/reference.h"
 #include "problems/swiglu_quantize_fwd/reference.h"
 #include "problems/rmsnorm_quantize/reference.h"
 #include "problems/mxfp8_quantize_colwise/reference.h"
@@ -120,6 +121,7 @@ constexpr Entry kReferences[] = {
     {"mxfp8_scales_to_blocked", &mxfp8::ScalesToBlockedReference},
     {"rmsnorm_quantize", &mxfp8::RmsNormQuantizeReference},
     {"swiglu_quantize_fwd", &mxfp8::SwigluQuantizeFwdReference},
+    {"swiglu_quantize_bwd", &mxfp8::SwigluQuantizeBwdReference},
 };
 
 }  // namespace
