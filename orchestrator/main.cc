@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "base/files.h"
 #include "evaluator/evaluator.h"
+#include "evaluator/lint.h"
 #include "orchestrator/campaign.h"
 #include "orchestrator/doctor.h"
 #include "orchestrator/store.h"
@@ -170,6 +172,40 @@ int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
   std::cout << fmt::format("\n  reference: {}/{}\n  baseline:  {}/{}\n", p->dir, p->gpu_reference,
                            p->dir, p->baseline);
   return kExitOk;
+}
+
+// Lints the named problems (all by default); exit 1 on any finding. Each spec loads on its own,
+// so one that does not load is a finding, not the end of the lint.
+int CmdProblemLint(const Globals& g, const std::vector<std::string>& names) {
+  const std::string dir = g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir;
+  std::vector<std::string> chosen = names;
+  if (chosen.empty()) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.is_directory() && fs::exists(e.path() / "spec.json")) {
+        chosen.push_back(e.path().filename().string());
+      }
+    }
+    if (ec) return Fail(Status::Error("{}: cannot list: {}", dir, ec.message()));
+    std::sort(chosen.begin(), chosen.end());
+  }
+  int findings = 0, bad = 0;
+  for (const auto& name : chosen) {
+    std::vector<std::string> f;
+    auto spec = LoadProblem(fmt::format("{}/{}/spec.json", dir, name));
+    if (spec.ok()) {
+      f = LintProblem(*spec);
+    } else {
+      f.push_back("does not load: " + spec.status().message());
+    }
+    for (const auto& what : f) std::cout << fmt::format("{}: {}\n", name, what);
+    findings += static_cast<int>(f.size());
+    bad += !f.empty();
+  }
+  std::cout << fmt::format("{} problems linted: {}\n", chosen.size(),
+                           findings == 0 ? std::string("no findings")
+                                         : fmt::format("{} findings in {} problems", findings, bad));
+  return findings == 0 ? kExitOk : kExitRejected;
 }
 
 int CmdProblemVerify(const Globals& g, const std::string& name,
@@ -667,6 +703,11 @@ int Main(int argc, char** argv) {
   verify->add_option("NAME", verify_name)->required();
   verify->add_option("--set", verify_sets, "problem parameter NAME=VALUE");
   verify->callback([&] { rc = CmdProblemVerify(g, verify_name, verify_sets); });
+  std::vector<std::string> lint_names;
+  auto* lint = problems->add_subcommand(
+      "lint", "reject degenerate problems: spec checks and a CPU-reference run on two seeds");
+  lint->add_option("NAME", lint_names, "problems to lint (default: all)");
+  lint->callback([&] { rc = CmdProblemLint(g, lint_names); });
   problems->callback([&] {
     if (problems->get_subcommands().empty()) rc = CmdProblems(g, as_json);
   });
