@@ -1,14 +1,19 @@
 #include "problems/bf16_gemm/reference.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <string>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "problems/bf16_gemm/gemm_common.h"
+#include "problems/problems.h"
 
 namespace ws::gemm {
 namespace {
@@ -126,6 +131,87 @@ TEST(Bf16GemmTest, MatchesALongDoubleModel) {
         s += static_cast<long double>(Bf16ToDouble(a[i * k + x])) * Bf16ToDouble(b[j * k + x]);
       }
       EXPECT_EQ(d[i * n + j], DoubleToBf16(static_cast<double>(s))) << i << "," << j;
+    }
+  }
+}
+
+// ---- Every GEMM problem's registered reference on inputs generated as the runner does -----------
+
+// Runs the registered reference at every test and hidden shape in every parameter value: it must
+// succeed within a second, give finite, non-zero outputs, and the routed problems' inputs must
+// exercise empty and very uneven groups.
+TEST(GemmProblemsTest, ReferencesRunOnGeneratedInputsAtEveryTestAndHiddenShape) {
+  const char* kProblems[] = {"bf16_gemm",
+                             "fp8_rowwise_gemm",
+                             "bf16_grouped_gemm",
+                             "mxfp8_grouped_gemm_fwd",
+                             "mxfp8_grouped_gemm_dgrad",
+                             "mxfp8_grouped_gemm_wgrad",
+                             "fp8_blockwise_grouped_gemm",
+                             "moe_decode_fused"};
+  for (const char* name : kProblems) {
+    auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/" + name + "/spec.json");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    std::vector<std::map<std::string, std::string>> settings = {{}};
+    if (const ParamSpec* p = spec->FindParam("form")) {
+      settings.clear();
+      for (const auto& v : p->values) settings.push_back({{"form", v}});
+    }
+    bool saw_empty = false, saw_uneven = false;
+    for (const auto& params : settings) {
+      for (const auto* list : {&spec->test_shapes, &spec->hidden_shapes}) {
+        for (const Shape& shape : *list) {
+          const std::string where = std::string(name) + " " + ShapeText(*spec, shape);
+          const SymbolTable sym = BindSymbols(*spec, shape, params);
+          auto in = GenerateInputs(*spec, sym, 1234);
+          ASSERT_TRUE(in.ok()) << where << ": " << in.status().message();
+          const auto t0 = std::chrono::steady_clock::now();
+          auto out = RunCpuReference(*spec, sym, params, *in);
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          ASSERT_TRUE(out.ok()) << where << ": " << out.status().message();
+          EXPECT_LT(s, 1.0) << where;
+          // Weight gradients have one block per group: exactly the empty groups' blocks are 0.
+          const bool per_group = std::string(name) == "mxfp8_grouped_gemm_wgrad" ||
+                                 (params.count("form") && params.at("form") == "wgrad");
+          for (const auto& [oname, t] : *out) {
+            const int64_t groups = per_group ? in->at("offs").numel() : 1;
+            const int64_t block = t.numel() / groups;
+            for (int64_t g = 0; g < groups; ++g) {
+              int64_t nonzero = 0;
+              for (int64_t i = g * block; i < (g + 1) * block; ++i) {
+                const double v = t.dtype == DType::kF32 ? LoadF32(t.bytes, i)
+                                                        : Bf16ToDouble(LoadU16(t.bytes, i));
+                ASSERT_TRUE(std::isfinite(v)) << where << " " << oname << "[" << i << "]";
+                nonzero += v != 0;
+              }
+              const int64_t rows = per_group ? LoadI32(in->at("offs").bytes, g) -
+                                                   (g ? LoadI32(in->at("offs").bytes, g - 1) : 0)
+                                             : 1;
+              if (rows == 0) {
+                EXPECT_EQ(nonzero, 0) << where << " " << oname << " group " << g;
+              } else {
+                EXPECT_GT(nonzero, block / 2) << where << " " << oname << " group " << g;
+              }
+            }
+          }
+          if (in->count("offs")) {
+            const HostTensor& offs = in->at("offs");
+            int64_t prev = 0, smallest = INT64_MAX, largest = 0;
+            for (int64_t g = 0; g < offs.numel(); ++g) {
+              const int64_t size = LoadI32(offs.bytes, g) - prev;
+              prev += size;
+              saw_empty |= size == 0;
+              if (size > 0) smallest = std::min(smallest, size), largest = std::max(largest, size);
+            }
+            saw_uneven |= largest >= 4 * smallest && smallest != INT64_MAX;
+          }
+        }
+      }
+    }
+    if (spec->FindTensor("offs")) {
+      EXPECT_TRUE(saw_empty) << name << ": no test or hidden shape has an empty group";
+      EXPECT_TRUE(saw_uneven) << name << ": no test or hidden shape has groups 4x apart";
     }
   }
 }

@@ -33,7 +33,8 @@ TEST(Fp8BlockwiseGroupedGemmTest, WeightScaleRowsFollowN) {
   const std::vector<float> as = {1.0f}, bs = {100.0f, 100.0f, 2.0f, 0.5f};
   std::vector<uint16_t> c(256);
   ASSERT_TRUE(
-      Fp8BlockwiseGroupedGemm(a.data(), as.data(), b.data(), bs.data(), {0, 1}, 1, 256, 128, c.data())
+      Fp8BlockwiseGroupedGemm(a.data(), as.data(), b.data(), bs.data(), {0, 1}, 1, 256, 128,
+                              c.data())
           .ok());
   EXPECT_EQ(c[0], DoubleToBf16(256));
   EXPECT_EQ(c[127], DoubleToBf16(256));

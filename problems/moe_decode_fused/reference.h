@@ -1,6 +1,7 @@
 // CPU reference for moe_decode_fused: a small batch of tokens through their top-k experts'
 // SwiGLU MLPs, weighted and summed. For token t and its j-th routed expert e = topk_ids[t,j]:
-//   g = w13[e, 0:I, :] . x[t],  u = w13[e, I:2I, :] . x[t],  h = silu(g) * u  (silu(g) = g/(1+e^-g))
+//   g = w13[e, 0:I, :] . x[t],  u = w13[e, I:2I, :] . x[t],  h = silu(g) * u,
+//   silu(g) = g / (1 + e^-g)
 //   y[t] += topk_weights[t,j] * (w2[e] . h)
 // All in double from the bf16/f32 inputs, no intermediate rounding; y rounded once to bf16.
 #pragma once

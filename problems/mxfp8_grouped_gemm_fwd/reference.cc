@@ -43,10 +43,9 @@ Status MxGroupedGemmFwdReference(const ProblemSpec& spec, const SymbolTable& sym
   std::vector<int32_t> offs(e);
   for (int64_t g = 0; g < e; ++g) offs[g] = LoadI32(In(inputs, "offs").bytes, g);
   std::vector<uint16_t> c(m * n);
-  WS_RETURN_IF_ERROR(MxGroupedGemmFwd(In(inputs, "a").bytes.data(),
-                                      In(inputs, "a_scales").bytes.data(),
-                                      In(inputs, "b").bytes.data(),
-                                      In(inputs, "b_scales").bytes.data(), offs, m, n, k, c.data()));
+  WS_RETURN_IF_ERROR(MxGroupedGemmFwd(
+      In(inputs, "a").bytes.data(), In(inputs, "a_scales").bytes.data(),
+      In(inputs, "b").bytes.data(), In(inputs, "b_scales").bytes.data(), offs, m, n, k, c.data()));
   for (int64_t i = 0; i < m * n; ++i) StoreU16(Out(outputs, "c").bytes, i, c[i]);
   return Status::Ok();
 }
