@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "evaluator/cost.h"
 #include "evaluator/evaluator.h"
 #include "evaluator/internal.h"
 #include "evaluator/sanitizer.h"
@@ -110,14 +111,7 @@ Result<Cost> ShapeCost(const ProblemSpec& spec, const SymbolTable& symbols,
     WS_ASSIGN_OR_RETURN(int64_t f, EvalExpr(expr, symbols));
     c.flops[cls] = static_cast<double>(f);
   }
-  if (ceilings && ceilings->copy_bytes_per_s > 0) {
-    double t = c.bytes / ceilings->copy_bytes_per_s;
-    for (const auto& [cls, f] : c.flops) {
-      double rate = cls == "fp8" ? ceilings->fp8_flops_per_s : ceilings->bf16_flops_per_s;
-      if (rate > 0) t = std::max(t, f / rate);
-    }
-    c.sol_us = t * 1e6;
-  }
+  if (ceilings) c.sol_us = SpeedOfLightUs(c.bytes, c.flops, *ceilings);
   return c;
 }
 

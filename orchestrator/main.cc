@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "evaluator/cost.h"
 #include "evaluator/evaluator.h"
 #include "evaluator/lint.h"
 #include "orchestrator/campaign.h"
@@ -139,10 +140,139 @@ int CmdProblems(const Globals& g, bool as_json) {
   return kExitOk;
 }
 
+std::string InitText(const InitSpec& in) {
+  if (in.dist == "uniform") return fmt::format("uniform [{}, {})", in.lo, in.hi);
+  if (in.dist == "mx_blocks") return "mx_blocks";
+  if (in.dist == "normal_outliers") {
+    return fmt::format("normal_outliers (mean {}, stddev {}; {} of elements x {})", in.mean,
+                       in.stddev, in.outlier_fraction, in.outlier_scale);
+  }
+  if (in.dist == "topk_ids") {
+    return fmt::format("topk_ids (experts {}, k {}, skew {})", in.experts, in.k, in.skew);
+  }
+  if (in.dist == "group_offsets") {
+    return fmt::format("group_offsets (total {}, align {}, skew {}, empty {})", in.total, in.align,
+                       in.skew, in.empty);
+  }
+  return fmt::format("normal (mean {}, stddev {})", in.mean, in.stddev);
+}
+
+std::string ToleranceText(const Tolerance& t) {
+  switch (t.kind) {
+    case ToleranceKind::kExact: return "exact";
+    case ToleranceKind::kUlp: return fmt::format("within {} ulp", t.max_ulp);
+    case ToleranceKind::kClose: return fmt::format("close (rtol {}, atol {})", t.rtol, t.atol);
+    case ToleranceKind::kGemm:
+      return fmt::format("gemm (rel_frobenius {}, elem_rtol {}, elem_rms {}, elem_fraction {}, "
+                         "worst_rms {})",
+                         t.rel_frobenius, t.elem_rtol, t.elem_rms, t.elem_fraction, t.worst_rms);
+    case ToleranceKind::kMxData:
+      return fmt::format("mx_data with scales {} (max_ulp {}, scale_mismatch_fraction {})",
+                         t.partner, t.max_ulp, t.scale_mismatch_fraction);
+    case ToleranceKind::kMxScales: return fmt::format("mx_scales of {}", t.partner);
+    case ToleranceKind::kCustom: return fmt::format("custom checker {}", t.checker);
+  }
+  return "?";
+}
+
+// The store's latest `device probe` figures, if the workspace has any; else why not.
+std::optional<DeviceCeilings> StoredCeilings(const Globals& g, std::string* why) {
+  const std::string db = g.workspace + "/warpsmith.db";
+  if (!fs::exists(db)) {
+    *why = fmt::format("no store at {}", db);
+    return std::nullopt;
+  }
+  auto store = Store::Open(db);
+  if (!store.ok()) {
+    *why = store.status().message();
+    return std::nullopt;
+  }
+  auto latest = (*store)->LatestCeilings();
+  if (!latest.ok() || !latest->has_value()) {
+    *why = latest.ok() ? fmt::format("no device probe stored in {}", db)
+                       : latest.status().message();
+    return std::nullopt;
+  }
+  const CeilingsRecord& r = **latest;
+  return DeviceCeilings{r.gpu, r.copy_bytes_per_s, r.bf16_flops_per_s, r.fp8_flops_per_s,
+                        r.measured_at};
+}
+
+std::string Si(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (std::fabs(v) >= 1000 && i < 5) {
+    v /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.3g} {}{}", v, prefixes[i], unit);
+}
+
 int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
   auto p = FindProblem(g, name);
   if (!p.ok()) return Fail(p.status());
   json j = SpecJson(*p, true);
+  for (size_t i = 0; i < p->tensors.size(); ++i) {
+    const TensorSpec& t = p->tensors[i];
+    if (t.role == TensorRole::kInput) {
+      j["tensors"][i]["init"] = InitText(t.init);
+    } else if (auto it = p->tolerance.find(t.name); it != p->tolerance.end()) {
+      j["tensors"][i]["tolerance"] = ToleranceText(it->second);
+    }
+  }
+  // Per bench shape: bytes, FLOPs and, with a stored device probe, the speed-of-light time.
+  std::string why_none;
+  const std::optional<DeviceCeilings> ceil = StoredCeilings(g, &why_none);
+  const auto params = *ResolveParams(*p, {});
+  json bench_cost = json::array();
+  std::vector<std::string> rows;
+  for (const auto& s : p->bench_shapes) {
+    const SymbolTable sym = BindSymbols(*p, s, params);
+    auto bytes = EvalExpr(p->cost_bytes, sym);
+    if (!bytes.ok()) return Fail(bytes.status());
+    std::map<std::string, double> flops;
+    std::string flops_text;
+    for (const auto& [cls, e] : p->cost_flops) {
+      auto f = EvalExpr(e, sym);
+      if (!f.ok()) return Fail(f.status());
+      flops[cls] = static_cast<double>(*f);
+      flops_text += fmt::format("{}{} {}", flops_text.empty() ? "" : ", ", cls, Si(*f, "FLOP"));
+    }
+    json c = {{"shape", ShapeJson(s)}, {"bytes", *bytes}, {"flops", flops}};
+    std::string sol_text = "-";
+    if (ceil) {
+      std::string bound;
+      const double sol = SpeedOfLightUs(static_cast<double>(*bytes), flops, *ceil, &bound);
+      c["sol_us"] = sol;
+      c["bound"] = bound;
+      sol_text = fmt::format("{:.2f} us ({})", sol, bound);
+    }
+    bench_cost.push_back(c);
+    rows.push_back(fmt::format("    {:<24} {:>10} {:<24} {:<22} {}", ShapeText(*p, s),
+                               Si(static_cast<double>(*bytes), "B"), flops_text, sol_text,
+                               s.source));
+  }
+  j["bench_cost"] = bench_cost;
+  std::string sol_note;
+  if (ceil) {
+    j["ceilings"] = {{"gpu", ceil->gpu},
+                     {"copy_bytes_per_s", ceil->copy_bytes_per_s},
+                     {"bf16_flops_per_s", ceil->bf16_flops_per_s},
+                     {"fp8_flops_per_s", ceil->fp8_flops_per_s},
+                     {"measured_at", ceil->measured_at}};
+    sol_note = fmt::format(
+        "speed of light on {} (device probe of {}: copy {:.3f} TB/s, bf16 {:.0f} TFLOP/s, fp8 "
+        "{:.0f} TFLOP/s)",
+        ceil->gpu, ceil->measured_at, ceil->copy_bytes_per_s / 1e12,
+        ceil->bf16_flops_per_s / 1e12, ceil->fp8_flops_per_s / 1e12);
+  } else {
+    // The code keeps no datasheet figures: without a probe there is no honest bound to show.
+    j["ceilings"] = nullptr;
+    sol_note = fmt::format(
+        "no speed of light: {}; run `warpsmith device probe` on the GPU machine (no built-in "
+        "GPU figures exist), so bytes and FLOPs only", why_none);
+    j["ceilings_note"] = sol_note;
+  }
   if (as_json) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
@@ -156,21 +286,28 @@ int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
   for (const auto& t : p->tensors) {
     std::string dims;
     for (const auto& d : t.shape) dims += (dims.empty() ? "" : ", ") + d;
-    std::cout << fmt::format("  {:<6} {:<8} {:<9} [{}]\n",
+    std::string extra;
+    if (t.role == TensorRole::kInput) {
+      extra = InitText(t.init);
+    } else if (auto it = p->tolerance.find(t.name); it != p->tolerance.end()) {
+      extra = "tolerance: " + ToleranceText(it->second);
+    }
+    std::cout << fmt::format("  {:<6} {:<8} {:<9} [{}]  {}\n",
                              t.role == TensorRole::kInput ? "input" : "output", t.name,
-                             DTypeName(t.dtype), dims);
+                             DTypeName(t.dtype), dims, extra);
   }
   std::cout << fmt::format("\n  bytes moved: {}\n", p->cost_bytes);
   for (const auto& [cls, f] : p->cost_flops) std::cout << fmt::format("  {} FLOPs: {}\n", cls, f);
   std::cout << "\n  test shapes:\n";
   for (const auto& s : p->test_shapes) std::cout << "    " << ShapeText(*p, s) << "\n";
-  std::cout << "  bench shapes:\n";
-  for (const auto& s : p->bench_shapes) {
-    std::cout << fmt::format("    {:<22} {}\n", ShapeText(*p, s), s.source);
-  }
+  std::cout << fmt::format("  bench shapes ({}):\n", sol_note);
+  std::cout << fmt::format("    {:<24} {:>10} {:<24} {:<22} {}\n", "shape", "bytes", "FLOPs",
+                           "speed of light", "source");
+  for (const auto& r : rows) std::cout << r << "\n";
   std::cout << fmt::format("  hidden shapes: {} (not shown)\n", p->hidden_shapes.size());
-  std::cout << fmt::format("\n  reference: {}/{}\n  baseline:  {}/{}\n", p->dir, p->gpu_reference,
-                           p->dir, p->baseline);
+  std::cout << fmt::format("\n  reference: {}/{}\n  baseline:  {}\n", p->dir, p->gpu_reference,
+                           IsLibraryBaseline(p->baseline) ? p->baseline
+                                                          : p->dir + "/" + p->baseline);
   return kExitOk;
 }
 

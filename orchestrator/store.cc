@@ -596,6 +596,18 @@ Result<std::optional<CeilingsRecord>> Store::GetCeilings(const std::string& gpu)
   return std::optional<CeilingsRecord>(std::move(c));
 }
 
+Result<std::optional<CeilingsRecord>> Store::LatestCeilings() {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "SELECT gpu FROM ceilings ORDER BY measured_at DESC, rowid DESC "
+                            "LIMIT 1",
+                            "getting the latest ceilings"));
+  WS_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row)
+    return std::optional<CeilingsRecord>();
+  return GetCeilings(s.Text(0));
+}
+
 Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& problem) {
   // Rank within each (problem, params, gpu) by time, the earliest winning ties; keep rank 1.
   std::string sql = fmt::format(

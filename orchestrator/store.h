@@ -174,6 +174,8 @@ class Store {
 
   Status PutCeilings(const CeilingsRecord& c);
   Result<std::optional<CeilingsRecord>> GetCeilings(const std::string& gpu);
+  /// The most recently measured ceilings of any GPU (`problems show` on a machine without one).
+  Result<std::optional<CeilingsRecord>> LatestCeilings();
 
   /// The fastest ok evaluation per (problem, params, gpu), fastest first within a problem.
   /// `problem` empty means all problems.

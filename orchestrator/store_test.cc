@@ -284,6 +284,7 @@ TEST_F(StoreTest, CeilingsUpsert) {
   Result<std::optional<CeilingsRecord>> none = store->GetCeilings("H200");
   ASSERT_TRUE(none.ok()) << none.status().message();
   EXPECT_FALSE(none->has_value());
+  EXPECT_FALSE(store->LatestCeilings()->has_value());
 
   CeilingsRecord c{"H200", 4e12, 9e14, 1.8e15, ""};
   ASSERT_TRUE(store->PutCeilings(c).ok());
@@ -303,6 +304,15 @@ TEST_F(StoreTest, CeilingsUpsert) {
   EXPECT_DOUBLE_EQ(got->fp8_flops_per_s, 1.9e15);
   EXPECT_EQ(got->measured_at, "2030-01-01T00:00:00.000Z");
   EXPECT_FALSE(store->GetCeilings("B200")->has_value());
+
+  // The latest measurement of any GPU.
+  ASSERT_TRUE(store->PutCeilings({"B200", 7e12, 2e15, 4e15, "2029-06-01T00:00:00.000Z"}).ok());
+  auto latest = store->LatestCeilings();
+  ASSERT_TRUE(latest.ok()) << latest.status().message();
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ((*latest)->gpu, "H200");  // 2030 is later than 2029
+  ASSERT_TRUE(store->PutCeilings({"B200", 7e12, 2e15, 4e15, "2031-06-01T00:00:00.000Z"}).ok());
+  EXPECT_EQ((*store->LatestCeilings())->gpu, "B200");
 }
 
 TEST_F(StoreTest, CommitSurvivesKillNine) {

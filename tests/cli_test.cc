@@ -78,6 +78,42 @@ TEST_F(CliTest, ListsAndShowsProblemsWithoutHiddenShapes) {
   EXPECT_NE(unknown.err.find("no problem named 'nope'"), std::string::npos) << unknown.err;
 }
 
+// `problems show` gives bytes and FLOPs per bench shape, and says when no device probe is stored
+// for speed-of-light times; `problems lint` exits 1 on a finding and names the problem.
+TEST_F(CliTest, ShowWithoutProbeAndLintFindings) {
+  CliRun show = Warpsmith({"problems", "show", "mxfp8_quantize_rowwise", "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  auto j = nlohmann::json::parse(show.out);
+  EXPECT_TRUE(j["ceilings"].is_null());
+  EXPECT_NE(j["ceilings_note"].get<std::string>().find("warpsmith device probe"), std::string::npos);
+  ASSERT_EQ(j["bench_cost"].size(), 4u);
+  EXPECT_EQ(j["bench_cost"][0]["bytes"].get<int64_t>(), 131072LL * 7168 * 2 + 131072LL * 7168 +
+                                                            131072LL * 7168 / 32);
+  EXPECT_FALSE(j["bench_cost"][0].contains("sol_us"));
+  CliRun text = Warpsmith({"problems", "show", "mxfp8_quantize_rowwise"});
+  EXPECT_NE(text.out.find("no speed of light"), std::string::npos) << text.out;
+
+  // A copy of a model problem without hidden shapes.
+  const fs::path root = dir_ / "problems";
+  fs::create_directories(root);
+  fs::copy(fs::path(WS_SOURCE_DIR) / "problems" / "mxfp8_quantize_rowwise",
+           root / "mxfp8_quantize_rowwise", fs::copy_options::recursive);
+  std::ifstream in(root / "mxfp8_quantize_rowwise" / "spec.json");
+  auto spec = nlohmann::json::parse(in);
+  spec["shapes"].erase("hidden");
+  std::ofstream(root / "mxfp8_quantize_rowwise" / "spec.json") << spec.dump(2);
+  SandboxSpec run;
+  run.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", (dir_ / "ws").string(),
+              "--problems-dir", root.string(), "problems", "lint"};
+  auto r = RunSandboxed(run);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 1) << r->stdout_data << r->stderr_data;
+  EXPECT_NE(r->stdout_data.find("mxfp8_quantize_rowwise: no hidden shapes"), std::string::npos)
+      << r->stdout_data;
+  EXPECT_NE(r->stdout_data.find("1 problems linted: 1 findings in 1 problems"), std::string::npos)
+      << r->stdout_data;
+}
+
 // Every kernel the project ships (GPU references, baselines, starting kernels, the hand-tuned set)
 // compiles for both architectures in every parameter setting, and its plan resolves for every
 // shape.
