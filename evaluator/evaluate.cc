@@ -489,6 +489,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   for (size_t i = 0; i < shapes.size(); ++i) {
     SymbolTable sym = BindSymbols(spec, *shapes[i].second, req.params);
     auto rp = ResolvePlan(*plan, spec, sym, res.knobs, default_limits);
+    if (rp.ok() && library) {
+      // The op must fit the problem's tensors at every shape.
+      if (auto call = LibraryCall(spec, sym, req.library); !call.ok()) rp = call.status();
+    }
     if (!rp.ok()) {
       return reject(Verdict::kPlanError, fmt::format("{}: {}", shape_label(shapes[i].first,
                                                                            *shapes[i].second, i),
