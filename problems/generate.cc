@@ -1,6 +1,8 @@
 // Input generation on the host: the runner's device code (problems/init.h) run as plain C++, so a
 // checker, a test or `problems lint` sees exactly the inputs a case ran on.
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -111,24 +113,39 @@ Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& sym
   const auto put = [&](int64_t i, unsigned long long bits) {
     std::memcpy(out.bytes.data() + i * size, &bits, size);  // little endian: the low bytes
   };
+  // Elements are independent: large tensors are split over the host's cores.
+  const auto parallel = [](int64_t n, int64_t grain, const auto& body) {
+    const int64_t threads = std::clamp<int64_t>(
+        n / grain, 1, std::max(1u, std::thread::hardware_concurrency()));
+    if (threads == 1) return body(0, n);
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < threads; ++t) {
+      pool.emplace_back(body, n * t / threads, n * (t + 1) / threads);
+    }
+    for (auto& th : pool) th.join();
+  };
   if (p.dist == kWsDistTopkIds && p.n1 > 0) {
     // Row by row: each key once, the same order as the device's per-element selection.
-    std::vector<double> keys(static_cast<size_t>(p.n0));
-    std::vector<long long> row(static_cast<size_t>(p.n1));
-    for (int64_t r = 0; r < numel / p.n1; ++r) {
-      ws_topk_row(seed, ti, p.n0, p.n1, static_cast<double>(p.p0),
-                  static_cast<unsigned long long>(r), keys.data(), row.data());
-      for (int64_t j = 0; j < p.n1; ++j) {
-        const long long v = row[j];
-        put(r * p.n1 + j, dtype == kWsDtypeI64 ? static_cast<unsigned long long>(v)
-                                               : static_cast<unsigned int>(static_cast<int>(v)));
+    parallel(numel / p.n1, 64, [&](int64_t r0, int64_t r1) {
+      std::vector<double> keys(static_cast<size_t>(p.n0));
+      std::vector<long long> row(static_cast<size_t>(p.n1));
+      for (int64_t r = r0; r < r1; ++r) {
+        ws_topk_row(seed, ti, p.n0, p.n1, static_cast<double>(p.p0),
+                    static_cast<unsigned long long>(r), keys.data(), row.data());
+        for (int64_t j = 0; j < p.n1; ++j) {
+          const long long v = row[j];
+          put(r * p.n1 + j, dtype == kWsDtypeI64 ? static_cast<unsigned long long>(v)
+                                                 : static_cast<unsigned int>(static_cast<int>(v)));
+        }
       }
-    }
+    });
     return out;
   }
-  for (int64_t i = 0; i < numel; ++i) {
-    put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
-  }
+  parallel(numel, 1 << 16, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
+    }
+  });
   return out;
 }
 

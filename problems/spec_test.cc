@@ -507,6 +507,23 @@ TEST_F(SpecTest, GenerateInputIsTheRunnersFormula) {
   std::memcpy(&last, offs.bytes.data() + 4 * 7, 4);
   EXPECT_EQ(last, 37 * 32);
 
+  // A shape large enough to be split over threads: still the per-element formula everywhere.
+  const SymbolTable big = BindSymbols(*r, Shape{{{"M", 1100}, {"K", 256}}, ""}, {});
+  const auto big_inputs = GenerateInputs(*r, big, 99);
+  ASSERT_TRUE(big_inputs.ok()) << big_inputs.status().message();
+  const HostTensor& bx = big_inputs->at("x");
+  for (int64_t i = 0; i < bx.numel(); ++i) {
+    uint16_t got;
+    std::memcpy(&got, bx.bytes.data() + 2 * i, 2);
+    ASSERT_EQ(got, ws_init_element_p(kWsDtypeBF16, px, 99, 0, i)) << i;
+  }
+  const HostTensor& bids = big_inputs->at("ids");
+  for (int64_t i = 0; i < bids.numel(); ++i) {
+    uint32_t got;
+    std::memcpy(&got, bids.bytes.data() + 4 * i, 4);
+    ASSERT_EQ(got, ws_init_element_p(kWsDtypeI32, pi, 99, 3, i)) << i;
+  }
+
   // Another seed, other inputs; asking for an output fails.
   EXPECT_NE(GenerateInputs(*r, sym, 1235)->at("x").bytes, x.bytes);
   EXPECT_FALSE(GenerateInput(*r, sym, 1, 1).ok());
