@@ -107,6 +107,7 @@ extern "C" __global__ void router_topk_sigmoid_grouped_warp_per_row(
       }
     }
     warp_argmax(best, best_id);
+    __syncwarp();  // every lane's scan of sc is done before the owner marks the choice
     if (best_id % 32 == lane)
       sc[best_id] = -__int_as_float(0x7F800000);  // taken
     __syncwarp();

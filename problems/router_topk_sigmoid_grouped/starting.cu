@@ -114,6 +114,7 @@ __device__ __forceinline__ void route_row(const float* __restrict__ logits,
       }
     }
     warp_argmax(best, best_id);
+    __syncwarp();  // every lane's scan of sc is done before the owner marks the choice
     if (best_id % 32 == lane)
       sc[best_id] = -__int_as_float(0x7F800000);  // taken
     __syncwarp();
