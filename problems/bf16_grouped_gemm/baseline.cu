@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [16], "BN": [16], "BK": [16], "TM": [1], "TN": [1] },
+{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
   "launch": [ { "kernel": "sm90_bf16_grouped_gemm_baseline",
                 "grid": ["ceil_div((form == 0) * N + (form != 0) * K, BN)",
                          "ceil_div((form == 2) * N + (form != 2) * M, BM)",
@@ -7,9 +7,10 @@
                 "block": ["(BM / TM) * (BN / TN)"], "smem": "0",
                 "args": ["a", "b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
-// Baseline for bf16_grouped_gemm: the textbook shared-memory tiled GEMM a competent CUDA user
-// writes first: 16x16 output tiles, one output per thread, 16-deep shared-memory slabs, fp32
-// accumulation. Correct, not tuned: no register blocking, no tensor cores, scalar loads.
+// Baseline for bf16_grouped_gemm: the shared-memory tiled fp32 GEMM a competent CUDA user writes
+// first: 64x64 output tiles, 4x4 outputs per thread in registers, 16-deep shared-memory slabs,
+// CUDA-core fmaf, fp32 accumulation. Correct, not tuned: no tensor cores, scalar loads, no
+// pipelining.
 #include <cuda_bf16.h>
 
 #ifndef WS_FORM
@@ -30,19 +31,19 @@
 #endif
 
 #ifndef BM
-#define BM 16
+#define BM 64
 #endif
 #ifndef BN
-#define BN 16
+#define BN 64
 #endif
 #ifndef BK
 #define BK 16
 #endif
 #ifndef TM
-#define TM 1
+#define TM 4
 #endif
 #ifndef TN
-#define TN 1
+#define TN 4
 #endif
 
 namespace {

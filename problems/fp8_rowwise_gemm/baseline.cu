@@ -1,31 +1,32 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [16], "BN": [16], "BK": [16], "TM": [1], "TN": [1] },
+{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
   "launch": [ { "kernel": "sm90_fp8_rowwise_gemm_baseline",
                 "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)"],
                 "block": ["(BM / TM) * (BN / TN)"], "smem": "0",
                 "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
 */
-// Baseline for fp8_rowwise_gemm: the textbook shared-memory tiled GEMM a competent CUDA user writes
-// first: 16x16 output tiles, one output per thread, 16-deep shared-memory slabs, fp32 accumulation.
-// Correct, not tuned: no register blocking, no tensor cores, scalar loads.
+// Baseline for fp8_rowwise_gemm: the shared-memory tiled fp32 GEMM a competent CUDA user writes
+// first: 64x64 output tiles, 4x4 outputs per thread in registers, 16-deep shared-memory slabs,
+// CUDA-core fmaf, fp32 accumulation. Correct, not tuned: no tensor cores, scalar loads, no
+// pipelining.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #ifndef BM
-#define BM 16
+#define BM 64
 #endif
 #ifndef BN
-#define BN 16
+#define BN 64
 #endif
 #ifndef BK
 #define BK 16
 #endif
 #ifndef TM
-#define TM 1
+#define TM 4
 #endif
 #ifndef TN
-#define TN 1
+#define TN 4
 #endif
 
 namespace {
