@@ -49,7 +49,8 @@ std::string Coords(int64_t index, const std::vector<int64_t>& dims) {
 std::string Hex(std::string_view bytes) {
   std::string s = "0x";
   // Little-endian element: print the most significant byte first.
-  for (size_t i = bytes.size(); i-- > 0;) s += fmt::format("{:02x}", static_cast<uint8_t>(bytes[i]));
+  for (size_t i = bytes.size(); i-- > 0;)
+    s += fmt::format("{:02x}", static_cast<uint8_t>(bytes[i]));
   return s;
 }
 
@@ -99,14 +100,17 @@ FloatElem DecodeFloat(DType t, const uint8_t* p) {
       f.value = F16Value(h);
       f.nan = mag > 0x7C00u;
       f.inf = mag == 0x7C00u;
-      if (f.inf) f.value = sign ? -HUGE_VAL : HUGE_VAL;
+      if (f.inf)
+        f.value = sign ? -HUGE_VAL : HUGE_VAL;
     }
   }
   f.ordered = sign ? -static_cast<int64_t>(mag) : static_cast<int64_t>(mag);
   return f;
 }
 
-std::string Num(double v) { return fmt::format("{:.9g}", v); }
+std::string Num(double v) {
+  return fmt::format("{:.9g}", v);
+}
 
 std::string Elem(const FloatElem& f, int size) {
   return fmt::format("{} ({})", Num(f.value),
@@ -116,18 +120,23 @@ std::string Elem(const FloatElem& f, int size) {
 // NaN only against NaN; an infinity only against the same infinity. Sets *ok when the pair is
 // decided by this rule (a non-finite side), with *why when it fails.
 bool NonFiniteDecides(const FloatElem& g, const FloatElem& w, bool* ok, std::string* why) {
-  if (!g.nan && !w.nan && !g.inf && !w.inf) return false;
+  if (!g.nan && !w.nan && !g.inf && !w.inf)
+    return false;
   if (g.nan || w.nan) {
     *ok = g.nan && w.nan;
-    if (!*ok) *why = g.nan ? "NaN where the reference is not" : "not NaN where the reference is";
+    if (!*ok)
+      *why = g.nan ? "NaN where the reference is not" : "not NaN where the reference is";
   } else {
     *ok = g.inf && w.inf && g.ordered == w.ordered;
-    if (!*ok) *why = "infinities must match exactly";
+    if (!*ok)
+      *why = "infinities must match exactly";
   }
   return true;
 }
 
-bool IsFloat(DType t) { return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32; }
+bool IsFloat(DType t) {
+  return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32;
+}
 
 // Per-element float comparison shared by ulp and close: `bad` says whether a finite pair fails
 // and fills its "by how much" text and a badness for picking the worst.
@@ -159,10 +168,12 @@ std::string CompareFloats(const std::string& tensor, const std::vector<int64_t>&
     } else if (!ok) {
       badness = HUGE_VAL;
     }
-    if (ok) continue;
-    const std::string text = fmt::format("{}[{}]: got {}, expected {}: {}", tensor,
-                                         Coords(i, dims), Elem(g, size), Elem(w, size), why);
-    if (failures < max_reports) msg += (msg.empty() ? "" : "; ") + text;
+    if (ok)
+      continue;
+    const std::string text = fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
+                                         Elem(g, size), Elem(w, size), why);
+    if (failures < max_reports)
+      msg += (msg.empty() ? "" : "; ") + text;
     if (badness > worst) {
       worst = badness;
       worst_at = i;
@@ -170,9 +181,11 @@ std::string CompareFloats(const std::string& tensor, const std::vector<int64_t>&
     }
     ++failures;
   }
-  if (failures == 0) return "";
+  if (failures == 0)
+    return "";
   std::string out = fmt::format("{} ({} of {} elements outside {})", msg, failures, n, rule);
-  if (failures > max_reports && worst_at >= 0) out += "; worst: " + worst_text;
+  if (failures > max_reports && worst_at >= 0)
+    out += "; worst: " + worst_text;
   return out;
 }
 
@@ -210,7 +223,8 @@ double Fp8Value(uint8_t c, const Fp8Format& f) {
 double Fp8Ulp(double a, const Fp8Format& f) {
   const int min_exp = 1 - f.bias;
   int e = a > 0 ? std::ilogb(a) : min_exp;
-  if (e < min_exp) e = min_exp;
+  if (e < min_exp)
+    e = min_exp;
   return std::ldexp(1.0, e - f.man_bits);
 }
 
@@ -221,14 +235,16 @@ std::string CompareExact(const std::string& tensor, const std::vector<int64_t>& 
   if (got.size() != want.size()) {
     return fmt::format("{}: {} bytes written back, {} expected", tensor, got.size(), want.size());
   }
-  if (got == want) return "";
+  if (got == want)
+    return "";
   std::string msg;
   int64_t mismatches = 0;
   const int64_t n = static_cast<int64_t>(got.size()) / elem_size;
   for (int64_t i = 0; i < n; ++i) {
     std::string_view g = got.substr(i * elem_size, elem_size);
     std::string_view w = want.substr(i * elem_size, elem_size);
-    if (g == w) continue;
+    if (g == w)
+      continue;
     if (mismatches < max_reports) {
       msg += fmt::format("{}{}[{}]: got {}, expected {}", msg.empty() ? "" : "; ", tensor,
                          Coords(i, dims), Hex(g), Hex(w));
@@ -245,7 +261,8 @@ std::string CompareUlp(const std::string& tensor, const std::vector<int64_t>& di
       tensor, dims, dtype, got, want, max_reports, fmt::format("{} ulp", max_ulp),
       [&](const FloatElem& g, const FloatElem& w, std::string* why, double* badness) {
         const int64_t d = g.ordered > w.ordered ? g.ordered - w.ordered : w.ordered - g.ordered;
-        if (d <= max_ulp) return false;
+        if (d <= max_ulp)
+          return false;
         *why = fmt::format("{} ulps apart (max {})", d, max_ulp);
         *badness = static_cast<double>(d);
         return true;
@@ -261,7 +278,8 @@ std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& 
       [&](const FloatElem& g, const FloatElem& w, std::string* why, double* badness) {
         const double diff = std::fabs(g.value - w.value);
         const double bound = atol + rtol * std::fabs(w.value);
-        if (diff <= bound) return false;
+        if (diff <= bound)
+          return false;
         *why = fmt::format("|diff| {} > {}", Num(diff), Num(bound));
         *badness = bound > 0 ? diff / bound : HUGE_VAL;
         return true;
@@ -271,20 +289,24 @@ std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& 
 std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                         std::string_view got, std::string_view want, const Tolerance& tol,
                         int max_reports) {
-  if (!IsFloat(dtype)) return fmt::format("{}: a gemm tolerance on a {} tensor", tensor, DTypeName(dtype));
+  if (!IsFloat(dtype))
+    return fmt::format("{}: a gemm tolerance on a {} tensor", tensor, DTypeName(dtype));
   if (got.size() != want.size()) {
     return fmt::format("{}: {} bytes written back, {} expected", tensor, got.size(), want.size());
   }
   const int size = DTypeSize(dtype);
   const int64_t n = static_cast<int64_t>(got.size()) / size;
-  if (n == 0) return "";
+  if (n == 0)
+    return "";
   std::vector<double> g(n), w(n);
   std::vector<bool> skip(n, false);
   double diff2 = 0, want2 = 0;
   int64_t counted = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const FloatElem ge = DecodeFloat(dtype, reinterpret_cast<const uint8_t*>(got.data()) + i * size);
-    const FloatElem we = DecodeFloat(dtype, reinterpret_cast<const uint8_t*>(want.data()) + i * size);
+    const FloatElem ge =
+        DecodeFloat(dtype, reinterpret_cast<const uint8_t*>(got.data()) + i * size);
+    const FloatElem we =
+        DecodeFloat(dtype, reinterpret_cast<const uint8_t*>(want.data()) + i * size);
     bool ok = true;
     std::string why;
     if (NonFiniteDecides(ge, we, &ok, &why)) {
@@ -309,13 +331,15 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
   std::string first;
   int reported = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (skip[i]) continue;
+    if (skip[i])
+      continue;
     const double d = std::fabs(g[i] - w[i]);
     if (d > worst) {
       worst = d;
       worst_at = i;
     }
-    if (d <= tol.elem_rtol * std::fabs(w[i]) + tol.elem_rms * rms) continue;
+    if (d <= tol.elem_rtol * std::fabs(w[i]) + tol.elem_rms * rms)
+      continue;
     ++outside;
     if (reported++ < max_reports) {
       first += fmt::format("{}{}[{}]: got {}, expected {} (|diff| {})", first.empty() ? "" : "; ",
@@ -363,7 +387,8 @@ std::string CompareMx(const std::string& data, const std::string& scales,
   }
   const int64_t last = dims.empty() ? 0 : dims.back();
   const int64_t n = static_cast<int64_t>(want_data.size());
-  if (n == 0 || last == 0) return "";
+  if (n == 0 || last == 0)
+    return "";
   const int64_t rows = n / last, per_row = (last + 31) / 32;
   if (static_cast<int64_t>(want_scales.size()) != rows * per_row) {
     return fmt::format("{}: {} scales for {} rows of {} blocks", scales, want_scales.size(), rows,
@@ -379,9 +404,9 @@ std::string CompareMx(const std::string& data, const std::string& scales,
     for (int64_t b = 0; b < per_row; ++b) {
       const int64_t si = r * per_row + b;
       const int sg = u8(got_scales, si), sw = u8(want_scales, si);
-      const std::string where = fmt::format("{}[{}] (elements {}..{} of {})", scales,
-                                            Coords(si, sdims), b * 32,
-                                            std::min(last, b * 32 + 32) - 1, data);
+      const std::string where =
+          fmt::format("{}[{}] (elements {}..{} of {})", scales, Coords(si, sdims), b * 32,
+                      std::min(last, b * 32 + 32) - 1, data);
       if (sg != sw) {
         if (sg == 0xFF || sw == 0xFF || std::abs(sg - sw) > 1) {
           if (bad++ < max_reports) {
@@ -394,7 +419,8 @@ std::string CompareMx(const std::string& data, const std::string& scales,
           first_off = fmt::format("{}: got 0x{:02x}, expected 0x{:02x}", where, sg, sw);
         }
       }
-      if (sg == 0xFF) continue;  // both NaN scales: every element is NaN
+      if (sg == 0xFF)
+        continue;  // both NaN scales: every element is NaN
       // The data, dequantized, on the grid of the larger scale.
       const int big = std::max(sg, sw);
       for (int64_t j = b * 32; j < std::min(last, b * 32 + 32); ++j) {
@@ -406,7 +432,8 @@ std::string CompareMx(const std::string& data, const std::string& scales,
         std::string why;
         if (std::isnan(vg) || std::isnan(vw)) {
           ok = std::isnan(vg) && std::isnan(vw);
-          why = std::isnan(vg) ? "NaN where the reference is not" : "not NaN where the reference is";
+          why =
+              std::isnan(vg) ? "NaN where the reference is not" : "not NaN where the reference is";
         } else if (std::isinf(vg) || std::isinf(vw)) {
           ok = vg == vw;
           why = "infinities must match exactly";
@@ -416,10 +443,12 @@ std::string CompareMx(const std::string& data, const std::string& scales,
           ok = d <= static_cast<double>(tol.max_ulp);
           why = fmt::format("{} ulps apart at scale 0x{:02x} (max {})", Num(d), big, tol.max_ulp);
         }
-        if (ok) continue;
+        if (ok)
+          continue;
         if (bad++ < max_reports) {
           msg += fmt::format(
-              "{}{}[{}]: got 0x{:02x} * 2^({} - 127) = {}, expected 0x{:02x} * 2^({} - 127) = {}: {}",
+              "{}{}[{}]: got 0x{:02x} * 2^({} - 127) = {}, expected 0x{:02x} * 2^({} - 127) = {}: "
+              "{}",
               msg.empty() ? "" : "; ", data, Coords(i, dims), cg, sg,
               Num(std::ldexp(Fp8Value(cg, fmt8), sg - 127)), cw, sw,
               Num(std::ldexp(Fp8Value(cw, fmt8), sw - 127)), why);
@@ -427,25 +456,30 @@ std::string CompareMx(const std::string& data, const std::string& scales,
       }
     }
   }
-  if (bad > 0) return fmt::format("{} ({} mismatches)", msg, bad);
+  if (bad > 0)
+    return fmt::format("{} ({} mismatches)", msg, bad);
   const int64_t blocks = rows * per_row;
   // A fraction above zero always tolerates one block: tiny test shapes would otherwise allow none.
-  const double allowed = tol.scale_mismatch_fraction > 0
-                             ? std::max(1.0, tol.scale_mismatch_fraction * static_cast<double>(blocks))
-                             : 0.0;
+  const double allowed =
+      tol.scale_mismatch_fraction > 0
+          ? std::max(1.0, tol.scale_mismatch_fraction * static_cast<double>(blocks))
+          : 0.0;
   if (static_cast<double>(off_by_one) > allowed) {
-    return fmt::format("{}: {} of {} block scales differ by one, more than the allowed {:.4g}; first: {}",
-                       scales, off_by_one, blocks, allowed, first_off);
+    return fmt::format(
+        "{}: {} of {} block scales differ by one, more than the allowed {:.4g}; first: {}", scales,
+        off_by_one, blocks, allowed, first_off);
   }
   return "";
 }
 
 const CustomChecker* FindCustomChecker(std::string_view name) {
   for (const NamedChecker& c : kCustomCheckers) {
-    if (name == c.name) return &c.fn;
+    if (name == c.name)
+      return &c.fn;
   }
   for (const NamedChecker& c : TestCheckers()) {
-    if (name == c.name) return &c.fn;
+    if (name == c.name)
+      return &c.fn;
   }
   return nullptr;
 }
@@ -460,7 +494,9 @@ ScopedCustomChecker::ScopedCustomChecker(const char* name, CustomChecker fn) {
   TestCheckers().push_back({name, fn});
 }
 
-ScopedCustomChecker::~ScopedCustomChecker() { TestCheckers().pop_back(); }
+ScopedCustomChecker::~ScopedCustomChecker() {
+  TestCheckers().pop_back();
+}
 
 namespace {
 
@@ -477,16 +513,19 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
   std::set<std::string> customs_run;
   std::optional<TensorMap> in;
   for (const TensorSpec& t : spec.tensors) {
-    if (t.role != TensorRole::kOutput) continue;
+    if (t.role != TensorRole::kOutput)
+      continue;
     const auto tol_it = spec.tolerance.find(t.name);
     if (tol_it == spec.tolerance.end()) {
       return Status::Error("{}: output '{}' has no tolerance", spec.name, t.name);
     }
     const Tolerance& tol = tol_it->second;
     const auto g = got.find(t.name);
-    if (g == got.end()) return fmt::format("output '{}' was not written back", t.name);
+    if (g == got.end())
+      return fmt::format("output '{}' was not written back", t.name);
     const auto w = want.find(t.name);
-    if (w == want.end()) return Status::Error("the reference produced no '{}'", t.name);
+    if (w == want.end())
+      return Status::Error("the reference produced no '{}'", t.name);
     const std::vector<int64_t>& dims = w->second.dims;
     std::string diff;
     switch (tol.kind) {
@@ -506,8 +545,10 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
       case ToleranceKind::kMxData: {
         const auto gs = got.find(tol.partner);
         const auto ws = want.find(tol.partner);
-        if (gs == got.end()) return fmt::format("output '{}' was not written back", tol.partner);
-        if (ws == want.end()) return Status::Error("the reference produced no '{}'", tol.partner);
+        if (gs == got.end())
+          return fmt::format("output '{}' was not written back", tol.partner);
+        if (ws == want.end())
+          return Status::Error("the reference produced no '{}'", tol.partner);
         diff = CompareMx(t.name, tol.partner, dims, t.dtype, View(g->second), View(w->second),
                          View(gs->second), View(ws->second), tol);
         break;
@@ -515,7 +556,8 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
       case ToleranceKind::kMxScales:
         break;  // with its data output
       case ToleranceKind::kCustom: {
-        if (!customs_run.insert(tol.checker).second) break;  // one call covers every output
+        if (!customs_run.insert(tol.checker).second)
+          break;  // one call covers every output
         const CustomChecker* fn = FindCustomChecker(tol.checker);
         if (fn == nullptr) {
           return Status::Error("{}: no custom checker registered as '{}' (evaluator/check.cc)",
@@ -529,7 +571,8 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
         break;
       }
     }
-    if (!diff.empty()) return diff;
+    if (!diff.empty())
+      return diff;
   }
   return std::string();
 }

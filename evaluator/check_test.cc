@@ -34,7 +34,8 @@ std::string Bytes(const std::vector<uint8_t>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size());
 }
 
-// ---- exact ---------------------------------------------------------------------------------------
+// ---- exact
+// ---------------------------------------------------------------------------------------
 
 TEST(CheckTest, EqualBuffersPass) {
   std::string a = "abcdef";
@@ -59,7 +60,8 @@ TEST(CheckTest, SizeMismatchFails) {
   EXPECT_NE(CompareExact("q", {4}, 1, "abc", "abcd"), "");
 }
 
-// ---- ulp -----------------------------------------------------------------------------------------
+// ---- ulp
+// -----------------------------------------------------------------------------------------
 
 TEST(CheckUlpTest, DistanceBoundaries) {
   const std::string want = Bf16({0x3F80, 0x3F80, 0x0000, 0x0001});
@@ -67,8 +69,10 @@ TEST(CheckUlpTest, DistanceBoundaries) {
   const std::string got = Bf16({0x3F81, 0x3F7F, 0x8000, 0x8001});
   EXPECT_EQ(CompareUlp("y", {4}, DType::kBF16, got, want, 2), "");
   const std::string msg = CompareUlp("y", {2, 2}, DType::kBF16, got, want, 1);
-  EXPECT_TRUE(Has(msg, "y[1, 1]: got -9.18354962e-41 (0x8001), expected 9.18354962e-41 (0x0001): "
-                       "2 ulps apart (max 1)")) << msg;
+  EXPECT_TRUE(Has(msg,
+                  "y[1, 1]: got -9.18354962e-41 (0x8001), expected 9.18354962e-41 (0x0001): "
+                  "2 ulps apart (max 1)"))
+      << msg;
   EXPECT_TRUE(Has(msg, "1 of 4 elements outside 1 ulp")) << msg;
   const std::string zero = CompareUlp("y", {4}, DType::kBF16, got, want, 0);
   EXPECT_TRUE(Has(zero, "y[0]: got 1.0078125 (0x3f81), expected 1 (0x3f80): 1 ulps apart (max 0)"))
@@ -98,8 +102,8 @@ TEST(CheckUlpTest, F32AndF16) {
   EXPECT_EQ(CompareUlp("h", {1}, DType::kF16, Bf16({0x3C03}), Bf16({0x3C00}), 3), "");
   const std::string msg = CompareUlp("h", {1}, DType::kF16, Bf16({0x3C03}), Bf16({0x3C00}), 2);
   EXPECT_TRUE(Has(msg, "h[0]: got 1.00292969 (0x3c03), expected 1 (0x3c00): 3 ulps")) << msg;
-  EXPECT_TRUE(Has(CompareUlp("h", {1}, DType::kF16, Bf16({0x7BFF}), Bf16({0x7C00}), 4),
-                  "infinities"));
+  EXPECT_TRUE(
+      Has(CompareUlp("h", {1}, DType::kF16, Bf16({0x7BFF}), Bf16({0x7C00}), 4), "infinities"));
 }
 
 TEST(CheckUlpTest, ManyFailuresReportTheWorst) {
@@ -109,10 +113,12 @@ TEST(CheckUlpTest, ManyFailuresReportTheWorst) {
   EXPECT_TRUE(Has(msg, "100 of 100 elements")) << msg;
   EXPECT_TRUE(Has(msg, "worst: y[77]")) << msg;
   EXPECT_TRUE(Has(msg, "16 ulps apart")) << msg;
-  EXPECT_TRUE(Has(CompareUlp("y", {2}, DType::kBF16, Bf16({1}), Bf16({1, 1}), 0), "2 bytes written"));
+  EXPECT_TRUE(
+      Has(CompareUlp("y", {2}, DType::kBF16, Bf16({1}), Bf16({1, 1}), 0), "2 bytes written"));
 }
 
-// ---- close ---------------------------------------------------------------------------------------
+// ---- close
+// ---------------------------------------------------------------------------------------
 
 TEST(CheckCloseTest, BoundIsInclusive) {
   // want 1, rtol 0.5, atol 0.25: bound 0.75. 1.75 is on it; 1.7578125 is one bf16 ulp beyond.
@@ -120,7 +126,8 @@ TEST(CheckCloseTest, BoundIsInclusive) {
             "");
   const std::string msg =
       CompareClose("y", {1}, DType::kBF16, Bf16Values({1.7578125f}), Bf16Values({1}), 0.5, 0.25);
-  EXPECT_TRUE(Has(msg, "y[0]: got 1.7578125 (0x3fe1), expected 1 (0x3f80): |diff| 0.7578125 > 0.75"))
+  EXPECT_TRUE(
+      Has(msg, "y[0]: got 1.7578125 (0x3fe1), expected 1 (0x3f80): |diff| 0.7578125 > 0.75"))
       << msg;
   EXPECT_TRUE(Has(msg, "outside atol 0.25 + rtol 0.5 * |want|")) << msg;
   // atol alone covers values near zero; rtol alone scales with |want|.
@@ -137,7 +144,8 @@ TEST(CheckCloseTest, NanAndInfinitiesAsForUlp) {
   EXPECT_TRUE(Has(CompareClose("y", {1}, DType::kF32, F32({nan}), F32({0}), 1, 1), "NaN where"));
 }
 
-// ---- gemm ----------------------------------------------------------------------------------------
+// ---- gemm
+// ----------------------------------------------------------------------------------------
 
 std::vector<float> Normal(int n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -157,16 +165,17 @@ TEST(CheckGemmTest, SmallNoisePasses) {
   // bf16 outputs rounded from the same values pass too (relative error <= 2^-9).
   std::vector<float> shifted = want;
   for (float& x : shifted) x *= 1.0005f;
-  EXPECT_EQ(CompareGemm("d", {10000}, DType::kBF16, Bf16Values(shifted), Bf16Values(want),
-                        Tolerance{}),
-            "");
+  EXPECT_EQ(
+      CompareGemm("d", {10000}, DType::kBF16, Bf16Values(shifted), Bf16Values(want), Tolerance{}),
+      "");
 }
 
 TEST(CheckGemmTest, RelativeFrobenius) {
   const std::vector<float> want = Normal(10000, 1);
   std::vector<float> got = want;
   for (float& x : got) x *= 1.01f;  // 1% everywhere: rel 1e-2 > 3e-3
-  const std::string msg = CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{});
+  const std::string msg =
+      CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{});
   EXPECT_TRUE(Has(msg, "d: relative Frobenius error 0.0099")) << msg;
   EXPECT_TRUE(Has(msg, "> 0.003")) << msg;
   EXPECT_TRUE(Has(msg, "largest |diff|")) << msg;
@@ -184,7 +193,8 @@ TEST(CheckGemmTest, OneWildElementFailsWorstRms) {
   const double rms = std::sqrt(sq / want.size());
   std::vector<float> got = want;
   got[4321] += static_cast<float>(0.1 * rms);  // Frobenius: 0.1 / sqrt(10000) = 1e-3, passes
-  const std::string msg = CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{});
+  const std::string msg =
+      CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{});
   EXPECT_TRUE(Has(msg, "at d[43, 21]")) << msg;
   EXPECT_TRUE(Has(msg, "beyond worst_rms 0.05")) << msg;
   got[4321] = want[4321] + static_cast<float>(0.04 * rms);  // within worst_rms; one element out
@@ -208,8 +218,8 @@ TEST(CheckGemmTest, ElementFraction) {
 TEST(CheckGemmTest, NonFiniteAndZeroReferences) {
   std::vector<float> want = Normal(100, 4), got = want;
   got[5] = NAN;
-  EXPECT_TRUE(Has(CompareGemm("d", {100}, DType::kF32, F32(got), F32(want), Tolerance{}),
-                  "d[5]: got nan"));
+  EXPECT_TRUE(
+      Has(CompareGemm("d", {100}, DType::kF32, F32(got), F32(want), Tolerance{}), "d[5]: got nan"));
   got[5] = INFINITY;
   EXPECT_TRUE(Has(CompareGemm("d", {100}, DType::kF32, F32(got), F32(want), Tolerance{}),
                   "infinities must match"));
@@ -222,7 +232,8 @@ TEST(CheckGemmTest, NonFiniteAndZeroReferences) {
   EXPECT_EQ(CompareGemm("d", {0}, DType::kF32, "", "", Tolerance{}), "");
 }
 
-// ---- mx_data / mx_scales -------------------------------------------------------------------------
+// ---- mx_data / mx_scales
+// -------------------------------------------------------------------------
 
 // An E4M3 code's value (finite codes only).
 double E4m3(uint8_t c) {
@@ -260,13 +271,15 @@ TEST(CheckMxTest, EqualAndUlpBoundaries) {
   EXPECT_EQ(Mx(want, want, MxTol(0)), "");
   MxCase got = want;
   MxCase w2 = want;
-  w2.data[97] = 0x44;  // 3.0 (0x44 = 0 1000 100: 2^1 * 1.5)
+  w2.data[97] = 0x44;   // 3.0 (0x44 = 0 1000 100: 2^1 * 1.5)
   got.data[97] = 0x45;  // 3.25: one ulp up
   EXPECT_EQ(Mx(got, w2, MxTol(1)), "");
   got.data[97] = 0x46;  // 3.5: two ulps
   const std::string msg = Mx(got, w2, MxTol(1));
-  EXPECT_TRUE(Has(msg, "q[1, 33]: got 0x46 * 2^(127 - 127) = 3.5, expected 0x44 * 2^(127 - 127) = 3:"
-                       " 2 ulps apart at scale 0x7f (max 1)")) << msg;
+  EXPECT_TRUE(Has(msg,
+                  "q[1, 33]: got 0x46 * 2^(127 - 127) = 3.5, expected 0x44 * 2^(127 - 127) = 3:"
+                  " 2 ulps apart at scale 0x7f (max 1)"))
+      << msg;
 }
 
 TEST(CheckMxTest, ScaleOffByOneComparesAtTheLargerScale) {
@@ -283,11 +296,14 @@ TEST(CheckMxTest, ScaleOffByOneComparesAtTheLargerScale) {
   EXPECT_TRUE(Has(Mx(got, want, MxTol(0)), "q[0, 40]")) << Mx(got, want, MxTol(0));
   // No mismatching block allowed at fraction 0.
   const std::string none = Mx(got, want, MxTol(1, 0));
-  EXPECT_TRUE(Has(none, "s: 1 of 4 block scales differ by one, more than the allowed 0; first: "
-                        "s[0, 1] (elements 32..63 of q): got 0x80, expected 0x7f")) << none;
+  EXPECT_TRUE(Has(none,
+                  "s: 1 of 4 block scales differ by one, more than the allowed 0; first: "
+                  "s[0, 1] (elements 32..63 of q): got 0x80, expected 0x7f"))
+      << none;
   // Two blocks off by one: more than max(1, 0.001 * 4).
   got.scales[3] = 126;
-  for (int j = 96; j < 128; ++j) got.data[j] = ws_f32_to_e4m3(static_cast<float>(E4m3(want.data[j])) * 2);
+  for (int j = 96; j < 128; ++j)
+    got.data[j] = ws_f32_to_e4m3(static_cast<float>(E4m3(want.data[j])) * 2);
   const std::string two = Mx(got, want, MxTol(1));
   EXPECT_TRUE(Has(two, "2 of 4 block scales differ by one")) << two;
   EXPECT_EQ(Mx(got, want, MxTol(1, 0.5)), "");
@@ -314,7 +330,8 @@ TEST(CheckMxTest, ScalesTwoApartNanAndSizes) {
   got.data[5] = 0xFF;
   EXPECT_EQ(Mx(got, w2, MxTol(0, 0)), "");
   got.data[5] = 0x7E;
-  EXPECT_TRUE(Has(Mx(got, w2, MxTol(4, 0)), "not NaN where the reference is")) << Mx(got, w2, MxTol(4, 0));
+  EXPECT_TRUE(Has(Mx(got, w2, MxTol(4, 0)), "not NaN where the reference is"))
+      << Mx(got, w2, MxTol(4, 0));
   got = want;
   got.scales.pop_back();
   EXPECT_TRUE(Has(Mx(got, want, MxTol()), "s: 3 bytes written back, 4 expected"));
@@ -343,7 +360,8 @@ TEST(CheckMxTest, E5m2InfinitiesAndRaggedRows) {
   EXPECT_TRUE(Has(msg, "1 ulps apart")) << msg;
 }
 
-// ---- CheckOutputs --------------------------------------------------------------------------------
+// ---- CheckOutputs
+// --------------------------------------------------------------------------------
 
 ProblemSpec TinySpec() {
   ProblemSpec s;
@@ -362,8 +380,10 @@ HostTensor T(DType dtype, std::vector<int64_t> dims, const std::string& bytes) {
 int g_custom_calls = 0;
 std::string SeesInputs(const CustomCheck& c) {
   ++g_custom_calls;
-  if (c.inputs.count("x") == 0) return "no x";
-  if (c.options.at("limit") != 2) return "no options";
+  if (c.inputs.count("x") == 0)
+    return "no x";
+  if (c.options.at("limit") != 2)
+    return "no options";
   float x0, y0;
   std::memcpy(&x0, c.inputs.at("x").bytes.data(), 4);
   std::memcpy(&y0, c.got.at("y").bytes.data(), 4);
@@ -409,7 +429,8 @@ TEST(CheckOutputsTest, CustomCheckerGetsInputsOptionsAndRunsOncePerCase) {
   custom.options["limit"] = 2;
   spec.tolerance["y"] = custom;
   spec.tolerance["z"] = custom;
-  const TensorMap want = {{"y", T(DType::kF32, {1}, F32({1}))}, {"z", T(DType::kF32, {1}, F32({1}))}};
+  const TensorMap want = {{"y", T(DType::kF32, {1}, F32({1}))},
+                          {"z", T(DType::kF32, {1}, F32({1}))}};
   TensorMap got = want;
   int regenerations = 0;
   const auto inputs = [&]() -> Result<TensorMap> {

@@ -16,7 +16,8 @@ namespace ws {
 /// ("memory", "bf16", "fp8").
 inline double SpeedOfLightUs(double bytes, const std::map<std::string, double>& flops,
                              const DeviceCeilings& c, std::string* bound = nullptr) {
-  if (c.copy_bytes_per_s <= 0) return 0;
+  if (c.copy_bytes_per_s <= 0)
+    return 0;
   double t = bytes / c.copy_bytes_per_s;
   std::string what = "memory";
   for (const auto& [cls, f] : flops) {
@@ -26,7 +27,8 @@ inline double SpeedOfLightUs(double bytes, const std::map<std::string, double>& 
       what = cls;
     }
   }
-  if (bound) *bound = what;
+  if (bound)
+    *bound = what;
   return t * 1e6;
 }
 

@@ -16,10 +16,10 @@ namespace {
 // The loosest tolerances the lint accepts: a few ulps of the output format (bf16 carries 8
 // significant bits, f16 11, f32 24; f32 outputs get room for reordered reductions).
 constexpr int64_t kMaxUlp = 4;
-constexpr double kMaxRtolBf16 = 1.0 / 64;      // 2^-6: 2 to 4 bf16 ulps
-constexpr double kMaxRtolF16 = 1.0 / 512;      // 2^-9
+constexpr double kMaxRtolBf16 = 1.0 / 64;  // 2^-6: 2 to 4 bf16 ulps
+constexpr double kMaxRtolF16 = 1.0 / 512;  // 2^-9
 constexpr double kMaxRtolF32 = 1e-4;
-constexpr double kMaxAtolOfRms = 0.01;         // atol against the reference's rms
+constexpr double kMaxAtolOfRms = 0.01;  // atol against the reference's rms
 constexpr double kMaxRelFrobenius = 1e-2;
 constexpr double kMaxElemRtol = 1.0 / 16;
 constexpr double kMaxElemRms = 1.0 / 32;
@@ -34,9 +34,12 @@ constexpr uint64_t kSeedA = 0x5EED0001, kSeedB = 0x5EED0002;
 
 double MaxRtol(DType t) {
   switch (t) {
-    case DType::kBF16: return kMaxRtolBf16;
-    case DType::kF16: return kMaxRtolF16;
-    default: return kMaxRtolF32;
+    case DType::kBF16:
+      return kMaxRtolBf16;
+    case DType::kF16:
+      return kMaxRtolF16;
+    default:
+      return kMaxRtolF32;
   }
 }
 
@@ -64,11 +67,13 @@ std::optional<double> Rms(const HostTensor& t) {
         v = f;
       } else {
         const int e = (h >> 10) & 0x1F;
-        if (e == 0x1F) continue;
+        if (e == 0x1F)
+          continue;
         v = e == 0 ? std::ldexp(h & 0x3FF, -24) : std::ldexp(1024 + (h & 0x3FF), e - 25);
       }
     }
-    if (!std::isfinite(v)) continue;
+    if (!std::isfinite(v))
+      continue;
     sum += v * v;
     ++n;
   }
@@ -92,7 +97,8 @@ int64_t ShapeBytes(const ProblemSpec& spec, const Shape& s) {
   int64_t total = 0;
   for (const TensorSpec& t : spec.tensors) {
     auto n = TensorNumel(t, sym);
-    if (n.ok()) total += *n * DTypeSize(t.dtype);
+    if (n.ok())
+      total += *n * DTypeSize(t.dtype);
   }
   return total;
 }
@@ -117,12 +123,14 @@ std::map<std::string, std::string> Degenerate(const ProblemSpec& spec, const Run
   std::map<std::string, std::string> out;
   for (const auto& [name, a] : r.a) {
     const HostTensor& b = r.b.at(name);
-    if (a.numel() == 0) continue;
+    if (a.numel() == 0)
+      continue;
     if (a.bytes == b.bytes) {
       out[name] = "does not change when the inputs change";
       continue;
     }
-    if (a.numel() < kMinElemsForConstancy) continue;
+    if (a.numel() < kMinElemsForConstancy)
+      continue;
     const double fa = OneValueFraction(a), fb = OneValueFraction(b);
     if (fa > kMaxOneValueFraction && fb > kMaxOneValueFraction) {
       out[name] = fmt::format("is near-constant ({:.2f}% of its elements are one value)",
@@ -135,7 +143,8 @@ std::map<std::string, std::string> Degenerate(const ProblemSpec& spec, const Run
 void LintTolerances(const ProblemSpec& spec, std::vector<std::string>* f) {
   bool needs_reasoning = false;
   for (const TensorSpec& t : spec.tensors) {
-    if (t.role != TensorRole::kOutput) continue;
+    if (t.role != TensorRole::kOutput)
+      continue;
     const auto it = spec.tolerance.find(t.name);
     if (it == spec.tolerance.end()) {
       f->push_back(fmt::format("output '{}' has no tolerance entry", t.name));
@@ -161,24 +170,24 @@ void LintTolerances(const ProblemSpec& spec, std::vector<std::string>* f) {
         break;
       case ToleranceKind::kGemm:
         if (tol.rel_frobenius > kMaxRelFrobenius) {
-          f->push_back(fmt::format("{}: rel_frobenius {} is looser than {}", at,
-                                   tol.rel_frobenius, kMaxRelFrobenius));
+          f->push_back(fmt::format("{}: rel_frobenius {} is looser than {}", at, tol.rel_frobenius,
+                                   kMaxRelFrobenius));
         }
         if (tol.elem_rtol > kMaxElemRtol) {
-          f->push_back(fmt::format("{}: elem_rtol {} is looser than {}", at, tol.elem_rtol,
-                                   kMaxElemRtol));
+          f->push_back(
+              fmt::format("{}: elem_rtol {} is looser than {}", at, tol.elem_rtol, kMaxElemRtol));
         }
         if (tol.elem_rms > kMaxElemRms) {
-          f->push_back(fmt::format("{}: elem_rms {} is looser than {}", at, tol.elem_rms,
-                                   kMaxElemRms));
+          f->push_back(
+              fmt::format("{}: elem_rms {} is looser than {}", at, tol.elem_rms, kMaxElemRms));
         }
         if (tol.elem_fraction < kMinElemFraction) {
-          f->push_back(fmt::format("{}: elem_fraction {} is looser than {}", at,
-                                   tol.elem_fraction, kMinElemFraction));
+          f->push_back(fmt::format("{}: elem_fraction {} is looser than {}", at, tol.elem_fraction,
+                                   kMinElemFraction));
         }
         if (tol.worst_rms > kMaxWorstRms) {
-          f->push_back(fmt::format("{}: worst_rms {} is looser than {}", at, tol.worst_rms,
-                                   kMaxWorstRms));
+          f->push_back(
+              fmt::format("{}: worst_rms {} is looser than {}", at, tol.worst_rms, kMaxWorstRms));
         }
         if (spec.cost_flops.empty()) {
           f->push_back(fmt::format("{}: a gemm tolerance but no cost.flops", at));
@@ -186,8 +195,7 @@ void LintTolerances(const ProblemSpec& spec, std::vector<std::string>* f) {
         break;
       case ToleranceKind::kMxData:
         if (tol.max_ulp > kMaxMxUlp) {
-          f->push_back(fmt::format("{}: max_ulp {} is looser than {}", at, tol.max_ulp,
-                                   kMaxMxUlp));
+          f->push_back(fmt::format("{}: max_ulp {} is looser than {}", at, tol.max_ulp, kMaxMxUlp));
         }
         if (tol.scale_mismatch_fraction > kMaxScaleMismatch) {
           f->push_back(fmt::format("{}: scale_mismatch_fraction {} is looser than {}", at,
@@ -196,8 +204,10 @@ void LintTolerances(const ProblemSpec& spec, std::vector<std::string>* f) {
         break;
       case ToleranceKind::kCustom:
         if (FindCustomChecker(tol.checker) == nullptr) {
-          f->push_back(fmt::format("{}: no custom checker registered as '{}' "
-                                   "(evaluator/check.cc)", at, tol.checker));
+          f->push_back(
+              fmt::format("{}: no custom checker registered as '{}' "
+                          "(evaluator/check.cc)",
+                          at, tol.checker));
         }
         break;
     }
@@ -214,10 +224,14 @@ void LintTolerances(const ProblemSpec& spec, std::vector<std::string>* f) {
 
 std::vector<std::string> LintProblem(const ProblemSpec& spec) {
   std::vector<std::string> f;
-  if (spec.test_shapes.empty()) f.push_back("no test shapes");
-  if (spec.bench_shapes.empty()) f.push_back("no bench shapes");
-  if (spec.hidden_shapes.empty()) f.push_back("no hidden shapes");
-  if (spec.cost_bytes.empty()) f.push_back("no cost.bytes");
+  if (spec.test_shapes.empty())
+    f.push_back("no test shapes");
+  if (spec.bench_shapes.empty())
+    f.push_back("no bench shapes");
+  if (spec.hidden_shapes.empty())
+    f.push_back("no hidden shapes");
+  if (spec.cost_bytes.empty())
+    f.push_back("no cost.bytes");
   const std::map<std::string, std::string> params = *ResolveParams(spec, {});
   for (const Shape& s : spec.bench_shapes) {
     if (s.source.empty()) {
@@ -229,7 +243,8 @@ std::vector<std::string> LintProblem(const ProblemSpec& spec) {
     }
   }
   LintTolerances(spec, &f);
-  if (spec.test_shapes.empty()) return f;
+  if (spec.test_shapes.empty())
+    return f;
 
   // The reference on two seeds, at the smallest test shape. What looks degenerate there is a
   // finding only if every test shape shows it (a tiny shape may be mostly padding, or have k = 1
@@ -245,8 +260,8 @@ std::vector<std::string> LintProblem(const ProblemSpec& spec) {
   for (const Shape* s : shapes) {
     auto runs = RunTwice(spec, *s);
     if (!runs.ok()) {
-      f.push_back(fmt::format("the CPU reference fails at test shape {}: {}",
-                              ShapeText(spec, *s), runs.status().message()));
+      f.push_back(fmt::format("the CPU reference fails at test shape {}: {}", ShapeText(spec, *s),
+                              runs.status().message()));
       return f;
     }
     const std::map<std::string, std::string> here = Degenerate(spec, *runs);
@@ -257,21 +272,25 @@ std::vector<std::string> LintProblem(const ProblemSpec& spec) {
       std::erase_if(bad, [&](const auto& kv) { return !here.contains(kv.first); });
       for (auto& [name, why] : bad) why = here.at(name);  // as the larger shape shows it
     }
-    if (bad.empty()) break;
+    if (bad.empty())
+      break;
   }
   for (const auto& [name, why] : bad) {
-    f.push_back(fmt::format("output '{}' {} at every test shape (CPU reference, two seeds; "
-                            "largest {})",
-                            name, why, ShapeText(spec, *shapes.back())));
+    f.push_back(
+        fmt::format("output '{}' {} at every test shape (CPU reference, two seeds; "
+                    "largest {})",
+                    name, why, ShapeText(spec, *shapes.back())));
   }
   // atol against the values it is meant for.
   for (const auto& [name, tol] : spec.tolerance) {
-    if (tol.kind != ToleranceKind::kClose || tol.atol == 0) continue;
+    if (tol.kind != ToleranceKind::kClose || tol.atol == 0)
+      continue;
     const auto rms = Rms(small->a.at(name));
     if (rms && *rms > 0 && tol.atol > kMaxAtolOfRms * *rms) {
-      f.push_back(fmt::format("tolerance.{}: atol {} is over {} of the output's rms {:.4g} at "
-                              "test shape {}",
-                              name, tol.atol, kMaxAtolOfRms, *rms, ShapeText(spec, smallest)));
+      f.push_back(
+          fmt::format("tolerance.{}: atol {} is over {} of the output's rms {:.4g} at "
+                      "test shape {}",
+                      name, tol.atol, kMaxAtolOfRms, *rms, ShapeText(spec, smallest)));
     }
   }
   return f;

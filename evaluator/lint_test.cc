@@ -20,7 +20,8 @@ ProblemSpec Load(const std::string& name) {
 ::testing::AssertionResult HasFinding(const std::vector<std::string>& f, const std::string& part) {
   std::string all;
   for (const auto& s : f) {
-    if (s.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+    if (s.find(part) != std::string::npos)
+      return ::testing::AssertionSuccess();
     all += "\n  " + s;
   }
   return ::testing::AssertionFailure() << "no finding with '" << part << "' among:" << all;
@@ -62,11 +63,13 @@ TEST(LintTest, LooseTolerances) {
   t.kind = ToleranceKind::kClose;
   t.rtol = 1.0 / 32;
   p.tolerance["y"] = t;
-  EXPECT_TRUE(HasFinding(LintProblem(p), "tolerance.y: rtol 0.03125 is looser than 0.015625 for bf16"));
+  EXPECT_TRUE(
+      HasFinding(LintProblem(p), "tolerance.y: rtol 0.03125 is looser than 0.015625 for bf16"));
   t.rtol = 1.0 / 64;
   t.atol = 1e30;  // swamps every value
   p.tolerance["y"] = t;
-  EXPECT_TRUE(HasFinding(LintProblem(p), "tolerance.y: atol 1e+30 is over 0.01 of the output's rms"));
+  EXPECT_TRUE(
+      HasFinding(LintProblem(p), "tolerance.y: atol 1e+30 is over 0.01 of the output's rms"));
 
   t = Tolerance{};
   t.kind = ToleranceKind::kGemm;
@@ -109,8 +112,9 @@ TEST(LintTest, InputBlindAndNearConstantOutputs) {
   p.tensors[0].init.dist = "uniform";
   p.tensors[0].init.lo = p.tensors[0].init.hi = 1;
   std::vector<std::string> f = LintProblem(p);
-  EXPECT_TRUE(HasFinding(f, "output 'q' does not change when the inputs change at every test "
-                            "shape (CPU reference, two seeds; largest M=256 K=2880)"));
+  EXPECT_TRUE(HasFinding(f,
+                         "output 'q' does not change when the inputs change at every test "
+                         "shape (CPU reference, two seeds; largest M=256 K=2880)"));
   EXPECT_TRUE(HasFinding(f, "output 'scales' does not change"));
 
   // 1.0 with rare outliers: the outputs change with the seed but stay > 99% one value.

@@ -2,8 +2,8 @@
 // checker, a test or `problems lint` sees exactly the inputs a case ran on.
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "problems/init.h"
@@ -13,11 +13,16 @@ namespace ws {
 namespace {
 
 int DistCode(const std::string& dist) {
-  if (dist == "uniform") return kWsDistUniform;
-  if (dist == "mx_blocks") return kWsDistMxBlocks;
-  if (dist == "normal_outliers") return kWsDistNormalOutliers;
-  if (dist == "topk_ids") return kWsDistTopkIds;
-  if (dist == "group_offsets") return kWsDistGroupOffsets;
+  if (dist == "uniform")
+    return kWsDistUniform;
+  if (dist == "mx_blocks")
+    return kWsDistMxBlocks;
+  if (dist == "normal_outliers")
+    return kWsDistNormalOutliers;
+  if (dist == "topk_ids")
+    return kWsDistTopkIds;
+  if (dist == "group_offsets")
+    return kWsDistGroupOffsets;
   return kWsDistNormal;
 }
 
@@ -68,7 +73,8 @@ Result<std::map<std::string, double>> InitJobFields(const TensorSpec& t,
   std::map<std::string, double> f;
   const auto eval = [&](const std::string& expr, const char* key) -> Status {
     Result<int64_t> v = EvalExpr(expr, symbols);
-    if (!v.ok()) return v.status().Context(fmt::format("tensor '{}': init.{}", t.name, key));
+    if (!v.ok())
+      return v.status().Context(fmt::format("tensor '{}': init.{}", t.name, key));
     f[key] = static_cast<double>(*v);
     return Status::Ok();
   };
@@ -115,9 +121,10 @@ Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& sym
   };
   // Elements are independent: large tensors are split over the host's cores.
   const auto parallel = [](int64_t n, int64_t grain, const auto& body) {
-    const int64_t threads = std::clamp<int64_t>(
-        n / grain, 1, std::max(1u, std::thread::hardware_concurrency()));
-    if (threads == 1) return body(0, n);
+    const int64_t threads =
+        std::clamp<int64_t>(n / grain, 1, std::max(1u, std::thread::hardware_concurrency()));
+    if (threads == 1)
+      return body(0, n);
     std::vector<std::thread> pool;
     for (int64_t t = 0; t < threads; ++t) {
       pool.emplace_back(body, n * t / threads, n * (t + 1) / threads);
@@ -153,7 +160,8 @@ Result<TensorMap> GenerateInputs(const ProblemSpec& spec, const SymbolTable& sym
                                  uint64_t seed) {
   TensorMap out;
   for (size_t i = 0; i < spec.tensors.size(); ++i) {
-    if (spec.tensors[i].role != TensorRole::kInput) continue;
+    if (spec.tensors[i].role != TensorRole::kInput)
+      continue;
     WS_ASSIGN_OR_RETURN(out[spec.tensors[i].name], GenerateInput(spec, symbols, i, seed));
   }
   return out;
