@@ -352,7 +352,8 @@ TEST_F(SpecTest, ToleranceKindsAndInitDistsParse) {
     EXPECT_EQ(ToleranceKindName(s->tolerance.at("y").kind), c.tol["kind"].get<std::string>());
   }
   Json j = RichSpec();
-  j["tolerance"]["y"] = {{"kind", "custom"}, {"checker", "topk_sets"}, {"options", {{"tie", 1e-6}}}};
+  j["tolerance"]["y"] = {
+      {"kind", "custom"}, {"checker", "topk_sets"}, {"options", {{"tie", 1e-6}}}};
   const auto s = LoadProblem(WriteProblem("mxfp8_quantize_rowwise", j.dump()));
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->tolerance.at("y").checker, "topk_sets");

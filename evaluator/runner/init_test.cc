@@ -413,7 +413,9 @@ TEST(InitTest, GroupOffsetsAreMonotoneAlignedAndEndAtTotal) {
 TEST(InitTest, GroupOffsetsSkewMakesBigGroupsAndMatchesTheFormula) {
   const auto largest_share = [](const std::vector<long long>& off) {
     long long biggest = 0;
-    for (size_t g = 0; g < off.size(); ++g) biggest = std::max(biggest, off[g] - (g ? off[g - 1] : 0));
+    for (size_t g = 0; g < off.size(); ++g) {
+      biggest = std::max(biggest, off[g] - (g ? off[g - 1] : 0));
+    }
     return static_cast<double>(biggest) / off.back();
   };
   EXPECT_LT(largest_share(Offsets(7, 1 << 20, 16, 64, 0, 0)), 0.05);
@@ -427,18 +429,20 @@ TEST(InitTest, GroupOffsetsSkewMakesBigGroupsAndMatchesTheFormula) {
   std::vector<double> w(kG);
   double all = 0;
   for (long long g = 0; g < kG; ++g) {
-    const bool empty = ws_uniform01(ws_draw(8, 2, g, kWsStreamRouting + 2)) < static_cast<float>(kEmpty);
+    const bool empty =
+        ws_uniform01(ws_draw(8, 2, g, kWsStreamRouting + 2)) < static_cast<float>(kEmpty);
+    const double skew = static_cast<float>(kSkew);  // as the runner passes it
     w[g] = empty ? 0
                  : (0.5 + ws_uniform01(ws_draw(8, 2, g, kWsStreamRouting + 3))) *
-                       std::pow(1.0 + ws_perm_apply(perm, g), -static_cast<double>(static_cast<float>(kSkew)));
+                       std::pow(1.0 + ws_perm_apply(perm, g), -skew);
     all += w[g];
   }
   double upto = 0;
   int exact = 0;
   for (long long g = 0; g < kG; ++g) {
     upto += w[g];
-    const long long want = g + 1 == kG ? kTotal
-                                       : static_cast<long long>(kTotal / kAlign * (upto / all)) * kAlign;
+    const long long want =
+        g + 1 == kG ? kTotal : static_cast<long long>(kTotal / kAlign * (upto / all)) * kAlign;
     EXPECT_LE(std::llabs(off[g] - want), kAlign) << g;
     exact += off[g] == want;
   }
