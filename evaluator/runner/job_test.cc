@@ -112,6 +112,68 @@ TEST(JobTest, DefaultsAndOptionalFields) {
   EXPECT_EQ(DtypeCode("fp64"), -1);
 }
 
+// The MoE distributions' fields reach the generation kernel's parameters; bad ones are named.
+TEST(JobTest, RoutingAndOutlierDistributions) {
+  const auto job_with = [](const std::string& tensor) {
+    return ParseJob(R"({"cubin": "k", "result": "r", "cases": [{"id": "a",
+        "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
+        "input_seeds": [7], "tensors": [)" + tensor + R"(]}]})");
+  };
+  auto j = job_with(R"({"name": "ids", "dtype": "i32", "numel": 64, "role": "input",
+      "init": {"dist": "topk_ids", "experts": 256, "k": 8, "skew": 1.5}})");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  WsInitParams p = j->cases[0].tensors[0].init();
+  EXPECT_EQ(p.dist, kWsDistTopkIds);
+  EXPECT_EQ(p.n0, 256);
+  EXPECT_EQ(p.n1, 8);
+  EXPECT_FLOAT_EQ(p.p0, 1.5f);
+
+  j = job_with(R"({"name": "offs", "dtype": "i32", "numel": 32, "role": "input",
+      "init": {"dist": "group_offsets", "total": 4096, "align": 128, "skew": 1, "empty": 0.1}})");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  p = j->cases[0].tensors[0].init();
+  EXPECT_EQ(p.dist, kWsDistGroupOffsets);
+  EXPECT_EQ(p.n0, 4096);
+  EXPECT_EQ(p.n1, 128);
+  EXPECT_EQ(p.n2, 32);  // G: the element count
+  EXPECT_FLOAT_EQ(p.p1, 0.1f);
+
+  j = job_with(R"({"name": "x", "dtype": "bf16", "numel": 32, "role": "input",
+      "init": {"dist": "normal_outliers", "stddev": 2, "outlier_fraction": 0.01,
+               "outlier_scale": 100}})");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  p = j->cases[0].tensors[0].init();
+  EXPECT_EQ(p.dist, kWsDistNormalOutliers);
+  EXPECT_FLOAT_EQ(p.p1, 2);
+  EXPECT_FLOAT_EQ(p.p2, 0.01f);
+  EXPECT_FLOAT_EQ(p.p3, 100);
+
+  struct Bad {
+    std::string tensor, error;
+  };
+  for (const Bad& b : {
+           Bad{R"({"name": "ids", "dtype": "i32", "numel": 60, "role": "input",
+               "init": {"dist": "topk_ids", "experts": 256, "k": 8}})",
+               "init.k: 60 elements are not rows of 8"},
+           Bad{R"({"name": "ids", "dtype": "i32", "numel": 64, "role": "input",
+               "init": {"dist": "topk_ids", "experts": 4, "k": 8}})",
+               "init.k: 8 is out of range [0, 4]"},
+           Bad{R"({"name": "ids", "dtype": "bf16", "numel": 64, "role": "input",
+               "init": {"dist": "topk_ids", "experts": 256, "k": 8}})",
+               "'topk_ids' needs an integer tensor"},
+           Bad{R"({"name": "offs", "dtype": "i32", "numel": 8, "role": "input",
+               "init": {"dist": "group_offsets", "total": 100, "align": 16}})",
+               "init.total: 100 is not a multiple of align 16"},
+           Bad{R"({"name": "offs", "dtype": "i32", "numel": 8, "role": "input",
+               "init": {"dist": "group_offsets", "align": 16}})",
+               "init.total: missing"},
+       }) {
+    auto bad = job_with(b.tensor);
+    ASSERT_FALSE(bad.ok()) << b.tensor;
+    EXPECT_NE(bad.status().message().find(b.error), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(JobTest, Stats) {
   TimingStats s = ComputeStats({5, 1, 3, 2, 4, 6, 7, 8, 9, 10});
   EXPECT_DOUBLE_EQ(s.min_us, 1);
