@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
+{ "knobs":  { "BM": [128], "BN": [128], "BK": [32], "TM": [8], "TN": [8] },
   "launch": [ { "kernel": "sm90_bf16_grouped_gemm_baseline",
                 "grid": ["ceil_div((form == 0) * N + (form != 0) * K, BN)",
                          "ceil_div((form == 2) * N + (form != 2) * M, BM)",
@@ -8,7 +8,7 @@
                 "args": ["a", "b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // Baseline for bf16_grouped_gemm: the shared-memory tiled fp32 GEMM a competent CUDA user writes
-// first: 64x64 output tiles, 4x4 outputs per thread in registers, 16-deep shared-memory slabs,
+// first: 128x128 output tiles, 8x8 outputs per thread in registers, 32-deep shared-memory slabs,
 // CUDA-core fmaf, fp32 accumulation. Correct, not tuned: no tensor cores, scalar loads, no
 // pipelining.
 #include <cuda_bf16.h>
@@ -31,19 +31,19 @@
 #endif
 
 #ifndef BM
-#define BM 64
+#define BM 128
 #endif
 #ifndef BN
-#define BN 64
+#define BN 128
 #endif
 #ifndef BK
-#define BK 16
+#define BK 32
 #endif
 #ifndef TM
-#define TM 4
+#define TM 8
 #endif
 #ifndef TN
-#define TN 4
+#define TN 8
 #endif
 
 namespace {

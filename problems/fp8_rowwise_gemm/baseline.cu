@@ -1,12 +1,12 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
+{ "knobs":  { "BM": [128], "BN": [128], "BK": [32], "TM": [8], "TN": [8] },
   "launch": [ { "kernel": "sm90_fp8_rowwise_gemm_baseline",
                 "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)"],
                 "block": ["(BM / TM) * (BN / TN)"], "smem": "0",
                 "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
 */
 // Baseline for fp8_rowwise_gemm: the shared-memory tiled fp32 GEMM a competent CUDA user writes
-// first: 64x64 output tiles, 4x4 outputs per thread in registers, 16-deep shared-memory slabs,
+// first: 128x128 output tiles, 8x8 outputs per thread in registers, 32-deep shared-memory slabs,
 // CUDA-core fmaf, fp32 accumulation. Correct, not tuned: no tensor cores, scalar loads, no
 // pipelining.
 #include <cuda_bf16.h>
@@ -14,19 +14,19 @@
 #include <cuda_fp8.h>
 
 #ifndef BM
-#define BM 64
+#define BM 128
 #endif
 #ifndef BN
-#define BN 64
+#define BN 128
 #endif
 #ifndef BK
-#define BK 16
+#define BK 32
 #endif
 #ifndef TM
-#define TM 4
+#define TM 8
 #endif
 #ifndef TN
-#define TN 4
+#define TN 8
 #endif
 
 namespace {

@@ -1,31 +1,31 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [32], "BN": [32], "BK": [16], "TM": [2], "TN": [2] },
+{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
   "launch": [ { "kernel": "sm90_fp8_rowwise_gemm_reference",
                 "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)"],
                 "block": ["(BM / TM) * (BN / TN)"], "smem": "0",
                 "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
 */
-// Trusted GPU reference for fp8_rowwise_gemm: a plain shared-memory tiled GEMM (32x32 output tile,
-// 2x2 per thread), products in fp32 summed in contraction order with fmaf. Slow by design and never
+// Trusted GPU reference for fp8_rowwise_gemm: a plain shared-memory tiled GEMM (64x64 output tile,
+// 4x4 per thread), products in fp32 summed in contraction order with fmaf. Slow by design and never
 // tuned; checked against the fp64 CPU reference by `warpsmith problems verify`.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #ifndef BM
-#define BM 32
+#define BM 64
 #endif
 #ifndef BN
-#define BN 32
+#define BN 64
 #endif
 #ifndef BK
 #define BK 16
 #endif
 #ifndef TM
-#define TM 2
+#define TM 4
 #endif
 #ifndef TN
-#define TN 2
+#define TN 4
 #endif
 
 namespace {

@@ -1,12 +1,12 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [32], "BN": [32], "BK": [16], "TM": [2], "TN": [2] },
+{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
   "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_reference",
                 "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)", "E"],
                 "block": ["(BM / TM) * (BN / TN)"], "smem": "0",
                 "args": ["a", "a_scales", "b", "b_scales", "offs", "c", "M", "E", "N", "K"] } ] }
 */
-// Trusted GPU reference for mxfp8_grouped_gemm_fwd: a plain shared-memory tiled GEMM (32x32 output
-// tile, 2x2 per thread), products in fp32 summed in contraction order with fmaf. Every 32-element
+// Trusted GPU reference for mxfp8_grouped_gemm_fwd: a plain shared-memory tiled GEMM (64x64 output
+// tile, 4x4 per thread), products in fp32 summed in contraction order with fmaf. Every 32-element
 // MX block's fp32 partial sum is scaled by 2^(Sa-127) * 2^(Sb-127) exactly (ldexpf) and added to
 // the fp32 accumulator. Slow by design and never tuned; checked against the fp64 CPU reference by
 // `warpsmith problems verify`.
@@ -15,19 +15,19 @@
 #include <cuda_fp8.h>
 
 #ifndef BM
-#define BM 32
+#define BM 64
 #endif
 #ifndef BN
-#define BN 32
+#define BN 64
 #endif
 #ifndef BK
 #define BK 16
 #endif
 #ifndef TM
-#define TM 2
+#define TM 4
 #endif
 #ifndef TN
-#define TN 2
+#define TN 4
 #endif
 
 namespace {

@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs":  { "BM": [64], "BN": [64], "BK": [16], "TM": [4], "TN": [4] },
+{ "knobs":  { "BM": [128], "BN": [128], "BK": [32], "TM": [8], "TN": [8] },
   "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_wgrad_baseline",
                 "grid": ["ceil_div(K, BN)", "ceil_div(N, BM)", "E"],
                 "block": ["(BM / TM) * (BN / TN)"], "smem": "0",
@@ -15,7 +15,7 @@
                                "K"] } ] }
 */
 // Baseline for mxfp8_grouped_gemm_wgrad: the shared-memory tiled fp32 GEMM a competent CUDA user
-// writes first: 64x64 output tiles, 4x4 outputs per thread in registers, 16-deep shared-memory
+// writes first: 128x128 output tiles, 8x8 outputs per thread in registers, 32-deep shared-memory
 // slabs, CUDA-core fmaf, fp32 accumulation. Every 32-element MX block's fp32 partial sum is scaled
 // by 2^(Sa-127) * 2^(Sb-127) exactly (ldexpf) and added to the fp32 accumulator. Correct, not
 // tuned: no tensor cores, scalar loads, no pipelining.
@@ -24,19 +24,19 @@
 #include <cuda_fp8.h>
 
 #ifndef BM
-#define BM 64
+#define BM 128
 #endif
 #ifndef BN
-#define BN 64
+#define BN 128
 #endif
 #ifndef BK
-#define BK 16
+#define BK 32
 #endif
 #ifndef TM
-#define TM 4
+#define TM 8
 #endif
 #ifndef TN
-#define TN 4
+#define TN 8
 #endif
 
 namespace {
