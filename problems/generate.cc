@@ -131,23 +131,6 @@ Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& sym
     }
     for (auto& th : pool) th.join();
   };
-  if (p.dist == kWsDistTopkIds && p.n1 > 0) {
-    // Row by row: each key once, the same order as the device's per-element selection.
-    parallel(numel / p.n1, 64, [&](int64_t r0, int64_t r1) {
-      std::vector<double> keys(static_cast<size_t>(p.n0));
-      std::vector<long long> row(static_cast<size_t>(p.n1));
-      for (int64_t r = r0; r < r1; ++r) {
-        ws_topk_row(seed, ti, p.n0, p.n1, static_cast<double>(p.p0),
-                    static_cast<unsigned long long>(r), keys.data(), row.data());
-        for (int64_t j = 0; j < p.n1; ++j) {
-          const long long v = row[j];
-          put(r * p.n1 + j, dtype == kWsDtypeI64 ? static_cast<unsigned long long>(v)
-                                                 : static_cast<unsigned int>(static_cast<int>(v)));
-        }
-      }
-    });
-    return out;
-  }
   parallel(numel, 1 << 16, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));

@@ -492,12 +492,14 @@ WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, f
 
 // ---- MoE routing distributions ------------------------------------------------------------------
 //
-// topk_ids: row t of [T, k] holds the k experts with the smallest keys
-//   key(t, e) = log(-log u(t, e)) + skew * log(1 + r(e)),  u uniform in (0, 1),
-// in increasing key order (ties, never seen in practice, by id). This is weighted sampling without
-// replacement with weights (1 + r(e))^-skew, in draw order (exponential races). r is a per-seed
-// permutation of the experts, r(e) = (a e + b) mod E with gcd(a, E) = 1, so the popular experts
-// differ between seeds.
+// topk_ids: row t of [T, k] holds k distinct experts in the order drawn. Draw m of row t takes a
+// rank r from the Zipf-like weights w(r) = integral over [r, r+1) of (1 + x)^-skew (inverse
+// transform of one uniform u(t, m); skew 0 is uniform) and maps it to the expert p(r), p a
+// per-seed permutation of the experts (p(r) = (a r + b) mod E, gcd(a, E) = 1), so the popular
+// experts differ between seeds. A draw of an expert already in the row is rejected: exactly
+// weighted sampling without replacement. Each element replays its row's draws, O(k^2) work, so
+// any number of experts is cheap. After kWsTopkMaxDraws draws (only with extreme skew and k
+// near E) the row is completed with the lowest-rank experts not yet in it.
 //
 // group_offsets: G groups of total / align units each of `align` rows. Group i is empty with
 // probability `empty`, else weighs w_i = (1 + r(i))^-skew * (0.5 + v_i), v uniform in [0, 1);
@@ -552,50 +554,62 @@ WS_HD inline unsigned long long ws_perm_apply(WsAffinePerm p, unsigned long long
   return (p.a * e + p.b) % p.n;
 }
 
-/// topk_ids: the key of expert e in row t (smaller is drawn earlier).
-WS_HD inline double ws_topk_key(unsigned long long seed, int tensor_index, WsAffinePerm perm,
-                                double skew, unsigned long long t, unsigned long long e) {
-  const unsigned long long bits =
-      ws_draw(seed, tensor_index, t * perm.n + e, kWsStreamRouting + 1);
-  const double u = ws_dmul(ws_dadd(static_cast<double>(bits >> 11), 0.5),
-                           1.0 / 9007199254740992.0);  // in (0, 1)
-  double key = ws_log(-ws_log(u));
-  if (skew != 0.0) {
-    key = ws_dadd(key, ws_dmul(skew, ws_log(static_cast<double>(ws_perm_apply(perm, e) + 1))));
+// Draws per row before the fallback; the largest k; draw m uses stream kWsStreamTopkDraw + m.
+enum : unsigned int { kWsTopkMaxDraws = 4096, kWsTopkMaxK = 64, kWsStreamTopkDraw = 64 };
+
+/// topk_ids: the rank drawn by draw m of row t, in [0, experts).
+WS_HD inline unsigned long long ws_topk_rank(unsigned long long seed, int tensor_index,
+                                             unsigned long long experts, double skew,
+                                             unsigned long long t, unsigned int m) {
+  const double u = ws_uniform01(ws_draw(seed, tensor_index, t, kWsStreamTopkDraw + m));
+  const double n = static_cast<double>(experts);
+  double x;
+  if (skew == 0.0) {
+    x = ws_dmul(u, n);
+  } else if (skew == 1.0) {
+    // F(x) = ln(1 + x) / ln(1 + n)
+    x = ws_dadd(ws_exp(ws_dmul(u, ws_log(ws_dadd(1.0, n)))), -1.0);
+  } else {
+    // F(x) = ((1 + x)^(1-s) - 1) / ((1 + n)^(1-s) - 1)
+    const double y = ws_dadd(1.0, -skew);
+    const double top = ws_dadd(ws_exp(ws_dmul(y, ws_log(ws_dadd(1.0, n)))), -1.0);
+    const double inner = ws_dadd(1.0, ws_dmul(u, top));
+    x = inner > 0.0 ? ws_dadd(ws_exp(ws_ddiv(ws_log(inner), y)), -1.0) : 0.0;
   }
-  return key;
+  if (!(x >= 0.0)) return 0;
+  if (x >= n) return experts - 1;
+  return static_cast<unsigned long long>(x);
 }
 
-// (key, id) order: a strict total order over a row's experts.
-WS_HD inline bool ws_key_less(double ka, unsigned long long a, double kb, unsigned long long b) {
-  return ka < kb || (ka == kb && a < b);
-}
-
-/// topk_ids element i: row i / k, position i % k, as an expert id.
+/// topk_ids element i: row i / k, position i % k, as an expert id (k <= kWsTopkMaxK).
 WS_HD inline long long ws_topk_id(unsigned long long seed, int tensor_index, long long experts,
                                   long long k, double skew, unsigned long long i) {
   const unsigned long long n = static_cast<unsigned long long>(experts);
   const WsAffinePerm perm = ws_affine_perm(seed, tensor_index, n);
   const unsigned long long t = i / static_cast<unsigned long long>(k);
   const long long j = static_cast<long long>(i % static_cast<unsigned long long>(k));
-  // Pass m finds the m-th smallest (key, id): the smallest above the previous pass's.
-  double prev_key = 0;
-  unsigned long long prev = n;  // n: no previous
-  for (long long m = 0; m <= j; ++m) {
-    double best_key = 0;
-    unsigned long long best = n;
-    for (unsigned long long e = 0; e < n; ++e) {
-      const double key = ws_topk_key(seed, tensor_index, perm, skew, t, e);
-      if (prev != n && !ws_key_less(prev_key, prev, key, e)) continue;
-      if (best == n || ws_key_less(key, e, best_key, best)) {
-        best_key = key;
-        best = e;
-      }
+  // Replays the row's draws until position j is filled.
+  unsigned long long taken[kWsTopkMaxK];
+  long long filled = 0;
+  const auto is_taken = [&](unsigned long long r) {
+    for (long long q = 0; q < filled; ++q) {
+      if (taken[q] == r) return true;
     }
-    prev_key = best_key;
-    prev = best;
+    return false;
+  };
+  for (unsigned int m = 0; m < kWsTopkMaxDraws; ++m) {
+    const unsigned long long r = ws_topk_rank(seed, tensor_index, n, skew, t, m);
+    if (is_taken(r)) continue;
+    if (filled == j) return static_cast<long long>(ws_perm_apply(perm, r));
+    taken[filled++] = r;
   }
-  return static_cast<long long>(prev);
+  // Out of draws: the lowest ranks not drawn, in rank order.
+  for (unsigned long long r = 0; r < n; ++r) {
+    if (is_taken(r)) continue;
+    if (filled == j) return static_cast<long long>(ws_perm_apply(perm, r));
+    taken[filled++] = r;
+  }
+  return 0;  // unreachable for k <= experts
 }
 
 /// group_offsets: group g's weight (0 for an empty group).
@@ -659,34 +673,6 @@ WS_HD inline unsigned long long ws_init_element_p(int dtype, const WsInitParams&
     return ws_to_dtype_bits(ws_normal_outliers_value(p, seed, tensor_index, i, dtype), dtype);
   }
   return ws_init_element(dtype, p.dist, p.p0, p.p1, seed, tensor_index, i);
-}
-
-/// A whole topk_ids row t (k ids) at once: the same keys and order as ws_topk_id, E keys
-/// computed once instead of k times (hosts generating large tensors). `keys` holds E doubles.
-WS_HD inline void ws_topk_row(unsigned long long seed, int tensor_index, long long experts,
-                              long long k, double skew, unsigned long long t, double* keys,
-                              long long* out) {
-  const unsigned long long n = static_cast<unsigned long long>(experts);
-  const WsAffinePerm perm = ws_affine_perm(seed, tensor_index, n);
-  for (unsigned long long e = 0; e < n; ++e) {
-    keys[e] = ws_topk_key(seed, tensor_index, perm, skew, t, e);
-  }
-  double prev_key = 0;
-  unsigned long long prev = n;
-  for (long long m = 0; m < k; ++m) {
-    double best_key = 0;
-    unsigned long long best = n;
-    for (unsigned long long e = 0; e < n; ++e) {
-      if (prev != n && !ws_key_less(prev_key, prev, keys[e], e)) continue;
-      if (best == n || ws_key_less(keys[e], e, best_key, best)) {
-        best_key = keys[e];
-        best = e;
-      }
-    }
-    out[m] = static_cast<long long>(best);
-    prev_key = best_key;
-    prev = best;
-  }
 }
 
 // ---- Checksums ----------------------------------------------------------------------------------

@@ -392,8 +392,9 @@ Status CheckAtShape(const ProblemSpec& spec, const SymbolTable& symbols) {
       WS_ASSIGN_OR_RETURN(int64_t k, eval(t.init.k, Sub(field, "k")));
       if (e < 1 || e > INT32_MAX)
         return FieldError(Sub(field, "experts"), "{} is not in [1, 2^31)", e);
-      if (k < 0 || k > e)
-        return FieldError(Sub(field, "k"), "{} is not in [0, experts = {}]", k, e);
+      if (k < 0 || k > e || k > 64) {
+        return FieldError(Sub(field, "k"), "{} is not in [0, min(experts = {}, 64)]", k, e);
+      }
       if (dims[1] != k)
         return FieldError(Sub(field, "k"), "{} differs from the tensor's last dimension {}", k,
                           dims[1]);

@@ -434,7 +434,13 @@ TEST_F(SpecTest, BadTolerancesAndInitsNameTheField) {
       {[](Json& j) { j["tensors"][3]["shape"] = {"M * 4"}; },
        "tensors[3].init.dist: 'topk_ids' needs a 2-D tensor [T, k]"},
       {[](Json& j) { j["tensors"][3]["init"]["experts"] = 2; },
-       "shapes.test[0]: tensors[3] (ids).init.k: 4 is not in [0, experts = 2]"},
+       "shapes.test[0]: tensors[3] (ids).init.k: 4 is not in [0, min(experts = 2, 64)]"},
+      {[](Json& j) {
+         j["tensors"][3]["init"]["k"] = 65;
+         j["tensors"][3]["init"]["experts"] = 1000;
+         j["tensors"][3]["shape"][1] = 65;
+       },
+       "shapes.test[0]: tensors[3] (ids).init.k: 65 is not in [0, min(experts = 1000, 64)]"},
       {[](Json& j) { j["tensors"][3]["shape"][1] = 5; },
        "shapes.test[0]: tensors[3] (ids).init.k: 4 differs from the tensor's last dimension 5"},
       {[](Json& j) { j["tensors"][3]["init"]["experts"] = "K / (M - 1)"; },

@@ -128,7 +128,7 @@ Result<TensorJob> ParseTensor(const json& j, const std::string& path, int index)
   } else if (dist == "topk_ids") {
     t.dist = kWsDistTopkIds;
     WS_ASSIGN_OR_RETURN(t.n0, IntField(init, "experts", ip, 1, 0x7FFFFFFF));
-    WS_ASSIGN_OR_RETURN(t.n1, IntField(init, "k", ip, 0, t.n0));
+    WS_ASSIGN_OR_RETURN(t.n1, IntField(init, "k", ip, 0, std::min<int64_t>(t.n0, kWsTopkMaxK)));
     WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "skew", ip, 0.0f));
     if (t.n1 == 0 ? t.numel != 0 : t.numel % t.n1 != 0) {
       return Status::Error("{}.k: {} elements are not rows of {}", ip, t.numel, t.n1);
