@@ -298,15 +298,22 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
   const int64_t n = static_cast<int64_t>(got.size()) / size;
   if (n == 0)
     return "";
-  std::vector<double> g(n), w(n);
-  std::vector<bool> skip(n, false);
+  // Two streaming passes over the bytes (outputs reach 10^8 elements): norms, then elements.
+  const auto* gp = reinterpret_cast<const uint8_t*>(got.data());
+  const auto* wp = reinterpret_cast<const uint8_t*>(want.data());
+  // Element i's values; false where both are the same non-finite value (left out).
+  const auto values = [&](int64_t i, double* g, double* w) {
+    const FloatElem ge = DecodeFloat(dtype, gp + i * size);
+    const FloatElem we = DecodeFloat(dtype, wp + i * size);
+    *g = ge.value;
+    *w = we.value;
+    return !(ge.nan || we.nan || ge.inf || we.inf);
+  };
   double diff2 = 0, want2 = 0;
   int64_t counted = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const FloatElem ge =
-        DecodeFloat(dtype, reinterpret_cast<const uint8_t*>(got.data()) + i * size);
-    const FloatElem we =
-        DecodeFloat(dtype, reinterpret_cast<const uint8_t*>(want.data()) + i * size);
+    const FloatElem ge = DecodeFloat(dtype, gp + i * size);
+    const FloatElem we = DecodeFloat(dtype, wp + i * size);
     bool ok = true;
     std::string why;
     if (NonFiniteDecides(ge, we, &ok, &why)) {
@@ -315,42 +322,42 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
         return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
                            Elem(ge, size), Elem(we, size), why);
       }
-      skip[i] = true;
       continue;
     }
-    g[i] = ge.value;
-    w[i] = we.value;
-    diff2 += (g[i] - w[i]) * (g[i] - w[i]);
-    want2 += w[i] * w[i];
+    diff2 += (ge.value - we.value) * (ge.value - we.value);
+    want2 += we.value * we.value;
     ++counted;
   }
   const double rms = counted ? std::sqrt(want2 / counted) : 0;
   const double rel = want2 > 0 ? std::sqrt(diff2 / want2) : (diff2 > 0 ? HUGE_VAL : 0);
   int64_t outside = 0, worst_at = -1;
-  double worst = -1;
+  double worst = -1, worst_g = 0, worst_w = 0;
   std::string first;
   int reported = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (skip[i])
+    double g, w;
+    if (!values(i, &g, &w))
       continue;
-    const double d = std::fabs(g[i] - w[i]);
+    const double d = std::fabs(g - w);
     if (d > worst) {
       worst = d;
       worst_at = i;
+      worst_g = g;
+      worst_w = w;
     }
-    if (d <= tol.elem_rtol * std::fabs(w[i]) + tol.elem_rms * rms)
+    if (d <= tol.elem_rtol * std::fabs(w) + tol.elem_rms * rms)
       continue;
     ++outside;
     if (reported++ < max_reports) {
       first += fmt::format("{}{}[{}]: got {}, expected {} (|diff| {})", first.empty() ? "" : "; ",
-                           tensor, Coords(i, dims), Num(g[i]), Num(w[i]), Num(d));
+                           tensor, Coords(i, dims), Num(g), Num(w), Num(d));
     }
   }
   const std::string worst_text =
       worst_at < 0 ? ""
                    : fmt::format("largest |diff| {} = {} rms(want) at {}[{}] (got {}, expected {})",
                                  Num(worst), Num(rms > 0 ? worst / rms : HUGE_VAL), tensor,
-                                 Coords(worst_at, dims), Num(g[worst_at]), Num(w[worst_at]));
+                                 Coords(worst_at, dims), Num(worst_g), Num(worst_w));
   if (rel > tol.rel_frobenius) {
     return fmt::format("{}: relative Frobenius error {} > {} (rms(want) {}); {}", tensor, Num(rel),
                        Num(tol.rel_frobenius), Num(rms), worst_text);
