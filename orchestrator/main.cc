@@ -326,6 +326,11 @@ int CmdProblemLint(const Globals& g, const std::vector<std::string>& names) {
     if (ec) return Fail(Status::Error("{}: cannot list: {}", dir, ec.message()));
     std::sort(chosen.begin(), chosen.end());
   }
+  for (const auto& name : names) {
+    if (!fs::exists(fmt::format("{}/{}/spec.json", dir, name))) {
+      return Fail(Status::Error("no problem named '{}' in {}", name, dir));
+    }
+  }
   int findings = 0, bad = 0;
   for (const auto& name : chosen) {
     std::vector<std::string> f;
