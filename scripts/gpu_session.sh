@@ -61,6 +61,21 @@ for stage in "$@"; do
       bench/campaign_stats.py "$WS_DIR/warpsmith.db" \
         --reference-source kernels/mxfp8_quantize_rowwise/kernel.cu | tee "$OUT/campaign-stats.json"
       $ws leaderboard ;;
+    profile)
+      # Where an evaluation's wall time goes, with the sandbox and without it.
+      for mode in strict off; do
+        for hidden in "" --no-hidden; do
+          start=$(date +%s%N)
+          WARPSMITH_SANDBOX=$mode $ws eval mxfp8_quantize_rowwise \
+            kernels/mxfp8_quantize_rowwise/kernel.cu $hidden >"$OUT/profile-$mode$hidden.log" 2>&1
+          echo "eval sandbox=$mode $hidden: rc $? in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+          grep "seconds:" "$OUT/profile-$mode$hidden.log"
+        done
+      done
+      for i in 1 2; do
+        start=$(date +%s%N); build/ws_runner devices >/dev/null 2>&1
+        echo "ws_runner devices (bare): $(( ($(date +%s%N) - start) / 1000000 )) ms"
+      done ;;
     bench)
       # The kernel, the baseline and the peers in one run, merged with GPU, driver, date, command.
       OUT="$OUT/bench" bench/run.sh mxfp8_quantize_rowwise rounding rceil floor || status=1
