@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -73,6 +74,34 @@ std::vector<KnobSetting> ProposeKnobs(const KnobSpace& space,
     for (int64_t i = 0; i < size && static_cast<int>(out.size()) < max; ++i)
       take(NthSetting(space, i));
     return out;
+  }
+
+  // Combination: where a setting's one-knob variants improved on it in several knobs, try all
+  // those improvements at once. Separable effects (vector width, threads, unrolling) then take
+  // one round of neighbours, not one round per knob.
+  std::map<KnobSetting, double> ok_time;
+  for (const auto& h : history) {
+    if (!h.ok || h.time_us <= 0) continue;
+    auto [it, fresh] = ok_time.emplace(h.knobs, h.time_us);
+    if (!fresh) it->second = std::min(it->second, h.time_us);
+  }
+  for (const auto& [base, base_us] : ok_time) {
+    KnobSetting combined = base;
+    int improved = 0;
+    for (const auto& [name, values] : space) {
+      double best_us = base_us;
+      for (int64_t v : values) {
+        KnobSetting n = base;
+        n[name] = v;
+        auto it = ok_time.find(n);
+        if (it != ok_time.end() && it->second < best_us) {
+          best_us = it->second;
+          combined[name] = v;
+        }
+      }
+      if (combined[name] != base.at(name)) ++improved;
+    }
+    if (improved >= 2) take(combined);
   }
 
   // Coordinate descent: every one-knob change of the fastest setting so far.

@@ -1,21 +1,37 @@
 #include "base/files.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <fstream>
-#include <sstream>
 
 namespace ws {
 
 Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  // One allocation and one read for the size the file has: the evaluator reads output dumps of
+  // up to gigabytes, where a growing stream buffer costs several copies.
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  struct stat st {};
+  if (::fstat(::fileno(f.get()), &st) != 0)
+    return Status::Error("cannot stat {}: {}", path, std::strerror(errno));
+  std::string data;
+  if (S_ISREG(st.st_mode)) data.resize(static_cast<size_t>(st.st_size));
+  size_t n = data.empty() ? 0 : std::fread(data.data(), 1, data.size(), f.get());
+  if (n < data.size()) {
+    if (std::ferror(f.get())) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
+    data.resize(n);  // the file shrank while being read
+  }
+  // Whatever stat did not announce (pipes, /proc files, a file that grew).
+  char buf[65536];
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.append(buf, n);
+  if (std::ferror(f.get())) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
+  return data;
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view data) {

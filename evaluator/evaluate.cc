@@ -1,5 +1,6 @@
 // Evaluate(): plan -> compile -> reference runner and candidate runner -> checker -> timings.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -430,6 +431,16 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (!req.spec) return Status::Error("Evaluate: no problem given");
   const ProblemSpec& spec = *req.spec;
   EvalResult res;
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
+  auto t_phase = t_start;
+  // Closes the current phase under `name` (and keeps the running total up to date).
+  auto phase = [&](const char* name) {
+    auto now = Clock::now();
+    res.phase_seconds[name] += std::chrono::duration<double>(now - t_phase).count();
+    res.phase_seconds["total"] = std::chrono::duration<double>(now - t_start).count();
+    t_phase = now;
+  };
   // Deep mode's tools, each "not run: <why>", when deep mode was asked for.
   auto deep_not_run = [&](const std::string& why) {
     if (!req.deep) return;
@@ -513,6 +524,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   } else {
     WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
   }
+  phase("compile");
   if (!res.compile.sandbox_layers.empty()) {
     res.sandbox_layers = res.compile.sandbox_layers;
     res.sandbox_layers["stage"] = "compile";
@@ -546,7 +558,9 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
 
   // The trusted reference, compiled for the same parameters with its default knobs.
+  phase("probe");
   WS_ASSIGN_OR_RETURN(TrustedReference ref_kernel, CompileReference(spec, req.params, req.arch, copts));
+  phase("reference_compile");
   const std::string& ref_path = ref_kernel.path;
   const Plan* ref_plan = &ref_kernel.plan;
   const CompileResult& ref_compile = ref_kernel.compile;
@@ -683,8 +697,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
 
   // 5. Run: the reference first (trusted), then the candidate, in separate processes.
+  phase("plan");
   WS_ASSIGN_OR_RETURN(RunnerOutcome ref,
                       RunRunner(opts, scratch + "/reference.job.json", ref_job, ref_budget_s));
+  phase("reference_run");
   for (const auto& c : ref_job["cases"]) {
     auto it = ref.cases.find(c["id"].get<std::string>());
     if (it == ref.cases.end() || it->second.value("status", "") != "ok") {
@@ -696,6 +712,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
   WS_ASSIGN_OR_RETURN(RunnerOutcome cand,
                       RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s));
+  phase("candidate_run");
   res.ran_on_gpu = true;
   res.sandbox_layers = cand.process.layers;
   res.sandbox_layers["stage"] = "runner";
@@ -823,6 +840,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (timed) res.geomean_us = std::exp(log_sum / timed);
   if (sol_known) res.sol_fraction = std::exp(sol_log_sum / sol_known);
 
+  phase("check");
   // 7. Deep mode: the test shapes again, untimed, under each sanitizer tool.
   if (req.deep && library) {
     deep_not_run("a library baseline is not a kernel");
@@ -933,6 +951,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       res.verdict = Verdict::kNotRun;
       res.message = "deep mode was asked for but could not run: " + unavailable;
     }
+    phase("deep");
   }
   return res;
 }

@@ -220,6 +220,9 @@ struct EvalResult {
   /// "3 errors", "2 hazards", "timeout after N s", "unavailable: <why>" or "not run: <why>".
   /// Empty when deep mode was not asked for.
   std::map<std::string, std::string> deep;
+  /// Wall seconds per phase ("compile", "reference_compile", "reference_run", "candidate_run",
+  /// "check", "deep", "total"): where an evaluation's time goes beyond the timed work.
+  std::map<std::string, double> phase_seconds;
 };
 
 /// Why a deep-mode evaluation could not give its answer ("memcheck: unavailable: ..."), or ""

@@ -412,6 +412,7 @@ json ResultJson(const EvalResult& r) {
                                  {"driver", r.device->driver}};
   res["sandbox"] = r.sandbox_layers;
   if (!r.deep.empty()) res["deep"] = r.deep;
+  res["phase_seconds"] = r.phase_seconds;
   return res;
 }
 
@@ -430,6 +431,11 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
   }
   for (const auto& [tool, state] : r.deep) {
     std::cout << fmt::format("  deep {}: {}\n", tool, state);
+  }
+  if (!r.phase_seconds.empty()) {
+    std::string phases;
+    for (const auto& [name, s] : r.phase_seconds) phases += fmt::format(" {} {:.2f}", name, s);
+    std::cout << "  seconds:" << phases << "\n";
   }
   if (!r.cases.empty()) {
     std::cout << fmt::format("  {:<7} {:<22} {:<13} {:>11} {:>11} {:>10} {:>8} {:>8}\n", "kind",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs the binaries built here into .carry/ (stripped), for the GPU machine, which lacks our
 # Debian packages. Also packs the shared libraries it might lack.
+# Usage: scripts/carry.sh [DEST]   (DEST: also pack the committed source, and copy .carry there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exclude="$(git rev-parse --git-common-dir)/info/exclude"
@@ -15,4 +16,12 @@ for t in build/tests/*_test; do strip -o ".carry/tests/$(basename "$t")" "$t"; d
 for lib in libsqlite3.so.0 libcrypto.so.3 libselinux.so.1 libcap.so.2 libpcre2-8.so.0; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .carry/lib/
 done
-du -sh .carry
+# With a destination, the committed source tree travels too (.carry/src): the GPU machine then
+# runs exactly this commit even when the working tree it copies holds other, unfinished work.
+if [[ -n ${1:-} ]]; then
+  mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src
+  rm -rf "$1" && cp -a .carry "$1"
+  du -sh "$1"
+else
+  du -sh .carry
+fi

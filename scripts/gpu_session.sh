@@ -61,6 +61,52 @@ for stage in "$@"; do
       bench/campaign_stats.py "$WS_DIR/warpsmith.db" \
         --reference-source kernels/mxfp8_quantize_rowwise/kernel.cu | tee "$OUT/campaign-stats.json"
       $ws leaderboard ;;
+    problems)
+      # The problem set: every GPU reference against its CPU reference, then the baseline and the
+      # starting kernel of every problem evaluated and timed; one table of the results.
+      # PROBLEMS limits the set (names); each params variant listed in PARAMS_<problem> runs too.
+      mkdir -p "$OUT/problems"
+      for spec in problems/*/spec.json; do
+        p=$(basename "$(dirname "$spec")")
+        [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
+        variants=$(python3 -c "
+import json,itertools,sys; s=json.load(open(sys.argv[1])); ps=s.get('params',{})
+names=sorted(ps); combos=itertools.product(*[ps[n]['values'] for n in names]) if names else [()]
+print(' '.join(','.join(f'{n}={v}' for n,v in zip(names,c)) or '-' for c in combos))" "$spec")
+        for v in $variants; do
+          sets=(); key=$p
+          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="$p@$v"; fi
+          timeout 300 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
+          echo "verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")"
+          base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
+          [[ $base == cublaslt:* ]] || base=problems/$p/$base
+          for which in baseline starting; do
+            file=$base; [[ $which == starting ]] && file=problems/$p/$(python3 -c "
+import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') or s['baseline'])" "$spec")
+            timeout 600 $ws eval "$p" "$file" "${sets[@]}" --json \
+              >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
+            echo "eval $key $which: rc $?"
+          done
+        done
+      done
+      bench/problem_table.py "$OUT/problems" --json "$OUT/problem-table.json" \
+        --markdown "$OUT/problem-table.md" | tail -40
+      ( cd "$OUT" && tar czf problems.tgz problems && rm -rf problems ) ;;
+    profile)
+      # Where an evaluation's wall time goes, with the sandbox and without it.
+      for mode in strict off; do
+        for hidden in "" --no-hidden; do
+          start=$(date +%s%N)
+          WARPSMITH_SANDBOX=$mode $ws eval mxfp8_quantize_rowwise \
+            kernels/mxfp8_quantize_rowwise/kernel.cu $hidden >"$OUT/profile-$mode$hidden.log" 2>&1
+          echo "eval sandbox=$mode $hidden: rc $? in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+          grep "seconds:" "$OUT/profile-$mode$hidden.log"
+        done
+      done
+      for i in 1 2; do
+        start=$(date +%s%N); build/ws_runner devices >/dev/null 2>&1
+        echo "ws_runner devices (bare): $(( ($(date +%s%N) - start) / 1000000 )) ms"
+      done ;;
     bench)
       # The kernel, the baseline and the peers in one run, merged with GPU, driver, date, command.
       OUT="$OUT/bench" bench/run.sh mxfp8_quantize_rowwise rounding rceil floor || status=1

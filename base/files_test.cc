@@ -1,0 +1,46 @@
+#include "base/files.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace ws {
+namespace {
+
+std::string TempPath(const char* name) {
+  return testing::TempDir() + "/ws_files_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(FilesTest, RoundTripsBinaryData) {
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 2654435761u >> 13);
+  const std::string path = TempPath("bin");
+  ASSERT_TRUE(WriteFileAtomic(path, data).ok());
+  auto got = ReadFile(path);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, data);
+  ::unlink(path.c_str());
+}
+
+TEST(FilesTest, ReadsEmptyFilesAndFilesWithoutASize) {
+  const std::string path = TempPath("empty");
+  ASSERT_TRUE(WriteFileAtomic(path, "").ok());
+  auto empty = ReadFile(path);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+  ::unlink(path.c_str());
+  // /proc files report size 0 yet have contents.
+  auto status = ReadFile("/proc/self/status");
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_NE(status->find("Pid:"), std::string::npos);
+}
+
+TEST(FilesTest, AMissingFileIsAnErrorNamingIt) {
+  auto r = ReadFile("/nonexistent/ws_no_such_file");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/nonexistent/ws_no_such_file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ws
