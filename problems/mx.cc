@@ -13,8 +13,9 @@ void QuantizeColwiseTransposed(const uint16_t* x, int64_t rows, int64_t cols, Ro
                                uint8_t* q_t, uint8_t* scales_t) {
   const int64_t blocks = rows / kMxBlock;
   std::array<uint16_t, kMxBlock> column{};
-  for (int64_t c = 0; c < cols; ++c) {
-    for (int64_t b = 0; b < blocks; ++b) {
+  // NOTE: block rows outermost, so the 32 rows being gathered stay in cache across the columns.
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t c = 0; c < cols; ++c) {
       for (int i = 0; i < kMxBlock; ++i) column[i] = x[(b * kMxBlock + i) * cols + c];
       QuantizeBlock(column.data(), rounding, q_t + c * rows + b * kMxBlock,
                     scales_t + c * blocks + b);
