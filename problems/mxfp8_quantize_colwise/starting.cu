@@ -19,7 +19,8 @@
 // Scale rules as the baseline: amax on the bf16 magnitude bits (integer order is magnitude order,
 // NaNs above +Inf); rceil from the bits of d = amax * fp32(1/448); floor from amax's exponent.
 // The defaults are the baseline's layout. Expected better: COLS 4-8 with STORE_BYTES 16 (full
-// 32-byte sectors on both sides), at the price of registers (COLS 8 holds 128 words of x). The
+// 32-byte sectors on both sides), at the price of registers (COLS 8 holds 128 words of x, and
+// spills under THREADS 512, whose launch bound caps a thread at 128 registers). The
 // rows of q_t a warp writes are M bytes apart: a shared-memory transpose that makes stores
 // contiguous along M is the next step, beyond this kernel's knobs.
 
