@@ -19,6 +19,7 @@
 #include "orchestrator/campaign.h"
 #include "orchestrator/doctor.h"
 #include "orchestrator/store.h"
+#include "orchestrator/views.h"
 #include "problems/problems.h"
 #include "sandbox/sandbox.h"
 
@@ -592,31 +593,12 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
   if (!rows.ok()) return Fail(rows.status());
   auto agents = (*store)->AgentStatistics(std::nullopt);
   if (!agents.ok()) return Fail(agents.status());
-  auto agent_json = [&](const std::string& name) {
-    for (const auto& a : *agents) {
-      if (a.agent == name) {
-        return json{{"attempts", a.attempts}, {"verdicts", a.verdicts},
-                    {"input_tokens", a.input_tokens}, {"output_tokens", a.output_tokens},
-                    {"cost_usd", a.cost_usd}};
-      }
-    }
-    return json(nullptr);
-  };
   if (as_json) {
-    json arr = json::array();
-    for (const auto& r : *rows) {
-      arr.push_back({{"problem", r.problem}, {"params", json::parse(r.params_json, nullptr, false)},
-                     {"gpu", r.gpu}, {"time_us", r.time_us}, {"sol_fraction", r.sol_fraction},
-                     {"kernel_id", r.kernel_id}, {"evaluation_id", r.evaluation_id},
-                     {"kernel_hash", r.kernel_hash}, {"origin", r.origin},
-                     {"knobs", json::parse(r.knobs_json, nullptr, false)},
-                     {"agent", r.agent}, {"agent_stats", agent_json(r.agent)},
-                     {"flagged", r.flagged}, {"flag_reason", r.flag_reason},
-                     {"sandbox", json::parse(r.sandbox_json, nullptr, false)},
-                     {"deep", json::parse(r.deep_json, nullptr, false)},
-                     {"created_at", r.created_at}});
-    }
-    std::cout << arr.dump(2) << "\n";
+    // The same builder as the dashboard's /api/leaderboard.
+    auto arr = LeaderboardJson(**store, problem,
+                               g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir);
+    if (!arr.ok()) return Fail(arr.status());
+    std::cout << arr->dump(2) << "\n";
     return kExitOk;
   }
   if (rows->empty()) {
