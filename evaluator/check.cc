@@ -324,6 +324,14 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
       }
       continue;
     }
+    // An exact zero in the reference (an empty group, an all-zero row) is a sum of no or of zero
+    // products: a kernel that computed it writes +-0. Anything else there is an unwritten output
+    // whose poison decodes to a tiny value, which the norms below would let pass.
+    if (we.value == 0 && ge.value != 0) {
+      return fmt::format("{}[{}]: got {} where the reference is exactly 0 (an exact zero must be "
+                         "written as +-0: is this element computed at all?)",
+                         tensor, Coords(i, dims), Elem(ge, size));
+    }
     diff2 += (ge.value - we.value) * (ge.value - we.value);
     want2 += we.value * we.value;
     ++counted;

@@ -170,6 +170,23 @@ TEST(CheckGemmTest, SmallNoisePasses) {
       "");
 }
 
+// An empty group's outputs are exact zeros; poison that decodes to a tiny value (bf16 0x2f2f is
+// about 1.6e-10) is far inside the norms, so exact zeros are checked as such.
+TEST(CheckGemmTest, ExactZerosMustBeWrittenAsZeros) {
+  std::vector<float> want = Normal(10000, 3);
+  for (int i = 5000; i < 6000; ++i) want[i] = 0.0f;  // an empty group
+  std::vector<float> got = want;
+  got[5500] = -0.0f;  // a computed zero may carry either sign
+  EXPECT_EQ(CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{}), "");
+  std::string got_bf16 = Bf16Values(want), want_bf16 = got_bf16;
+  got_bf16[2 * 5100] = 0x2f;  // the poison byte pattern of an unwritten element
+  got_bf16[2 * 5100 + 1] = 0x2f;
+  const std::string diff =
+      CompareGemm("d", {100, 100}, DType::kBF16, got_bf16, want_bf16, Tolerance{});
+  EXPECT_NE(diff.find("d[51, 0]"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("exactly 0"), std::string::npos) << diff;
+}
+
 TEST(CheckGemmTest, RelativeFrobenius) {
   const std::vector<float> want = Normal(10000, 1);
   std::vector<float> got = want;
@@ -228,7 +245,7 @@ TEST(CheckGemmTest, NonFiniteAndZeroReferences) {
   std::vector<float> bump = zeros;
   bump[3] = 1e-30f;
   EXPECT_TRUE(Has(CompareGemm("d", {64}, DType::kF32, F32(bump), F32(zeros), Tolerance{}),
-                  "relative Frobenius error inf"));
+                  "where the reference is exactly 0"));
   EXPECT_EQ(CompareGemm("d", {0}, DType::kF32, "", "", Tolerance{}), "");
 }
 
