@@ -8,6 +8,8 @@ packages=(
   libcurl4-openssl-dev libboost1.81-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libcli11-dev libfmt-dev
   libseccomp-dev bubblewrap python3
+  slurmctld slurmd slurm-client munge
+  chromium  # the dashboard's headless browser test (tests/serve_browser_test.cc)
 )
 
 missing=()
