@@ -18,6 +18,7 @@
 #include "evaluator/lint.h"
 #include "orchestrator/campaign.h"
 #include "orchestrator/doctor.h"
+#include "orchestrator/serve.h"
 #include "orchestrator/store.h"
 #include "orchestrator/views.h"
 #include "problems/problems.h"
@@ -808,6 +809,33 @@ int CmdCampaignStatus(const Globals& g, const CampaignArgs& a) {
   return kExitOk;
 }
 
+// ---- serve --------------------------------------------------------------------------------------
+
+int CmdServe(const Globals& g, ServeOptions o) {
+  o.workspace = g.workspace;
+  o.problems_dir = g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir;
+  if (o.token.empty()) {
+    if (const char* env = std::getenv("WARPSMITH_TOKEN")) o.token = env;
+  }
+  std::error_code ec;
+  o.warpsmith_exe = fs::read_symlink("/proc/self/exe", ec).string();  // re-verify runs it
+  // Ctrl-C and SIGTERM stop the server: the threads it starts inherit the blocked mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  auto server = Server::Start(o);
+  if (!server.ok()) return Fail(server.status());
+  std::cout << fmt::format("warpsmith serve: {} ({}; store {}/warpsmith.db)\n", (*server)->url(),
+                           o.token.empty() ? "read-only" : "actions need the token", g.workspace)
+            << std::flush;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  (*server)->Stop();
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"warpsmith: kernel optimization campaigns for MXFP8 MoE on Hopper and Blackwell"};
   app.require_subcommand(1);
@@ -926,6 +954,19 @@ int Main(int argc, char** argv) {
   auto* cresume = campaign->add_subcommand("resume", "continue a stopped or killed campaign");
   cresume->add_option("--id", ca.id, "campaign id (default: the newest)");
   cresume->callback([&] { rc = CmdCampaignResume(g, ca); });
+
+  ServeOptions so;
+  auto* serve = app.add_subcommand("serve", "the dashboard: leaderboard, problems, kernels, "
+                                            "campaigns, and a JSON API (docs/dashboard.md)");
+  serve->add_option("--port", so.port, "TCP port (0: any free one)")->capture_default_str();
+  serve->add_option("--bind", so.bind, "address to listen on (not loopback: needs --token)")
+      ->capture_default_str();
+  serve->add_option("--token", so.token,
+                    "allow the actions (stop, re-verify) with Authorization: Bearer TOKEN "
+                    "(default: $WARPSMITH_TOKEN; none: read-only)");
+  serve->add_option("--threads", so.threads, "request threads")->capture_default_str();
+  serve->add_flag("--log", so.log, "a line on stderr per request");
+  serve->callback([&] { rc = CmdServe(g, so); });
 
   try {
     app.parse(argc, argv);
