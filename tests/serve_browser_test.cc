@@ -55,6 +55,7 @@ int RunChromium(const std::string& exe, const std::vector<std::string>& args,
                                    "--user-data-dir=" + profile,
                                    "--virtual-time-budget=3000"};
   argv.insert(argv.end(), args.begin(), args.end());
+  std::fflush(nullptr);  // else the child's freopen writes our buffered output again
   pid_t pid = ::fork();
   if (pid == 0) {
     if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(err.c_str(), "w", stderr))
