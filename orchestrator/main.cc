@@ -16,8 +16,10 @@
 #include "evaluator/cost.h"
 #include "evaluator/evaluator.h"
 #include "evaluator/lint.h"
+#include "orchestrator/bundle.h"
 #include "orchestrator/campaign.h"
 #include "orchestrator/doctor.h"
+#include "orchestrator/export.h"
 #include "orchestrator/serve.h"
 #include "orchestrator/store.h"
 #include "orchestrator/views.h"
@@ -836,6 +838,50 @@ int CmdServe(const Globals& g, ServeOptions o) {
   return kExitOk;
 }
 
+// `warpsmith export` and `warpsmith verify` (docs/export.md).
+int CmdExport(const Globals& g, ExportOptions o) {
+  if (o.format != "cmake" && o.format != "torch" && o.format != "bundle") {
+    return Fail(Status::Error("--format must be cmake, torch or bundle, not '{}'", o.format));
+  }
+  auto problems = LoadAll(g);
+  if (!problems.ok()) return Fail(problems.status());
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  // The CPU references shipped with a cmake package come from the tree holding the problems.
+  o.source_root =
+      fs::absolute(g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir)
+          .lexically_normal().parent_path().string();
+  auto items = SelectExport(**store, *problems, o);
+  if (!items.ok()) return Fail(items.status());
+  if (Status s = WriteExport(*items, o); !s.ok()) return Fail(s);
+  std::cout << fmt::format("exported {} kernel(s) to {} ({}):\n", items->size(), o.out, o.format);
+  for (const auto& it : *items) {
+    std::cout << fmt::format("  {}: {} {}, kernel {} ({}), {}\n", it.function, it.spec.name,
+                             it.evaluation.params_json, it.kernel.id, it.kernel.hash.substr(0, 12),
+                             it.verified ? "verified " + it.evaluation.gpu : "UNVERIFIED");
+  }
+  return kExitOk;
+}
+
+int CmdVerify(const Globals& g, const std::string& path) {
+  auto bundles = FindBundles(path);
+  if (!bundles.ok()) return Fail(bundles.status());
+  auto store = OpenStore(g);
+  if (!store.ok()) return Fail(store.status());
+  EvaluatorOptions opts;
+  opts.workspace = g.workspace;
+  bool all = true;
+  for (const auto& b : *bundles) {
+    auto r = VerifyBundle(b, **store, opts);
+    if (!r.ok()) return Fail(r.status());
+    std::cout << r->report;
+    std::cout << (r->match ? (r->ran ? "reproduced\n" : "compiled and validated (not re-run)\n")
+                           : "MISMATCH\n");
+    all = all && r->match;
+  }
+  return all ? kExitOk : kExitRejected;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"warpsmith: kernel optimization campaigns for MXFP8 MoE on Hopper and Blackwell"};
   app.require_subcommand(1);
@@ -967,6 +1013,24 @@ int Main(int argc, char** argv) {
   serve->add_option("--threads", so.threads, "request threads")->capture_default_str();
   serve->add_flag("--log", so.log, "a line on stderr per request");
   serve->callback([&] { rc = CmdServe(g, so); });
+
+  ExportOptions xo;
+  auto* xp = app.add_subcommand(
+      "export", "write the best verified kernels as a CMake package, a PyTorch extension or bundles");
+  xp->add_option("--problem", xo.problem_globs, "glob over problem names (repeatable)");
+  xp->add_flag("--all", xo.all, "every problem");
+  xp->add_option("--gpu", xo.gpu, "GPU model (default: the only one kernels are ranked on)");
+  xp->add_option("--out", xo.out, "folder to write (absent or empty)")->required();
+  xp->add_option("--format", xo.format, "cmake, torch or bundle")->required();
+  xp->add_flag("--include-unverified", xo.include_unverified,
+               "also export the newest compiled kernel of settings with no verified one");
+  xp->callback([&] { rc = CmdExport(g, xo); });
+  std::string bundle_path;
+  auto* vb = app.add_subcommand(
+      "verify", "re-check and re-time an exported bundle on the GPU at hand (exit 1: mismatch)");
+  vb->add_option("BUNDLE", bundle_path, "a bundle folder, or an export folder of bundles")
+      ->required();
+  vb->callback([&] { rc = CmdVerify(g, bundle_path); });
 
   try {
     app.parse(argc, argv);
