@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -30,6 +31,7 @@
 #include "agents/worker.h"
 #include "problems/problems.h"
 #include "evaluator/sanitizer.h"
+#include "orchestrator/slurm.h"
 #include "sandbox/sandbox.h"
 
 namespace ws {
@@ -136,7 +138,12 @@ Result<RecordedEvaluation> RecordEvaluation(Store& store, const EvalRequest& req
   e.gpu_seconds = gpu_seconds;
   e.sandbox_json = json(r.sandbox_layers).dump();
   e.deep_json = json(r.deep).dump();
-  WS_ASSIGN_OR_RETURN(out.evaluation_id, store.AddEvaluation(e));
+  e.job_id = ctx.job_id;
+  e.node = ctx.node;
+  e.gpu_index = ctx.gpu_index;
+  bool inserted = false;
+  WS_ASSIGN_OR_RETURN(out.evaluation_id, store.AddEvaluation(e, &inserted));
+  out.duplicate = !inserted;
   return out;
 }
 
@@ -317,7 +324,14 @@ std::string CampaignConfigJson(const CampaignConfig& c) {
               {"max_turns", c.max_turns},
               {"context_tokens", c.context_tokens},
               {"rng_seed", c.rng_seed},
-              {"deep_winners", c.deep_winners}}
+              {"deep_winners", c.deep_winners},
+              {"executor", c.executor},
+              {"gpus", c.gpus},
+              {"slurm_partition", c.slurm_partition},
+              {"slurm_account", c.slurm_account},
+              {"slurm_time", c.slurm_time},
+              {"slurm_shared_dir", c.slurm_shared_dir},
+              {"max_tries", c.max_tries}}
       .dump();
 }
 
@@ -352,6 +366,15 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& text) {
     c.context_tokens = j.value("context_tokens", int64_t{128000});
     c.rng_seed = j.value("rng_seed", uint64_t{1});
     c.deep_winners = j.value("deep_winners", false);
+    c.executor = j.value("executor", "local");
+    if (c.executor != "local" && c.executor != "slurm")
+      return Status::Error("campaign config: executor '{}' is neither local nor slurm", c.executor);
+    c.gpus = j.value("gpus", "");
+    c.slurm_partition = j.value("slurm_partition", "");
+    c.slurm_account = j.value("slurm_account", "");
+    c.slurm_time = j.value("slurm_time", "");
+    c.slurm_shared_dir = j.value("slurm_shared_dir", "");
+    c.max_tries = j.value("max_tries", 3);
     return c;
   } catch (const json::exception& e) {
     return Status::Error("campaign config: {}", e.what());
@@ -577,7 +600,21 @@ class Engine {
   Result<std::vector<ParentCandidate>> Parents(const ProblemRun& p);
   Status Review(ProblemRun& p, const ProblemView& before, const AgentSpec& agent,
                 int64_t attempt_id);
-  std::vector<Result<EvalResult>> CompileBatch(const std::vector<EvalRequest>& reqs);
+  Status MakeExecutor();
+  // A request as a job of this campaign.
+  JobSpec Job(const EvalRequest& req, JobKind kind, const std::string& id) const;
+  // Runs jobs through the executor; each job's first result goes to `take` once. With
+  // `stoppable`, a stop (budget, stop request, Ctrl-C) cancels what is left.
+  Result<BatchOutcome> RunJobs(const std::vector<JobSpec>& jobs, bool stoppable,
+                               const std::function<Status(size_t, const JobResult&)>& take);
+  // Records a job's result with its job id (a result already stored is not counted again).
+  Result<RecordedEvaluation> RecordJob(const EvalRequest& req, const JobResult& r,
+                                       RecordContext ctx);
+  void NoteJob(const JobSpec& spec, const JobStatus& st, std::optional<int64_t> evaluation_id);
+  bool MayNeedDeep(const EvalRequest& req, const JobResult& r) const;
+  // --deep-winners: a would-be winner's deep evaluation (the one to record), else `r` itself;
+  // empty when the campaign stopped meanwhile.
+  Result<std::optional<JobResult>> DeepIfWinner(const EvalRequest& req, const JobResult& r);
 
   int64_t id_;
   CampaignConfig config_;
@@ -591,6 +628,12 @@ class Engine {
   std::unique_ptr<Display> display_;
   Clock::time_point wall_mark_ = Clock::now();
   std::mt19937_64 rng_;
+  std::unique_ptr<Executor> owned_executor_;
+  Executor* executor_ = nullptr;
+  std::vector<DeviceCeilings> all_ceilings_;  // for jobs on other hosts
+  int64_t job_seq_ = 0;
+  Clock::time_point stop_checked_;
+  std::string stop_cached_;
 };
 
 EvalRequest Engine::BaseRequest(const ProblemRun& p) const {
@@ -618,32 +661,132 @@ Result<bool> Engine::WouldWin(const EvalRequest& req, const EvalResult& r) {
 }
 
 Result<RecordedEvaluation> Engine::Evaluate(const EvalRequest& req, const RecordContext& ctx) {
-  EvalFn eval = env_.evaluate;
-  if (config_.deep_winners && !req.deep && !req.compile_only && req.include_hidden) {
-    // A would-be winner is evaluated again in deep mode before it is recorded (and so ranked).
-    EvalFn base = env_.evaluate ? env_.evaluate : EvalFn(ws::Evaluate);
-    eval = [this, base](const EvalRequest& r, const EvaluatorOptions& o) -> Result<EvalResult> {
-      WS_ASSIGN_OR_RETURN(EvalResult first, base(r, o));
-      if (first.verdict != Verdict::kOk || first.geomean_us <= 0)
-        return first;
-      WS_ASSIGN_OR_RETURN(bool winner, WouldWin(r, first));
-      if (!winner)
-        return first;
-      EvalRequest deep = r;
-      deep.deep = true;
-      WS_ASSIGN_OR_RETURN(EvalResult checked, base(deep, o));
-      if (std::string why = DeepModeFailure(checked); !why.empty()) {
-        return Status::Error("{}: deep mode could not check a would-be winner ({}); "
-                             "--deep-winners needs a working compute-sanitizer",
-                             r.spec->name, why);
+  const JobSpec job =
+      Job(req, req.compile_only ? JobKind::kCompile : JobKind::kGpu,
+          fmt::format("c{}-a{}-e{}", id_, ctx.attempt_id.value_or(0), ++job_seq_));
+  std::optional<JobResult> got;
+  WS_ASSIGN_OR_RETURN(BatchOutcome o, RunJobs({job}, false, [&](size_t, const JobResult& r) {
+                        got = r;
+                        return Status::Ok();
+                      }));
+  if (!got)
+    return Status::Error("{}: the evaluation gave no result ({})", req.spec->name, o.stopped);
+  if (MayNeedDeep(req, *got)) {
+    WS_ASSIGN_OR_RETURN(got, DeepIfWinner(req, *got));
+    if (!got)
+      return Status::Error("{}: stopped during a deep evaluation", req.spec->name);
+  }
+  return RecordJob(req, *got, ctx);
+}
+
+JobSpec Engine::Job(const EvalRequest& req, JobKind kind, const std::string& id) const {
+  JobSpec j = JobFromRequest(req, kind, env_.problems_dir);
+  j.id = id;
+  for (const auto& c : all_ceilings_) {
+    if (std::none_of(j.ceilings.begin(), j.ceilings.end(),
+                     [&](const DeviceCeilings& x) { return x.gpu == c.gpu; }))
+      j.ceilings.push_back(c);
+  }
+  return j;
+}
+
+Result<BatchOutcome> Engine::RunJobs(const std::vector<JobSpec>& jobs, bool stoppable,
+                                     const std::function<Status(size_t, const JobResult&)>& take) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < jobs.size(); ++i) index[jobs[i].id] = i;
+  BatchOptions bo;
+  bo.max_tries = std::max(1, config_.max_tries);
+  bo.poll_seconds = executor_->name() == "slurm" ? 0.5 : 0.05;
+  bo.on_state = [this](const JobSpec& spec, const JobStatus& st) {
+    NoteJob(spec, st, std::nullopt);
+  };
+  if (stoppable) {
+    bo.stop = [this]() {
+      // The store is read at most twice a second while jobs run.
+      const auto now = Clock::now();
+      if (now - stop_checked_ > std::chrono::milliseconds(500) ||
+          (env_.cancel != nullptr && env_.cancel->cancelled.load())) {
+        stop_checked_ = now;
+        stop_cached_ = StopReason();
       }
-      return checked;
+      return stop_cached_;
     };
   }
-  WS_ASSIGN_OR_RETURN(RecordedEvaluation r,
-                      EvaluateAndRecord(*store_, req, env_.eval_opts, ctx, eval));
-  WS_RETURN_IF_ERROR(FlushWall());
-  return r;
+  return RunBatch(*executor_, jobs, bo, [&](const JobSpec& spec, const JobResult& r) {
+    return take(index.at(spec.id), r);
+  });
+}
+
+Result<RecordedEvaluation> Engine::RecordJob(const EvalRequest& req, const JobResult& r,
+                                             RecordContext ctx) {
+  ctx.job_id = r.job_id;
+  ctx.node = r.node;
+  if (r.gpu_index)
+    ctx.gpu_index = *r.gpu_index;
+  WS_ASSIGN_OR_RETURN(RecordedEvaluation rec,
+                      Record(req, r.result, ctx, r.result.ran_on_gpu ? r.seconds : 0));
+  JobSpec spec;
+  spec.id = r.job_id;
+  spec.kind = req.compile_only ? JobKind::kCompile : JobKind::kGpu;
+  JobStatus st;
+  st.job_id = r.job_id;
+  st.try_number = r.try_number;
+  st.state = JobState::kDone;
+  st.node = r.node;
+  st.gpu_index = r.gpu_index;
+  NoteJob(spec, st, rec.evaluation_id);
+  return rec;
+}
+
+void Engine::NoteJob(const JobSpec& spec, const JobStatus& st,
+                     std::optional<int64_t> evaluation_id) {
+  JobRecord j;
+  j.id = spec.id;
+  j.campaign_id = id_;
+  j.kind = std::string(JobKindName(spec.kind));
+  j.executor = executor_->name();
+  j.state = std::string(JobStateName(st.state));
+  j.tries = st.try_number;
+  j.external_id = st.external_id;
+  j.node = st.node;
+  if (st.gpu_index)
+    j.gpu_index = *st.gpu_index;
+  j.message = st.message;
+  j.evaluation_id = evaluation_id;
+  if (Status s = store_->PutJob(j); !s.ok())
+    std::fprintf(stderr, "warpsmith: recording job %s: %s\n", spec.id.c_str(),
+                 s.message().c_str());
+}
+
+bool Engine::MayNeedDeep(const EvalRequest& req, const JobResult& r) const {
+  return config_.deep_winners && !req.deep && !req.compile_only && req.include_hidden && r.ok &&
+         r.result.verdict == Verdict::kOk && r.result.geomean_us > 0;
+}
+
+Result<std::optional<JobResult>> Engine::DeepIfWinner(const EvalRequest& req,
+                                                      const JobResult& r) {
+  WS_ASSIGN_OR_RETURN(bool winner, WouldWin(req, r.result));
+  if (!winner)
+    return std::optional<JobResult>(r);
+  // A would-be winner is evaluated again in deep mode; only that evaluation is recorded.
+  EvalRequest deep = req;
+  deep.deep = true;
+  std::optional<JobResult> got;
+  WS_ASSIGN_OR_RETURN(BatchOutcome o,
+                      RunJobs({Job(deep, JobKind::kGpu, r.job_id + "-deep")}, false,
+                              [&](size_t, const JobResult& d) {
+                                got = d;
+                                return Status::Ok();
+                              }));
+  (void)o;
+  if (!got)
+    return std::optional<JobResult>();
+  if (std::string why = DeepModeFailure(got->result); !why.empty()) {
+    return Status::Error("{}: deep mode could not check a would-be winner ({}); "
+                         "--deep-winners needs a working compute-sanitizer",
+                         req.spec->name, why);
+  }
+  return got;
 }
 
 Result<RecordedEvaluation> Engine::Record(const EvalRequest& req, const EvalResult& r,
@@ -740,14 +883,23 @@ Status Engine::Prepare() {
 
   // The device: none in compile-only campaigns; without one, the campaign compiles only.
   compile_only_ = config_.compile_only;
+  const bool slurm = config_.executor == "slurm" && env_.executor == nullptr;
   std::string why;
-  if (!compile_only_ && env_.probe_device) {
+  if (slurm && !compile_only_) {
+    // The GPUs are the cluster's: each job probes its own; the ceilings the store knows travel
+    // with the jobs.
+    WS_ASSIGN_OR_RETURN(auto latest, store_->LatestCeilings());
+    if (latest) {
+      all_ceilings_.push_back({latest->gpu, latest->copy_bytes_per_s, latest->bf16_flops_per_s,
+                               latest->fp8_flops_per_s, latest->measured_at});
+    }
+  } else if (!compile_only_ && env_.probe_device) {
     WS_ASSIGN_OR_RETURN(env_.device, ProbeDevice(env_.eval_opts, &why));
     if (env_.device && !env_.ceilings) {
       WS_ASSIGN_OR_RETURN(env_.ceilings, CeilingsFor(*store_, *env_.device, env_.eval_opts));
     }
   }
-  if (!compile_only_ && !env_.device) {
+  if (!compile_only_ && !env_.device && !slurm) {
     compile_only_ = true;
     mode_ = fmt::format("compile-only: no GPU here ({})", why.empty() ? "none given" : why);
   }
@@ -765,8 +917,12 @@ Status Engine::Prepare() {
   std::string agents;
   for (const auto& a : config_.agents) agents += (agents.empty() ? "" : ", ") + a.name();
   if (mode_.empty()) {
-    mode_ = compile_only_ ? "compile-only" : fmt::format("on {}", env_.device->name);
+    mode_ = compile_only_ ? "compile-only"
+            : slurm       ? std::string("on the cluster's GPUs")
+                          : fmt::format("on {}", env_.device->name);
   }
+  WS_RETURN_IF_ERROR(MakeExecutor());
+  mode_ += " · " + executor_->Describe();
   mode_ = fmt::format("{} · {} · {}{}", agents, arch, mode_,
                       config_.deep_winners && !compile_only_ ? " · deep winners" : "");
 
@@ -794,26 +950,52 @@ Status Engine::Prepare() {
   return Status::Ok();
 }
 
-std::vector<Result<EvalResult>> Engine::CompileBatch(const std::vector<EvalRequest>& reqs) {
-  std::vector<Result<EvalResult>> out(reqs.size(), Result<EvalResult>(Status::Error("not run")));
-  int threads =
-      config_.compile_threads > 0
-          ? config_.compile_threads
-          : std::min(4, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-  threads = std::min<int>(threads, static_cast<int>(reqs.size()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < reqs.size();) {
-      EvalRequest r = reqs[i];
-      r.compile_only = true;
-      out[i] = env_.evaluate ? env_.evaluate(r, env_.eval_opts) : ws::Evaluate(r, env_.eval_opts);
+Status Engine::MakeExecutor() {
+  if (env_.executor != nullptr) {
+    executor_ = env_.executor;
+    return Status::Ok();
+  }
+  // Jobs in other processes or on other hosts find the problems by absolute path.
+  std::error_code ec;
+  env_.problems_dir = fs::absolute(env_.problems_dir, ec).lexically_normal().string();
+  if (config_.executor == "slurm") {
+    SlurmOptions so;
+    so.partition = config_.slurm_partition;
+    so.account = config_.slurm_account;
+    so.time = config_.slurm_time;
+    so.shared_dir = config_.slurm_shared_dir.empty()
+                        ? (fs::absolute(env_.workspace, ec) / "slurm").lexically_normal().string()
+                        : config_.slurm_shared_dir;
+    so.job_binary = env_.job_binary;
+    so.lost_grace_s = env_.slurm_lost_grace_s;
+    owned_executor_ = MakeSlurmExecutor(so);
+  } else if (config_.executor == "local") {
+    LocalExecutorOptions lo;
+    lo.compile_threads = config_.compile_threads;
+    lo.eval_opts = env_.eval_opts;
+    lo.evaluate = env_.evaluate;
+    lo.job_binary = env_.job_binary;
+    if (!compile_only_) {
+      // --gpus, else CUDA_VISIBLE_DEVICES, else the one GPU this process sees.
+      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      if (!config_.gpus.empty()) {
+        lo.gpus = ParseGpuList(config_.gpus);
+        lo.pin_processes = true;
+      } else if (visible != nullptr && !ParseGpuList(visible).empty()) {
+        lo.gpus = ParseGpuList(visible);
+        lo.pin_processes = lo.gpus.size() > 1;
+      } else {
+        lo.gpus = {"0"};
+      }
+      if (lo.gpus.empty())
+        return Status::Error("--gpus '{}' names no GPU", config_.gpus);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  return out;
+    owned_executor_ = MakeLocalExecutor(lo);
+  } else {
+    return Status::Error("unknown executor '{}' (local or slurm)", config_.executor);
+  }
+  executor_ = owned_executor_.get();
+  return Status::Ok();
 }
 
 Result<std::vector<ParentCandidate>> Engine::Parents(const ProblemRun& p) {
@@ -893,30 +1075,64 @@ Result<std::string> Engine::TunerAttempt(ProblemRun& p) {
       r.knobs = s;
       reqs.push_back(std::move(r));
     }
-    // Compiles in parallel; then, on a GPU, one evaluation at a time.
-    std::vector<Result<EvalResult>> compiled = CompileBatch(reqs);
+    // Compile jobs in parallel; then GPU jobs, one per GPU at a time, for what compiled.
     int done = 0, ok = 0;
     std::optional<int64_t> best_eval;
     double best_time = 0;
-    std::string stop;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      if (!(stop = StopReason()).empty())
-        break;
-      if (!compiled[i].ok())
-        return compiled[i].status();
-      Result<RecordedEvaluation> rec = compile_only_ ||
-                                               compiled[i]->verdict == Verdict::kCompileError ||
-                                               compiled[i]->verdict == Verdict::kPlanError
-                                           ? Record(reqs[i], *compiled[i], ctx, 0)
-                                           : Evaluate(reqs[i], ctx);
-      if (!rec.ok())
-        return rec.status();
+    auto take = [&](const EvalRequest& req, const JobResult& r) -> Status {
+      WS_ASSIGN_OR_RETURN(RecordedEvaluation rec, RecordJob(req, r, ctx));
+      if (rec.duplicate)
+        return Status::Ok();
       ++done;
-      const Verdict v = rec->result.verdict;
+      const Verdict v = rec.result.verdict;
       ok += v == Verdict::kOk || v == Verdict::kNotRun;
-      if (rec->ranked && (best_time == 0 || rec->result.geomean_us < best_time)) {
-        best_time = rec->result.geomean_us;
-        best_eval = rec->evaluation_id;
+      if (rec.ranked && (best_time == 0 || rec.result.geomean_us < best_time)) {
+        best_time = rec.result.geomean_us;
+        best_eval = rec.evaluation_id;
+      }
+      return Status::Ok();
+    };
+    std::vector<JobSpec> compiles;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EvalRequest r = reqs[i];
+      r.compile_only = true;
+      compiles.push_back(
+          Job(r, JobKind::kCompile, fmt::format("c{}-a{}-s{}-compile", id_, attempt_id, i)));
+    }
+    std::vector<size_t> to_time;
+    WS_ASSIGN_OR_RETURN(
+        BatchOutcome compiled, RunJobs(compiles, true, [&](size_t i, const JobResult& r) {
+          const Verdict v = r.result.verdict;
+          if (compile_only_ || v == Verdict::kCompileError || v == Verdict::kPlanError) {
+            EvalRequest req = reqs[i];
+            req.compile_only = compile_only_ || req.compile_only;
+            return take(req, r);
+          }
+          to_time.push_back(i);
+          return Status::Ok();
+        }));
+    if (compiled.stopped.empty() && !to_time.empty()) {
+      std::sort(to_time.begin(), to_time.end());
+      std::vector<JobSpec> timed;
+      for (size_t i : to_time)
+        timed.push_back(Job(reqs[i], JobKind::kGpu,
+                            fmt::format("c{}-a{}-s{}-gpu", id_, attempt_id, i)));
+      std::vector<std::pair<size_t, JobResult>> would_win;
+      WS_ASSIGN_OR_RETURN(BatchOutcome o,
+                          RunJobs(timed, true, [&](size_t k, const JobResult& r) -> Status {
+                            const size_t i = to_time[k];
+                            if (MayNeedDeep(reqs[i], r)) {
+                              would_win.push_back({i, r});  // after the batch, one at a time
+                              return Status::Ok();
+                            }
+                            return take(reqs[i], r);
+                          }));
+      (void)o;
+      for (const auto& [i, r] : would_win) {
+        WS_ASSIGN_OR_RETURN(std::optional<JobResult> d, DeepIfWinner(reqs[i], r));
+        if (!d)
+          break;
+        WS_RETURN_IF_ERROR(take(reqs[i], *d));
       }
     }
     std::string summary =
@@ -1312,7 +1528,29 @@ struct StatusData {
   CampaignSpend spend;
   std::vector<ProblemView> problems;
   std::vector<AgentStats> agents;
+  std::vector<JobRecord> jobs;
 };
+
+// Per node: jobs by state, and the GPUs (index) that timed there.
+struct NodeJobs {
+  std::map<std::string, int64_t> states;
+  std::map<std::string, int64_t> kinds;
+  std::set<int64_t> gpus;
+  int64_t retried = 0;
+};
+
+std::map<std::string, NodeJobs> JobsPerNode(const std::vector<JobRecord>& jobs) {
+  std::map<std::string, NodeJobs> out;
+  for (const auto& j : jobs) {
+    NodeJobs& n = out[j.node.empty() ? "(not placed yet)" : j.node];
+    ++n.states[j.state];
+    ++n.kinds[j.kind];
+    if (j.gpu_index)
+      n.gpus.insert(*j.gpu_index);
+    n.retried += j.tries > 1;
+  }
+  return out;
+}
 
 Result<StatusData> LoadStatus(Store& store, int64_t id) {
   StatusData d;
@@ -1321,6 +1559,7 @@ Result<StatusData> LoadStatus(Store& store, int64_t id) {
   WS_ASSIGN_OR_RETURN(d.spend, store.Spend(id));
   WS_ASSIGN_OR_RETURN(d.problems, ComputeViews(store, id));
   WS_ASSIGN_OR_RETURN(d.agents, store.AgentStatistics(id));
+  WS_ASSIGN_OR_RETURN(d.jobs, store.Jobs(id));
   return d;
 }
 
@@ -1363,8 +1602,18 @@ Result<std::string> CampaignStatusJson(Store& store, int64_t id) {
                       {"output_tokens", a.output_tokens},
                       {"cost_usd", a.cost_usd}});
   }
+  json nodes = json::array();
+  for (const auto& [node, n] : JobsPerNode(d.jobs)) {
+    nodes.push_back({{"node", node},
+                     {"jobs", n.states},
+                     {"kinds", n.kinds},
+                     {"gpus", n.gpus},
+                     {"retried", n.retried}});
+  }
   json j = {{"id", d.campaign.id},
             {"status", d.campaign.status},
+            {"executor", d.config.executor},
+            {"nodes", nodes},
             {"message", d.campaign.message},
             {"stop_requested", d.campaign.stop_requested},
             {"process_alive", d.campaign.status == "running" && PidAlive(d.campaign.pid)},
@@ -1408,6 +1657,27 @@ Result<std::string> CampaignStatusText(Store& store, int64_t id) {
       verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", v, n);
     t += fmt::format("  {:<28} {:>9} {:>12} {:>12} {:>9.2f}  {}\n", a.agent, a.attempts,
                      a.input_tokens, a.output_tokens, a.cost_usd, verdicts);
+  }
+  if (!d.jobs.empty()) {
+    t += fmt::format("\n  jobs per node ({} executor)\n", d.config.executor);
+    t += fmt::format("  {:<28} {:>6} {:>8} {:>6} {:>8}  {}\n", "node", "jobs", "compile", "gpu",
+                     "retried", "states; GPUs");
+    for (const auto& [node, n] : JobsPerNode(d.jobs)) {
+      int64_t total = 0;
+      std::string states;
+      for (const auto& [st, c] : n.states) {
+        total += c;
+        states += fmt::format("{}{} {}", states.empty() ? "" : ", ", st, c);
+      }
+      std::string gpus;
+      for (int64_t g : n.gpus) gpus += fmt::format("{}{}", gpus.empty() ? "" : ",", g);
+      auto kind = [&](const char* k) {
+        auto it = n.kinds.find(k);
+        return it == n.kinds.end() ? int64_t{0} : it->second;
+      };
+      t += fmt::format("  {:<28} {:>6} {:>8} {:>6} {:>8}  {}{}\n", node, total, kind("compile"),
+                       kind("gpu"), n.retried, states, gpus.empty() ? "" : "; GPUs " + gpus);
+    }
   }
   return t;
 }

@@ -21,6 +21,7 @@
 #include "agents/agents.h"
 #include "base/status.h"
 #include "evaluator/evaluator.h"
+#include "orchestrator/executor.h"
 #include "orchestrator/store.h"
 
 namespace ws {
@@ -38,6 +39,9 @@ struct RecordContext {
   std::optional<int64_t> attempt_id;
   std::string agent;             // "" for `warpsmith eval`
   std::string purpose = "eval";  // "eval", "tune", "compile", "check", "time", "submit"
+  std::string job_id;            // the executor job that evaluated it ("": in-process)
+  std::string node;              // where it ran
+  std::optional<int64_t> gpu_index;
 };
 
 struct RecordedEvaluation {
@@ -46,6 +50,7 @@ struct RecordedEvaluation {
   int64_t evaluation_id = 0;
   bool ranked = false;     // ok with hidden shapes included: the leaderboard may show it
   double gpu_seconds = 0;  // wall time of the evaluation when it ran on a GPU
+  bool duplicate = false;  // its job's result was already stored: nothing new was counted
 };
 
 /// Per-kernel resource usage as JSON text (stored with every evaluation).
@@ -114,6 +119,12 @@ struct CampaignConfig {
   /// it is recorded; only that deep evaluation is recorded. A sanitizer that cannot run fails
   /// the campaign.
   bool deep_winners = false;
+  /// Where evaluations run: "local" (this host's GPUs and cores) or "slurm".
+  std::string executor = "local";
+  std::string gpus;  // local: "0,1" (default: CUDA_VISIBLE_DEVICES, else the default GPU)
+  std::string slurm_partition, slurm_account, slurm_time;
+  std::string slurm_shared_dir;  // default: <workspace>/slurm (docs/scale-out.md)
+  int max_tries = 3;             // per job: a lost or cancelled job is retried up to this
 };
 
 std::string CampaignConfigJson(const CampaignConfig& c);
@@ -140,6 +151,10 @@ struct CampaignEnv {
   FILE* out = stdout;                   // the progress display
   std::optional<bool> live;             // redraw in place; default: isatty(out)
   const CancelToken* cancel = nullptr;  // set from another thread or a signal: stop soon
+  /// Runs the evaluations instead of the executor the config names (tests: a fake).
+  Executor* executor = nullptr;
+  std::string job_binary;  // warpsmith, for jobs in other processes; default: this binary
+  double slurm_lost_grace_s = 5;
 };
 
 /// Creates a campaign from `config` and runs it to its end (budget spent, every problem stalled,

@@ -147,6 +147,32 @@ constexpr const char* kMigrations[] = {
       ALTER TABLE evaluations ADD COLUMN sandbox_json TEXT NOT NULL DEFAULT '{}';
       ALTER TABLE evaluations ADD COLUMN deep_json TEXT NOT NULL DEFAULT '{}';
     )sql",
+    // 4: executors. An evaluation made by a job carries the job's id (unique: a retried or
+    // cancelled job's late result is never stored twice), the node and the GPU index that ran
+    // it. `jobs` holds every job a campaign submitted, for `campaign status`.
+    R"sql(
+      ALTER TABLE evaluations ADD COLUMN job_id TEXT;
+      ALTER TABLE evaluations ADD COLUMN node TEXT NOT NULL DEFAULT '';
+      ALTER TABLE evaluations ADD COLUMN gpu_index INTEGER;
+      CREATE UNIQUE INDEX evaluations_by_job ON evaluations(job_id) WHERE job_id IS NOT NULL;
+
+      CREATE TABLE jobs (
+        id            TEXT PRIMARY KEY,
+        campaign_id   INTEGER REFERENCES campaigns(id),
+        kind          TEXT NOT NULL,
+        executor      TEXT NOT NULL,
+        state         TEXT NOT NULL,
+        tries         INTEGER NOT NULL DEFAULT 1,
+        external_id   TEXT NOT NULL DEFAULT '',
+        node          TEXT NOT NULL DEFAULT '',
+        gpu_index     INTEGER,
+        message       TEXT NOT NULL DEFAULT '',
+        evaluation_id INTEGER REFERENCES evaluations(id),
+        created_at    TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql(),
+        updated_at    TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
+      );
+      CREATE INDEX jobs_by_campaign ON jobs(campaign_id, node);
+    )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -332,7 +358,7 @@ Result<int> Migrate(sqlite3* db) {
 constexpr const char* kEvaluationColumns =
     "id, kernel_id, problem, params_json, knobs_json, gpu, arch, driver, verdict, message, "
     "resources_json, time_us, sol_fraction, created_at, campaign_id, attempt_id, agent, purpose, "
-    "gpu_seconds, flagged, flag_reason, sandbox_json, deep_json";
+    "gpu_seconds, flagged, flag_reason, sandbox_json, deep_json, job_id, node, gpu_index";
 
 std::optional<int64_t> OptionalInt(const Stmt& s, int col) {
   if (s.IsNull(col))
@@ -365,6 +391,9 @@ EvaluationRecord ReadEvaluation(const Stmt& s) {
   e.flag_reason = s.Text(20);
   e.sandbox_json = s.Text(21);
   e.deep_json = s.Text(22);
+  e.job_id = s.Text(23);
+  e.node = s.Text(24);
+  e.gpu_index = OptionalInt(s, 25);
   return e;
 }
 
@@ -452,18 +481,30 @@ Result<KernelRecord> Store::GetKernel(int64_t id) {
   return k;
 }
 
-Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
+Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e, bool* inserted) {
+  if (inserted != nullptr)
+    *inserted = false;
   WS_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_, "adding evaluation"));
+  if (!e.job_id.empty()) {
+    // A job's result is stored once, whichever of its tries delivers it first.
+    WS_ASSIGN_OR_RETURN(Stmt find, Stmt::Prepare(db_, "SELECT id FROM evaluations WHERE job_id = ?1",
+                                                 "finding a job's evaluation"));
+    find.Bind(1, e.job_id);
+    WS_ASSIGN_OR_RETURN(bool row, find.Step());
+    if (row)
+      return find.Int(0);
+  }
   WS_ASSIGN_OR_RETURN(
       Stmt insert,
       Stmt::Prepare(db_,
                     "INSERT INTO evaluations (kernel_id, problem, params_json, knobs_json, gpu, "
                     "arch, driver, verdict, message, resources_json, time_us, sol_fraction, "
                     "campaign_id, attempt_id, agent, purpose, gpu_seconds, flagged, flag_reason, "
-                    "sandbox_json, deep_json) "
+                    "sandbox_json, deep_json, job_id, node, gpu_index) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
                     "COALESCE(NULLIF(?16, ''), 'eval'), ?17, ?18, ?19, "
-                    "COALESCE(NULLIF(?20, ''), '{}'), COALESCE(NULLIF(?21, ''), '{}'))",
+                    "COALESCE(NULLIF(?20, ''), '{}'), COALESCE(NULLIF(?21, ''), '{}'), "
+                    "NULLIF(?22, ''), ?23, ?24)",
                     "adding evaluation"));
   insert.Bind(1, e.kernel_id)
       .Bind(2, e.problem)
@@ -485,7 +526,10 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
       .Bind(18, e.flagged ? 1 : 0)
       .Bind(19, e.flag_reason)
       .Bind(20, e.sandbox_json)
-      .Bind(21, e.deep_json);
+      .Bind(21, e.deep_json)
+      .Bind(22, e.job_id)
+      .Bind(23, e.node)
+      .Bind(24, e.gpu_index);
   WS_RETURN_IF_ERROR(insert.Run());
   const int64_t id = sqlite3_last_insert_rowid(db_);
 
@@ -510,6 +554,8 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e) {
     WS_RETURN_IF_ERROR(timing.Run());
   }
   WS_RETURN_IF_ERROR(tx.Commit());
+  if (inserted != nullptr)
+    *inserted = true;
   return id;
 }
 
@@ -1005,6 +1051,63 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
   for (auto& [_, a] : by_agent)
     out.push_back(std::move(a));
   return out;
+}
+
+Status Store::PutJob(const JobRecord& j) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s,
+      Stmt::Prepare(db_,
+                    "INSERT INTO jobs (id, campaign_id, kind, executor, state, tries, external_id, "
+                    "node, gpu_index, message, evaluation_id) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+                    "ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
+                    "tries = excluded.tries, external_id = excluded.external_id, "
+                    "node = excluded.node, gpu_index = excluded.gpu_index, "
+                    "message = excluded.message, "
+                    "evaluation_id = COALESCE(excluded.evaluation_id, jobs.evaluation_id), "
+                    "updated_at = " WS_STORE_NOW,
+                    "putting job"));
+  s.Bind(1, j.id)
+      .Bind(2, j.campaign_id)
+      .Bind(3, j.kind)
+      .Bind(4, j.executor)
+      .Bind(5, j.state)
+      .Bind(6, j.tries)
+      .Bind(7, j.external_id)
+      .Bind(8, j.node)
+      .Bind(9, j.gpu_index)
+      .Bind(10, j.message)
+      .Bind(11, j.evaluation_id);
+  return s.Run();
+}
+
+Result<std::vector<JobRecord>> Store::Jobs(std::optional<int64_t> campaign_id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            fmt::format("SELECT id, campaign_id, kind, executor, state, tries, "
+                                        "external_id, node, gpu_index, message, evaluation_id, "
+                                        "created_at, updated_at FROM jobs {} ORDER BY rowid",
+                                        campaign_id ? "WHERE campaign_id = ?1" : ""),
+                            "listing jobs"));
+  if (campaign_id)
+    s.Bind(1, *campaign_id);
+  return CollectRows<JobRecord>(s, [](const Stmt& r) {
+    JobRecord j;
+    j.id = r.Text(0);
+    j.campaign_id = OptionalInt(r, 1);
+    j.kind = r.Text(2);
+    j.executor = r.Text(3);
+    j.state = r.Text(4);
+    j.tries = r.Int(5);
+    j.external_id = r.Text(6);
+    j.node = r.Text(7);
+    j.gpu_index = OptionalInt(r, 8);
+    j.message = r.Text(9);
+    j.evaluation_id = OptionalInt(r, 10);
+    j.created_at = r.Text(11);
+    j.updated_at = r.Text(12);
+    return j;
+  });
 }
 
 }  // namespace ws

@@ -66,6 +66,26 @@ struct EvaluationRecord {
   /// Deep mode's per-tool results ({"memcheck": "clean", ...}, EvalResult::deep); '{}' when
   /// deep mode was not asked for. Empty is stored as '{}'.
   std::string deep_json = "{}";
+  /// The executor job that produced it ("" for in-process evaluations); unique in the store.
+  std::string job_id;
+  std::string node;                  // the host that ran it ("" when unknown)
+  std::optional<int64_t> gpu_index;  // the GPU of that host that timed it (CUDA ordinal)
+};
+
+/// One executor job of a campaign (`campaign status` shows them per node).
+struct JobRecord {
+  std::string id;  // the logical job id; the same across retries
+  std::optional<int64_t> campaign_id;
+  std::string kind;      // "compile", "gpu"
+  std::string executor;  // "local", "slurm", ...
+  std::string state;     // "queued", "running", "done", "failed", "cancelled", "lost"
+  int64_t tries = 1;
+  std::string external_id;  // the Slurm job id of the latest try, ...
+  std::string node;
+  std::optional<int64_t> gpu_index;
+  std::string message;
+  std::optional<int64_t> evaluation_id;
+  std::string created_at, updated_at;
 };
 
 struct CeilingsRecord {
@@ -168,8 +188,10 @@ class Store {
   Result<int64_t> PutKernel(const KernelRecord& k);
   Result<KernelRecord> GetKernel(int64_t id);
 
-  /// Records an evaluation and its timings in one transaction; returns its id.
-  Result<int64_t> AddEvaluation(const EvaluationRecord& e);
+  /// Records an evaluation and its timings in one transaction; returns its id. An evaluation
+  /// whose job_id is already stored is not added again: the stored one's id is returned and
+  /// `inserted` (if given) says false.
+  Result<int64_t> AddEvaluation(const EvaluationRecord& e, bool* inserted = nullptr);
   Result<std::vector<EvaluationRecord>> Evaluations(const std::string& problem, int limit);
 
   Status PutCeilings(const CeilingsRecord& c);
@@ -218,6 +240,11 @@ class Store {
   Result<CampaignSpend> Spend(int64_t campaign_id);
   /// Per agent; `campaign_id` empty means every campaign (and `warpsmith eval`, as agent "").
   Result<std::vector<AgentStats>> AgentStatistics(std::optional<int64_t> campaign_id);
+
+  /// Inserts or updates a job (by id); evaluation_id is kept once set.
+  Status PutJob(const JobRecord& j);
+  /// Oldest first; `campaign_id` empty means every job.
+  Result<std::vector<JobRecord>> Jobs(std::optional<int64_t> campaign_id);
 
  private:
   explicit Store(sqlite3* db);

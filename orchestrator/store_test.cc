@@ -77,14 +77,14 @@ TEST_F(StoreTest, OpenMigrateReopenKeepsDataAndVersion) {
   {
     auto store = OpenOrDie();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 3);
+    EXPECT_EQ(store->schema_version(), 4);
     Result<int64_t> r = store->PutKernel(Kernel("p", "h1"));
     ASSERT_TRUE(r.ok()) << r.status().message();
     id = *r;
   }
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   Result<KernelRecord> k = store->GetKernel(id);
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(k->hash, "h1");
@@ -393,7 +393,7 @@ TEST_F(StoreTest, VersionOneDatabaseMigrates) {
 
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   auto evals = store->Evaluations("p", 0);
   ASSERT_TRUE(evals.ok()) << evals.status().message();
   ASSERT_EQ(evals->size(), 1u);
@@ -467,7 +467,7 @@ TEST_F(StoreTest, VersionTwoDatabaseMigratesWithEmptySandbox) {
 
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   auto evals = store->Evaluations("p", 0);
   ASSERT_TRUE(evals.ok()) << evals.status().message();
   ASSERT_EQ(evals->size(), 1u);

@@ -1,0 +1,313 @@
+// The Slurm executor against a real one-node Slurm cluster on loopback, started here as the
+// current user (munged, slurmctld, slurmd from the Debian packages; its own slurm.conf in a temp
+// folder; stopped by PID afterwards). A compile-only campaign runs through the Slurm executor;
+// one job is cancelled with scancel while it runs; the campaign still finishes with every
+// evaluation counted once. Skips, saying why, where the packages are missing or the daemons
+// cannot start.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/files.h"
+#include "orchestrator/store.h"
+#include "sandbox/sandbox.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string Find(const std::string& name) {
+  for (const char* dir : {"/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"}) {
+    std::string p = std::string(dir) + "/" + name;
+    if (::access(p.c_str(), X_OK) == 0)
+      return p;
+  }
+  return "";
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Run Command(std::vector<std::string> argv, double seconds = 30) {
+  SandboxSpec spec;
+  spec.argv = std::move(argv);
+  spec.limits.wall_seconds = seconds;
+  auto r = RunSandboxed(spec);
+  if (!r.ok())
+    return {-1, "", r.status().message()};
+  return {r->signaled ? -1 : r->exit_code, r->stdout_data, r->stderr_data};
+}
+
+// A daemon's start: it forks into the background and the command returns.
+int RunDaemon(const std::vector<std::string>& args) {
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int fd = ::open("/dev/null", O_RDWR);
+    ::dup2(fd, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+pid_t ReadPid(const fs::path& file) {
+  std::ifstream in(file);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
+}
+
+void StopPid(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, SIGTERM) != 0)
+    return;
+  for (int i = 0; i < 100 && ::kill(pid, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (::kill(pid, 0) == 0)
+    ::kill(pid, SIGKILL);
+}
+
+class SlurmTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* b : {"munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo"}) {
+      bin_[b] = Find(b);
+      if (bin_[b].empty()) {
+        GTEST_SKIP() << "no " << b << ": the Slurm packages are not installed (scripts/setup.sh "
+                     << "installs slurmctld slurmd slurm-client munge)";
+      }
+    }
+    // Short: munge's socket path must fit a sockaddr_un.
+    dir_ = fs::path("/tmp") / ("wsslurm." + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    for (const char* d : {"state", "spool", "log", "shared"}) fs::create_directories(dir_ / d);
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::replace);
+    {
+      std::random_device rd;
+      std::string key(1024, '\0');
+      for (auto& c : key) c = static_cast<char>(rd());
+      ASSERT_TRUE(WriteFileAtomic((dir_ / "munge.key").string(), key).ok());
+      fs::permissions(dir_ / "munge.key", fs::perms::owner_read | fs::perms::owner_write,
+                      fs::perm_options::replace);
+    }
+    const std::string sock = (dir_ / "munge.sock").string();
+    int m = RunDaemon({bin_["munged"], "--force", "--key-file", (dir_ / "munge.key").string(),
+                     "--socket", sock, "--pid-file", (dir_ / "munged.pid").string(),
+                     "--log-file", (dir_ / "log/munged.log").string(), "--seed-file",
+                     (dir_ / "munged.seed").string()});
+    munged_ = ReadPid(dir_ / "munged.pid");
+    if (m != 0 || munged_ <= 0) {
+      skip_ = "munged cannot start here; see " + (dir_ / "log/munged.log").string();
+      return;
+    }
+    const int ctld_port = FreePort(), d_port = FreePort();
+    const std::string d = dir_.string();
+    std::ofstream(dir_ / "slurm.conf")
+        << "ClusterName=wstest\n"
+        << "SlurmctldHost=localhost(127.0.0.1)\n"
+        << "SlurmctldPort=" << ctld_port << "\nSlurmdPort=" << d_port << "\n"
+        << "SlurmUser=" << ::getpwuid(::getuid())->pw_name << "\n"
+        << "AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket=" << sock << "\n"
+        << "StateSaveLocation=" << d << "/state\nSlurmdSpoolDir=" << d << "/spool\n"
+        << "SlurmctldPidFile=" << d << "/slurmctld.pid\nSlurmdPidFile=" << d << "/slurmd.pid\n"
+        << "SlurmctldLogFile=" << d << "/log/slurmctld.log\n"
+        << "SlurmdLogFile=" << d << "/log/slurmd.log\n"
+        << "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
+        << "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
+        << "ReturnToService=2\nAccountingStorageType=accounting_storage/none\n"
+        << "JobCompType=jobcomp/none\nSchedulerType=sched/builtin\n"
+        << "NodeName=wsnode NodeAddr=127.0.0.1 CPUs=" << std::max(2u,
+                                                                   std::thread::hardware_concurrency())
+        << " RealMemory=1000\n"
+        << "PartitionName=eval Nodes=wsnode Default=YES MaxTime=30 State=UP\n";
+    ::setenv("SLURM_CONF", (dir_ / "slurm.conf").c_str(), 1);
+    int ctld = RunDaemon({bin_["slurmctld"], "-i"});
+    int slurmd = RunDaemon({bin_["slurmd"], "-N", "wsnode"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ctld_ = ReadPid(dir_ / "slurmctld.pid");
+    slurmd_ = ReadPid(dir_ / "slurmd.pid");
+    if (ctld != 0 || slurmd != 0) {
+      skip_ = "the Slurm daemons cannot start here; see " + d + "/log";
+      return;
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < deadline) {
+      Run s = Command({bin_["sinfo"], "--noheader", "--format", "%T"});
+      if (s.exit_code == 0 && s.out.find("idle") != std::string::npos)
+        return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    skip_ = "the one-node cluster never became idle; see " + d + "/log";
+  }
+
+  void TearDown() override {
+    if (dir_.empty())
+      return;
+    // Our jobs first (this cluster is ours alone), then the daemons, by PID.
+    if (ctld_ > 0) {
+      Run q = Command({bin_["squeue"], "--noheader", "--format", "%A"});
+      std::istringstream in(q.out);
+      std::vector<std::string> ids = {bin_["scancel"]};
+      for (std::string id; in >> id;) ids.push_back(id);
+      if (ids.size() > 1)
+        Command(ids);
+    }
+    StopPid(slurmd_);
+    StopPid(ctld_);
+    StopPid(munged_);
+    ::unsetenv("SLURM_CONF");
+    if (!HasFailure())
+      fs::remove_all(dir_);
+  }
+
+  std::map<std::string, std::string> bin_;
+  fs::path dir_;
+  pid_t munged_ = 0, ctld_ = 0, slurmd_ = 0;
+  std::string skip_;
+};
+
+TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
+  if (!skip_.empty())
+    GTEST_SKIP() << skip_;
+  const std::string ws = (dir_ / "ws").string();
+  const std::string shared = (dir_ / "shared").string();
+  // The campaign, in the background: 6 compile jobs as two arrays of three. Each job waits 3 s
+  // before it evaluates, so one can be cancelled mid-way.
+  pid_t campaign = ::fork();
+  ASSERT_GE(campaign, 0);
+  if (campaign == 0) {
+    ::setenv("WARPSMITH_JOB_DELAY_S", "3", 1);
+    int fd = ::open((dir_ / "campaign.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    const std::string bin = std::string(WS_BINARY_DIR) + "/warpsmith";
+    const std::string problems = std::string(WS_SOURCE_DIR) + "/problems";
+    ::execl(bin.c_str(), bin.c_str(), "--workspace", ws.c_str(), "--problems-dir",
+            problems.c_str(), "campaign", "start", "--problems", "mxfp8_quantize_rowwise",
+            "--compile-only", "--budget", "evaluations=6", "--tuner-batch", "3", "--executor",
+            "slurm", "--slurm-partition", "eval", "--slurm-time", "5", "--slurm-shared-dir",
+            shared.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+
+  // Cancel the first job seen running.
+  std::string cancelled;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (cancelled.empty() && Clock::now() < deadline) {
+    Run q = Command({bin_["squeue"], "--noheader", "--array", "--name", "warpsmith", "--format",
+                     "%i|%T"});
+    std::istringstream in(q.out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("|RUNNING") != std::string::npos) {
+        cancelled = line.substr(0, line.find('|'));
+        break;
+      }
+    }
+    if (cancelled.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(cancelled.empty()) << "no job ever ran";
+  Run sc = Command({bin_["scancel"], cancelled});
+  EXPECT_EQ(sc.exit_code, 0) << sc.err;
+
+  int status = 0;
+  pid_t done = 0;
+  const auto end = Clock::now() + std::chrono::seconds(150);
+  while ((done = ::waitpid(campaign, &status, WNOHANG)) == 0 && Clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (done == 0) {
+    ::kill(campaign, SIGKILL);
+    ::waitpid(campaign, &status, 0);
+  }
+  auto log = ReadFile((dir_ / "campaign.log").string());
+  ASSERT_NE(done, 0) << "the campaign did not finish in time\n" << log.value_or("");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log.value_or("");
+
+  auto store = Store::Open(ws + "/warpsmith.db");
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto latest = (*store)->LatestCampaign();
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  const int64_t id = (*latest)->id;
+  EXPECT_EQ((*latest)->status, "done") << (*latest)->message;
+  auto evals = (*store)->CampaignEvaluations(id, "");
+  ASSERT_TRUE(evals.ok());
+  ASSERT_EQ(evals->size(), 6u) << log.value_or("");
+  std::set<std::string> job_ids, knobs;
+  for (const auto& e : *evals) {
+    EXPECT_EQ(e.verdict, "not_run") << e.message;
+    EXPECT_EQ(e.node, "wsnode");
+    job_ids.insert(e.job_id);
+    knobs.insert(e.knobs_json);
+  }
+  EXPECT_EQ(job_ids.size(), 6u) << "every evaluation from its own job";
+  EXPECT_EQ(knobs.size(), 6u);
+  EXPECT_EQ((*store)->Spend(id)->evaluations, 6);
+
+  auto jobs = (*store)->Jobs(id);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 6u);
+  int retried = 0;
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.state, "done") << j.id << ": " << j.message;
+    EXPECT_EQ(j.executor, "slurm");
+    EXPECT_TRUE(j.evaluation_id.has_value()) << j.id;
+    if (j.tries > 1)
+      ++retried;
+  }
+  EXPECT_EQ(retried, 1) << "the cancelled job, and only it, was retried";
+
+  // `campaign status` shows the jobs per node.
+  Run st = Command({std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", ws, "campaign",
+                    "status"});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("jobs per node (slurm executor)"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("wsnode"), std::string::npos) << st.out;
+}
+
+}  // namespace
+}  // namespace ws
