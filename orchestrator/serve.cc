@@ -435,6 +435,11 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
     return ErrorReply(500, st.message(), true);
   if (!argv.empty()) {
     const std::string out = stem + ".out.json";
+    // Everything the child needs is built before fork: a threaded process's child may only make
+    // async-signal-safe calls.
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
     pid_t pid = ::fork();
     if (pid == 0) {
       int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -442,9 +447,6 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
       }
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
       ::execv(cargv[0], cargv.data());
       ::_exit(127);
     }

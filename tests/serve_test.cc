@@ -1,6 +1,10 @@
 // `warpsmith serve` on a loopback ephemeral port against a store populated here: every page and
 // API route, escaping of what candidates and agents wrote, the security headers, the token rules
 // for actions, malformed requests, and reads while the store is being written.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <set>
 #include <filesystem>
@@ -387,6 +391,70 @@ TEST_F(ServeTest, ConcurrentReadsWhileACampaignWrites) {
   EXPECT_EQ(written.load(), 40);
   auto p = json::parse(Fetch(port, "GET", "/api/problems/toy").body);
   EXPECT_EQ(p["candidates"].size(), 44u);  // the reads see the writes
+}
+
+// The real binary: `warpsmith serve --port 0` prints its URL, serves, and exits 0 on SIGTERM.
+TEST_F(ServeTest, TheCliServesAndStopsOnSigterm) {
+  const std::string exe = std::string(WS_BINARY_DIR) + "/warpsmith";
+  ASSERT_TRUE(fs::exists(exe)) << exe;
+  auto run = [&](std::vector<std::string> args, int* out_fd) {
+    args.insert(args.begin(), {exe, "--workspace", fx_.workspace, "--problems-dir",
+                               fx_.problems_dir, "serve"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      ::dup2(fds[1], 2);
+      ::close(fds[0]);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    *out_fd = fds[0];
+    return pid;
+  };
+  auto read_line = [](int fd) {
+    std::string line;
+    char c;
+    while (::read(fd, &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  };
+  auto wait_status = [](pid_t pid) {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  };
+
+  int fd = -1;
+  pid_t refused = run({"--bind", "0.0.0.0", "--port", "0"}, &fd);
+  EXPECT_THAT(read_line(fd), HasSubstr("needs a token"));
+  ::close(fd);
+  EXPECT_EQ(wait_status(refused), 2);
+
+  pid_t pid = run({"--port", "0", "--token", "tok"}, &fd);
+  const std::string line = read_line(fd);
+  ASSERT_THAT(line, HasSubstr("warpsmith serve: http://127.0.0.1:")) << line;
+  const uint16_t port =
+      static_cast<uint16_t>(std::stoi(line.substr(line.find("127.0.0.1:") + 10)));
+  EXPECT_EQ(Fetch(port, "GET", "/").status, 200);
+  EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard").body),
+            *LeaderboardJson(*serve_test::OpenStore(fx_.workspace + "/warpsmith.db"), "",
+                             fx_.problems_dir));
+  // Re-verify through the binary: recorded always; run only where there is a GPU.
+  auto r = Fetch(port, "POST", fmt::format("/api/kernels/{}/reverify", fx_.fast_kernel),
+                 {{"Authorization", "Bearer tok"}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  json req = json::parse(r.body);
+  EXPECT_TRUE(fs::exists(req["request"].get<std::string>()));
+  if (req["runs"] == false) EXPECT_FALSE(req["why_not_run"].get<std::string>().empty());
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_status(pid), 0);
+  ::close(fd);
 }
 
 TEST(DiffTest, UnifiedDiffOfInsertDeleteAndEqual) {
