@@ -18,6 +18,7 @@
 #include "evaluator/lint.h"
 #include "orchestrator/bundle.h"
 #include "orchestrator/campaign.h"
+#include "orchestrator/job.h"
 #include "orchestrator/doctor.h"
 #include "orchestrator/export.h"
 #include "orchestrator/serve.h"
@@ -715,6 +716,9 @@ struct CampaignArgs {
   int64_t id = 0;  // 0: the newest campaign
   int tuner_batch = 8, compile_threads = 0, max_turns = 16;
   int64_t context_tokens = 128000;
+  std::string executor = "local", gpus, slurm_partition, slurm_account, slurm_time,
+              slurm_shared_dir;
+  int max_tries = 3;
 };
 
 CampaignEnv MakeCampaignEnv(const Globals& g) {
@@ -762,6 +766,14 @@ int CmdCampaignStart(const Globals& g, const CampaignArgs& a) {
   c.max_turns = a.max_turns;
   c.context_tokens = a.context_tokens;
   c.deep_winners = a.deep_winners;
+  c.executor = a.executor;
+  c.gpus = a.gpus;
+  c.slurm_partition = a.slurm_partition;
+  c.slurm_account = a.slurm_account;
+  c.slurm_time = a.slurm_time;
+  c.slurm_shared_dir = a.slurm_shared_dir;
+  if (!c.slurm_shared_dir.empty()) c.slurm_shared_dir = fs::absolute(c.slurm_shared_dir).string();
+  c.max_tries = a.max_tries;
   CampaignEnv env = MakeCampaignEnv(g);
   auto id = StartCampaign(c, env);
   if (!id.ok()) return Fail(id.status());
@@ -882,6 +894,14 @@ int CmdVerify(const Globals& g, const std::string& path) {
   return all ? kExitOk : kExitRejected;
 }
 
+// `warpsmith job run SPEC.json`: one evaluation for an executor (hidden; docs/scale-out.md).
+int CmdJobRun(const Globals& g, const std::string& spec, const std::string& out) {
+  EvaluatorOptions opts;
+  opts.workspace = g.workspace;
+  if (Status s = RunJobFile(spec, out, opts); !s.ok()) return Fail(s);
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"warpsmith: kernel optimization campaigns for MXFP8 MoE on Hopper and Blackwell"};
   app.require_subcommand(1);
@@ -989,6 +1009,21 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   cstart->add_option("--context-tokens", ca.context_tokens, "the models' context window")
       ->capture_default_str();
+  cstart->add_option("--executor", ca.executor, "where evaluations run: local or slurm")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cstart->add_option("--gpus", ca.gpus,
+                     "local: the GPUs to time on, e.g. 0,1 (default: CUDA_VISIBLE_DEVICES, else "
+                     "the default GPU); one runner per GPU");
+  cstart->add_option("--slurm-partition", ca.slurm_partition, "slurm: sbatch --partition");
+  cstart->add_option("--slurm-account", ca.slurm_account, "slurm: sbatch --account");
+  cstart->add_option("--slurm-time", ca.slurm_time, "slurm: sbatch --time per job");
+  cstart->add_option("--slurm-shared-dir", ca.slurm_shared_dir,
+                     "slurm: a folder every node sees at the same path (default: "
+                     "<workspace>/slurm)");
+  cstart->add_option("--max-tries", ca.max_tries,
+                     "tries per job (a lost or cancelled job is retried)")
+      ->capture_default_str();
   cstart->callback([&] { rc = CmdCampaignStart(g, ca); });
   auto* cstatus = campaign->add_subcommand("status", "a campaign's progress and spend");
   cstatus->add_option("--id", ca.id, "campaign id (default: the newest)");
@@ -1031,6 +1066,15 @@ int Main(int argc, char** argv) {
   vb->add_option("BUNDLE", bundle_path, "a bundle folder, or an export folder of bundles")
       ->required();
   vb->callback([&] { rc = CmdVerify(g, bundle_path); });
+
+  // Hidden: what executors run (`warpsmith job run SPEC.json`).
+  std::string job_spec, job_out;
+  auto* job = app.add_subcommand("job", "")->group("");
+  job->require_subcommand(1);
+  auto* job_run = job->add_subcommand("run", "evaluate one job spec and write its result");
+  job_run->add_option("SPEC", job_spec)->required();
+  job_run->add_option("--out", job_out, "result path (default: the spec's)");
+  job_run->callback([&] { rc = CmdJobRun(g, job_spec, job_out); });
 
   try {
     app.parse(argc, argv);
