@@ -271,7 +271,7 @@ class LocalExecutor : public Executor {
       st.job_id = id;
       st.try_number = e.spec.try_number;
       st.state = e.state;
-      st.node = "local";
+      st.node = HostName();
       st.gpu_index = e.gpu_index;
       st.message = e.message;
       out.push_back(st);
@@ -337,8 +337,6 @@ class LocalExecutor : public Executor {
       } else {
         r = RunJobInProcess(spec, opts_.eval_opts, opts_.evaluate);
         r->gpu_index = kind == JobKind::kGpu ? GpuOrdinal(gpu) : std::nullopt;
-        if (kind == JobKind::kGpu && !opts_.gpus.empty())
-          r->node = r->node.empty() ? "local" : r->node;
       }
       std::lock_guard<std::mutex> lock(mu_);
       auto it = jobs_.find(spec.id);

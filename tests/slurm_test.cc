@@ -60,12 +60,12 @@ int FreePort() {
   return port;
 }
 
-struct Run {
+struct CmdResult {
   int exit_code = -1;
   std::string out, err;
 };
 
-Run Command(std::vector<std::string> argv, double seconds = 30) {
+CmdResult Command(std::vector<std::string> argv, double seconds = 30) {
   SandboxSpec spec;
   spec.argv = std::move(argv);
   spec.limits.wall_seconds = seconds;
@@ -177,7 +177,7 @@ class SlurmTest : public testing::Test {
     }
     const auto deadline = Clock::now() + std::chrono::seconds(30);
     while (Clock::now() < deadline) {
-      Run s = Command({bin_["sinfo"], "--noheader", "--format", "%T"});
+      CmdResult s = Command({bin_["sinfo"], "--noheader", "--format", "%T"});
       if (s.exit_code == 0 && s.out.find("idle") != std::string::npos)
         return;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -190,7 +190,7 @@ class SlurmTest : public testing::Test {
       return;
     // Our jobs first (this cluster is ours alone), then the daemons, by PID.
     if (ctld_ > 0) {
-      Run q = Command({bin_["squeue"], "--noheader", "--format", "%A"});
+      CmdResult q = Command({bin_["squeue"], "--noheader", "--format", "%A"});
       std::istringstream in(q.out);
       std::vector<std::string> ids = {bin_["scancel"]};
       for (std::string id; in >> id;) ids.push_back(id);
@@ -239,7 +239,7 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   std::string cancelled;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (cancelled.empty() && Clock::now() < deadline) {
-    Run q = Command({bin_["squeue"], "--noheader", "--array", "--name", "warpsmith", "--format",
+    CmdResult q = Command({bin_["squeue"], "--noheader", "--array", "--name", "warpsmith", "--format",
                      "%i|%T"});
     std::istringstream in(q.out);
     for (std::string line; std::getline(in, line);) {
@@ -252,7 +252,7 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_FALSE(cancelled.empty()) << "no job ever ran";
-  Run sc = Command({bin_["scancel"], cancelled});
+  CmdResult sc = Command({bin_["scancel"], cancelled});
   EXPECT_EQ(sc.exit_code, 0) << sc.err;
 
   int status = 0;
@@ -264,9 +264,10 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
     ::kill(campaign, SIGKILL);
     ::waitpid(campaign, &status, 0);
   }
-  auto log = ReadFile((dir_ / "campaign.log").string());
-  ASSERT_NE(done, 0) << "the campaign did not finish in time\n" << log.value_or("");
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log.value_or("");
+  Result<std::string> log_file = ReadFile((dir_ / "campaign.log").string());
+  const std::string log = log_file.ok() ? *log_file : "";
+  ASSERT_NE(done, 0) << "the campaign did not finish in time\n" << log;
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
 
   auto store = Store::Open(ws + "/warpsmith.db");
   ASSERT_TRUE(store.ok()) << store.status().message();
@@ -276,7 +277,7 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   EXPECT_EQ((*latest)->status, "done") << (*latest)->message;
   auto evals = (*store)->CampaignEvaluations(id, "");
   ASSERT_TRUE(evals.ok());
-  ASSERT_EQ(evals->size(), 6u) << log.value_or("");
+  ASSERT_EQ(evals->size(), 6u) << log;
   std::set<std::string> job_ids, knobs;
   for (const auto& e : *evals) {
     EXPECT_EQ(e.verdict, "not_run") << e.message;
@@ -302,7 +303,7 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   EXPECT_EQ(retried, 1) << "the cancelled job, and only it, was retried";
 
   // `campaign status` shows the jobs per node.
-  Run st = Command({std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", ws, "campaign",
+  CmdResult st = Command({std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", ws, "campaign",
                     "status"});
   EXPECT_EQ(st.exit_code, 0) << st.err;
   EXPECT_NE(st.out.find("jobs per node (slurm executor)"), std::string::npos) << st.out;
