@@ -1055,7 +1055,7 @@ int main(int argc, char** argv) {{
           std::printf("expected SYMBOL=VALUE, got '%s'\n", argv[i]);
           return 2;
         }}
-        s.symbols[std::string(argv[i], eq)] = std::strtoll(eq + 1, nullptr, 10);
+        s.symbols[std::string(argv[i], static_cast<size_t>(eq - argv[i]))] = std::strtoll(eq + 1, nullptr, 10);
       }}
       if (auto st = ws::ValidateShape(*spec, s); !st.ok()) {{
         std::printf("%s\n", st.message().c_str());
@@ -1223,13 +1223,18 @@ Result<TorchOp> TorchFunction(const ExportItem& it) {
     if (t.role != TensorRole::kInput) continue;
     body += fmt::format(
         "  TORCH_CHECK({0}.is_cuda(), \"{1}: {0} must be a CUDA tensor\");\n"
-        "  TORCH_CHECK({0}.device() == {2}.device(), \"{1}: {0} is on another device\");\n"
+        "{5}"
         "  TORCH_CHECK({0}.scalar_type() == {3}, \"{1}: {0} must be {4}, got \", "
         "{0}.scalar_type());\n"
         "  TORCH_CHECK({0}.is_contiguous(), \"{1}: {0} must be contiguous\");\n"
         "  TORCH_CHECK({0}.sizes().vec() == dims_{0}, \"{1}: {0} has sizes \", {0}.sizes(), "
         "\", expected \", at::IntArrayRef(dims_{0}));\n",
-        t.name, it.function, first_input, TorchDType(t.dtype), DTypeName(t.dtype));
+        t.name, it.function, first_input, TorchDType(t.dtype), DTypeName(t.dtype),
+        t.name == first_input
+            ? ""
+            : fmt::format("  TORCH_CHECK({0}.device() == {2}.device(), \"{1}: {0} is on another "
+                          "device than {2}\");\n",
+                          t.name, it.function, first_input));
   }
   body += fmt::format("  const c10::cuda::CUDAGuard guard({}.device());\n", first_input);
   for (const auto& t : spec.tensors) {
