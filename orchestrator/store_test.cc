@@ -450,11 +450,16 @@ TEST_F(StoreTest, VersionTwoDatabaseMigratesWithEmptySandbox) {
     ASSERT_NE(store, nullptr);
     kid = *store->PutKernel(Kernel("p", "h"));
   }
-  // Turn the fresh database back into version 2: the step-3 columns removed, a row written
-  // the way version 2 wrote it.
+  // Turn the fresh database back into version 2: the step-4 and step-3 additions removed, a
+  // row written the way version 2 wrote it.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const std::string v2 = fmt::format(
+      "DROP TABLE jobs;"
+      "DROP INDEX evaluations_by_job;"
+      "ALTER TABLE evaluations DROP COLUMN job_id;"
+      "ALTER TABLE evaluations DROP COLUMN node;"
+      "ALTER TABLE evaluations DROP COLUMN gpu_index;"
       "ALTER TABLE evaluations DROP COLUMN sandbox_json;"
       "ALTER TABLE evaluations DROP COLUMN deep_json;"
       "INSERT INTO evaluations (kernel_id, problem, verdict, time_us, agent, purpose) "
