@@ -445,6 +445,17 @@ TEST_F(ServeTest, TheCliServesAndStopsOnSigterm) {
   EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard").body),
             *LeaderboardJson(*serve_test::OpenStore(fx_.workspace + "/warpsmith.db"), "",
                              fx_.problems_dir));
+  // The CLI's --json is the API's.
+  FILE* cli = ::popen(fmt::format("'{}' --workspace '{}' --problems-dir '{}' leaderboard --json",
+                                  exe, fx_.workspace, fx_.problems_dir)
+                          .c_str(),
+                      "r");
+  ASSERT_NE(cli, nullptr);
+  std::string cli_out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, cli)) > 0;) cli_out.append(buf, n);
+  EXPECT_EQ(::pclose(cli), 0);
+  EXPECT_EQ(json::parse(cli_out), json::parse(Fetch(port, "GET", "/api/leaderboard").body));
   // Re-verify through the binary: recorded always; run only where there is a GPU.
   auto r = Fetch(port, "POST", fmt::format("/api/kernels/{}/reverify", fx_.fast_kernel),
                  {{"Authorization", "Bearer tok"}});
