@@ -56,6 +56,7 @@ WsInitParams Params(const std::string& dist, const std::map<std::string, double>
       p.p1 = fl("empty");
       break;
     default:  // normal, mx_blocks, normal_outliers
+      p.n0 = in("tile_cols");  // mx_blocks tiles; 0 otherwise
       p.p0 = fl("mean");
       p.p1 = fl("stddev");
       p.p2 = fl("outlier_fraction");
@@ -89,6 +90,11 @@ Result<std::map<std::string, double>> InitJobFields(const TensorSpec& t,
     f["align"] = static_cast<double>(in.align);
     f["skew"] = in.skew;
     f["empty"] = in.empty;
+  } else if (in.dist == "mx_blocks" && in.mx_tiles) {
+    // Tiles span the last dim: the runner needs its length.
+    WS_RETURN_IF_ERROR(eval(t.shape.back(), "tile_cols"));
+    f["mean"] = in.mean;
+    f["stddev"] = in.stddev;
   } else if (in.dist == "normal_outliers") {
     f = {{"mean", in.mean},
          {"stddev", in.stddev},

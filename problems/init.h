@@ -12,8 +12,10 @@
 //
 // Dtype codes follow ws::DType's order; dist codes are kWsDist*.
 //
-// "mx_blocks" (quantizer inputs) is defined per 32-element block of consecutive elements. A block
-// draws its kind from a hash of (seed, tensor, i / 32); "normal" below means mean + stddev * N(0,1)
+// "mx_blocks" (quantizer inputs) is defined per 32-element block of consecutive elements, or with
+// "blocks": "tiles" per 32x32 tile (see ws_mx_lane: columnwise quantizers then meet every kind
+// too). A block draws its kind from a hash of (seed, tensor, block); "normal" below means
+// mean + stddev * N(0,1)
 // with the tensor's mean/stddev (0 and 1 by default):
 //   58%  normal * 2^e, e uniform in [-30, 30] (one e per block)
 //    8%  normal * 2^e, e in [-133, -120] (float/bf16 subnormals) or [100, 127], clamped to the
@@ -389,10 +391,30 @@ WS_HD inline unsigned long long ws_to_dtype_bits(float f, int dtype) {
 // Block streams start here; element streams are 0..3.
 enum : unsigned int { kWsStreamBlock = 16 };
 
-/// The mx_blocks kind of the 32-element block holding element i.
-WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i) {
+/// Where element i sits in its mx_blocks block: the block's key and the element's lane (0..31).
+/// Row blocks (tile_cols 0): 32 consecutive elements. Tiles (tile_cols = the last dim): a 32x32
+/// tile of the [rows, tile_cols] view shares one kind, so the row blocks and the column blocks
+/// that a columnwise quantizer reads both see every kind; the lane runs along the tile's
+/// diagonals, so each row block and each column block holds one element of each lane.
+struct WsMxLane {
+  unsigned long long block;
+  unsigned int lane;
+};
+
+WS_HD inline WsMxLane ws_mx_lane(unsigned long long i, long long tile_cols) {
+  if (tile_cols <= 0) return {i >> 5, static_cast<unsigned int>(i & 31u)};
+  const unsigned long long cols = static_cast<unsigned long long>(tile_cols);
+  const unsigned long long row = i / cols, col = i % cols;
+  const unsigned long long tiles_per_row = (cols + 31) / 32;
+  return {(row >> 5) * tiles_per_row + (col >> 5),
+          static_cast<unsigned int>(((row & 31u) + (col & 31u)) & 31u)};
+}
+
+/// The mx_blocks kind of the block (see ws_mx_lane) holding element i.
+WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i,
+                                  long long tile_cols = 0) {
   unsigned int roll = static_cast<unsigned int>(
-      (ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock) >> 32) % 100u);
+      (ws_draw(seed, tensor_index, ws_mx_lane(i, tile_cols).block, kWsStreamBlock) >> 32) % 100u);
   if (roll < 58) return kWsMxScaledNormal;
   if (roll < 66) return kWsMxExtreme;
   if (roll < 72) return kWsMxZeros;
@@ -413,12 +435,14 @@ WS_HD inline float ws_clamp_finite(double v, int dtype) {
 
 /// Element i of an mx_blocks tensor, as a float (see the table at the top).
 WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long long seed,
-                                      int tensor_index, unsigned long long i, int dtype) {
-  const int kind = ws_mx_block_kind(seed, tensor_index, i);
-  const unsigned long long hb = ws_draw(seed, tensor_index, i >> 5, kWsStreamBlock + 1);
-  const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special element
+                                      int tensor_index, unsigned long long i, int dtype,
+                                      long long tile_cols = 0) {
+  const WsMxLane lane = ws_mx_lane(i, tile_cols);
+  const int kind = ws_mx_block_kind(seed, tensor_index, i, tile_cols);
+  const unsigned long long hb = ws_draw(seed, tensor_index, lane.block, kWsStreamBlock + 1);
+  const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special lane
   const unsigned long long p = hb >> 5;                           // more block parameters
-  const bool at_pos = static_cast<unsigned int>(i & 31u) == pos;
+  const bool at_pos = lane.lane == pos;
   const unsigned long long e2 = ws_draw(seed, tensor_index, i, 2);  // per-element choices
   const unsigned int neg = static_cast<unsigned int>(e2 & 1u) << 31;
   const double normal = ws_dadd(static_cast<double>(mean),
@@ -671,6 +695,10 @@ WS_HD inline unsigned long long ws_init_element_p(int dtype, const WsInitParams&
   }
   if (p.dist == kWsDistNormalOutliers) {
     return ws_to_dtype_bits(ws_normal_outliers_value(p, seed, tensor_index, i, dtype), dtype);
+  }
+  if (p.dist == kWsDistMxBlocks && p.n0 > 0) {
+    return ws_to_dtype_bits(
+        ws_mx_blocks_value(p.p0, p.p1, seed, tensor_index, i, dtype, p.n0), dtype);
   }
   return ws_init_element(dtype, p.dist, p.p0, p.p1, seed, tensor_index, i);
 }

@@ -62,6 +62,7 @@ struct InitSpec {
   int64_t align = 1;            // group_offsets: every group size is a multiple of this
   double skew = 0;              // topk_ids, group_offsets: 0 = uniform
   double empty = 0;             // group_offsets: about this fraction of groups is empty
+  bool mx_tiles = false;        // mx_blocks: one kind per 32x32 tile (rows and columns both)
 };
 
 struct TensorSpec {

@@ -192,7 +192,15 @@ Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank
     if (!(init->lo < init->hi))
       return FieldError(field, "needs lo < hi");
   } else if (init->dist == "mx_blocks") {
-    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {}));
+    WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist"}, {"blocks"}));
+    if (j.contains("blocks")) {
+      const Json& b = j["blocks"];
+      if (!b.is_string() || (b != "rows" && b != "tiles"))
+        return FieldError(Sub(field, "blocks"), "must be \"rows\" or \"tiles\"");
+      init->mx_tiles = b == "tiles";
+      if (init->mx_tiles && rank < 2)
+        return FieldError(Sub(field, "blocks"), "\"tiles\" needs a tensor of 2 or more dims");
+    }
   } else if (init->dist == "normal_outliers") {
     WS_RETURN_IF_ERROR(CheckKeys(j, field, {"dist", "outlier_fraction", "outlier_scale"},
                                  {"mean", "stddev"}));

@@ -219,6 +219,46 @@ TEST(InitTest, UniformRange) {
   return ::testing::AssertionSuccess();
 }
 
+// "tiles": a 32x32 tile shares one kind, so column blocks (what a columnwise quantizer reads)
+// are all-zero, all powers of two or hold one Inf exactly as often as row blocks are.
+TEST(InitTest, MxBlockTilesGiveColumnBlocksEveryKind) {
+  constexpr long long kCols = 96;  // three tiles per row of tiles; a ragged last dim is legal too
+  constexpr long long kRows = 32 * 400;
+  WsInitParams p{kWsDistMxBlocks, 0, 1, 0, 0, kCols, 0, 0};
+  int zero_cols = 0, inf_cols = 0, tiles_seen[kWsMxNumKinds] = {};
+  for (long long tr = 0; tr < kRows / 32; ++tr) {
+    for (long long tc = 0; tc < kCols / 32; ++tc) {
+      const int kind = ws_mx_block_kind(5, 1, (tr * 32) * kCols + tc * 32, kCols);
+      ++tiles_seen[kind];
+      for (int c = 0; c < 32; ++c) {
+        int zeros = 0, infs = 0;
+        for (int r = 0; r < 32; ++r) {
+          const unsigned long long i = (tr * 32 + r) * kCols + tc * 32 + c;
+          ASSERT_EQ(ws_mx_block_kind(5, 1, i, kCols), kind) << "one kind per tile";
+          const auto bits = static_cast<uint16_t>(ws_init_element_p(kWsDtypeBF16, p, 5, 1, i));
+          zeros += (bits & 0x7FFF) == 0;
+          infs += (bits & 0x7FFF) == 0x7F80;
+        }
+        if (kind == kWsMxZeros) {
+          EXPECT_EQ(zeros, 32);
+          ++zero_cols;
+        }
+        if (kind == kWsMxInf) {
+          EXPECT_EQ(infs, 1) << "one Inf per column block of an Inf tile";
+          ++inf_cols;
+        }
+      }
+    }
+  }
+  for (int k = 0; k < kWsMxNumKinds; ++k) EXPECT_GT(tiles_seen[k], 0) << "kind " << k;
+  EXPECT_GT(zero_cols, 0);
+  EXPECT_GT(inf_cols, 0);
+  // Row blocks (tile_cols 0) are unchanged by the option's existence.
+  EXPECT_EQ(ws_init_element_p(kWsDtypeBF16, WsInitParams{kWsDistMxBlocks, 0, 1, 0, 0, 0, 0, 0}, 5,
+                              1, 1234),
+            ws_init_element(kWsDtypeBF16, kWsDistMxBlocks, 0, 1, 5, 1, 1234));
+}
+
 TEST(InitTest, MxBlocksProducesEveryKind) {
   constexpr int kBlocks = 100000;
   // Expected shares, in percent, in kind order (see the table in init.h).

@@ -115,6 +115,11 @@ Result<TensorJob> ParseTensor(const json& j, const std::string& path, int index)
     t.dist = dist == "normal" ? kWsDistNormal : kWsDistMxBlocks;
     WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "mean", ip, 0.0f));
     WS_ASSIGN_OR_RETURN(t.p1, FloatField(init, "stddev", ip, 1.0f));
+    if (t.dist == kWsDistMxBlocks && init.contains("tile_cols")) {
+      WS_ASSIGN_OR_RETURN(t.n0, IntField(init, "tile_cols", ip, 1, int64_t{1} << 40));
+      if (t.numel % t.n0 != 0)
+        return Status::Error("{}.tile_cols: {} elements are not rows of {}", ip, t.numel, t.n0);
+    }
   } else if (dist == "uniform") {
     t.dist = kWsDistUniform;
     WS_ASSIGN_OR_RETURN(t.p0, FloatField(init, "lo", ip, -1.0f));
