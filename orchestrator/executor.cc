@@ -409,7 +409,8 @@ class LocalExecutor : public Executor {
       *lost = r.status().message();
       return std::nullopt;
     }
-    r->gpu_index = GpuOrdinal(gpu);
+    if (!r->gpu_index)  // the job reports the ordinal it was given; else the one we gave
+      r->gpu_index = GpuOrdinal(gpu);
     return *r;
   }
 

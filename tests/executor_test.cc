@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "orchestrator/campaign.h"
 #include "orchestrator/job.h"
 #include "orchestrator/slurm.h"
@@ -479,6 +480,90 @@ TEST(LocalExecutorTest, CompileOnlyOverTheRealEvaluator) {
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(seen.size(), jobs.size());
   for (const auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+  fs::remove_all(ws);
+}
+
+// More than one GPU: each GPU job runs as `warpsmith job run` in its own process that sees only
+// its GPU (CUDA_VISIBLE_DEVICES). Without a GPU here the jobs are compile-only, which still takes
+// the whole path: spec file, pinned process, result file, the GPU index the process reports.
+TEST(LocalExecutorTest, PinnedProcessesSeeOnlyTheirGpu) {
+  const fs::path ws = fs::path(testing::TempDir()) / ("ws_exec_pinned_" + std::to_string(getpid()));
+  fs::remove_all(ws);
+  ::setenv("WARPSMITH_JOB_DELAY_S", "1", 1);  // both runners get a job
+  LocalExecutorOptions lo;
+  lo.gpus = {"0", "1"};
+  lo.pin_processes = true;
+  lo.job_binary = std::string(WS_BINARY_DIR) + "/warpsmith";
+  lo.compile_threads = 1;
+  lo.eval_opts.workspace = ws.string();
+  auto ex = MakeLocalExecutor(lo);
+  std::ifstream in(kSourceDir + "/problems/mxfp8_quantize_rowwise/starting.cu");
+  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 2; ++i) {
+    JobSpec s = Spec("pinned" + std::to_string(i));
+    s.problem = "mxfp8_quantize_rowwise";
+    s.problems_dir = kSourceDir + "/problems";
+    s.source = source;
+    s.compile_only = true;
+    jobs.push_back(s);
+  }
+  std::set<int> gpus;
+  auto out = RunBatch(*ex, jobs, {}, [&](const JobSpec&, const JobResult& r) {
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.result.verdict, Verdict::kNotRun) << r.result.message;
+    EXPECT_TRUE(r.gpu_index.has_value());
+    if (r.gpu_index)
+      gpus.insert(*r.gpu_index);
+    return Status::Ok();
+  });
+  ::unsetenv("WARPSMITH_JOB_DELAY_S");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(gpus, (std::set<int>{0, 1}));
+  // The index as the job process itself saw it in CUDA_VISIBLE_DEVICES.
+  for (const char* f : {"pinned0.1.result.json", "pinned1.1.result.json"}) {
+    auto text = ReadFile((ws / "jobs" / f).string());
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto r = ParseJobResult(*text);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->gpu_index.has_value()) << f;
+  }
+  fs::remove_all(ws);
+}
+
+// Cancelling a running pinned job kills its process: no result ever comes.
+TEST(LocalExecutorTest, CancelKillsARunningJob) {
+  const fs::path ws = fs::path(testing::TempDir()) / ("ws_exec_cancel_" + std::to_string(getpid()));
+  fs::remove_all(ws);
+  ::setenv("WARPSMITH_JOB_DELAY_S", "5", 1);
+  LocalExecutorOptions lo;
+  lo.gpus = {"0", "1"};
+  lo.pin_processes = true;
+  lo.job_binary = std::string(WS_BINARY_DIR) + "/warpsmith";
+  lo.compile_threads = 1;
+  lo.eval_opts.workspace = ws.string();
+  auto ex = MakeLocalExecutor(lo);
+  JobSpec s = Spec("victim");
+  s.problem = "mxfp8_quantize_rowwise";
+  s.problems_dir = kSourceDir + "/problems";
+  s.compile_only = true;
+  ASSERT_TRUE(ex->Submit({s}).ok());
+  ::unsetenv("WARPSMITH_JOB_DELAY_S");
+  bool running = false;
+  for (int i = 0; i < 100 && !running; ++i) {
+    auto st = ex->Poll();
+    ASSERT_TRUE(st.ok());
+    running = !st->empty() && (*st)[0].state == JobState::kRunning;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(running);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the process has started
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ex->Cancel("victim").ok());
+  ex.reset();  // joins the runners: returns once the killed process is reaped
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4))
+      << "the job's 5 s wait was cut short";
+  EXPECT_FALSE(fs::exists(ws / "jobs" / "victim.1.result.json"));
   fs::remove_all(ws);
 }
 
