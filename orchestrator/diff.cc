@@ -44,8 +44,8 @@ std::vector<DiffLine> DiffLines(const std::string& old_text, const std::string& 
     auto at = [&](size_t i, size_t j) -> uint32_t& { return lcs[i * (m + 1) + j]; };
     for (size_t i = n; i-- > 0;) {
       for (size_t j = m; j-- > 0;) {
-        at(i, j) = a[pre + i] == b[pre + j] ? at(i + 1, j + 1) + 1
-                                            : std::max(at(i + 1, j), at(i, j + 1));
+        at(i, j) =
+            a[pre + i] == b[pre + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
       }
     }
     size_t i = 0, j = 0;
@@ -75,9 +75,11 @@ std::string UnifiedDiff(const std::string& old_text, const std::string& new_text
   const size_t ctx = static_cast<size_t>(std::max(0, context));
   std::vector<size_t> changed;
   for (size_t k = 0; k < lines.size(); ++k) {
-    if (lines[k].op != ' ') changed.push_back(k);
+    if (lines[k].op != ' ')
+      changed.push_back(k);
   }
-  if (changed.empty()) return "";
+  if (changed.empty())
+    return "";
   std::string out = fmt::format("--- {}\n+++ {}\n", old_name, new_name);
   // Old and new line numbers (1-based) of each diff line's position.
   std::vector<size_t> old_no(lines.size() + 1), new_no(lines.size() + 1);
@@ -85,8 +87,10 @@ std::string UnifiedDiff(const std::string& old_text, const std::string& new_text
   for (size_t k = 0; k < lines.size(); ++k) {
     old_no[k] = o;
     new_no[k] = nw;
-    if (lines[k].op != '+') ++o;
-    if (lines[k].op != '-') ++nw;
+    if (lines[k].op != '+')
+      ++o;
+    if (lines[k].op != '-')
+      ++nw;
   }
   old_no[lines.size()] = o;
   new_no[lines.size()] = nw;

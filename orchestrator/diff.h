@@ -21,7 +21,6 @@ std::vector<DiffLine> DiffLines(const std::string& old_text, const std::string& 
 /// Unified diff ("--- a", "+++ b", "@@ -l,n +l,n @@" hunks with `context` lines around changes).
 /// Empty when the texts are equal.
 std::string UnifiedDiff(const std::string& old_text, const std::string& new_text,
-                        const std::string& old_name, const std::string& new_name,
-                        int context = 3);
+                        const std::string& old_name, const std::string& new_name, int context = 3);
 
 }  // namespace ws

@@ -13,20 +13,29 @@ using json = nlohmann::json;
 
 // Any JSON value as display text (unescaped: callers escape).
 std::string Text(const json& j) {
-  if (j.is_null()) return "-";
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_boolean()) return j.get<bool>() ? "yes" : "no";
-  if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
-  if (j.is_number()) return fmt::format("{:.4g}", j.get<double>());
+  if (j.is_null())
+    return "-";
+  if (j.is_string())
+    return j.get<std::string>();
+  if (j.is_boolean())
+    return j.get<bool>() ? "yes" : "no";
+  if (j.is_number_integer())
+    return std::to_string(j.get<int64_t>());
+  if (j.is_number())
+    return fmt::format("{:.4g}", j.get<double>());
   return j.dump();
 }
 
-std::string E(const json& j) { return HtmlEscape(Text(j)); }
+std::string E(const json& j) {
+  return HtmlEscape(Text(j));
+}
 
 std::string Num(const json& j, const char* f = "{:.2f}") {
-  if (!j.is_number()) return "-";
+  if (!j.is_number())
+    return "-";
   const double v = j.get<double>();
-  if (v == 0) return "-";
+  if (v == 0)
+    return "-";
   return fmt::format(fmt::runtime(f), v);
 }
 
@@ -40,12 +49,14 @@ const json& At(const json& j, const char* key) {
 }
 
 std::string KernelLink(const json& id) {
-  if (!id.is_number_integer()) return "-";
+  if (!id.is_number_integer())
+    return "-";
   return fmt::format("<a href=\"/kernels/{0}\">kernel {0}</a>", id.get<int64_t>());
 }
 
 std::string CampaignLink(const json& id) {
-  if (!id.is_number_integer()) return "-";
+  if (!id.is_number_integer())
+    return "-";
   return fmt::format("<a href=\"/campaigns/{0}\">campaign {0}</a>", id.get<int64_t>());
 }
 
@@ -55,7 +66,8 @@ std::string ProblemLink(const std::string& name) {
 }
 
 std::string Flags(const json& suspicion) {
-  if (!suspicion.is_array() || suspicion.empty()) return "";
+  if (!suspicion.is_array() || suspicion.empty())
+    return "";
   std::string out;
   for (const auto& f : suspicion) {
     out += fmt::format("<span class=\"flag\" title=\"{}\">{}</span> ", E(At(f, "detail")),
@@ -78,20 +90,27 @@ std::string Page(const std::string& title, const std::string& body, const PageOp
 }
 
 std::string DiffHtml(const json& diff) {
-  if (!diff.is_string()) return "<p class=\"muted\">none</p>";
+  if (!diff.is_string())
+    return "<p class=\"muted\">none</p>";
   const std::string d = diff.get<std::string>();
-  if (d.empty()) return "<p class=\"muted\">identical</p>";
+  if (d.empty())
+    return "<p class=\"muted\">identical</p>";
   std::string out = "<pre class=\"diff\">";
   size_t start = 0;
   while (start < d.size()) {
     size_t nl = d.find('\n', start);
-    if (nl == std::string::npos) nl = d.size();
+    if (nl == std::string::npos)
+      nl = d.size();
     std::string_view line(d.data() + start, nl - start);
     const char* cls = "";
-    if (line.rfind("@@", 0) == 0) cls = "hunk";
-    else if (line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0) cls = "head";
-    else if (!line.empty() && line[0] == '+') cls = "add";
-    else if (!line.empty() && line[0] == '-') cls = "del";
+    if (line.rfind("@@", 0) == 0)
+      cls = "hunk";
+    else if (line.rfind("+++", 0) == 0 || line.rfind("---", 0) == 0)
+      cls = "head";
+    else if (!line.empty() && line[0] == '+')
+      cls = "add";
+    else if (!line.empty() && line[0] == '-')
+      cls = "del";
     out += fmt::format("<span class=\"{}\">{}</span>\n", cls, HtmlEscape(line));
     start = nl + 1;
   }
@@ -99,7 +118,8 @@ std::string DiffHtml(const json& diff) {
 }
 
 std::string ParamsText(const json& params) {
-  if (!params.is_object() || params.empty()) return "";
+  if (!params.is_object() || params.empty())
+    return "";
   std::string out;
   for (const auto& [k, v] : params.items()) out += (out.empty() ? "" : ", ") + k + "=" + Text(v);
   return out;
@@ -112,12 +132,23 @@ std::string HtmlEscape(std::string_view s) {
   out.reserve(s.size() + s.size() / 8);
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -139,34 +170,41 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
   constexpr double W = 640, H = 300, L = 70, R = 20, T = 20, B = 50;
   double xmax = 0, ymin = 0, ymax = 0;
   auto widen = [&](double y) {
-    if (y <= 0) return;
+    if (y <= 0)
+      return;
     ymin = ymin == 0 ? y : std::min(ymin, y);
     ymax = std::max(ymax, y);
   };
   for (const auto& s : series) {
     for (const auto& p : At(s, "points")) {
       xmax = std::max(xmax, At(p, x_key.c_str()).is_number() ? p[x_key].get<double>() : 0.0);
-      if (At(p, "best_time_us").is_number()) widen(p["best_time_us"].get<double>());
+      if (At(p, "best_time_us").is_number())
+        widen(p["best_time_us"].get<double>());
     }
-    if (At(s, "baseline_time_us").is_number()) widen(s["baseline_time_us"].get<double>());
-    if (At(s, "sol_us").is_number()) widen(s["sol_us"].get<double>());
+    if (At(s, "baseline_time_us").is_number())
+      widen(s["baseline_time_us"].get<double>());
+    if (At(s, "sol_us").is_number())
+      widen(s["sol_us"].get<double>());
   }
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
       "{1}\" role=\"img\"><rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>",
       W, H);
-  out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>"
-                     "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#333\"/>",
-                     L, H - B, W - R, T);
+  out += fmt::format(
+      "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#333\"/>"
+      "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#333\"/>",
+      L, H - B, W - R, T);
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
                      (L + W - R) / 2, H - 10, HtmlEscape(x_label));
-  out += fmt::format("<text x=\"14\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
-                     "transform=\"rotate(-90 14 {})\">best time (us, log)</text>",
-                     (T + H - B) / 2, (T + H - B) / 2);
+  out += fmt::format(
+      "<text x=\"14\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
+      "transform=\"rotate(-90 14 {})\">best time (us, log)</text>",
+      (T + H - B) / 2, (T + H - B) / 2);
   if (ymax <= 0 || xmax <= 0) {
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\" text-anchor=\"middle\">no timed "
-                       "evaluations yet</text></svg>",
-                       W / 2, H / 2);
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\" font-size=\"13\" text-anchor=\"middle\">no timed "
+        "evaluations yet</text></svg>",
+        W / 2, H / 2);
     return out;
   }
   const double ly0 = std::log(ymin * 0.9), ly1 = std::log(ymax * 1.1);
@@ -187,9 +225,11 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
     std::string pts;
     double last_y = 0;
     for (const auto& p : At(s, "points")) {
-      if (!At(p, "best_time_us").is_number() || !At(p, x_key.c_str()).is_number()) continue;
+      if (!At(p, "best_time_us").is_number() || !At(p, x_key.c_str()).is_number())
+        continue;
       const double x = X(p[x_key].get<double>()), y = Y(p["best_time_us"].get<double>());
-      if (!pts.empty()) pts += fmt::format(" {:.1f},{:.1f}", x, last_y);  // a step
+      if (!pts.empty())
+        pts += fmt::format(" {:.1f},{:.1f}", x, last_y);  // a step
       pts += fmt::format(" {:.1f},{:.1f}", x, y);
       last_y = y;
     }
@@ -199,17 +239,20 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
                          c, pts);
     }
     auto hline = [&](const char* key, const char* dash, const char* label) {
-      if (!At(s, key).is_number()) return;
+      if (!At(s, key).is_number())
+        return;
       const double y = Y(s[key].get<double>());
-      out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
-                         "stroke-dasharray=\"{}\"/><text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" "
-                         "text-anchor=\"end\" fill=\"{}\">{}</text>",
-                         L, y, W - R, y, c, dash, W - R, y - 3, c, label);
+      out += fmt::format(
+          "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+          "stroke-dasharray=\"{}\"/><text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" "
+          "text-anchor=\"end\" fill=\"{}\">{}</text>",
+          L, y, W - R, y, c, dash, W - R, y - 3, c, label);
     };
     hline("baseline_time_us", "6 3", "baseline");
     hline("sol_us", "2 3", "speed of light");
-    out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{}\">{} {}</text>", L + 6,
-                       T + 12 + 13 * i, c, E(At(s, "gpu")), HtmlEscape(ParamsText(At(s, "params"))));
+    out +=
+        fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{}\">{} {}</text>", L + 6,
+                    T + 12 + 13 * i, c, E(At(s, "gpu")), HtmlEscape(ParamsText(At(s, "params"))));
     ++i;
   }
   return out + "</svg>";
@@ -224,11 +267,11 @@ std::string LeaderboardPage(const json& rows, const json& campaigns, const PageO
          "<th>of speed-of-light</th><th>speed-up over baseline</th><th>kernel</th><th>agent</th>"
          "<th>campaign</th><th>flags</th></tr></thead><tbody>\n";
     for (const auto& r : rows) {
-      std::string speedup = At(r, "speedup").is_number()
-                                ? fmt::format("{:.2f}x (baseline {:.2f} us)",
-                                              r["speedup"].get<double>(),
-                                              At(At(r, "baseline"), "time_us").get<double>())
-                                : "no baseline evaluation";
+      std::string speedup =
+          At(r, "speedup").is_number()
+              ? fmt::format("{:.2f}x (baseline {:.2f} us)", r["speedup"].get<double>(),
+                            At(At(r, "baseline"), "time_us").get<double>())
+              : "no baseline evaluation";
       b += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
           "<td>{}</td><td>{} <code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
@@ -260,12 +303,12 @@ std::string ProblemPage(const json& p, const PageOptions& o) {
        "<th>of SOL</th><th>speed-up</th><th>kernel</th><th>agent</th><th>flags</th></tr></thead>"
        "<tbody>\n";
   for (const auto& r : At(p, "leaderboard")) {
-    b += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")),
-                     Num(At(r, "time_us")), Num(At(r, "sol_fraction"), "{:.3f}"),
-                     Num(At(r, "speedup"), "{:.2f}x"), KernelLink(At(r, "kernel_id")),
-                     E(At(r, "agent")), Flags(At(r, "suspicion")));
+    b += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")), Num(At(r, "time_us")),
+        Num(At(r, "sol_fraction"), "{:.3f}"), Num(At(r, "speedup"), "{:.2f}x"),
+        KernelLink(At(r, "kernel_id")), E(At(r, "agent")), Flags(At(r, "suspicion")));
   }
   b += "</tbody></table>\n<h2>Every candidate</h2><table><thead><tr><th>evaluation</th>"
        "<th>kernel</th><th>verdict</th><th>time (us)</th><th>of SOL</th><th>GPU</th>"
@@ -273,7 +316,8 @@ std::string ProblemPage(const json& p, const PageOptions& o) {
        "<th>message</th></tr></thead><tbody>\n";
   for (const auto& c : At(p, "candidates")) {
     std::string msg = Get(c, "message");
-    if (msg.size() > 200) msg = msg.substr(0, 200) + "…";
+    if (msg.size() > 200)
+      msg = msg.substr(0, 200) + "…";
     b += fmt::format(
         "<tr class=\"v-{}\"><td>{}</td><td>{}{}</td><td>{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
@@ -294,12 +338,12 @@ std::string KernelPage(const json& k, const PageOptions& o) {
   std::string b = fmt::format("<h1>Kernel {} <small>({})</small></h1>\n", E(At(k, "kernel_id")),
                               ProblemLink(Get(k, "problem")));
   b += "<h2>Provenance</h2><dl>";
-  b += fmt::format("<dt>problem</dt><dd>{}</dd><dt>hash</dt><dd><code>{}</code></dd>"
-                   "<dt>origin</dt><dd>{}</dd><dt>agent</dt><dd>{}</dd><dt>campaign</dt><dd>{}</dd>"
-                   "<dt>parent</dt><dd>{}</dd><dt>created</dt><dd>{}</dd></dl>\n",
-                   ProblemLink(Get(k, "problem")), E(At(k, "hash")), E(At(k, "origin")),
-                   E(At(k, "agent")), CampaignLink(At(k, "campaign_id")),
-                   KernelLink(At(k, "parent_id")), E(At(k, "created_at")));
+  b += fmt::format(
+      "<dt>problem</dt><dd>{}</dd><dt>hash</dt><dd><code>{}</code></dd>"
+      "<dt>origin</dt><dd>{}</dd><dt>agent</dt><dd>{}</dd><dt>campaign</dt><dd>{}</dd>"
+      "<dt>parent</dt><dd>{}</dd><dt>created</dt><dd>{}</dd></dl>\n",
+      ProblemLink(Get(k, "problem")), E(At(k, "hash")), E(At(k, "origin")), E(At(k, "agent")),
+      CampaignLink(At(k, "campaign_id")), KernelLink(At(k, "parent_id")), E(At(k, "created_at")));
   b += "<h2>Suspicion flags</h2>";
   const json& sus = At(k, "suspicion");
   if (!sus.is_array() || sus.empty()) {
@@ -339,26 +383,26 @@ std::string KernelPage(const json& k, const PageOptions& o) {
        "<th>stdev us</th><th>iterations</th><th>SOL us</th></tr></thead><tbody>\n";
   for (const auto& e : At(k, "evaluations")) {
     for (const auto& t : At(e, "timings")) {
-      b += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"
-                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                       "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
-                       E(At(e, "evaluation_id")), E(At(e, "gpu")),
-                       HtmlEscape(ParamsText(At(t, "shape"))), E(At(t, "kind")),
-                       Num(At(t, "median_us"), "{:.3f}"), Num(At(t, "p90_us"), "{:.3f}"),
-                       Num(At(t, "min_us"), "{:.3f}"), Num(At(t, "stdev_us"), "{:.3f}"),
-                       E(At(t, "iterations")), Num(At(t, "sol_us"), "{:.3f}"));
+      b += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"
+          "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+          "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+          E(At(e, "evaluation_id")), E(At(e, "gpu")), HtmlEscape(ParamsText(At(t, "shape"))),
+          E(At(t, "kind")), Num(At(t, "median_us"), "{:.3f}"), Num(At(t, "p90_us"), "{:.3f}"),
+          Num(At(t, "min_us"), "{:.3f}"), Num(At(t, "stdev_us"), "{:.3f}"), E(At(t, "iterations")),
+          Num(At(t, "sol_us"), "{:.3f}"));
     }
   }
   b += "</tbody></table>\n<h2>Evaluations</h2><table><thead><tr><th>evaluation</th>"
        "<th>verdict</th><th>time (us)</th><th>of SOL</th><th>GPU</th><th>arch</th><th>knobs</th>"
        "<th>purpose</th><th>message</th></tr></thead><tbody>\n";
   for (const auto& e : At(k, "evaluations")) {
-    b += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     E(At(e, "evaluation_id")), E(At(e, "verdict")), Num(At(e, "time_us")),
-                     Num(At(e, "sol_fraction"), "{:.3f}"), E(At(e, "gpu")), E(At(e, "arch")),
-                     HtmlEscape(ParamsText(At(e, "knobs"))), E(At(e, "purpose")),
-                     E(At(e, "message")));
+    b += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        E(At(e, "evaluation_id")), E(At(e, "verdict")), Num(At(e, "time_us")),
+        Num(At(e, "sol_fraction"), "{:.3f}"), E(At(e, "gpu")), E(At(e, "arch")),
+        HtmlEscape(ParamsText(At(e, "knobs"))), E(At(e, "purpose")), E(At(e, "message")));
   }
   b += "</tbody></table>\n";
   b += fmt::format("<h2>Diff against its parent {}</h2>{}\n", KernelLink(At(k, "parent_id")),
@@ -366,23 +410,25 @@ std::string KernelPage(const json& k, const PageOptions& o) {
   b += "<h2>Diff against the baseline</h2>" + DiffHtml(At(k, "diff_baseline")) + "\n";
   b += "<h2>Source</h2><pre class=\"src\">" + E(At(k, "source")) + "</pre>\n";
   if (o.can_act) {
-    b += fmt::format("<p class=\"muted\">Re-verify: <code>curl -X POST -H 'Authorization: Bearer "
-                     "$WARPSMITH_TOKEN' http://HOST/api/kernels/{}/reverify</code></p>\n",
-                     E(At(k, "kernel_id")));
+    b += fmt::format(
+        "<p class=\"muted\">Re-verify: <code>curl -X POST -H 'Authorization: Bearer "
+        "$WARPSMITH_TOKEN' http://HOST/api/kernels/{}/reverify</code></p>\n",
+        E(At(k, "kernel_id")));
   }
   return Page("kernel " + Get(k, "kernel_id"), b, o);
 }
 
 std::string CampaignPage(const json& c, const PageOptions& o) {
-  std::string b = fmt::format("<h1>Campaign {} <small>{}</small></h1>\n", E(At(c, "id")),
-                              E(At(c, "status")));
+  std::string b =
+      fmt::format("<h1>Campaign {} <small>{}</small></h1>\n", E(At(c, "id")), E(At(c, "status")));
   if (o.refresh_s > 0) {
     b += fmt::format("<p class=\"muted\">live: this page reloads every {} s</p>\n", o.refresh_s);
   }
-  b += fmt::format("<p>{}</p><dl><dt>created</dt><dd>{}</dd><dt>updated</dt><dd>{}</dd>"
-                   "<dt>stop requested</dt><dd>{}</dd><dt>process alive</dt><dd>{}</dd></dl>\n",
-                   E(At(c, "message")), E(At(c, "created_at")), E(At(c, "updated_at")),
-                   E(At(c, "stop_requested")), E(At(c, "process_alive")));
+  b += fmt::format(
+      "<p>{}</p><dl><dt>created</dt><dd>{}</dd><dt>updated</dt><dd>{}</dd>"
+      "<dt>stop requested</dt><dd>{}</dd><dt>process alive</dt><dd>{}</dd></dl>\n",
+      E(At(c, "message")), E(At(c, "created_at")), E(At(c, "updated_at")),
+      E(At(c, "stop_requested")), E(At(c, "process_alive")));
   b += "<h2>Spend</h2><table><thead><tr><th></th><th>spent</th><th>budget</th></tr></thead>"
        "<tbody>\n";
   for (const auto& [key, v] : At(c, "spent").items()) {
@@ -394,13 +440,14 @@ std::string CampaignPage(const json& c, const PageOptions& o) {
        "<th>best kernel</th><th>by</th></tr></thead><tbody>\n";
   for (const auto& p : At(c, "problems")) {
     const json& best = At(p, "best");
-    b += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td>{}</td><td>{}</td></tr>\n",
-                     ProblemLink(Get(p, "problem")), E(At(p, "status")), E(At(p, "attempts")),
-                     E(At(p, "evaluations")), Num(At(p, "gpu_seconds"), "{:.1f}"),
-                     Num(At(best, "time_us")), Num(At(best, "sol_fraction"), "{:.3f}"),
-                     KernelLink(At(best, "kernel_id")), E(At(best, "agent")));
+    b += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td>{}</td><td>{}</td></tr>\n",
+        ProblemLink(Get(p, "problem")), E(At(p, "status")), E(At(p, "attempts")),
+        E(At(p, "evaluations")), Num(At(p, "gpu_seconds"), "{:.1f}"), Num(At(best, "time_us")),
+        Num(At(best, "sol_fraction"), "{:.3f}"), KernelLink(At(best, "kernel_id")),
+        E(At(best, "agent")));
   }
   b += "</tbody></table>\n<h2>Spend per agent</h2><table><thead><tr><th>agent</th>"
        "<th>attempts</th><th>evaluations</th><th>GPU s</th><th>tokens in</th><th>tokens out</th>"
@@ -416,25 +463,28 @@ std::string CampaignPage(const json& c, const PageOptions& o) {
     std::string verdicts;
     for (const auto& [v, n] : At(a, "verdicts").items())
       verdicts += (verdicts.empty() ? "" : ", ") + v + " " + Text(n);
-    b += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td>{}</td></tr>\n",
-                     E(At(a, "agent")), E(At(a, "attempts")), E(evals), Num(gs, "{:.1f}"),
-                     E(At(a, "input_tokens")), E(At(a, "output_tokens")),
-                     Num(At(a, "cost_usd"), "{:.2f}"), HtmlEscape(verdicts));
+    b += fmt::format(
+        "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td>{}</td></tr>\n",
+        E(At(a, "agent")), E(At(a, "attempts")), E(evals), Num(gs, "{:.1f}"),
+        E(At(a, "input_tokens")), E(At(a, "output_tokens")), Num(At(a, "cost_usd"), "{:.2f}"),
+        HtmlEscape(verdicts));
   }
-  b += fmt::format("</tbody></table>\n<h2>Latest attempts (of {})</h2><table><thead><tr>"
-                   "<th>attempt</th><th>problem</th><th>agent</th><th>parent</th><th>status</th>"
-                   "<th>best evaluation</th><th>message</th></tr></thead><tbody>\n",
-                   E(At(c, "attempts_total")));
+  b += fmt::format(
+      "</tbody></table>\n<h2>Latest attempts (of {})</h2><table><thead><tr>"
+      "<th>attempt</th><th>problem</th><th>agent</th><th>parent</th><th>status</th>"
+      "<th>best evaluation</th><th>message</th></tr></thead><tbody>\n",
+      E(At(c, "attempts_total")));
   const json& attempts = At(c, "recent_attempts");
   for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
     const json& a = *it;
-    b += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td></tr>\n",
-                     E(At(a, "attempt_id")), E(At(a, "problem")), E(At(a, "agent")),
-                     KernelLink(At(a, "parent_kernel_id")), E(At(a, "status")),
-                     E(At(a, "best_evaluation_id")), E(At(a, "message")));
+    b += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        E(At(a, "attempt_id")), E(At(a, "problem")), E(At(a, "agent")),
+        KernelLink(At(a, "parent_kernel_id")), E(At(a, "status")), E(At(a, "best_evaluation_id")),
+        E(At(a, "message")));
   }
   b += "</tbody></table>\n";
   return Page("campaign " + Get(c, "id"), b, o);

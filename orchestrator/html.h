@@ -17,8 +17,8 @@ std::string HtmlEscape(std::string_view s);
 std::string UrlSegment(std::string_view s);
 
 struct PageOptions {
-  bool can_act = false;    // a token is configured: show the action forms' help
-  int refresh_s = 0;       // > 0: the page reloads itself (meta refresh, no script)
+  bool can_act = false;  // a token is configured: show the action forms' help
+  int refresh_s = 0;     // > 0: the page reloads itself (meta refresh, no script)
 };
 
 std::string LeaderboardPage(const nlohmann::json& rows, const nlohmann::json& campaigns,

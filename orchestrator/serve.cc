@@ -76,7 +76,8 @@ Reply JsonReply(int status, const json& j) {
 }
 
 Reply ErrorReply(int status, const std::string& message, bool as_json) {
-  if (as_json) return JsonReply(status, {{"error", message}});
+  if (as_json)
+    return JsonReply(status, {{"error", message}});
   return {status, "text/html; charset=utf-8", ErrorPage(status, message), {}};
 }
 
@@ -93,7 +94,8 @@ std::optional<std::string> PercentDecode(std::string_view s) {
       return std::nullopt;
     }
     const char c = static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
-    if (c == '\0' || c == '/') return std::nullopt;
+    if (c == '\0' || c == '/')
+      return std::nullopt;
     out += c;
     i += 2;
   }
@@ -101,10 +103,12 @@ std::optional<std::string> PercentDecode(std::string_view s) {
 }
 
 std::optional<int64_t> ParseId(const std::string& s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
+  if (s.empty() || s.size() > 18)
+    return std::nullopt;
   int64_t v = 0;
   for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
+    if (c < '0' || c > '9')
+      return std::nullopt;
     v = v * 10 + (c - '0');
   }
   return v;
@@ -156,7 +160,8 @@ net::awaitable<void> Server::Impl::Accept() {
     boost::system::error_code ec;
     tcp::socket sock = co_await acceptor.async_accept(net::redirect_error(net::use_awaitable, ec));
     if (ec) {
-      if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
+      if (ec == net::error::operation_aborted || !acceptor.is_open())
+        co_return;
       continue;
     }
     net::co_spawn(acceptor.get_executor(), Session(std::move(sock)), net::detached);
@@ -208,11 +213,13 @@ net::awaitable<void> Server::Impl::Session(tcp::socket sock) {
     const bool head = !ec && parser.get().method() == http::verb::head;
     res.body() = head ? "" : std::move(reply.body);
     res.prepare_payload();
-    if (head) res.content_length(reply.body.size());
+    if (head)
+      res.content_length(reply.body.size());
     res.keep_alive(keep_alive);
     stream.expires_after(std::chrono::seconds(30));
     co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
-    if (ec || !keep_alive) break;
+    if (ec || !keep_alive)
+      break;
   }
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -222,11 +229,13 @@ net::awaitable<void> Server::Impl::Session(tcp::socket sock) {
 Reply Server::Impl::Handle(const http::request<http::string_body>& req) {
   const std::string target(req.target());
   const bool api = target.rfind("/api/", 0) == 0 || target == "/api";
-  if (target.empty() || target[0] != '/') return ErrorReply(400, "bad request target", api);
+  if (target.empty() || target[0] != '/')
+    return ErrorReply(400, "bad request target", api);
   // A page bound to loopback answers only to loopback names: a DNS-rebinding site that points
   // its own name at 127.0.0.1 gets nothing.
   const std::string host(req[http::field::host]);
-  if (host.empty()) return ErrorReply(400, "no Host header", api);
+  if (host.empty())
+    return ErrorReply(400, "no Host header", api);
   if (loopback) {
     const std::string name = HostName(host);
     if (name != "127.0.0.1" && name != "localhost" && name != "[::1]" && name != opts.bind) {
@@ -242,15 +251,18 @@ Reply Server::Impl::Handle(const http::request<http::string_body>& req) {
   size_t start = 1;
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
-    if (slash == std::string::npos) slash = path.size();
+    if (slash == std::string::npos)
+      slash = path.size();
     if (slash > start) {
       auto seg = PercentDecode(std::string_view(path).substr(start, slash - start));
-      if (!seg) return ErrorReply(400, "malformed path", api);
+      if (!seg)
+        return ErrorReply(400, "malformed path", api);
       parts.push_back(*seg);
     }
     start = slash + 1;
   }
-  if (!parts.empty() && parts[0] == "api") parts.erase(parts.begin());
+  if (!parts.empty() && parts[0] == "api")
+    parts.erase(parts.begin());
   if (req.method() == http::verb::get || req.method() == http::verb::head) {
     return Get(parts, query, api);
   }
@@ -259,7 +271,8 @@ Reply Server::Impl::Handle(const http::request<http::string_body>& req) {
     r.headers.push_back({"Allow", "GET, HEAD, POST"});
     return r;
   }
-  if (!api) return ErrorReply(405, "actions live under /api/", false);
+  if (!api)
+    return ErrorReply(405, "actions live under /api/", false);
   // Cross-site requests: a browser names the page's origin; only this server's own is taken.
   // (The token must come in the Authorization header, which no cross-site form or image can
   // set, and no cookie is ever honoured.)
@@ -285,87 +298,112 @@ Reply Server::Impl::Handle(const http::request<http::string_body>& req) {
   return Post(parts);
 }
 
-Reply Server::Impl::Get(const std::vector<std::string>& parts, const std::string& query,
-                        bool api) {
+Reply Server::Impl::Get(const std::vector<std::string>& parts, const std::string& query, bool api) {
   if (parts.size() == 2 && parts[0] == "static" && parts[1] == "style.css" && !api) {
     return {200, "text/css; charset=utf-8", kStyle, {}};
   }
   auto store = OpenStore();
-  if (!store.ok()) return ErrorReply(500, store.status().message(), api);
+  if (!store.ok())
+    return ErrorReply(500, store.status().message(), api);
   Store& s = **store;
   PageOptions page;
   page.can_act = !opts.token.empty();
   auto fail = [&](const Status& st) { return ErrorReply(500, st.message(), api); };
 
   if (parts.empty() || (parts.size() == 1 && parts[0] == "leaderboard")) {
-    if (parts.empty() && api) return ErrorReply(404, "no such route", api);
+    if (parts.empty() && api)
+      return ErrorReply(404, "no such route", api);
     std::string problem;
     if (query.rfind("problem=", 0) == 0) {
       auto p = PercentDecode(query.substr(8));
-      if (!p) return ErrorReply(400, "malformed query", api);
+      if (!p)
+        return ErrorReply(400, "malformed query", api);
       problem = *p;
     }
     auto rows = LeaderboardJson(s, problem, opts.problems_dir);
-    if (!rows.ok()) return fail(rows.status());
-    if (api) return JsonReply(200, *rows);
+    if (!rows.ok())
+      return fail(rows.status());
+    if (api)
+      return JsonReply(200, *rows);
     auto campaigns = CampaignsJson(s);
-    if (!campaigns.ok()) return fail(campaigns.status());
+    if (!campaigns.ok())
+      return fail(campaigns.status());
     return {200, "text/html; charset=utf-8", LeaderboardPage(*rows, *campaigns, page), {}};
   }
   if (parts.size() == 2 && parts[0] == "problems") {
     auto p = ProblemJson(s, parts[1], opts.problems_dir);
-    if (!p.ok()) return fail(p.status());
-    if (!*p) return ErrorReply(404, "no such problem", api);
-    if (api) return JsonReply(200, **p);
+    if (!p.ok())
+      return fail(p.status());
+    if (!*p)
+      return ErrorReply(404, "no such problem", api);
+    if (api)
+      return JsonReply(200, **p);
     return {200, "text/html; charset=utf-8", ProblemPage(**p, page), {}};
   }
   if (parts.size() == 2 && parts[0] == "kernels") {
     auto id = ParseId(parts[1]);
-    if (!id) return ErrorReply(404, "no such kernel", api);
+    if (!id)
+      return ErrorReply(404, "no such kernel", api);
     auto k = KernelJson(s, *id, opts.problems_dir);
-    if (!k.ok()) return fail(k.status());
-    if (!*k) return ErrorReply(404, "no such kernel", api);
-    if (api) return JsonReply(200, **k);
+    if (!k.ok())
+      return fail(k.status());
+    if (!*k)
+      return ErrorReply(404, "no such kernel", api);
+    if (api)
+      return JsonReply(200, **k);
     return {200, "text/html; charset=utf-8", KernelPage(**k, page), {}};
   }
   if (parts.size() == 1 && parts[0] == "campaigns") {
     auto all = CampaignsJson(s);
-    if (!all.ok()) return fail(all.status());
-    if (api) return JsonReply(200, *all);
+    if (!all.ok())
+      return fail(all.status());
+    if (api)
+      return JsonReply(200, *all);
     return {200, "text/html; charset=utf-8", LeaderboardPage(json::array(), *all, page), {}};
   }
   if (parts.size() == 2 && parts[0] == "campaigns") {
     auto id = ParseId(parts[1]);
-    if (!id) return ErrorReply(404, "no such campaign", api);
+    if (!id)
+      return ErrorReply(404, "no such campaign", api);
     auto c = CampaignJson(s, *id);
-    if (!c.ok()) return fail(c.status());
-    if (!*c) return ErrorReply(404, "no such campaign", api);
-    if (api) return JsonReply(200, **c);
+    if (!c.ok())
+      return fail(c.status());
+    if (!*c)
+      return ErrorReply(404, "no such campaign", api);
+    if (api)
+      return JsonReply(200, **c);
     // A running campaign's page follows it: a meta refresh, so no script is needed.
-    if ((**c).value("status", "") == "running") page.refresh_s = 5;
+    if ((**c).value("status", "") == "running")
+      page.refresh_s = 5;
     return {200, "text/html; charset=utf-8", CampaignPage(**c, page), {}};
   }
   return ErrorReply(404, "no such page", api);
 }
 
 Reply Server::Impl::Post(const std::vector<std::string>& parts) {
-  if (parts.size() != 3) return ErrorReply(404, "no such action", true);
+  if (parts.size() != 3)
+    return ErrorReply(404, "no such action", true);
   auto id = ParseId(parts[1]);
-  if (!id) return ErrorReply(404, "no such object", true);
+  if (!id)
+    return ErrorReply(404, "no such object", true);
   auto store = OpenStore();
-  if (!store.ok()) return ErrorReply(500, store.status().message(), true);
+  if (!store.ok())
+    return ErrorReply(500, store.status().message(), true);
   if (parts[0] == "campaigns" && parts[2] == "stop") {
     auto c = (*store)->GetCampaign(*id);
-    if (!c.ok()) return ErrorReply(404, "no such campaign", true);
+    if (!c.ok())
+      return ErrorReply(404, "no such campaign", true);
     if (Status st = (*store)->RequestCampaignStop(*id); !st.ok())
       return ErrorReply(500, st.message(), true);
-    return JsonReply(202, {{"campaign_id", *id}, {"stop_requested", true},
-                           {"status", c->status},
-                           {"note", c->status == "running"
-                                        ? "it stops after the current step"
-                                        : "it is not running; a resume would stop at once"}});
+    return JsonReply(
+        202, {{"campaign_id", *id},
+              {"stop_requested", true},
+              {"status", c->status},
+              {"note", c->status == "running" ? "it stops after the current step"
+                                              : "it is not running; a resume would stop at once"}});
   }
-  if (parts[0] == "kernels" && parts[2] == "reverify") return Reverify(**store, *id);
+  if (parts[0] == "kernels" && parts[2] == "reverify")
+    return Reverify(**store, *id);
   return ErrorReply(404, "no such action", true);
 }
 
@@ -375,21 +413,28 @@ Reply Server::Impl::Post(const std::vector<std::string>& parts) {
 // evaluation lands in the store like any other.
 Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
   auto k = store.GetKernel(kernel_id);
-  if (!k.ok()) return ErrorReply(404, "no such kernel", true);
+  if (!k.ok())
+    return ErrorReply(404, "no such kernel", true);
   auto evals = store.Evaluations(k->problem, 0);
-  if (!evals.ok()) return ErrorReply(500, evals.status().message(), true);
+  if (!evals.ok())
+    return ErrorReply(500, evals.status().message(), true);
   // Its newest evaluation that ran on a GPU, else its newest at all.
   const EvaluationRecord* last = nullptr;
   for (const auto& e : *evals) {  // newest first
-    if (e.kernel_id != kernel_id) continue;
-    if (!last || (last->gpu.empty() && !e.gpu.empty())) last = &e;
-    if (!last->gpu.empty()) break;
+    if (e.kernel_id != kernel_id)
+      continue;
+    if (!last || (last->gpu.empty() && !e.gpu.empty()))
+      last = &e;
+    if (!last->gpu.empty())
+      break;
   }
   const std::string arch = last && !last->arch.empty() ? last->arch : "sm_90a";
   json params = last ? json::parse(last->params_json, nullptr, false) : json::object();
   json knobs = last ? json::parse(last->knobs_json, nullptr, false) : json::object();
-  if (!params.is_object()) params = json::object();
-  if (!knobs.is_object()) knobs = json::object();
+  if (!params.is_object())
+    params = json::object();
+  if (!knobs.is_object())
+    knobs = json::object();
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
@@ -398,11 +443,12 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
       fmt::format("{}/reverify-k{}-{}-{}", dir, kernel_id, now, request_seq.fetch_add(1));
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return ErrorReply(500, "cannot create " + dir + ": " + ec.message(), true);
+  if (ec)
+    return ErrorReply(500, "cannot create " + dir + ": " + ec.message(), true);
   if (Status st = WriteFileAtomic(stem + ".cu", k->source); !st.ok())
     return ErrorReply(500, st.message(), true);
   json request = {{"action", "reverify"},   {"kernel_id", kernel_id}, {"problem", k->problem},
-                  {"params", params},        {"knobs", knobs},         {"arch", arch},
+                  {"params", params},       {"knobs", knobs},         {"arch", arch},
                   {"source", stem + ".cu"}, {"requested_at_ms", now}};
   std::vector<std::string> argv;
   std::string why;
@@ -416,15 +462,16 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
       why = device.status().message();
     } else if (*device) {
       argv = {opts.warpsmith_exe, "--workspace", opts.workspace};
-      if (!opts.problems_dir.empty()) argv.insert(argv.end(), {"--problems-dir", opts.problems_dir});
+      if (!opts.problems_dir.empty())
+        argv.insert(argv.end(), {"--problems-dir", opts.problems_dir});
       argv.insert(argv.end(), {"eval", k->problem, stem + ".cu", "--arch", arch, "--json"});
       for (const auto& [name, v] : params.items()) {
-        argv.insert(argv.end(), {"--set", name + "=" + (v.is_string() ? v.get<std::string>()
-                                                                      : v.dump())});
+        argv.insert(argv.end(),
+                    {"--set", name + "=" + (v.is_string() ? v.get<std::string>() : v.dump())});
       }
       for (const auto& [name, v] : knobs.items()) {
-        argv.insert(argv.end(), {"--knob", name + "=" + (v.is_string() ? v.get<std::string>()
-                                                                       : v.dump())});
+        argv.insert(argv.end(),
+                    {"--knob", name + "=" + (v.is_string() ? v.get<std::string>() : v.dump())});
       }
     }
   }
@@ -450,7 +497,8 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
       ::execv(cargv[0], cargv.data());
       ::_exit(127);
     }
-    if (pid < 0) return ErrorReply(500, "cannot start warpsmith eval", true);
+    if (pid < 0)
+      return ErrorReply(500, "cannot start warpsmith eval", true);
     std::thread([pid] { ::waitpid(pid, nullptr, 0); }).detach();  // reaps it
   }
   request["request"] = stem + ".json";
@@ -462,7 +510,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServeOptions& opts) {
   impl->opts = opts;
   boost::system::error_code ec;
   const net::ip::address addr = net::ip::make_address(opts.bind, ec);
-  if (ec) return Status::Error("--bind {}: not an IP address", opts.bind);
+  if (ec)
+    return Status::Error("--bind {}: not an IP address", opts.bind);
   impl->loopback = addr.is_loopback();
   if (!impl->loopback && opts.token.empty()) {
     return Status::Error("binding {} (not loopback) needs a token (--token or WARPSMITH_TOKEN)",
@@ -471,8 +520,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServeOptions& opts) {
   {
     std::error_code fec;
     fs::create_directories(opts.workspace, fec);
-    if (fec) return Status::Error("cannot create the workspace {}: {}", opts.workspace,
-                                  fec.message());
+    if (fec)
+      return Status::Error("cannot create the workspace {}: {}", opts.workspace, fec.message());
   }
   WS_ASSIGN_OR_RETURN(auto store, impl->OpenStore());  // creates and migrates it once
   store.reset();
@@ -488,15 +537,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServeOptions& opts) {
   }
   Impl* s = impl.get();
   net::co_spawn(s->ioc, s->Accept(), net::detached);
-  for (int i = 0; i < std::max(1, opts.threads); ++i) s->threads.emplace_back([s] { s->ioc.run(); });
+  for (int i = 0; i < std::max(1, opts.threads); ++i)
+    s->threads.emplace_back([s] { s->ioc.run(); });
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+}
 
-uint16_t Server::port() const { return impl_->port; }
+uint16_t Server::port() const {
+  return impl_->port;
+}
 
 std::string Server::url() const {
   const bool v6 = impl_->opts.bind.find(':') != std::string::npos;
@@ -512,13 +566,15 @@ void Server::Wait() {
 void Server::Stop() {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stopped) return;
+    if (impl_->stopped)
+      return;
     impl_->stopped = true;
   }
   impl_->cv.notify_all();
   impl_->ioc.stop();
   for (auto& t : impl_->threads) {
-    if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
+    if (t.joinable() && t.get_id() != std::this_thread::get_id())
+      t.join();
   }
   boost::system::error_code ignored;
   impl_->acceptor.close(ignored);

@@ -23,15 +23,19 @@ json ParseOr(const std::string& text, json fallback) {
   return j.is_discarded() ? fallback : j;
 }
 
-json Opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json Opt(const std::optional<int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Problem names come from URLs: only names a problem folder could have reach the file system.
 bool SafeName(const std::string& name) {
-  if (name.empty() || name.size() > 128 || name[0] == '.') return false;
+  if (name.empty() || name.size() > 128 || name[0] == '.')
+    return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
   });
@@ -39,7 +43,8 @@ bool SafeName(const std::string& name) {
 
 // The problem set's baseline.cu text; empty when the problem has none on disk.
 std::string BaselineSource(const std::string& problems_dir, const std::string& problem) {
-  if (problems_dir.empty() || !SafeName(problem)) return "";
+  if (problems_dir.empty() || !SafeName(problem))
+    return "";
   auto text = ReadFile(fs::path(problems_dir) / problem / "baseline.cu");
   return text.ok() ? *text : "";
 }
@@ -62,7 +67,8 @@ class ProblemData {
 
   const EvaluationRecord* Find(int64_t evaluation_id) const {
     for (const auto& e : evals_) {
-      if (e.id == evaluation_id) return &e;
+      if (e.id == evaluation_id)
+        return &e;
     }
     return nullptr;
   }
@@ -79,7 +85,8 @@ class ProblemData {
   // A baseline kernel: the problem set's baseline.cu, evaluated with `warpsmith eval`.
   Result<bool> IsBaseline(int64_t kernel_id) {
     WS_ASSIGN_OR_RETURN(const KernelRecord* k, Kernel(kernel_id));
-    if (!baseline_source_.empty() && k->source == baseline_source_) return true;
+    if (!baseline_source_.empty() && k->source == baseline_source_)
+      return true;
     return EndsWith(k->origin, "/baseline.cu") || k->origin == "file:baseline.cu";
   }
 
@@ -87,9 +94,11 @@ class ProblemData {
   Result<const EvaluationRecord*> Baseline(const std::string& gpu, const std::string& params) {
     const EvaluationRecord* best = nullptr;
     for (const auto& e : evals_) {
-      if (e.verdict != "ok" || e.time_us <= 0 || e.gpu != gpu || e.params_json != params) continue;
+      if (e.verdict != "ok" || e.time_us <= 0 || e.gpu != gpu || e.params_json != params)
+        continue;
       WS_ASSIGN_OR_RETURN(bool base, IsBaseline(e.kernel_id));
-      if (base && (!best || e.time_us < best->time_us)) best = &e;
+      if (base && (!best || e.time_us < best->time_us))
+        best = &e;
     }
     return best;
   }
@@ -120,16 +129,22 @@ json Suspicion(const EvaluationRecord& e) {
                                               t.shape_json, t.stdev_us, t.median_us)}});
     }
   }
-  if (e.flagged) flags.push_back({{"flag", "reviewer"}, {"detail", e.flag_reason}});
+  if (e.flagged)
+    flags.push_back({{"flag", "reviewer"}, {"detail", e.flag_reason}});
   return flags;
 }
 
 json TimingsJson(const EvaluationRecord& e) {
   json out = json::array();
   for (const auto& t : e.timings) {
-    out.push_back({{"shape", ParseOr(t.shape_json, t.shape_json)}, {"kind", t.kind},
-                   {"median_us", t.median_us}, {"p90_us", t.p90_us}, {"min_us", t.min_us},
-                   {"stdev_us", t.stdev_us}, {"iterations", t.iterations}, {"sol_us", t.sol_us}});
+    out.push_back({{"shape", ParseOr(t.shape_json, t.shape_json)},
+                   {"kind", t.kind},
+                   {"median_us", t.median_us},
+                   {"p90_us", t.p90_us},
+                   {"min_us", t.min_us},
+                   {"stdev_us", t.stdev_us},
+                   {"iterations", t.iterations},
+                   {"sol_us", t.sol_us}});
   }
   return out;
 }
@@ -168,8 +183,10 @@ Result<json> AgentStatsJson(Store& store, const std::string& name,
                             const std::vector<AgentStats>& agents) {
   for (const auto& a : agents) {
     if (a.agent == name) {
-      return json{{"attempts", a.attempts}, {"verdicts", a.verdicts},
-                  {"input_tokens", a.input_tokens}, {"output_tokens", a.output_tokens},
+      return json{{"attempts", a.attempts},
+                  {"verdicts", a.verdicts},
+                  {"input_tokens", a.input_tokens},
+                  {"output_tokens", a.output_tokens},
                   {"cost_usd", a.cost_usd}};
     }
   }
@@ -190,13 +207,20 @@ Result<json> LeaderboardRows(Store& store, const std::string& problem,
     }
     ProblemData& d = it->second;
     WS_ASSIGN_OR_RETURN(json stats, AgentStatsJson(store, r.agent, agents));
-    json row = {{"problem", r.problem}, {"params", ParseOr(r.params_json, json::object())},
-                {"gpu", r.gpu}, {"time_us", r.time_us}, {"sol_fraction", r.sol_fraction},
-                {"kernel_id", r.kernel_id}, {"evaluation_id", r.evaluation_id},
-                {"kernel_hash", r.kernel_hash}, {"origin", r.origin},
+    json row = {{"problem", r.problem},
+                {"params", ParseOr(r.params_json, json::object())},
+                {"gpu", r.gpu},
+                {"time_us", r.time_us},
+                {"sol_fraction", r.sol_fraction},
+                {"kernel_id", r.kernel_id},
+                {"evaluation_id", r.evaluation_id},
+                {"kernel_hash", r.kernel_hash},
+                {"origin", r.origin},
                 {"knobs", ParseOr(r.knobs_json, json::object())},
-                {"agent", r.agent}, {"agent_stats", stats},
-                {"flagged", r.flagged}, {"flag_reason", r.flag_reason},
+                {"agent", r.agent},
+                {"agent_stats", stats},
+                {"flagged", r.flagged},
+                {"flag_reason", r.flag_reason},
                 {"sandbox", ParseOr(r.sandbox_json, json::object())},
                 {"deep", ParseOr(r.deep_json, json::object())},
                 {"created_at", r.created_at}};
@@ -207,9 +231,10 @@ Result<json> LeaderboardRows(Store& store, const std::string& problem,
     row["baseline"] = nullptr;
     row["speedup"] = nullptr;
     if (base) {
-      row["baseline"] = {{"evaluation_id", base->id}, {"kernel_id", base->kernel_id},
-                         {"time_us", base->time_us}};
-      if (r.time_us > 0) row["speedup"] = base->time_us / r.time_us;
+      row["baseline"] = {
+          {"evaluation_id", base->id}, {"kernel_id", base->kernel_id}, {"time_us", base->time_us}};
+      if (r.time_us > 0)
+        row["speedup"] = base->time_us / r.time_us;
     }
     arr.push_back(row);
   }
@@ -221,10 +246,12 @@ Result<json> LeaderboardRows(Store& store, const std::string& problem,
 std::string PlanText(const std::string& source) {
   const std::string open = "/* warpsmith:plan";
   size_t b = source.find(open);
-  if (b == std::string::npos) return "";
+  if (b == std::string::npos)
+    return "";
   b += open.size();
   size_t e = source.find("*/", b);
-  if (e == std::string::npos) return "";
+  if (e == std::string::npos)
+    return "";
   std::string text = source.substr(b, e - b);
   size_t first = text.find_first_not_of(" \t\r\n");
   size_t last = text.find_last_not_of(" \t\r\n");
@@ -238,12 +265,15 @@ Result<json> LeaderboardJson(Store& store, const std::string& problem,
 
 Result<std::optional<json>> ProblemJson(Store& store, const std::string& problem,
                                         const std::string& problems_dir) {
-  if (!SafeName(problem)) return std::optional<json>();
+  if (!SafeName(problem))
+    return std::optional<json>();
   WS_ASSIGN_OR_RETURN(ProblemData d, ProblemData::Load(store, problem, problems_dir));
-  const bool in_set = !problems_dir.empty() && fs::exists(fs::path(problems_dir) / problem /
-                                                          "spec.json");
-  if (d.evaluations().empty() && !in_set) return std::optional<json>();
-  json j = {{"problem", problem}, {"in_problem_set", in_set},
+  const bool in_set =
+      !problems_dir.empty() && fs::exists(fs::path(problems_dir) / problem / "spec.json");
+  if (d.evaluations().empty() && !in_set)
+    return std::optional<json>();
+  json j = {{"problem", problem},
+            {"in_problem_set", in_set},
             {"has_baseline_source", !d.baseline_source().empty()}};
   WS_ASSIGN_OR_RETURN(j["leaderboard"], LeaderboardRows(store, problem, problems_dir));
   json candidates = json::array();
@@ -260,7 +290,8 @@ Result<std::optional<json>> ProblemJson(Store& store, const std::string& problem
     c["baseline"] = base;
     c["suspicion"] = Suspicion(e);
     candidates.push_back(c);
-    if (e.gpu.empty()) continue;  // compile-only: no time, no GPU spend
+    if (e.gpu.empty())
+      continue;  // compile-only: no time, no GPU spend
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
       return x.gpu == e.gpu && x.params == e.params_json;
     });
@@ -273,9 +304,11 @@ Result<std::optional<json>> ProblemJson(Store& store, const std::string& problem
     if (e.verdict == "ok" && e.time_us > 0 && (g->best == 0 || e.time_us < g->best)) {
       g->best = e.time_us;
       // sol_fraction is the geomean of T_SOL / T, so T * fraction is the geomean T_SOL.
-      if (e.sol_fraction > 0) g->sol_us = e.time_us * e.sol_fraction;
+      if (e.sol_fraction > 0)
+        g->sol_us = e.time_us * e.sol_fraction;
     }
-    g->points.push_back({{"evaluations", g->n}, {"gpu_seconds", g->spend},
+    g->points.push_back({{"evaluations", g->n},
+                         {"gpu_seconds", g->spend},
                          {"best_time_us", g->best > 0 ? json(g->best) : json(nullptr)},
                          {"evaluation_id", e.id}});
   }
@@ -283,7 +316,8 @@ Result<std::optional<json>> ProblemJson(Store& store, const std::string& problem
   json series = json::array();
   for (auto& g : groups) {
     WS_ASSIGN_OR_RETURN(const EvaluationRecord* base, d.Baseline(g.gpu, g.params));
-    series.push_back({{"gpu", g.gpu}, {"params", ParseOr(g.params, json::object())},
+    series.push_back({{"gpu", g.gpu},
+                      {"params", ParseOr(g.params, json::object())},
                       {"baseline_time_us", base ? json(base->time_us) : json(nullptr)},
                       {"sol_us", g.sol_us > 0 ? json(g.sol_us) : json(nullptr)},
                       {"points", g.points}});
@@ -292,16 +326,16 @@ Result<std::optional<json>> ProblemJson(Store& store, const std::string& problem
   return std::optional<json>(j);
 }
 
-Result<std::optional<json>> KernelJson(Store& store, int64_t id,
-                                       const std::string& problems_dir) {
+Result<std::optional<json>> KernelJson(Store& store, int64_t id, const std::string& problems_dir) {
   auto kr = store.GetKernel(id);
-  if (!kr.ok()) return std::optional<json>();  // the store says only "no kernel with id"
+  if (!kr.ok())
+    return std::optional<json>();  // the store says only "no kernel with id"
   const KernelRecord& k = *kr;
   WS_ASSIGN_OR_RETURN(ProblemData d, ProblemData::Load(store, k.problem, problems_dir));
-  json j = {{"kernel_id", k.id}, {"problem", k.problem}, {"hash", k.hash},
-            {"origin", k.origin}, {"parent_id", Opt(k.parent_id)},
-            {"campaign_id", Opt(k.campaign_id)}, {"agent", k.agent},
-            {"created_at", k.created_at}, {"source", k.source}};
+  json j = {
+      {"kernel_id", k.id},  {"problem", k.problem},          {"hash", k.hash},
+      {"origin", k.origin}, {"parent_id", Opt(k.parent_id)}, {"campaign_id", Opt(k.campaign_id)},
+      {"agent", k.agent},   {"created_at", k.created_at},    {"source", k.source}};
   const std::string plan = PlanText(k.source);
   j["plan"] = {{"text", plan}, {"json", plan.empty() ? json(nullptr) : ParseOr(plan, nullptr)}};
   j["parent"] = nullptr;
@@ -310,8 +344,7 @@ Result<std::optional<json>> KernelJson(Store& store, int64_t id,
     auto parent = store.GetKernel(*k.parent_id);
     if (parent.ok()) {
       j["parent"] = {{"kernel_id", parent->id}, {"hash", parent->hash}, {"origin", parent->origin}};
-      j["diff_parent"] = UnifiedDiff(parent->source, k.source,
-                                     fmt::format("kernel {}", parent->id),
+      j["diff_parent"] = UnifiedDiff(parent->source, k.source, fmt::format("kernel {}", parent->id),
                                      fmt::format("kernel {}", k.id));
     }
   }
@@ -327,7 +360,8 @@ Result<std::optional<json>> KernelJson(Store& store, int64_t id,
   bool compiled = false;
   for (auto it = d.evaluations().rbegin(); it != d.evaluations().rend(); ++it) {  // newest first
     const EvaluationRecord& e = *it;
-    if (e.kernel_id != k.id) continue;
+    if (e.kernel_id != k.id)
+      continue;
     evals.push_back(EvaluationJson(e, true));
     ++verdicts[e.verdict];
     compiled = compiled || e.verdict != "compile_error";
@@ -338,11 +372,13 @@ Result<std::optional<json>> KernelJson(Store& store, int64_t id,
         s["evaluation_id"] = e.id;
         suspicion.push_back(s);
       }
-      if (sandbox.empty()) sandbox = ParseOr(e.sandbox_json, json::object());
-      if (deep.empty()) deep = ParseOr(e.deep_json, json::object());
+      if (sandbox.empty())
+        sandbox = ParseOr(e.sandbox_json, json::object());
+      if (deep.empty())
+        deep = ParseOr(e.deep_json, json::object());
     } else if (e.flagged) {
-      suspicion.push_back({{"flag", "reviewer"}, {"detail", e.flag_reason},
-                           {"evaluation_id", e.id}});
+      suspicion.push_back(
+          {{"flag", "reviewer"}, {"detail", e.flag_reason}, {"evaluation_id", e.id}});
     }
   }
   j["evaluations"] = evals;
@@ -381,10 +417,15 @@ Result<std::optional<json>> CampaignJson(Store& store, int64_t id) {
   const size_t keep = 50;
   for (size_t i = attempts.size() > keep ? attempts.size() - keep : 0; i < attempts.size(); ++i) {
     const AttemptRecord& a = attempts[i];
-    recent.push_back({{"attempt_id", a.id}, {"problem", a.problem}, {"agent", a.agent},
-                      {"parent_kernel_id", Opt(a.parent_kernel_id)}, {"status", a.status},
-                      {"message", a.message}, {"best_evaluation_id", Opt(a.best_evaluation_id)},
-                      {"started_at", a.started_at}, {"finished_at", a.finished_at}});
+    recent.push_back({{"attempt_id", a.id},
+                      {"problem", a.problem},
+                      {"agent", a.agent},
+                      {"parent_kernel_id", Opt(a.parent_kernel_id)},
+                      {"status", a.status},
+                      {"message", a.message},
+                      {"best_evaluation_id", Opt(a.best_evaluation_id)},
+                      {"started_at", a.started_at},
+                      {"finished_at", a.finished_at}});
   }
   j["recent_attempts"] = recent;
   j["attempts_total"] = attempts.size();
@@ -398,12 +439,18 @@ Result<json> CampaignsJson(Store& store) {
   json arr = json::array();
   for (const auto& c : all) {
     WS_ASSIGN_OR_RETURN(CampaignSpend s, store.Spend(c.id));
-    arr.push_back({{"id", c.id}, {"status", c.status}, {"message", c.message},
-                   {"stop_requested", c.stop_requested}, {"created_at", c.created_at},
+    arr.push_back({{"id", c.id},
+                   {"status", c.status},
+                   {"message", c.message},
+                   {"stop_requested", c.stop_requested},
+                   {"created_at", c.created_at},
                    {"updated_at", c.updated_at},
-                   {"spent", {{"evaluations", s.evaluations}, {"tokens", s.tokens},
-                              {"dollars", s.dollars}, {"gpu_seconds", s.gpu_seconds},
-                              {"wall_seconds", s.wall_seconds}}}});
+                   {"spent",
+                    {{"evaluations", s.evaluations},
+                     {"tokens", s.tokens},
+                     {"dollars", s.dollars},
+                     {"gpu_seconds", s.gpu_seconds},
+                     {"wall_seconds", s.wall_seconds}}}});
   }
   return arr;
 }

@@ -33,9 +33,11 @@ std::string FindChromium() {
     size_t start = 0;
     while (start <= dirs.size()) {
       size_t colon = dirs.find(':', start);
-      if (colon == std::string::npos) colon = dirs.size();
+      if (colon == std::string::npos)
+        colon = dirs.size();
       fs::path p = fs::path(dirs.substr(start, colon - start)) / name;
-      if (::access(p.c_str(), X_OK) == 0) return p.string();
+      if (::access(p.c_str(), X_OK) == 0)
+        return p.string();
       start = colon + 1;
     }
   }
@@ -104,9 +106,9 @@ TEST(ServeBrowserTest, LeaderboardAndHostileKernelRenderAndNoScriptRuns) {
   };
   for (const auto& c : cases) {
     const std::string dom = root + "/" + c.name + ".html", log = root + "/" + c.name + ".log";
-    const int rc = RunChromium(chromium, {"--dump-dom", base + c.path}, root + "/profile", dom, log);
-    ASSERT_EQ(rc, 0) << c.name << ": chromium failed; see " << log << "\n"
-                     << TextOf(log);
+    const int rc =
+        RunChromium(chromium, {"--dump-dom", base + c.path}, root + "/profile", dom, log);
+    ASSERT_EQ(rc, 0) << c.name << ": chromium failed; see " << log << "\n" << TextOf(log);
     const std::string text = TextOf(dom);
     for (const auto& t : c.texts) EXPECT_THAT(text, HasSubstr(t)) << c.name;
     // Had the hostile script run, the title would be PWNED and the root element marked.
@@ -116,10 +118,10 @@ TEST(ServeBrowserTest, LeaderboardAndHostileKernelRenderAndNoScriptRuns) {
     EXPECT_THAT(text, Not(HasSubstr("<script"))) << c.name;  // no script element at all
 
     const std::string png = root + "/" + c.name + ".png";
-    const int src = RunChromium(chromium,
-                                {"--screenshot=" + png, "--window-size=1280,1600",
-                                 "--hide-scrollbars", base + c.path},
-                                root + "/profile", root + "/" + c.name + ".shot.out", log);
+    const int src = RunChromium(
+        chromium,
+        {"--screenshot=" + png, "--window-size=1280,1600", "--hide-scrollbars", base + c.path},
+        root + "/profile", root + "/" + c.name + ".shot.out", log);
     ASSERT_EQ(src, 0) << c.name << ": chromium --screenshot failed; see " << log;
     auto bytes = ReadFile(png);
     ASSERT_TRUE(bytes.ok()) << png;

@@ -1,13 +1,15 @@
 // `warpsmith serve` on a loopback ephemeral port against a store populated here: every page and
 // API route, escaping of what candidates and agents wrote, the security headers, the token rules
 // for actions, malformed requests, and reads while the store is being written.
+#include "orchestrator/serve.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <set>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -17,7 +19,6 @@
 #include "orchestrator/campaign.h"
 #include "orchestrator/diff.h"
 #include "orchestrator/html.h"
-#include "orchestrator/serve.h"
 #include "orchestrator/views.h"
 #include "tests/serve_test_util.h"
 
@@ -71,7 +72,7 @@ TEST_F(ServeTest, LeaderboardPageShowsTheWinnerWithBaselineSpeedupAndFlags) {
   EXPECT_THAT(r.body, HasSubstr("Leaderboard"));
   EXPECT_THAT(r.body, HasSubstr("href=\"/problems/toy\""));
   EXPECT_THAT(r.body, HasSubstr(fmt::format("href=\"/kernels/{}\"", fx_.hostile_kernel)));
-  EXPECT_THAT(r.body, HasSubstr("8.00"));                    // the winner's time
+  EXPECT_THAT(r.body, HasSubstr("8.00"));                       // the winner's time
   EXPECT_THAT(r.body, HasSubstr("2.50x (baseline 20.00 us)"));  // 20 us / 8 us
   EXPECT_THAT(r.body, HasSubstr("near_speed_of_light"));
   EXPECT_THAT(r.body, HasSubstr("high_variance"));
@@ -86,9 +87,8 @@ TEST_F(ServeTest, LeaderboardPageShowsTheWinnerWithBaselineSpeedupAndFlags) {
 
 TEST_F(ServeTest, EveryResponseCarriesAStrictCspAndNosniff) {
   const uint16_t port = Start();
-  for (const std::string target :
-       {"/", "/api/leaderboard", "/problems/toy", "/kernels/1", "/campaigns/1", "/nope",
-        "/static/style.css"}) {
+  for (const std::string target : {"/", "/api/leaderboard", "/problems/toy", "/kernels/1",
+                                   "/campaigns/1", "/nope", "/static/style.css"}) {
     auto r = Fetch(port, "GET", target);
     EXPECT_EQ(r.headers["x-content-type-options"], "nosniff") << target;
     const std::string csp = r.headers["content-security-policy"];
@@ -104,21 +104,24 @@ TEST_F(ServeTest, HostileKernelPageShowsItsSourceAsText) {
   const uint16_t port = Start();
   auto r = Fetch(port, "GET", fmt::format("/kernels/{}", fx_.hostile_kernel));
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_THAT(r.body, HasSubstr("&lt;/pre&gt;&lt;script&gt;alert(1);document.title=&#39;PWNED&#39;"));
+  EXPECT_THAT(r.body,
+              HasSubstr("&lt;/pre&gt;&lt;script&gt;alert(1);document.title=&#39;PWNED&#39;"));
   EXPECT_THAT(r.body, Not(HasSubstr("<script")));
   EXPECT_THAT(r.body, Not(HasSubstr("</pre><script")));
   EXPECT_THAT(r.body, Not(HasSubstr("<img")));
   EXPECT_THAT(r.body, Not(HasSubstr("<b>model")));
   // The page's sections.
   for (const char* s : {"Provenance", "Suspicion flags", "Checks", "Plan", "Resources",
-                        "Timing distribution", "Diff against its parent", "Diff against the "
-                        "baseline", "Source"}) {
+                        "Timing distribution", "Diff against its parent",
+                        "Diff against the "
+                        "baseline",
+                        "Source"}) {
     EXPECT_THAT(r.body, HasSubstr(s));
   }
   EXPECT_THAT(r.body, HasSubstr("&quot;block&quot;: [64]"));  // the plan
-  EXPECT_THAT(r.body, HasSubstr("registers"));                 // the resource report
-  EXPECT_THAT(r.body, HasSubstr(">2.000<"));                   // the timing's stdev
-  EXPECT_THAT(r.body, HasSubstr("class=\"add\""));             // a diff line added
+  EXPECT_THAT(r.body, HasSubstr("registers"));                // the resource report
+  EXPECT_THAT(r.body, HasSubstr(">2.000<"));                  // the timing's stdev
+  EXPECT_THAT(r.body, HasSubstr("class=\"add\""));            // a diff line added
   EXPECT_THAT(r.body, HasSubstr(fmt::format("href=\"/kernels/{}\"", fx_.fast_kernel)));
 }
 
@@ -176,8 +179,7 @@ TEST_F(ServeTest, ApiRoutesReturnTheSharedViews) {
   EXPECT_EQ(rows[0]["campaign_id"], fx_.campaign);
   EXPECT_EQ(rows[0]["suspicion"].size(), 3u);
   EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard?problem=toy").body), rows);
-  EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard?problem=other").body),
-            json::array());
+  EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard?problem=other").body), json::array());
 
   auto p = Fetch(port, "GET", "/api/problems/toy");
   ASSERT_EQ(p.status, 200) << p.body;
@@ -217,7 +219,8 @@ TEST_F(ServeTest, ApiRoutesReturnTheSharedViews) {
   // Everything `campaign status --json` says is there.
   json cli = json::parse(*CampaignStatusJson(*store, fx_.campaign));
   for (const auto& [key, v] : cli.items()) {
-    if (key != "process_alive") EXPECT_EQ(cj[key], v) << key;
+    if (key != "process_alive")
+      EXPECT_EQ(cj[key], v) << key;
   }
   double gs = 0;
   for (const auto& a : cj["spend_by_agent"]) gs += a["gpu_seconds"].get<double>();
@@ -247,11 +250,12 @@ TEST_F(ServeTest, UnknownAndMalformedRequestsGet4xxAndTheServerLivesOn) {
   auto nf = Fetch(port, "GET", "/api/kernels/999");
   EXPECT_TRUE(json::parse(nf.body).contains("error"));
   EXPECT_THAT(Raw(port, "GARBAGE\r\n\r\n"), HasSubstr("HTTP/1.1 400"));
-  EXPECT_THAT(Raw(port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + std::string(40000, 'a') +
-                            "\r\n\r\n"),
-              HasSubstr("HTTP/1.1 4"));
-  EXPECT_THAT(Raw(port, "POST /api/campaigns/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                        "Content-Length: 999999999\r\n\r\n"),
+  EXPECT_THAT(
+      Raw(port, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + std::string(40000, 'a') + "\r\n\r\n"),
+      HasSubstr("HTTP/1.1 4"));
+  EXPECT_THAT(Raw(port,
+                  "POST /api/campaigns/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  "Content-Length: 999999999\r\n\r\n"),
               HasSubstr("HTTP/1.1 413"));
   EXPECT_THAT(Raw(port, "GET / HTTP/1.1\r\n\r\n"), HasSubstr("HTTP/1.1 400"));  // no Host
   EXPECT_THAT(Raw(port, "GET nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
@@ -296,19 +300,18 @@ TEST_F(ServeTest, ActionsNeedTheTokenAndASameOriginRequest) {
                   {{"Authorization", "Bearer s3cret-token"}, {"Sec-Fetch-Site", "cross-site"}})
                 .status,
             403);
-  EXPECT_EQ(Fetch(port, "POST", "/campaigns/1/stop", {{"Authorization", "Bearer s3cret-token"}})
-                .status,
-            405);  // actions live under /api/
+  EXPECT_EQ(
+      Fetch(port, "POST", "/campaigns/1/stop", {{"Authorization", "Bearer s3cret-token"}}).status,
+      405);  // actions live under /api/
   EXPECT_FALSE(store->GetCampaign(fx_.campaign)->stop_requested);
 
-  auto ok = Fetch(port, "POST", stop,
-                  {{"Authorization", "Bearer s3cret-token"}, {"Origin", self}});
+  auto ok = Fetch(port, "POST", stop, {{"Authorization", "Bearer s3cret-token"}, {"Origin", self}});
   EXPECT_EQ(ok.status, 202) << ok.body;
   EXPECT_TRUE(store->GetCampaign(fx_.campaign)->stop_requested);
-  EXPECT_EQ(Fetch(port, "POST", "/api/campaigns/99/stop",
-                  {{"Authorization", "Bearer s3cret-token"}})
-                .status,
-            404);
+  EXPECT_EQ(
+      Fetch(port, "POST", "/api/campaigns/99/stop", {{"Authorization", "Bearer s3cret-token"}})
+          .status,
+      404);
 
   // Re-verify records a request (this server knows no warpsmith binary, so it runs nothing).
   const std::string rv = fmt::format("/api/kernels/{}/reverify", fx_.fast_kernel);
@@ -324,14 +327,14 @@ TEST_F(ServeTest, ActionsNeedTheTokenAndASameOriginRequest) {
   EXPECT_EQ(*ReadFile(req["source"].get<std::string>()), serve_test::kFastSource);
   EXPECT_EQ(json::parse(*ReadFile(req["request"].get<std::string>()))["kernel_id"],
             fx_.fast_kernel);
-  EXPECT_EQ(Fetch(port, "POST", "/api/kernels/999/reverify",
-                  {{"Authorization", "Bearer s3cret-token"}})
-                .status,
-            404);
-  EXPECT_EQ(Fetch(port, "POST", "/api/kernels/1/explode",
-                  {{"Authorization", "Bearer s3cret-token"}})
-                .status,
-            404);
+  EXPECT_EQ(
+      Fetch(port, "POST", "/api/kernels/999/reverify", {{"Authorization", "Bearer s3cret-token"}})
+          .status,
+      404);
+  EXPECT_EQ(
+      Fetch(port, "POST", "/api/kernels/1/explode", {{"Authorization", "Bearer s3cret-token"}})
+          .status,
+      404);
 }
 
 TEST_F(ServeTest, ANonLoopbackAddressNeedsAToken) {
@@ -368,15 +371,16 @@ TEST_F(ServeTest, ConcurrentReadsWhileACampaignWrites) {
       e.campaign_id = fx_.campaign;
       e.agent = "tuner";
       e.gpu_seconds = 1;
-      if (store->AddEvaluation(e).ok()) ++written;
+      if (store->AddEvaluation(e).ok())
+        ++written;
     }
   });
   std::atomic<int> ok{0}, bad{0};
   std::vector<std::thread> readers;
   for (int t = 0; t < 8; ++t) {
     readers.emplace_back([&, t] {
-      const char* targets[] = {"/", "/problems/toy", "/api/problems/toy", "/kernels/2",
-                               "/campaigns/1", "/api/leaderboard"};
+      const char* targets[] = {"/",          "/problems/toy", "/api/problems/toy",
+                               "/kernels/2", "/campaigns/1",  "/api/leaderboard"};
       for (int i = 0; i < 12; ++i) {
         auto r = Fetch(port, "GET", targets[(t + i) % 6]);
         (r.status == 200 ? ok : bad)++;
@@ -398,8 +402,8 @@ TEST_F(ServeTest, TheCliServesAndStopsOnSigterm) {
   const std::string exe = std::string(WS_BINARY_DIR) + "/warpsmith";
   ASSERT_TRUE(fs::exists(exe)) << exe;
   auto run = [&](std::vector<std::string> args, int* out_fd) {
-    args.insert(args.begin(), {exe, "--workspace", fx_.workspace, "--problems-dir",
-                               fx_.problems_dir, "serve"});
+    args.insert(args.begin(),
+                {exe, "--workspace", fx_.workspace, "--problems-dir", fx_.problems_dir, "serve"});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -439,8 +443,7 @@ TEST_F(ServeTest, TheCliServesAndStopsOnSigterm) {
   pid_t pid = run({"--port", "0", "--token", "tok"}, &fd);
   const std::string line = read_line(fd);
   ASSERT_THAT(line, HasSubstr("warpsmith serve: http://127.0.0.1:")) << line;
-  const uint16_t port =
-      static_cast<uint16_t>(std::stoi(line.substr(line.find("127.0.0.1:") + 10)));
+  const uint16_t port = static_cast<uint16_t>(std::stoi(line.substr(line.find("127.0.0.1:") + 10)));
   EXPECT_EQ(Fetch(port, "GET", "/").status, 200);
   EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard").body),
             *LeaderboardJson(*serve_test::OpenStore(fx_.workspace + "/warpsmith.db"), "",
@@ -462,7 +465,8 @@ TEST_F(ServeTest, TheCliServesAndStopsOnSigterm) {
   ASSERT_EQ(r.status, 202) << r.body;
   json req = json::parse(r.body);
   EXPECT_TRUE(fs::exists(req["request"].get<std::string>()));
-  if (req["runs"] == false) EXPECT_FALSE(req["why_not_run"].get<std::string>().empty());
+  if (req["runs"] == false)
+    EXPECT_FALSE(req["why_not_run"].get<std::string>().empty());
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_status(pid), 0);
   ::close(fd);

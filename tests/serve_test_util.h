@@ -35,7 +35,9 @@ inline const std::string kHostileScript =
     "document.documentElement.setAttribute('data-pwned','1')</script>";
 inline const std::string kHostileSource =
     "/* warpsmith:plan {\"kernel\": \"k\", \"grid\": [\"M\"], \"block\": [64]} */\n"
-    "// " + kHostileScript + "\n"
+    "// " +
+    kHostileScript +
+    "\n"
     "__global__ void k(const float* x, float* y) { y[0] = x[0]; }\n";
 inline const std::string kHostileReason = "<img src=x onerror=alert(2)>";
 
@@ -65,8 +67,8 @@ inline Fixture Populate(const std::string& root) {
   (void)WriteFileAtomic(f.problems_dir + "/toy/spec.json", "{}\n");
   (void)WriteFileAtomic(f.problems_dir + "/toy/baseline.cu", kBaselineSource);
   auto store = OpenStore(f.workspace + "/warpsmith.db");
-  f.campaign = *store->CreateCampaign(
-      R"({"problems":"toy","budget":{"evaluations":100},"seed":"hand"})", 1);
+  f.campaign =
+      *store->CreateCampaign(R"({"problems":"toy","budget":{"evaluations":100},"seed":"hand"})", 1);
   (void)store->PutCampaignProblem({f.campaign, "toy", "{}", std::nullopt, "active"});
 
   KernelRecord base{0, "toy", "h-base", kBaselineSource, "file:problems/toy/baseline.cu"};
@@ -75,8 +77,7 @@ inline Fixture Populate(const std::string& root) {
   fast.campaign_id = f.campaign;
   fast.agent = "tuner";
   f.fast_kernel = *store->PutKernel(fast);
-  KernelRecord hostile{0, "toy", "h-hostile", kHostileSource, "agent:<b>model</b>",
-                       f.fast_kernel};
+  KernelRecord hostile{0, "toy", "h-hostile", kHostileSource, "agent:<b>model</b>", f.fast_kernel};
   hostile.campaign_id = f.campaign;
   hostile.agent = "openai:<script>x</script>";
   f.hostile_kernel = *store->PutKernel(hostile);
@@ -97,7 +98,8 @@ inline Fixture Populate(const std::string& root) {
     e.sol_fraction = sol;
     e.timings.push_back({R"({"M":1024})", "bench", time_us, time_us * 0.98, time_us * 1.05, stdev,
                          100, time_us * sol});
-    if (in_campaign) e.campaign_id = f.campaign;
+    if (in_campaign)
+      e.campaign_id = f.campaign;
     e.agent = agent;
     e.gpu_seconds = 2.5;
     return *store->AddEvaluation(e);
@@ -141,7 +143,8 @@ inline Response Fetch(uint16_t port, const std::string& method, const std::strin
   boost::beast::flat_buffer buf;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 << 20);
-  if (method == "HEAD") parser.skip(true);
+  if (method == "HEAD")
+    parser.skip(true);
   http::read(sock, buf, parser);
   Response r;
   r.status = parser.get().result_int();
@@ -162,13 +165,16 @@ inline std::string Raw(uint16_t port, const std::string& bytes) {
   sock.connect({net::ip::make_address("127.0.0.1"), port});
   net::write(sock, net::buffer(bytes));
   sock.shutdown(net::ip::tcp::socket::shutdown_send);
-  struct timeval tv{5, 0};
+  struct timeval tv {
+    5, 0
+  };
   ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string out;
   char chunk[4096];
   for (;;) {
     ssize_t n = ::recv(sock.native_handle(), chunk, sizeof chunk, 0);
-    if (n <= 0) break;
+    if (n <= 0)
+      break;
     out.append(chunk, static_cast<size_t>(n));
   }
   return out;
