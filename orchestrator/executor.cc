@@ -368,11 +368,14 @@ class LocalExecutor : public Executor {
     std::vector<std::string> args = {opts_.job_binary, "--workspace", opts_.eval_opts.workspace,
                                      "job", "run", base + ".spec.json"};
     std::vector<std::string> env;
+    std::map<std::string, std::string> set = opts_.job_env;
+    set["CUDA_VISIBLE_DEVICES"] = gpu;
     for (char** e = environ; *e != nullptr; ++e) {
-      if (std::string_view(*e).rfind("CUDA_VISIBLE_DEVICES=", 0) != 0)
+      std::string_view v(*e);
+      if (set.count(std::string(v.substr(0, v.find('=')))) == 0)
         env.push_back(*e);
     }
-    env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
+    for (const auto& [k, v] : set) env.push_back(k + "=" + v);
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

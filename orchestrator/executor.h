@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,6 +94,7 @@ struct LocalExecutorOptions {
   bool pin_processes = false;
   std::string job_binary;   // warpsmith; default /proc/self/exe
   std::string scratch_dir;  // spec and result files of pinned jobs
+  std::map<std::string, std::string> job_env;  // added to pinned jobs' environment
   int compile_threads = 0;  // 0: min(4, CPU cores)
   EvaluatorOptions eval_opts;
   JobEvalFn evaluate;  // in-process evaluation; default ws::Evaluate

@@ -489,8 +489,8 @@ TEST(LocalExecutorTest, CompileOnlyOverTheRealEvaluator) {
 TEST(LocalExecutorTest, PinnedProcessesSeeOnlyTheirGpu) {
   const fs::path ws = fs::path(testing::TempDir()) / ("ws_exec_pinned_" + std::to_string(getpid()));
   fs::remove_all(ws);
-  ::setenv("WARPSMITH_JOB_DELAY_S", "1", 1);  // both runners get a job
   LocalExecutorOptions lo;
+  lo.job_env["WARPSMITH_JOB_DELAY_S"] = "1";  // both runners get a job
   lo.gpus = {"0", "1"};
   lo.pin_processes = true;
   lo.job_binary = std::string(WS_BINARY_DIR) + "/warpsmith";
@@ -517,7 +517,6 @@ TEST(LocalExecutorTest, PinnedProcessesSeeOnlyTheirGpu) {
       gpus.insert(*r.gpu_index);
     return Status::Ok();
   });
-  ::unsetenv("WARPSMITH_JOB_DELAY_S");
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(gpus, (std::set<int>{0, 1}));
   // The index as the job process itself saw it in CUDA_VISIBLE_DEVICES.
@@ -535,8 +534,8 @@ TEST(LocalExecutorTest, PinnedProcessesSeeOnlyTheirGpu) {
 TEST(LocalExecutorTest, CancelKillsARunningJob) {
   const fs::path ws = fs::path(testing::TempDir()) / ("ws_exec_cancel_" + std::to_string(getpid()));
   fs::remove_all(ws);
-  ::setenv("WARPSMITH_JOB_DELAY_S", "5", 1);
   LocalExecutorOptions lo;
+  lo.job_env["WARPSMITH_JOB_DELAY_S"] = "5";
   lo.gpus = {"0", "1"};
   lo.pin_processes = true;
   lo.job_binary = std::string(WS_BINARY_DIR) + "/warpsmith";
@@ -548,7 +547,6 @@ TEST(LocalExecutorTest, CancelKillsARunningJob) {
   s.problems_dir = kSourceDir + "/problems";
   s.compile_only = true;
   ASSERT_TRUE(ex->Submit({s}).ok());
-  ::unsetenv("WARPSMITH_JOB_DELAY_S");
   bool running = false;
   for (int i = 0; i < 100 && !running; ++i) {
     auto st = ex->Poll();
