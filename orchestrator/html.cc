@@ -180,6 +180,8 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
       xmax = std::max(xmax, At(p, x_key.c_str()).is_number() ? p[x_key].get<double>() : 0.0);
       if (At(p, "best_time_us").is_number())
         widen(p["best_time_us"].get<double>());
+      if (At(p, "time_us").is_number())
+        widen(p["time_us"].get<double>());
     }
     if (At(s, "baseline_time_us").is_number())
       widen(s["baseline_time_us"].get<double>());
@@ -198,7 +200,7 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
                      (L + W - R) / 2, H - 10, HtmlEscape(x_label));
   out += fmt::format(
       "<text x=\"14\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
-      "transform=\"rotate(-90 14 {})\">best time (us, log)</text>",
+      "transform=\"rotate(-90 14 {})\">time (us, log): best so far, and each</text>",
       (T + H - B) / 2, (T + H - B) / 2);
   if (ymax <= 0 || xmax <= 0) {
     out += fmt::format(
@@ -210,11 +212,23 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
   const double ly0 = std::log(ymin * 0.9), ly1 = std::log(ymax * 1.1);
   auto X = [&](double x) { return L + (W - L - R) * x / xmax; };
   auto Y = [&](double y) { return (H - B) - (H - B - T) * (std::log(y) - ly0) / (ly1 - ly0); };
-  // Ticks: the axis ends.
-  out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.3g}</text>",
-                     L - 4, Y(ymin) + 4, ymin);
-  out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.3g}</text>",
-                     L - 4, Y(ymax) + 4, ymax);
+  // Ticks: the axis ends. Times of 100 us and more read better without an exponent.
+  auto tick = [](double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); };
+  out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+                     L - 4, Y(ymin) + 4, tick(ymin));
+  out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+                     L - 4, Y(ymax) + 4, tick(ymax));
+  // Ticks between the ends at 1-2-5 steps, where they do not crowd the ends.
+  for (double decade = std::pow(10.0, std::floor(std::log10(ymin))); decade <= ymax; decade *= 10) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double y = decade * m;
+      if (y <= ymin * 1.25 || y >= ymax / 1.25) continue;
+      out += fmt::format(
+          "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#eee\"/>"
+          "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"11\" text-anchor=\"end\">{5}</text>",
+          L, Y(y), W - R, L - 4, Y(y) + 4, tick(y));
+    }
+  }
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">0</text>", L, H - B + 14);
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.4g}</text>",
                      W - R, H - B + 14, xmax);
@@ -224,6 +238,14 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
     const char* c = colors[i % 6];
     std::string pts;
     double last_y = 0;
+    // Every ranked evaluation as a dot; the best so far as a step line over them.
+    for (const auto& p : At(s, "points")) {
+      if (At(p, "time_us").is_number() && At(p, x_key.c_str()).is_number()) {
+        out += fmt::format(
+            "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" fill-opacity=\"0.45\"/>",
+            X(p[x_key].get<double>()), Y(p["time_us"].get<double>()), c);
+      }
+    }
     for (const auto& p : At(s, "points")) {
       if (!At(p, "best_time_us").is_number() || !At(p, x_key.c_str()).is_number())
         continue;

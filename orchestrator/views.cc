@@ -310,6 +310,10 @@ Result<std::optional<json>> ProblemJson(Store& store, const std::string& problem
     g->points.push_back({{"evaluations", g->n},
                          {"gpu_seconds", g->spend},
                          {"best_time_us", g->best > 0 ? json(g->best) : json(nullptr)},
+                         // The evaluation's own time: a campaign's progress shows even under
+                         // an earlier, faster kernel.
+                         {"time_us", e.verdict == "ok" && e.time_us > 0 ? json(e.time_us)
+                                                                        : json(nullptr)},
                          {"evaluation_id", e.id}});
   }
   j["candidates"] = candidates;
