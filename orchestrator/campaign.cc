@@ -851,6 +851,24 @@ Result<int64_t> Engine::SeedKernel(const ProblemSpec& spec,
 Status Engine::Prepare() {
   rng_.seed(config_.rng_seed);
   WS_ASSIGN_OR_RETURN(int64_t interrupted, store_->InterruptRunningAttempts(id_));
+  // Jobs a killed orchestrator left queued or running: their results are never collected (the
+  // resumed campaign starts new attempts), so they are marked lost and Slurm's are cancelled.
+  {
+    WS_ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->Jobs(id_));
+    std::vector<std::string> stale_slurm;
+    for (JobRecord j : jobs) {
+      if (j.state != "queued" && j.state != "running")
+        continue;
+      if (j.executor == "slurm" && !j.external_id.empty())
+        stale_slurm.push_back(j.external_id);
+      j.state = "lost";
+      j.message = "the orchestrator stopped before its result came";
+      WS_RETURN_IF_ERROR(store_->PutJob(j));
+    }
+    if (Status s = ScancelJobs(stale_slurm); !s.ok())
+      std::fprintf(stderr, "warpsmith: cancelling jobs left from before: %s\n",
+                   s.message().c_str());
+  }
   WS_ASSIGN_OR_RETURN(std::vector<ProblemSpec> all, LoadProblemSet(env_.problems_dir));
   WS_ASSIGN_OR_RETURN(auto stored, store_->CampaignProblems(id_));
   std::map<std::string, CampaignProblemRecord> known;

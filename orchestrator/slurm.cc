@@ -303,6 +303,18 @@ std::vector<std::string> SbatchArgs(const SlurmOptions& opts, JobKind kind, int 
   return a;
 }
 
+Status ScancelJobs(const std::vector<std::string>& external_ids) {
+  if (external_ids.empty())
+    return Status::Ok();
+  SandboxSpec spec;
+  spec.argv = {"scancel"};
+  for (const auto& id : external_ids) spec.argv.push_back(id);
+  WS_ASSIGN_OR_RETURN(SandboxResult r, RunSandboxed(spec));
+  if (r.signaled || r.exit_code != 0)
+    return Status::Error("scancel failed ({}): {}", r.Describe(), r.stderr_data.substr(0, 300));
+  return Status::Ok();
+}
+
 std::unique_ptr<Executor> MakeSlurmExecutor(const SlurmOptions& opts) {
   return std::make_unique<SlurmExecutor>(opts);
 }

@@ -32,4 +32,7 @@ std::vector<std::string> SbatchArgs(const SlurmOptions& opts, JobKind kind, int 
 
 std::unique_ptr<Executor> MakeSlurmExecutor(const SlurmOptions& opts);
 
+/// scancel of Slurm job ids ("1234_5"): jobs a killed orchestrator left behind.
+Status ScancelJobs(const std::vector<std::string>& external_ids);
+
 }  // namespace ws

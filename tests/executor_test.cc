@@ -684,5 +684,54 @@ TEST(ExecutorCampaignTest, LostJobsAreRetriedAndEveryEvaluationCountedOnce) {
   fs::remove_all(dir);
 }
 
+// A resumed campaign marks the jobs a killed orchestrator left queued or running as lost: their
+// results are never collected, and `campaign status` must not show them as still running.
+TEST(ExecutorCampaignTest, ResumeMarksJobsLeftRunningLost) {
+  const fs::path dir = fs::path(testing::TempDir()) / ("ws_exec_resume_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  CampaignConfig c;
+  c.problems = "mxfp8_quantize_rowwise";
+  c.compile_only = true;
+  c.budget.evaluations = 2;
+  c.tuner_batch = 2;
+  CampaignEnv env;
+  env.workspace = (dir / "ws").string();
+  env.problems_dir = kSourceDir + "/problems";
+  env.kernels_dir = kSourceDir + "/kernels";
+  env.eval_opts.workspace = env.workspace;
+  env.eval_opts.compile_worker = std::string(WS_BINARY_DIR) + "/ws_compile";
+  env.out = nullptr;
+  Result<int64_t> id = StartCampaign(c, env);
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  {
+    auto store = Store::Open((dir / "ws" / "warpsmith.db").string());
+    ASSERT_TRUE(store.ok());
+    JobRecord j;
+    j.id = "left-behind";
+    j.campaign_id = *id;
+    j.kind = "gpu";
+    j.executor = "local";
+    j.state = "running";
+    ASSERT_TRUE((*store)->PutJob(j).ok());
+  }
+  ASSERT_TRUE(RunCampaign(*id, env).ok());
+  auto store = Store::Open((dir / "ws" / "warpsmith.db").string());
+  ASSERT_TRUE(store.ok());
+  auto jobs = (*store)->Jobs(*id);
+  ASSERT_TRUE(jobs.ok());
+  int found = 0;
+  for (const auto& j : *jobs) {
+    if (j.id == "left-behind") {
+      ++found;
+      EXPECT_EQ(j.state, "lost");
+    } else {
+      EXPECT_EQ(j.state, "done") << j.id;
+    }
+  }
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ((*store)->Spend(*id)->evaluations, 2);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ws
