@@ -41,10 +41,9 @@ std::string_view JobStateName(JobState s) {
 
 // ---- RunBatch -----------------------------------------------------------------------------------
 
-Result<BatchOutcome> RunBatch(Executor& ex, const std::vector<JobSpec>& jobs,
-                              const BatchOptions& opts,
-                              const std::function<Status(const JobSpec&, const JobResult&)>&
-                                  on_result) {
+Result<BatchOutcome> RunBatch(
+    Executor& ex, const std::vector<JobSpec>& jobs, const BatchOptions& opts,
+    const std::function<Status(const JobSpec&, const JobResult&)>& on_result) {
   BatchOutcome out;
   std::map<std::string, JobSpec> pending;  // id -> its latest try
   std::map<std::string, JobState> last_state;
@@ -83,8 +82,8 @@ Result<BatchOutcome> RunBatch(Executor& ex, const std::vector<JobSpec>& jobs,
   }
   auto retry = [&](JobSpec& spec, const std::string& why) -> Status {
     if (spec.try_number >= opts.max_tries) {
-      return Status::Error("job {} ({}) gave no result in {} tries: {}", spec.id,
-                           spec.source_name, spec.try_number, why);
+      return Status::Error("job {} ({}) gave no result in {} tries: {}", spec.id, spec.source_name,
+                           spec.try_number, why);
     }
     ++spec.try_number;
     ++out.retries;
@@ -179,8 +178,8 @@ std::vector<std::string> ParseGpuList(const std::string& text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                   : comma - pos);
+    std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
     if (!item.empty())
@@ -211,10 +210,10 @@ class LocalExecutor : public Executor {
     }
     if (opts_.scratch_dir.empty())
       opts_.scratch_dir = opts_.eval_opts.workspace + "/jobs";
-    int threads = opts_.compile_threads > 0
-                      ? opts_.compile_threads
-                      : std::min(4, std::max(1, static_cast<int>(
-                                                    std::thread::hardware_concurrency())));
+    int threads =
+        opts_.compile_threads > 0
+            ? opts_.compile_threads
+            : std::min(4, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
     compile_threads_ = threads;
     for (int t = 0; t < threads; ++t)
       threads_.emplace_back([this] { Work(JobKind::kCompile, ""); });
@@ -365,8 +364,9 @@ class LocalExecutor : public Executor {
       *lost = s.message();
       return std::nullopt;
     }
-    std::vector<std::string> args = {opts_.job_binary, "--workspace", opts_.eval_opts.workspace,
-                                     "job", "run", base + ".spec.json"};
+    std::vector<std::string> args = {
+        opts_.job_binary,   "--workspace", opts_.eval_opts.workspace, "job", "run",
+        base + ".spec.json"};
     std::vector<std::string> env;
     std::map<std::string, std::string> set = opts_.job_env;
     set["CUDA_VISIBLE_DEVICES"] = gpu;

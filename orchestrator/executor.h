@@ -78,10 +78,9 @@ struct BatchOutcome {
 /// result (handed to `on_result` exactly once per job id, in arrival order) or `stop` says so.
 /// A job that ends without a result is resubmitted up to max_tries; after that, or when
 /// on_result fails, the batch's remaining jobs are cancelled and the error returned.
-Result<BatchOutcome> RunBatch(Executor& ex, const std::vector<JobSpec>& jobs,
-                              const BatchOptions& opts,
-                              const std::function<Status(const JobSpec&, const JobResult&)>&
-                                  on_result);
+Result<BatchOutcome> RunBatch(
+    Executor& ex, const std::vector<JobSpec>& jobs, const BatchOptions& opts,
+    const std::function<Status(const JobSpec&, const JobResult&)>& on_result);
 
 // ---- The local executor -------------------------------------------------------------------------
 
@@ -92,10 +91,10 @@ struct LocalExecutorOptions {
   /// its GPU (needed with more than one GPU: the evaluator uses its process's first visible
   /// GPU). False: evaluate on the runner's thread (one GPU that this process already sees).
   bool pin_processes = false;
-  std::string job_binary;   // warpsmith; default /proc/self/exe
-  std::string scratch_dir;  // spec and result files of pinned jobs
+  std::string job_binary;                      // warpsmith; default /proc/self/exe
+  std::string scratch_dir;                     // spec and result files of pinned jobs
   std::map<std::string, std::string> job_env;  // added to pinned jobs' environment
-  int compile_threads = 0;  // 0: min(4, CPU cores)
+  int compile_threads = 0;                     // 0: min(4, CPU cores)
   EvaluatorOptions eval_opts;
   JobEvalFn evaluate;  // in-process evaluation; default ws::Evaluate
 };

@@ -18,9 +18,9 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr Verdict kVerdicts[] = {Verdict::kOk,        Verdict::kCompileError, Verdict::kPlanError,
-                                 Verdict::kCrashed,   Verdict::kTimeout,      Verdict::kWrongAnswer,
-                                 Verdict::kSuspicious, Verdict::kNotRun};
+constexpr Verdict kVerdicts[] = {
+    Verdict::kOk,      Verdict::kCompileError, Verdict::kPlanError,  Verdict::kCrashed,
+    Verdict::kTimeout, Verdict::kWrongAnswer,  Verdict::kSuspicious, Verdict::kNotRun};
 
 Result<Verdict> ParseVerdict(const std::string& name) {
   for (Verdict v : kVerdicts) {
@@ -53,9 +53,12 @@ DeviceLimits LimitsFrom(const json& j) {
 }
 
 json DeviceJson(const DeviceInfo& d) {
-  return {{"name", d.name},         {"arch", d.arch},
-          {"driver", d.driver},     {"num_sms", d.num_sms},
-          {"l2_bytes", d.l2_bytes}, {"memory_bytes", d.memory_bytes},
+  return {{"name", d.name},
+          {"arch", d.arch},
+          {"driver", d.driver},
+          {"num_sms", d.num_sms},
+          {"l2_bytes", d.l2_bytes},
+          {"memory_bytes", d.memory_bytes},
           {"limits", LimitsJson(d.limits)}};
 }
 
@@ -151,8 +154,7 @@ Result<EvalResult> EvalResultFrom(const json& j) {
   r.compile.cubin_path = c.value("cubin_path", "");
   r.compile.hash = c.value("hash", "");
   r.compile.cached = c.value("cached", false);
-  r.compile.sandbox_layers =
-      c.value("sandbox_layers", std::map<std::string, std::string>{});
+  r.compile.sandbox_layers = c.value("sandbox_layers", std::map<std::string, std::string>{});
   for (const auto& k : c.value("kernels", json::array())) {
     ResourceReport::Kernel rk;
     rk.name = k.value("name", "");
@@ -277,8 +279,8 @@ Result<JobSpec> ParseJobSpec(const std::string& text) {
 }
 
 std::string JobResultJson(const JobResult& r) {
-  json j = {{"job_id", r.job_id}, {"try", r.try_number}, {"ok", r.ok},
-            {"error", r.error},   {"seconds", r.seconds},  {"node", r.node}};
+  json j = {{"job_id", r.job_id}, {"try", r.try_number},  {"ok", r.ok},
+            {"error", r.error},   {"seconds", r.seconds}, {"node", r.node}};
   j["gpu_index"] = r.gpu_index ? json(*r.gpu_index) : json(nullptr);
   j["result"] = r.ok ? EvalResultJson(r.result) : json(nullptr);
   return j.dump();

@@ -47,11 +47,11 @@ struct JobSpec {
 struct JobResult {
   std::string job_id;
   int try_number = 1;
-  bool ok = false;     // the evaluator worked (the candidate's failures are verdicts in result)
-  std::string error;   // why not, when !ok
+  bool ok = false;    // the evaluator worked (the candidate's failures are verdicts in result)
+  std::string error;  // why not, when !ok
   EvalResult result;
-  double seconds = 0;  // wall time of the evaluation
-  std::string node;    // the host that ran it
+  double seconds = 0;            // wall time of the evaluation
+  std::string node;              // the host that ran it
   std::optional<int> gpu_index;  // the CUDA ordinal on that host (CUDA_VISIBLE_DEVICES)
 };
 

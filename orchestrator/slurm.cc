@@ -108,14 +108,14 @@ class SlurmExecutor : public Executor {
         st.state = latest.state;
       } else if (fs::exists(latest.result_path)) {
         st.state = JobState::kDone;
-      } else if (std::chrono::duration<double>(now - latest.gone_at).count() <
-                 opts_.lost_grace_s) {
+      } else if (std::chrono::duration<double>(now - latest.gone_at).count() < opts_.lost_grace_s) {
         st.state = JobState::kRunning;  // its result may still be on its way
       } else {
         st.state = JobState::kLost;
-        st.message = fmt::format("Slurm job {} left the queue without a result (cancelled, its "
-                                 "node failed, or it crashed; see {})",
-                                 latest.external_id, latest.output);
+        st.message = fmt::format(
+            "Slurm job {} left the queue without a result (cancelled, its "
+            "node failed, or it crashed; see {})",
+            latest.external_id, latest.output);
       }
       out.push_back(st);
     }
@@ -287,9 +287,14 @@ class SlurmExecutor : public Executor {
 
 std::vector<std::string> SbatchArgs(const SlurmOptions& opts, JobKind kind, int tasks,
                                     const std::string& output_pattern) {
-  std::vector<std::string> a = {"--parsable", "--no-requeue", "--job-name", kJobName,
-                                fmt::format("--array=0-{}", tasks - 1), "--output",
-                                output_pattern, "--cpus-per-task=1"};
+  std::vector<std::string> a = {"--parsable",
+                                "--no-requeue",
+                                "--job-name",
+                                kJobName,
+                                fmt::format("--array=0-{}", tasks - 1),
+                                "--output",
+                                output_pattern,
+                                "--cpus-per-task=1"};
   // A GPU job holds exactly one GPU; a compile job none.
   if (kind == JobKind::kGpu)
     a.push_back("--gres=gpu:1");

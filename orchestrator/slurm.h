@@ -18,7 +18,7 @@ struct SlurmOptions {
   /// Seen at the same path by the orchestrator and every node: batches/ (specs, scripts, job
   /// output), results/ and the jobs' evaluator workspace (workspace/: the compile cache).
   std::string shared_dir;
-  std::string job_binary;  // warpsmith as the nodes see it; default: this binary
+  std::string job_binary;               // warpsmith as the nodes see it; default: this binary
   std::vector<std::string> extra_args;  // more sbatch arguments
   /// How long a job may be gone from the queue before its result file must be there (shared
   /// filesystems publish files late); after that it counts as lost and is retried.

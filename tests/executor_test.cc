@@ -173,8 +173,7 @@ TEST(RunBatchTest, RetriesAreBounded) {
     return Status::Ok();
   });
   ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.status().message().find("in 3 tries"), std::string::npos)
-      << out.status().message();
+  EXPECT_NE(out.status().message().find("in 3 tries"), std::string::npos) << out.status().message();
   EXPECT_EQ(ex.submitted.size(), 4u);  // a three times, z once
   EXPECT_LE(calls, 1);
 }
@@ -193,11 +192,11 @@ TEST(RunBatchTest, StopCancelsWhatIsLeftAndDropsItsResults) {
     ex.lose.insert({"b", t});
     ex.lose.insert({"c", t});
   }
-  auto out = RunBatch(ex, {Spec("a"), Spec("b"), Spec("c")}, bo,
-                      [&](const JobSpec&, const JobResult& r) {
-                        seen.insert(r.job_id);
-                        return Status::Ok();
-                      });
+  auto out =
+      RunBatch(ex, {Spec("a"), Spec("b"), Spec("c")}, bo, [&](const JobSpec&, const JobResult& r) {
+        seen.insert(r.job_id);
+        return Status::Ok();
+      });
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(out->stopped, "budget spent");
   EXPECT_EQ(out->cancelled, 2);
@@ -443,7 +442,8 @@ TEST(LocalExecutorTest, WithoutGpusGpuJobsAreRefused) {
 // Compile-only over the real evaluator: the starting kernel's knob settings compile on the
 // thread pool, each job's result comes back once with a not_run verdict and no GPU.
 TEST(LocalExecutorTest, CompileOnlyOverTheRealEvaluator) {
-  const fs::path ws = fs::path(testing::TempDir()) / ("ws_exec_compile_" + std::to_string(getpid()));
+  const fs::path ws =
+      fs::path(testing::TempDir()) / ("ws_exec_compile_" + std::to_string(getpid()));
   fs::remove_all(ws);
   LocalExecutorOptions lo;
   lo.compile_threads = 2;
@@ -631,7 +631,8 @@ class LossyExecutor : public Executor {
 };
 
 TEST(ExecutorCampaignTest, LostJobsAreRetriedAndEveryEvaluationCountedOnce) {
-  const fs::path dir = fs::path(testing::TempDir()) / ("ws_exec_campaign_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::path(testing::TempDir()) / ("ws_exec_campaign_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   LocalExecutorOptions lo;
@@ -687,7 +688,8 @@ TEST(ExecutorCampaignTest, LostJobsAreRetriedAndEveryEvaluationCountedOnce) {
 // A resumed campaign marks the jobs a killed orchestrator left queued or running as lost: their
 // results are never collected, and `campaign status` must not show them as still running.
 TEST(ExecutorCampaignTest, ResumeMarksJobsLeftRunningLost) {
-  const fs::path dir = fs::path(testing::TempDir()) / ("ws_exec_resume_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::path(testing::TempDir()) / ("ws_exec_resume_" + std::to_string(getpid()));
   fs::remove_all(dir);
   CampaignConfig c;
   c.problems = "mxfp8_quantize_rowwise";

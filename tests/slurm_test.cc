@@ -6,8 +6,8 @@
 // cannot start.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -115,7 +115,8 @@ void StopPid(pid_t pid) {
 class SlurmTest : public testing::Test {
  protected:
   void SetUp() override {
-    for (const char* b : {"munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo"}) {
+    for (const char* b :
+         {"munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo"}) {
       bin_[b] = Find(b);
       if (bin_[b].empty()) {
         GTEST_SKIP() << "no " << b << ": the Slurm packages are not installed (scripts/setup.sh "
@@ -137,9 +138,9 @@ class SlurmTest : public testing::Test {
     }
     const std::string sock = (dir_ / "munge.sock").string();
     int m = RunDaemon({bin_["munged"], "--force", "--key-file", (dir_ / "munge.key").string(),
-                     "--socket", sock, "--pid-file", (dir_ / "munged.pid").string(),
-                     "--log-file", (dir_ / "log/munged.log").string(), "--seed-file",
-                     (dir_ / "munged.seed").string()});
+                       "--socket", sock, "--pid-file", (dir_ / "munged.pid").string(), "--log-file",
+                       (dir_ / "log/munged.log").string(), "--seed-file",
+                       (dir_ / "munged.seed").string()});
     munged_ = ReadPid(dir_ / "munged.pid");
     if (m != 0 || munged_ <= 0) {
       skip_ = "munged cannot start here; see " + (dir_ / "log/munged.log").string();
@@ -161,9 +162,8 @@ class SlurmTest : public testing::Test {
         << "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
         << "ReturnToService=2\nAccountingStorageType=accounting_storage/none\n"
         << "JobCompType=jobcomp/none\nSchedulerType=sched/builtin\n"
-        << "NodeName=wsnode NodeAddr=127.0.0.1 CPUs=" << std::max(2u,
-                                                                   std::thread::hardware_concurrency())
-        << " RealMemory=1000\n"
+        << "NodeName=wsnode NodeAddr=127.0.0.1 CPUs="
+        << std::max(2u, std::thread::hardware_concurrency()) << " RealMemory=1000\n"
         << "PartitionName=eval Nodes=wsnode Default=YES MaxTime=30 State=UP\n";
     ::setenv("SLURM_CONF", (dir_ / "slurm.conf").c_str(), 1);
     int ctld = RunDaemon({bin_["slurmctld"], "-i"});
@@ -227,11 +227,11 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
     ::dup2(fd, 2);
     const std::string bin = std::string(WS_BINARY_DIR) + "/warpsmith";
     const std::string problems = std::string(WS_SOURCE_DIR) + "/problems";
-    ::execl(bin.c_str(), bin.c_str(), "--workspace", ws.c_str(), "--problems-dir",
-            problems.c_str(), "campaign", "start", "--problems", "mxfp8_quantize_rowwise",
-            "--compile-only", "--budget", "evaluations=6", "--tuner-batch", "3", "--executor",
-            "slurm", "--slurm-partition", "eval", "--slurm-time", "5", "--slurm-shared-dir",
-            shared.c_str(), static_cast<char*>(nullptr));
+    ::execl(bin.c_str(), bin.c_str(), "--workspace", ws.c_str(), "--problems-dir", problems.c_str(),
+            "campaign", "start", "--problems", "mxfp8_quantize_rowwise", "--compile-only",
+            "--budget", "evaluations=6", "--tuner-batch", "3", "--executor", "slurm",
+            "--slurm-partition", "eval", "--slurm-time", "5", "--slurm-shared-dir", shared.c_str(),
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
 
@@ -239,8 +239,8 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   std::string cancelled;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (cancelled.empty() && Clock::now() < deadline) {
-    CmdResult q = Command({bin_["squeue"], "--noheader", "--array", "--name", "warpsmith", "--format",
-                     "%i|%T"});
+    CmdResult q = Command(
+        {bin_["squeue"], "--noheader", "--array", "--name", "warpsmith", "--format", "%i|%T"});
     std::istringstream in(q.out);
     for (std::string line; std::getline(in, line);) {
       if (line.find("|RUNNING") != std::string::npos) {
@@ -303,8 +303,8 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   EXPECT_EQ(retried, 1) << "the cancelled job, and only it, was retried";
 
   // `campaign status` shows the jobs per node.
-  CmdResult st = Command({std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", ws, "campaign",
-                    "status"});
+  CmdResult st =
+      Command({std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", ws, "campaign", "status"});
   EXPECT_EQ(st.exit_code, 0) << st.err;
   EXPECT_NE(st.out.find("jobs per node (slurm executor)"), std::string::npos) << st.out;
   EXPECT_NE(st.out.find("wsnode"), std::string::npos) << st.out;
