@@ -10,6 +10,8 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,6 +150,13 @@ class SlurmTest : public testing::Test {
     }
     const int ctld_port = FreePort(), d_port = FreePort();
     const std::string d = dir_.string();
+    // Two fake GPUs as GRES: character devices with /dev/null's numbers (needs CAP_MKNOD).
+    fake_gpus_ = ::mknod((dir_ / "gpu0").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0 &&
+                 ::mknod((dir_ / "gpu1").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0;
+    if (fake_gpus_) {
+      std::ofstream(dir_ / "gres.conf")
+          << "AutoDetect=off\nNodeName=wsnode Name=gpu Type=fake File=" << d << "/gpu[0-1]\n";
+    }
     std::ofstream(dir_ / "slurm.conf")
         << "ClusterName=wstest\n"
         << "SlurmctldHost=localhost(127.0.0.1)\n"
@@ -163,7 +172,8 @@ class SlurmTest : public testing::Test {
         << "ReturnToService=2\nAccountingStorageType=accounting_storage/none\n"
         << "JobCompType=jobcomp/none\nSchedulerType=sched/builtin\n"
         << "NodeName=wsnode NodeAddr=127.0.0.1 CPUs="
-        << std::max(2u, std::thread::hardware_concurrency()) << " RealMemory=1000\n"
+        << std::max(2u, std::thread::hardware_concurrency()) << " RealMemory=1000"
+        << (fake_gpus_ ? " Gres=gpu:fake:2\n" : "\n") << (fake_gpus_ ? "GresTypes=gpu\n" : "")
         << "PartitionName=eval Nodes=wsnode Default=YES MaxTime=30 State=UP\n";
     ::setenv("SLURM_CONF", (dir_ / "slurm.conf").c_str(), 1);
     int ctld = RunDaemon({bin_["slurmctld"], "-i"});
@@ -207,7 +217,57 @@ class SlurmTest : public testing::Test {
 
   std::map<std::string, std::string> bin_;
   fs::path dir_;
+  // `warpsmith campaign start ... --executor slurm` in the background, its output in `log`;
+  // every job waits `delay` seconds before it evaluates.
+  pid_t StartCampaign(const std::vector<std::string>& args, const std::string& delay,
+                      const fs::path& log) {
+    pid_t pid = ::fork();
+    if (pid != 0)
+      return pid;
+    ::setenv("WARPSMITH_JOB_DELAY_S", delay.c_str(), 1);
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<std::string> all = {std::string(WS_BINARY_DIR) + "/warpsmith",
+                                    "--workspace",
+                                    (dir_ / "ws").string(),
+                                    "--problems-dir",
+                                    std::string(WS_SOURCE_DIR) + "/problems",
+                                    "campaign",
+                                    "start",
+                                    "--executor",
+                                    "slurm",
+                                    "--slurm-partition",
+                                    "eval",
+                                    "--slurm-time",
+                                    "5",
+                                    "--slurm-shared-dir",
+                                    (dir_ / "shared").string()};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+
+  // Waits up to `seconds` for the campaign; true when it exited 0.
+  bool WaitCampaign(pid_t pid, int seconds) {
+    int status = 0;
+    pid_t done = 0;
+    const auto end = Clock::now() + std::chrono::seconds(seconds);
+    while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (done == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return false;
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
   pid_t munged_ = 0, ctld_ = 0, slurmd_ = 0;
+  bool fake_gpus_ = false;
   std::string skip_;
 };
 
@@ -308,6 +368,55 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   EXPECT_EQ(st.exit_code, 0) << st.err;
   EXPECT_NE(st.out.find("jobs per node (slurm executor)"), std::string::npos) << st.out;
   EXPECT_NE(st.out.find("wsnode"), std::string::npos) << st.out;
+}
+
+// GPU jobs ask for one GPU each (--gres=gpu:1): Slurm gives each its own fake GPU, the job
+// reports the index it got, and the store records it. No real GPU here, so each GPU job's verdict
+// is not_run (it still compiles, plans and probes on its node).
+TEST_F(SlurmTest, GpuJobsHoldOneGpuEach) {
+  if (!skip_.empty())
+    GTEST_SKIP() << skip_;
+  if (!fake_gpus_)
+    GTEST_SKIP() << "no fake GPU devices: mknod needs CAP_MKNOD";
+  const fs::path log = dir_ / "campaign.log";
+  pid_t campaign = StartCampaign({"--problems", "mxfp8_quantize_rowwise", "--budget",
+                                  "evaluations=4", "--tuner-batch", "4", "--arch", "sm_90a"},
+                                 "2", log);
+  ASSERT_GT(campaign, 0);
+  const bool ok = WaitCampaign(campaign, 150);
+  Result<std::string> log_file = ReadFile(log.string());
+  const std::string text = log_file.ok() ? *log_file : "";
+  ASSERT_TRUE(ok) << text;
+
+  auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto latest = (*store)->LatestCampaign();
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  const int64_t id = (*latest)->id;
+  auto evals = (*store)->CampaignEvaluations(id, "");
+  ASSERT_TRUE(evals.ok());
+  ASSERT_EQ(evals->size(), 4u) << text;
+  std::set<int64_t> gpus;
+  for (const auto& e : *evals) {
+    EXPECT_EQ(e.verdict, "not_run") << e.message;
+    EXPECT_NE(e.message.find("needs a GPU"), std::string::npos) << e.message;
+    EXPECT_EQ(e.job_id.substr(e.job_id.size() - 4), "-gpu") << e.job_id;
+    EXPECT_EQ(e.node, "wsnode");
+    ASSERT_TRUE(e.gpu_index.has_value()) << e.job_id;
+    gpus.insert(*e.gpu_index);
+  }
+  // Two GPU jobs ran at a time (2 CPUs, 2 GPUs, each waits 2 s): never on the same GPU.
+  EXPECT_EQ(gpus, (std::set<int64_t>{0, 1}));
+  auto jobs = (*store)->Jobs(id);
+  ASSERT_TRUE(jobs.ok());
+  int compile = 0, gpu = 0;
+  for (const auto& j : *jobs) {
+    compile += j.kind == "compile";
+    gpu += j.kind == "gpu";
+    EXPECT_EQ(j.state, "done") << j.id << ": " << j.message;
+  }
+  EXPECT_EQ(compile, 4);
+  EXPECT_EQ(gpu, 4);
 }
 
 }  // namespace
