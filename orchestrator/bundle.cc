@@ -1,13 +1,12 @@
 #include "orchestrator/bundle.h"
 
-#include <nvrtc.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <nvrtc.h>
 
 #include "base/files.h"
 #include "orchestrator/campaign.h"
@@ -27,9 +26,14 @@ json TimingJson(const ShapeTiming& t) {
   } catch (const json::exception&) {
     shape = t.shape_json;
   }
-  return {{"shape", shape},       {"kind", t.kind},         {"median_us", t.median_us},
-          {"min_us", t.min_us},   {"p90_us", t.p90_us},     {"stdev_us", t.stdev_us},
-          {"iterations", t.iterations}, {"sol_us", t.sol_us}};
+  return {{"shape", shape},
+          {"kind", t.kind},
+          {"median_us", t.median_us},
+          {"min_us", t.min_us},
+          {"p90_us", t.p90_us},
+          {"stdev_us", t.stdev_us},
+          {"iterations", t.iterations},
+          {"sol_us", t.sol_us}};
 }
 
 json ParseOr(const std::string& text, json fallback) {
@@ -42,9 +46,11 @@ json ParseOr(const std::string& text, json fallback) {
 
 std::map<std::string, int64_t> SymbolsOf(const json& shape) {
   std::map<std::string, int64_t> out;
-  if (!shape.is_object()) return out;
+  if (!shape.is_object())
+    return out;
   for (auto& [k, v] : shape.items()) {
-    if (v.is_number_integer()) out[k] = v.get<int64_t>();
+    if (v.is_number_integer())
+      out[k] = v.get<int64_t>();
   }
   return out;
 }
@@ -56,7 +62,8 @@ bool TimeWithinSpread(const ShapeTiming& recorded, const ShapeTiming& measured, 
       std::max({3 * std::max(recorded.stdev_us, measured.stdev_us),
                 (recorded.p90_us - recorded.min_us) + (measured.p90_us - measured.min_us),
                 0.03 * recorded.median_us});
-  if (tolerance) *tolerance = tol;
+  if (tolerance)
+    *tolerance = tol;
   return std::fabs(measured.median_us - recorded.median_us) <= tol;
 }
 
@@ -64,18 +71,22 @@ Status WriteBundle(const ExportItem& it, const std::string& dir) {
   std::error_code ec;
   const fs::path problem_dir = fs::path(dir) / "problem" / it.spec.name;
   fs::create_directories(problem_dir, ec);
-  if (ec) return Status::Error("cannot create {}: {}", dir, ec.message());
+  if (ec)
+    return Status::Error("cannot create {}: {}", dir, ec.message());
   WS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/kernel.cu", it.kernel.source));
   WS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.json", PlanJson(it.plan) + "\n"));
   // The problem as the evaluator needs it: spec (hidden shapes included: a verdict covers them),
   // GPU reference and the other kernels it names.
   for (const auto& e : fs::directory_iterator(it.spec.dir, ec)) {
-    if (!e.is_regular_file()) continue;
-    fs::copy_file(e.path(), problem_dir / e.path().filename(),
-                  fs::copy_options::overwrite_existing, ec);
-    if (ec) return Status::Error("copying {}: {}", e.path().string(), ec.message());
+    if (!e.is_regular_file())
+      continue;
+    fs::copy_file(e.path(), problem_dir / e.path().filename(), fs::copy_options::overwrite_existing,
+                  ec);
+    if (ec)
+      return Status::Error("copying {}: {}", e.path().string(), ec.message());
   }
-  if (ec) return Status::Error("reading {}: {}", it.spec.dir, ec.message());
+  if (ec)
+    return Status::Error("reading {}: {}", it.spec.dir, ec.message());
 
   int nv_major = 0, nv_minor = 0;
   nvrtcVersion(&nv_major, &nv_minor);
@@ -87,22 +98,22 @@ Status WriteBundle(const ExportItem& it, const std::string& dir) {
   b["params"] = it.params;
   b["knobs"] = it.knobs;
   b["verified"] = it.verified;
-  b["kernel"] = {{"id", it.kernel.id},
-                 {"hash", it.kernel.hash},
-                 {"origin", it.kernel.origin},
-                 {"agent", it.kernel.agent},
-                 {"parent_id", it.kernel.parent_id ? json(*it.kernel.parent_id) : json(nullptr)},
-                 {"campaign_id",
-                  it.kernel.campaign_id ? json(*it.kernel.campaign_id) : json(nullptr)},
-                 {"created_at", it.kernel.created_at}};
-  b["build"] = {{"arch", e.arch},
-                {"defines", KernelDefines(it.spec, it.params, it.knobs)},
-                {"compiler", "NVRTC"},
-                {"nvrtc_version", fmt::format("{}.{}", nv_major, nv_minor)},
-                {"options",
-                 {"--gpu-architecture=" + (e.arch.empty() ? std::string("sm_90a") : e.arch),
-                  "--std=c++17", "-default-device", "--no-source-include", "-lineinfo",
-                  "-Xptxas=-v", "-DWS_NVRTC=1"}}};
+  b["kernel"] = {
+      {"id", it.kernel.id},
+      {"hash", it.kernel.hash},
+      {"origin", it.kernel.origin},
+      {"agent", it.kernel.agent},
+      {"parent_id", it.kernel.parent_id ? json(*it.kernel.parent_id) : json(nullptr)},
+      {"campaign_id", it.kernel.campaign_id ? json(*it.kernel.campaign_id) : json(nullptr)},
+      {"created_at", it.kernel.created_at}};
+  b["build"] = {
+      {"arch", e.arch},
+      {"defines", KernelDefines(it.spec, it.params, it.knobs)},
+      {"compiler", "NVRTC"},
+      {"nvrtc_version", fmt::format("{}.{}", nv_major, nv_minor)},
+      {"options",
+       {"--gpu-architecture=" + (e.arch.empty() ? std::string("sm_90a") : e.arch), "--std=c++17",
+        "-default-device", "--no-source-include", "-lineinfo", "-Xptxas=-v", "-DWS_NVRTC=1"}}};
   b["device"] = {{"gpu", e.gpu}, {"driver", e.driver}};
   // The store keeps no seeds: every evaluation draws fresh ones from the OS's CSPRNG.
   b["seeds"] = nullptr;
@@ -131,11 +142,14 @@ Status WriteBundle(const ExportItem& it, const std::string& dir) {
 
 Result<std::vector<std::string>> FindBundles(const std::string& path) {
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) return Status::Error("{} is not a bundle folder", path);
-  if (fs::exists(fs::path(path) / "bundle.json")) return std::vector<std::string>{path};
+  if (!fs::is_directory(path, ec))
+    return Status::Error("{} is not a bundle folder", path);
+  if (fs::exists(fs::path(path) / "bundle.json"))
+    return std::vector<std::string>{path};
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(path, ec)) {
-    if (e.is_directory() && fs::exists(e.path() / "bundle.json")) out.push_back(e.path().string());
+    if (e.is_directory() && fs::exists(e.path() / "bundle.json"))
+      out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
   if (out.empty()) {
@@ -201,7 +215,8 @@ Result<VerifyOutcome> VerifyBundle(const std::string& dir, Store& store,
         const bool ok = r.verdict == Verdict::kNotRun;
         line(fmt::format("{}: {}{}", ArchName(arch), ok ? "compiled, plan valid" : "FAILED: ",
                          ok ? "" : std::string(VerdictName(r.verdict)) + ": " + r.message));
-        if (!ok) out.match = false;
+        if (!ok)
+          out.match = false;
       }
       line(fmt::format(
           "no GPU here ({}): cannot re-check or re-time; recorded: {}{}", why, recorded_verdict,
@@ -250,9 +265,11 @@ Result<VerifyOutcome> VerifyBundle(const std::string& dir, Store& store,
       const auto symbols = SymbolsOf(t.at("shape"));
       const CaseResult* found = nullptr;
       for (const auto& c : r.cases) {
-        if (!c.timing) continue;
+        if (!c.timing)
+          continue;
         std::map<std::string, int64_t> cs(c.shape.symbols.begin(), c.shape.symbols.end());
-        if (cs == symbols) found = &c;
+        if (cs == symbols)
+          found = &c;
       }
       if (!found) {
         line(fmt::format("MISMATCH: {}: recorded {:.3f} us, not timed now", t.at("shape").dump(),
@@ -270,7 +287,8 @@ Result<VerifyOutcome> VerifyBundle(const std::string& dir, Store& store,
       line(fmt::format("{}{}: {:.3f} us now, {:.3f} us recorded (allowed +-{:.3f})",
                        ok ? "" : "MISMATCH: ", ShapeText(spec, found->shape), now.median_us,
                        rec.median_us, tol));
-      if (!ok) out.match = false;
+      if (!ok)
+        out.match = false;
     }
   } catch (const json::exception& e) {
     return Status::Error("{}/bundle.json: {}", dir, e.what());

@@ -18,10 +18,10 @@ namespace ws {
 struct ExportOptions {
   std::vector<std::string> problem_globs;  // over problem names; empty with `all`
   bool all = false;
-  std::string gpu;                         // GPU model; empty: the only one the store ranks on
-  std::string out;                         // folder to write (created; must be empty or absent)
-  std::string format;                      // "cmake", "torch", "bundle"
-  bool include_unverified = false;         // also the newest compiled kernel of unranked problems
+  std::string gpu;                  // GPU model; empty: the only one the store ranks on
+  std::string out;                  // folder to write (created; must be empty or absent)
+  std::string format;               // "cmake", "torch", "bundle"
+  bool include_unverified = false;  // also the newest compiled kernel of unranked problems
   /// The warpsmith source tree whose base/, problems/ and evaluator/ hold the CPU references and
   /// the checker shipped with cmake packages (the package's test); empty: no test is shipped.
   std::string source_root;
@@ -35,9 +35,9 @@ struct ExportItem {
   std::map<std::string, int64_t> knobs;  // every knob of the plan, fixed
   KernelRecord kernel;
   EvaluationRecord evaluation;
-  bool verified = false;                 // ranked: ok on the test, hidden and bench shapes
+  bool verified = false;  // ranked: ok on the test, hidden and bench shapes
   Plan plan;
-  std::string function;                  // C++ function / torch op name
+  std::string function;  // C++ function / torch op name
 };
 
 /// Picks what to export from the store. Errors: unknown problems, nothing to export, a GPU model

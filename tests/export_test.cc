@@ -4,6 +4,8 @@
 // consumed through find_package, as a torch extension (syntax-checked), and as a bundle that
 // `verify` compiles (or, on a GPU, re-runs). Also: the plan-expression translation against the
 // expression evaluator, and the errors.
+#include "orchestrator/export.h"
+
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -17,7 +19,6 @@
 #include "base/files.h"
 #include "orchestrator/bundle.h"
 #include "orchestrator/campaign.h"
-#include "orchestrator/export.h"
 #include "orchestrator/store.h"
 #include "problems/problems.h"
 
@@ -35,9 +36,9 @@ struct Proc {
 // Through the shell, with the output in files: builds print a lot and may take minutes.
 Proc Exec(std::vector<std::string> argv, int seconds = 300) {
   static int counter = 0;
-  const std::string base = fs::path(testing::TempDir()) /
-                           ("ws_export_exec_" + std::to_string(::getpid()) + "_" +
-                            std::to_string(counter++));
+  const std::string base =
+      fs::path(testing::TempDir()) /
+      ("ws_export_exec_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::string cmd = "timeout " + std::to_string(seconds);
   for (const auto& a : argv) {
     std::string q = "'";
@@ -77,7 +78,8 @@ class ExportTest : public testing::Test {
     spec_ = *spec;
   }
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure())
+      fs::remove_all(dir_);
   }
 
   Proc Warpsmith(std::vector<std::string> args) {
@@ -152,8 +154,12 @@ class ExportTest : public testing::Test {
   // The ranked hand-tuned kernel (rceil, non-default knobs) and an unverified floor variant.
   void Populate() {
     Record(TunedKernel(), {{"rounding", "rceil"}},
-           {{"CHUNKS", 4}, {"THREADS", 256}, {"LOAD_HINT", 0}, {"STORE_CS", 1},
-            {"SCALE_STORE", 0}, {"CTAS_PER_SM", 1048576}},
+           {{"CHUNKS", 4},
+            {"THREADS", 256},
+            {"LOAD_HINT", 0},
+            {"STORE_CS", 1},
+            {"SCALE_STORE", 0},
+            {"CTAS_PER_SM", 1048576}},
            /*ranked=*/true);
     Record(StartingKernel(), {{"rounding", "floor"}}, {}, /*ranked=*/false);
   }
@@ -163,15 +169,15 @@ class ExportTest : public testing::Test {
 };
 
 TEST_F(ExportTest, ClearErrors) {
-  Proc empty = Warpsmith({"export", "--problem", kProblem, "--out", (dir_ / "o").string(),
-                         "--format", "cmake"});
+  Proc empty = Warpsmith(
+      {"export", "--problem", kProblem, "--out", (dir_ / "o").string(), "--format", "cmake"});
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("nothing to export"), std::string::npos) << empty.err;
   EXPECT_NE(empty.err.find("--include-unverified"), std::string::npos) << empty.err;
 
   Populate();
-  Proc unknown = Warpsmith({"export", "--problem", "nope*", "--out", (dir_ / "o").string(),
-                           "--format", "cmake"});
+  Proc unknown = Warpsmith(
+      {"export", "--problem", "nope*", "--out", (dir_ / "o").string(), "--format", "cmake"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("no problem matches 'nope*'"), std::string::npos) << unknown.err;
 
@@ -185,15 +191,15 @@ TEST_F(ExportTest, ClearErrors) {
   EXPECT_EQ(neither.exit_code, 2);
   EXPECT_NE(neither.err.find("--problem GLOB"), std::string::npos) << neither.err;
 
-  Proc gpu = Warpsmith({"export", "--all", "--gpu", "NVIDIA B200", "--out",
-                       (dir_ / "o").string(), "--format", "cmake"});
+  Proc gpu = Warpsmith({"export", "--all", "--gpu", "NVIDIA B200", "--out", (dir_ / "o").string(),
+                        "--format", "cmake"});
   EXPECT_EQ(gpu.exit_code, 2);
   EXPECT_NE(gpu.err.find("ranked on: NVIDIA H200"), std::string::npos) << gpu.err;
 
   fs::create_directories(dir_ / "full");
   std::ofstream(dir_ / "full" / "x") << "x";
-  Proc full = Warpsmith({"export", "--all", "--out", (dir_ / "full").string(), "--format",
-                        "bundle"});
+  Proc full =
+      Warpsmith({"export", "--all", "--out", (dir_ / "full").string(), "--format", "bundle"});
   EXPECT_EQ(full.exit_code, 2);
   EXPECT_NE(full.err.find("not empty"), std::string::npos) << full.err;
 
@@ -205,8 +211,8 @@ TEST_F(ExportTest, ClearErrors) {
 // Only verified kernels by default; --include-unverified adds the floor variant, marked.
 TEST_F(ExportTest, UnverifiedExcludedByDefault) {
   Populate();
-  Proc a = Warpsmith({"export", "--problem", "mxfp8_*", "--out", (dir_ / "a").string(),
-                     "--format", "bundle"});
+  Proc a = Warpsmith(
+      {"export", "--problem", "mxfp8_*", "--out", (dir_ / "a").string(), "--format", "bundle"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   auto m = json::parse(ReadFile((dir_ / "a" / "MANIFEST.json").string()).value());
   ASSERT_EQ(m["kernels"].size(), 1u) << m.dump(2);
@@ -215,7 +221,7 @@ TEST_F(ExportTest, UnverifiedExcludedByDefault) {
   EXPECT_EQ(m["gpu"], "NVIDIA H200");
 
   Proc b = Warpsmith({"export", "--problem", kProblem, "--include-unverified", "--out",
-                     (dir_ / "b").string(), "--format", "bundle"});
+                      (dir_ / "b").string(), "--format", "bundle"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("mxfp8_quantize_rowwise__floor"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("UNVERIFIED"), std::string::npos) << b.out;
@@ -278,12 +284,12 @@ TEST_F(ExportTest, ExpressionTranslationMatchesTheEvaluator) {
   fs::create_directories(dir_ / "pkg");
   Populate();
   Proc x = Warpsmith({"export", "--problem", kProblem, "--out", (dir_ / "pkg" / "out").string(),
-                     "--format", "cmake"});
+                      "--format", "cmake"});
   ASSERT_EQ(x.exit_code, 0) << x.err;
   ASSERT_TRUE(WriteFileAtomic((dir_ / "expr.cc").string(), program).ok());
   Proc cc = Exec({"/usr/bin/c++", "-std=c++17", "-O1", "-I", (dir_ / "pkg/out/include").string(),
-                 "-I", "/usr/local/cuda/include", "-o", (dir_ / "expr").string(),
-                 (dir_ / "expr.cc").string()});
+                  "-I", "/usr/local/cuda/include", "-o", (dir_ / "expr").string(),
+                  (dir_ / "expr.cc").string()});
   ASSERT_EQ(cc.exit_code, 0) << cc.err;
   Proc run = Exec({(dir_ / "expr").string()});
   ASSERT_EQ(run.exit_code, 0);
@@ -325,9 +331,8 @@ TEST_F(ExportTest, CmakePackageBuildsAndIsFound) {
   const fs::path build = dir_ / "build";
   const std::string cmake_bin = "/usr/bin/cmake";
   Proc cfg = Exec({"/usr/bin/env", cmake_bin, "-S", pkg.string(), "-B", build.string(),
-                  "-DCMAKE_BUILD_TYPE=Release",
-                  "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"},
-                 600);
+                   "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"},
+                  600);
   ASSERT_EQ(cfg.exit_code, 0) << cfg.out << cfg.err;
   Proc bld = Exec({"/usr/bin/env", cmake_bin, "--build", build.string(), "-j2"}, 1800);
   ASSERT_EQ(bld.exit_code, 0) << bld.out.substr(bld.out.size() > 20000 ? bld.out.size() - 20000 : 0)
@@ -360,8 +365,8 @@ TEST_F(ExportTest, CmakePackageBuildsAndIsFound) {
 
   // Installed, and consumed by another project through find_package.
   const fs::path prefix = dir_ / "prefix";
-  Proc inst = Exec({"/usr/bin/env", cmake_bin, "--install", build.string(), "--prefix",
-                   prefix.string()});
+  Proc inst =
+      Exec({"/usr/bin/env", cmake_bin, "--install", build.string(), "--prefix", prefix.string()});
   ASSERT_EQ(inst.exit_code, 0) << inst.out << inst.err;
   const fs::path consumer = dir_ / "consumer";
   fs::create_directories(consumer);
@@ -377,10 +382,10 @@ TEST_F(ExportTest, CmakePackageBuildsAndIsFound) {
          "  cudaError_t e = warpsmith::mxfp8_quantize_rowwise(nullptr, nullptr, nullptr, 0, 64);\n"
          "  std::printf(\"%d %s\\n\", e == cudaErrorInvalidValue, warpsmith::last_error());\n"
          "  return 0;\n}\n";
-  Proc ccfg = Exec({"/usr/bin/env", cmake_bin, "-S", consumer.string(), "-B",
-                   (consumer / "build").string(), "-DCMAKE_PREFIX_PATH=" + prefix.string(),
-                   "-DCUDAToolkit_ROOT=/usr/local/cuda"},
-                  600);
+  Proc ccfg =
+      Exec({"/usr/bin/env", cmake_bin, "-S", consumer.string(), "-B", (consumer / "build").string(),
+            "-DCMAKE_PREFIX_PATH=" + prefix.string(), "-DCUDAToolkit_ROOT=/usr/local/cuda"},
+           600);
   ASSERT_EQ(ccfg.exit_code, 0) << ccfg.out << ccfg.err;
   Proc cbld = Exec({"/usr/bin/env", cmake_bin, "--build", (consumer / "build").string()}, 600);
   ASSERT_EQ(cbld.exit_code, 0) << cbld.out << cbld.err;
@@ -407,20 +412,20 @@ TEST_F(ExportTest, TorchExtensionIsWellFormed) {
       << ops;
   EXPECT_NE(ops.find("at::kFloat8_e4m3fn"), std::string::npos);
   // The torch build compiles device code with the defines inline.
-  const std::string unit = ReadFile(
-      (out / "warpsmith_kernels/csrc/src/mxfp8_quantize_rowwise.kernel.cu").string()).value();
+  const std::string unit =
+      ReadFile((out / "warpsmith_kernels/csrc/src/mxfp8_quantize_rowwise.kernel.cu").string())
+          .value();
   EXPECT_NE(unit.find("#define CHUNKS 4"), std::string::npos) << unit;
   EXPECT_NE(unit.find("#define WS_ROUNDING 0"), std::string::npos) << unit;
   // The generated launchers compile as plain C++ (the torch build reuses them).
-  Proc launcher = Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-I",
-                       (out / "warpsmith_kernels/csrc/include").string(), "-I",
-                       "/usr/local/cuda/include",
-                       (out / "warpsmith_kernels/csrc/src/mxfp8_quantize_rowwise.launch.cc")
-                           .string()});
+  Proc launcher =
+      Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-I",
+            (out / "warpsmith_kernels/csrc/include").string(), "-I", "/usr/local/cuda/include",
+            (out / "warpsmith_kernels/csrc/src/mxfp8_quantize_rowwise.launch.cc").string()});
   EXPECT_EQ(launcher.exit_code, 0) << launcher.err;
 
   Proc torch = Exec({"/usr/bin/python3", "-c",
-                    "import torch.utils.cpp_extension as c; print(' '.join(c.include_paths()))"});
+                     "import torch.utils.cpp_extension as c; print(' '.join(c.include_paths()))"});
   if (torch.exit_code != 0) {
     std::printf("torch is not installed here: ops.cc not compiled (Python checked only)\n");
     return;
