@@ -735,5 +735,76 @@ TEST(ExecutorCampaignTest, ResumeMarksJobsLeftRunningLost) {
   fs::remove_all(dir);
 }
 
+// --deep-winners through the executor: a would-be leaderboard winner's GPU job is followed by a
+// deep-mode job, and only that one is recorded; so the leaderboard's winner is deep-checked.
+TEST(ExecutorCampaignTest, DeepWinnersAreEvaluatedAgainInDeepMode) {
+  const fs::path dir = fs::path(testing::TempDir()) / ("ws_exec_deep_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  std::atomic<int> deep_runs{0};
+  CampaignConfig c;
+  c.problems = "mxfp8_quantize_rowwise";
+  c.budget.evaluations = 6;
+  c.tuner_batch = 3;
+  c.deep_winners = true;
+  CampaignEnv env;
+  env.workspace = (dir / "ws").string();
+  env.problems_dir = kSourceDir + "/problems";
+  env.kernels_dir = kSourceDir + "/kernels";
+  env.eval_opts.workspace = env.workspace;
+  env.out = nullptr;
+  env.probe_device = false;
+  DeviceInfo d;
+  d.name = "Fake GPU";
+  d.arch = "sm_90a";
+  env.device = d;
+  env.evaluate = [&](const EvalRequest& req, const EvaluatorOptions&) -> Result<EvalResult> {
+    EvalResult r;
+    auto plan = ParsePlan(req.source);
+    if (!plan.ok())
+      return Status::Error("fake: {}", plan.status().message());
+    double t = 10;
+    for (const auto& [k, values] : plan->knobs) {
+      auto it = req.knobs.find(k);
+      r.knobs[k] = it == req.knobs.end() ? values.front() : it->second;
+      t += static_cast<double>(r.knobs[k] % 7);
+    }
+    r.compile.ok = true;
+    if (req.compile_only) {
+      r.verdict = Verdict::kNotRun;
+      return r;
+    }
+    r.verdict = Verdict::kOk;
+    r.ran_on_gpu = true;
+    r.device = req.device;
+    r.geomean_us = t;
+    if (req.deep) {
+      ++deep_runs;
+      r.deep = {{"memcheck", "clean"}, {"racecheck", "clean"}, {"initcheck", "clean"}};
+    }
+    return r;
+  };
+  Result<int64_t> id = StartCampaign(c, env);
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  auto store = Store::Open((dir / "ws" / "warpsmith.db").string());
+  ASSERT_TRUE(store.ok());
+  auto evals = (*store)->CampaignEvaluations(*id, "");
+  ASSERT_TRUE(evals.ok());
+  EXPECT_EQ(evals->size(), 6u);
+  int deep = 0;
+  for (const auto& e : *evals) {
+    const bool is_deep = e.job_id.size() > 5 && e.job_id.substr(e.job_id.size() - 5) == "-deep";
+    deep += is_deep;
+    EXPECT_EQ(is_deep, e.deep_json.find("memcheck") != std::string::npos) << e.job_id;
+  }
+  EXPECT_GE(deep, 1);
+  EXPECT_EQ(deep, deep_runs.load()) << "every deep run is recorded, in place of its GPU job";
+  auto board = (*store)->Leaderboard("mxfp8_quantize_rowwise");
+  ASSERT_TRUE(board.ok());
+  ASSERT_EQ(board->size(), 1u);
+  EXPECT_NE((*board)[0].deep_json.find("memcheck"), std::string::npos)
+      << "the winner was deep-checked";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ws
