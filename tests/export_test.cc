@@ -488,6 +488,61 @@ TEST_F(ExportTest, BundleAndVerify) {
   EXPECT_NE(t.out.find("does not hash to the recorded sha256"), std::string::npos) << t.out;
 }
 
+// Every problem's starting kernel (multi-launch plans, workspaces, i64 arguments, every dtype),
+// exported unverified: the generated header, launchers and torch ops are well-formed; the
+// launchers and header compile as C++ against the CUDA headers.
+TEST_F(ExportTest, EveryStartingKernelGivesCompilingLaunchers) {
+  auto problems = LoadProblemSet(std::string(WS_SOURCE_DIR) + "/problems");
+  ASSERT_TRUE(problems.ok()) << problems.status().message();
+  {
+    auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
+    ASSERT_TRUE(store.ok());
+    for (const auto& p : *problems) {
+      if (p.starting_kernel.empty() || IsLibraryBaseline(p.starting_kernel))
+        continue;
+      auto source = ReadFile(p.dir + "/" + p.starting_kernel);
+      ASSERT_TRUE(source.ok()) << p.name;
+      auto params = ResolveParams(p, {});
+      ASSERT_TRUE(params.ok());
+      EvalRequest req;
+      req.spec = &p;
+      req.source = *source;
+      req.params = *params;
+      req.compile_only = true;
+      EvalResult r;
+      r.verdict = Verdict::kNotRun;
+      RecordContext ctx;
+      ctx.origin = "file:" + p.starting_kernel;
+      ASSERT_TRUE(RecordEvaluation(**store, req, r, ctx, 0).ok()) << p.name;
+    }
+  }
+  Proc none =
+      Warpsmith({"export", "--all", "--out", (dir_ / "none").string(), "--format", "cmake"});
+  EXPECT_EQ(none.exit_code, 2) << "unverified kernels only: nothing to export by default";
+  const fs::path out = dir_ / "all";
+  Proc x = Warpsmith(
+      {"export", "--all", "--include-unverified", "--out", out.string(), "--format", "torch"});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  auto m = json::parse(ReadFile((out / "MANIFEST.json").string()).value());
+  EXPECT_GE(m["kernels"].size(), 10u);
+  const fs::path csrc = out / "warpsmith_kernels" / "csrc";
+  std::vector<std::string> argv = {"/usr/bin/c++",
+                                   "-std=c++17",
+                                   "-fsyntax-only",
+                                   "-I",
+                                   (csrc / "include").string(),
+                                   "-I",
+                                   "/usr/local/cuda/include",
+                                   (csrc / "src" / "common.cc").string()};
+  for (const auto& k : m["kernels"]) {
+    argv.push_back((csrc / "src" / (k["function"].get<std::string>() + ".launch.cc")).string());
+  }
+  Proc cc = Exec(argv, 600);
+  EXPECT_EQ(cc.exit_code, 0) << cc.err.substr(0, 5000);
+  Proc py = Exec({"/usr/bin/python3", "-m", "py_compile", (out / "test_ops.py").string()});
+  EXPECT_EQ(py.exit_code, 0) << py.err;
+}
+
 TEST(TimeWithinSpreadTest, UsesTheLargerOfTheSpreads) {
   ShapeTiming rec{"", "bench", 100, 99, 101, 0.5, 200, 0};
   ShapeTiming now = rec;
