@@ -219,8 +219,9 @@ TEST_F(ServeTest, ApiRoutesReturnTheSharedViews) {
   // Everything `campaign status --json` says is there.
   json cli = json::parse(*CampaignStatusJson(*store, fx_.campaign));
   for (const auto& [key, v] : cli.items()) {
-    if (key != "process_alive")
+    if (key != "process_alive") {
       EXPECT_EQ(cj[key], v) << key;
+    }
   }
   double gs = 0;
   for (const auto& a : cj["spend_by_agent"]) gs += a["gpu_seconds"].get<double>();
@@ -465,8 +466,9 @@ TEST_F(ServeTest, TheCliServesAndStopsOnSigterm) {
   ASSERT_EQ(r.status, 202) << r.body;
   json req = json::parse(r.body);
   EXPECT_TRUE(fs::exists(req["request"].get<std::string>()));
-  if (req["runs"] == false)
+  if (req["runs"] == false) {
     EXPECT_FALSE(req["why_not_run"].get<std::string>().empty());
+  }
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_status(pid), 0);
   ::close(fd);

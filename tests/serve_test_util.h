@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <boost/asio.hpp>
@@ -71,13 +72,24 @@ inline Fixture Populate(const std::string& root) {
       *store->CreateCampaign(R"({"problems":"toy","budget":{"evaluations":100},"seed":"hand"})", 1);
   (void)store->PutCampaignProblem({f.campaign, "toy", "{}", std::nullopt, "active"});
 
-  KernelRecord base{0, "toy", "h-base", kBaselineSource, "file:problems/toy/baseline.cu"};
+  // Kernel records by field: the struct grows with the schema.
+  const auto kernel = [](const std::string& hash, const std::string& source,
+                         const std::string& origin, std::optional<int64_t> parent) {
+    KernelRecord k;
+    k.problem = "toy";
+    k.hash = hash;
+    k.source = source;
+    k.origin = origin;
+    k.parent_id = parent;
+    return k;
+  };
+  KernelRecord base = kernel("h-base", kBaselineSource, "file:problems/toy/baseline.cu", {});
   f.baseline_kernel = *store->PutKernel(base);
-  KernelRecord fast{0, "toy", "h-fast", kFastSource, "tuner", f.baseline_kernel};
+  KernelRecord fast = kernel("h-fast", kFastSource, "tuner", f.baseline_kernel);
   fast.campaign_id = f.campaign;
   fast.agent = "tuner";
   f.fast_kernel = *store->PutKernel(fast);
-  KernelRecord hostile{0, "toy", "h-hostile", kHostileSource, "agent:<b>model</b>", f.fast_kernel};
+  KernelRecord hostile = kernel("h-hostile", kHostileSource, "agent:<b>model</b>", f.fast_kernel);
   hostile.campaign_id = f.campaign;
   hostile.agent = "openai:<script>x</script>";
   f.hostile_kernel = *store->PutKernel(hostile);

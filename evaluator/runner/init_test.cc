@@ -318,7 +318,9 @@ TEST(InitTest, AffinePermIsAPermutationThatDependsOnTheSeed) {
         differs += r != ws_perm_apply(q, e);
       }
     }
-    if (n >= 8) EXPECT_GT(differs, 0) << n;
+    if (n >= 8) {
+      EXPECT_GT(differs, 0) << n;
+    }
   }
 }
 
