@@ -58,6 +58,13 @@ Result<std::vector<ProblemSpec>> LoadAll(const Globals& g) {
 }
 
 Result<ProblemSpec> FindProblem(const Globals& g, const std::string& name) {
+  // The named problem alone: another problem's broken spec must not stop work on this one.
+  const bool plain = !name.empty() && name.find_first_of("/\\") == std::string::npos &&
+                     name != "." && name != "..";
+  const fs::path spec =
+      fs::path(g.problems_dir.empty() ? DefaultProblemsDir() : g.problems_dir) / name / "spec.json";
+  std::error_code ec;
+  if (plain && fs::is_regular_file(spec, ec)) return LoadProblem(spec.string());
   WS_ASSIGN_OR_RETURN(auto all, LoadAll(g));
   std::string names;
   for (auto& p : all) {

@@ -32,9 +32,13 @@ class CliTest : public testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   CliRun Warpsmith(std::vector<std::string> args) {
+    return WarpsmithIn(std::string(WS_SOURCE_DIR) + "/problems", std::move(args));
+  }
+
+  CliRun WarpsmithIn(const std::string& problems_dir, std::vector<std::string> args) {
     SandboxSpec spec;
     spec.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace",
-                 (dir_ / "ws").string(), "--problems-dir", std::string(WS_SOURCE_DIR) + "/problems"};
+                 (dir_ / "ws").string(), "--problems-dir", problems_dir};
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
     spec.limits.wall_seconds = 300;
     auto r = RunSandboxed(spec);
@@ -158,6 +162,32 @@ TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
       }
     }
   }
+}
+
+// One broken spec in the set stops neither work on another problem nor a campaign that does not
+// name it; a campaign that does name it fails with the spec's error.
+TEST_F(CliTest, ABrokenSpecElsewhereDoesNotStopWork) {
+  const fs::path set = dir_ / "problems";
+  fs::create_directories(set);
+  fs::copy(fs::path(WS_SOURCE_DIR) / "problems" / "mxfp8_quantize_rowwise",
+           set / "mxfp8_quantize_rowwise", fs::copy_options::recursive);
+  fs::create_directories(set / "zz_broken");
+  std::ofstream(set / "zz_broken" / "spec.json") << "{ \"name\": \"zz_broken\", ";
+  const std::string kernel = std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu";
+
+  CliRun r = WarpsmithIn(set.string(), {"eval", "mxfp8_quantize_rowwise", kernel, "--compile-only"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = WarpsmithIn(set.string(), {"campaign", "start", "--problems", "mxfp8_*", "--budget",
+                                 "evaluations=2", "--compile-only"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = WarpsmithIn(set.string(), {"campaign", "start", "--problems", "zz_*", "--budget",
+                                 "evaluations=2", "--compile-only"});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("zz_broken/spec.json"), std::string::npos) << r.err;
+  // Listing the set reports the broken spec by its path.
+  r = WarpsmithIn(set.string(), {"problems"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("zz_broken/spec.json"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, RejectsBrokenPlansAndCompileErrors) {
