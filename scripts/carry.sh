@@ -12,7 +12,14 @@ for b in build/warpsmith build/ws_*; do
 done
 # The sandbox finds bwrap beside warpsmith; the GPU machine's image has none.
 cp /usr/bin/bwrap .carry/bwrap
-for t in build/tests/*_test; do strip -o ".carry/tests/$(basename "$t")" "$t"; done
+# The tests with GPU parts (the rest run in CI); CARRY_TESTS=all packs every test (64 MiB limit).
+gpu_tests="eval_gpu_test hostile_gpu_test library_baselines_gpu_test runner_kernels_test
+  sandbox_test sandbox_layers_test starting_kernel_test export_test init_test"
+for t in build/tests/*_test; do
+  name=$(basename "$t")
+  [[ ${CARRY_TESTS:-gpu} == all || " ${gpu_tests//$'\n'/ } " == *" $name "* ]] || continue
+  strip -o ".carry/tests/$name" "$t"
+done
 for lib in libsqlite3.so.0 libcrypto.so.3 libselinux.so.1 libcap.so.2 libpcre2-8.so.0; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .carry/lib/
 done
@@ -20,7 +27,8 @@ done
 # runs exactly this commit even when the working tree it copies holds other, unfinished work.
 if [[ -n ${1:-} ]]; then
   mkdir -p .carry/src && git archive HEAD | tar -x -C .carry/src
-  rm -rf "$1" && cp -a .carry "$1"
+  # DEST may be this checkout's own .carry (packing from the main worktree itself).
+  if [[ $(realpath -m "$1") != $(realpath -m .carry) ]]; then rm -rf "$1" && cp -a .carry "$1"; fi
   du -sh "$1"
 else
   du -sh .carry
