@@ -23,13 +23,6 @@ void QuantizeColwiseTransposed(const uint16_t* x, int64_t rows, int64_t cols, Ro
   }
 }
 
-Result<int64_t> SymbolValue(const SymbolTable& symbols, std::string_view name) {
-  const auto it = symbols.find(name);
-  if (it == symbols.end())
-    return Status::Error("symbol {} needed", name);
-  return it->second;
-}
-
 Result<Rounding> RoundingParam(const ProblemSpec& spec,
                                const std::map<std::string, std::string>& params) {
   const auto it = params.find("rounding");

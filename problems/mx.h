@@ -12,6 +12,7 @@
 #include "problems/mxfp8_dequantize/reference.h"
 #include "problems/mxfp8_quantize_rowwise/reference.h"
 #include "problems/problems.h"
+#include "problems/reference_util.h"
 
 namespace ws::mxfp8 {
 
@@ -27,9 +28,6 @@ void QuantizeColwiseTransposed(const uint16_t* x, int64_t rows, int64_t cols, Ro
                                uint8_t* q_t, uint8_t* scales_t);
 
 // ---- Adapter plumbing ---------------------------------------------------------------------------
-
-/// The value of symbol `name`, or an error naming it.
-Result<int64_t> SymbolValue(const SymbolTable& symbols, std::string_view name);
 
 /// The "rounding" parameter (rceil | floor): the chosen value, else the spec's default.
 Result<Rounding> RoundingParam(const ProblemSpec& spec,

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "problems/reference_util.h"
+
 namespace ws::moe {
 
 int64_t PaddedRowsBound(int64_t t, int64_t k, int64_t e, int64_t align) {
@@ -63,53 +65,18 @@ void GatherQuantize(const uint16_t* x, const int32_t* row_slot, int64_t m_pad, i
   }
 }
 
-namespace {
-
-// Tensor bytes to and from typed values, through memcpy: HostTensor holds raw bytes.
-template <typename T>
-std::vector<T> Values(const HostTensor& t) {
-  std::vector<T> v(t.bytes.size() / sizeof(T));
-  if (!v.empty())
-    std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
-template <typename T>
-void Store(const std::vector<T>& v, HostTensor& t) {
-  if (!v.empty())
-    std::memcpy(t.bytes.data(), v.data(), v.size() * sizeof(T));
-}
-
-Result<int64_t> Symbol(const SymbolTable& symbols, const char* name) {
-  const auto it = symbols.find(name);
-  if (it == symbols.end())
-    return Status::Error("symbol {} needed", name);
-  return it->second;
-}
-
-std::string Param(const ProblemSpec& spec, const std::map<std::string, std::string>& params,
-                  const char* name) {
-  const auto it = params.find(name);
-  if (it != params.end())
-    return it->second;
-  const ParamSpec* p = spec.FindParam(name);
-  return p ? p->default_value : "";
-}
-
-}  // namespace
-
 Status MoePermuteQuantizeReference(const ProblemSpec& spec, const SymbolTable& symbols,
                                    const std::map<std::string, std::string>& params,
                                    const TensorMap& inputs, TensorMap& outputs) {
-  WS_ASSIGN_OR_RETURN(const int64_t t, Symbol(symbols, "T"));
-  WS_ASSIGN_OR_RETURN(const int64_t h, Symbol(symbols, "H"));
-  WS_ASSIGN_OR_RETURN(const int64_t e, Symbol(symbols, "E"));
-  WS_ASSIGN_OR_RETURN(const int64_t k, Symbol(symbols, "K"));
-  WS_ASSIGN_OR_RETURN(const int64_t a, Symbol(symbols, "A"));
+  WS_ASSIGN_OR_RETURN(const int64_t t, SymbolValue(symbols, "T"));
+  WS_ASSIGN_OR_RETURN(const int64_t h, SymbolValue(symbols, "H"));
+  WS_ASSIGN_OR_RETURN(const int64_t e, SymbolValue(symbols, "E"));
+  WS_ASSIGN_OR_RETURN(const int64_t k, SymbolValue(symbols, "K"));
+  WS_ASSIGN_OR_RETURN(const int64_t a, SymbolValue(symbols, "A"));
   if (t < 1 || h < 32 || h % 32 != 0 || k < 1 || k > e || a < 1)
     return Status::Error("T = {}, H = {}, E = {}, K = {}, A = {}: not a valid shape", t, h, e, k,
                          a);
-  const std::string mode = Param(spec, params, "rounding");
+  const std::string mode = ParamValue(spec, params, "rounding");
   mxfp8::Rounding rounding;
   if (mode == "rceil") {
     rounding = mxfp8::Rounding::kRceil;
@@ -119,8 +86,8 @@ Status MoePermuteQuantizeReference(const ProblemSpec& spec, const SymbolTable& s
     return Status::Error("unknown rounding '{}'", mode);
   }
   const int64_t m_pad = PaddedRowsBound(t, k, e, a);
-  const std::vector<int32_t> idx = Values<int32_t>(inputs.find("idx")->second);
-  const std::vector<uint16_t> x = Values<uint16_t>(inputs.find("x")->second);
+  const std::vector<int32_t> idx = TensorValues<int32_t>(inputs.find("idx")->second);
+  const std::vector<uint16_t> x = TensorValues<uint16_t>(inputs.find("x")->second);
   std::vector<int32_t> offsets(static_cast<size_t>(e)), slot_row(static_cast<size_t>(t * k)),
       row_slot(static_cast<size_t>(m_pad));
   WS_RETURN_IF_ERROR(PermuteLayout(idx.data(), t, k, e, a, m_pad, offsets.data(), slot_row.data(),
@@ -131,9 +98,9 @@ Status MoePermuteQuantizeReference(const ProblemSpec& spec, const SymbolTable& s
     return Status::Error("q holds {} bytes, M_pad * H = {}", q.bytes.size(), m_pad * h);
   GatherQuantize(x.data(), row_slot.data(), m_pad, k, h, rounding, q.bytes.data(),
                  scales.bytes.data());
-  Store(offsets, outputs.find("offsets")->second);
-  Store(slot_row, outputs.find("slot_row")->second);
-  Store(row_slot, outputs.find("row_slot")->second);
+  StoreTensorValues(offsets, outputs.find("offsets")->second);
+  StoreTensorValues(slot_row, outputs.find("slot_row")->second);
+  StoreTensorValues(row_slot, outputs.find("row_slot")->second);
   return Status::Ok();
 }
 

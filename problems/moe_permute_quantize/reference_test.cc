@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "problems/problems.h"
+#include "problems/reference_util.h"
 
 namespace ws::moe {
 namespace {
@@ -152,14 +153,6 @@ TEST(GatherQuantizeTest, RowsAreQuantizedCopiesAndPaddingIsZero) {
   }
 }
 
-template <typename T>
-std::vector<T> Values(const HostTensor& t) {
-  std::vector<T> v(t.bytes.size() / sizeof(T));
-  if (!v.empty())
-    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
-  return v;
-}
-
 // The registered reference on inputs generated as the runner does, at every test and hidden
 // shape: the layout rules hold, the padding is zero, and the skewed routing leaves groups empty.
 TEST(MoePermuteQuantizeSpecTest, GeneratedInputsEveryShape) {
@@ -182,11 +175,11 @@ TEST(MoePermuteQuantizeSpecTest, GeneratedInputsEveryShape) {
       auto out = RunCpuReference(*spec, sym, params, *in);
       ASSERT_TRUE(out.ok()) << out.status().message();
       const std::string where = ShapeText(*spec, shape);
-      const auto idx = Values<int32_t>(in->at("idx"));
-      const auto offsets = Values<int32_t>(out->at("offsets"));
-      const auto slot_row = Values<int32_t>(out->at("slot_row"));
-      const auto row_slot = Values<int32_t>(out->at("row_slot"));
-      const auto x = Values<uint16_t>(in->at("x"));
+      const auto idx = TensorValues<int32_t>(in->at("idx"));
+      const auto offsets = TensorValues<int32_t>(out->at("offsets"));
+      const auto slot_row = TensorValues<int32_t>(out->at("slot_row"));
+      const auto row_slot = TensorValues<int32_t>(out->at("row_slot"));
+      const auto x = TensorValues<uint16_t>(in->at("x"));
       const std::vector<uint8_t>& q = out->at("q").bytes;
       const std::vector<uint8_t>& scales = out->at("scales").bytes;
       ASSERT_EQ(static_cast<int64_t>(row_slot.size()), mp) << where;

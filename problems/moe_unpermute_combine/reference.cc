@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "problems/reference_util.h"
+
 namespace ws::moe {
 namespace {
 
@@ -44,56 +46,21 @@ void UnpermuteCombine(const uint16_t* y_p, const float* w, const int32_t* slot_r
   }
 }
 
-namespace {
-
-// Tensor bytes to and from typed values, through memcpy: HostTensor holds raw bytes.
-template <typename T>
-std::vector<T> Values(const HostTensor& t) {
-  std::vector<T> v(t.bytes.size() / sizeof(T));
-  if (!v.empty())
-    std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
-template <typename T>
-void Store(const std::vector<T>& v, HostTensor& t) {
-  if (!v.empty())
-    std::memcpy(t.bytes.data(), v.data(), v.size() * sizeof(T));
-}
-
-Result<int64_t> Symbol(const SymbolTable& symbols, const char* name) {
-  const auto it = symbols.find(name);
-  if (it == symbols.end())
-    return Status::Error("symbol {} needed", name);
-  return it->second;
-}
-
-std::string Param(const ProblemSpec& spec, const std::map<std::string, std::string>& params,
-                  const char* name) {
-  const auto it = params.find(name);
-  if (it != params.end())
-    return it->second;
-  const ParamSpec* p = spec.FindParam(name);
-  return p ? p->default_value : "";
-}
-
-}  // namespace
-
 Status MoeUnpermuteCombineReference(const ProblemSpec& spec, const SymbolTable& symbols,
                                     const std::map<std::string, std::string>& params,
                                     const TensorMap& inputs, TensorMap& outputs) {
-  WS_ASSIGN_OR_RETURN(const int64_t t, Symbol(symbols, "T"));
-  WS_ASSIGN_OR_RETURN(const int64_t h, Symbol(symbols, "H"));
-  WS_ASSIGN_OR_RETURN(const int64_t k, Symbol(symbols, "K"));
-  const std::string shared = Param(spec, params, "shared");
+  WS_ASSIGN_OR_RETURN(const int64_t t, SymbolValue(symbols, "T"));
+  WS_ASSIGN_OR_RETURN(const int64_t h, SymbolValue(symbols, "H"));
+  WS_ASSIGN_OR_RETURN(const int64_t k, SymbolValue(symbols, "K"));
+  const std::string shared = ParamValue(spec, params, "shared");
   if (shared != "none" && shared != "add")
     return Status::Error("unknown shared '{}'", shared);
   const HostTensor& y_p_t = inputs.find("y_p")->second;
   const int64_t m_pad = y_p_t.dims.empty() ? 0 : y_p_t.dims[0];
-  const std::vector<uint16_t> y_p = Values<uint16_t>(y_p_t);
-  const std::vector<float> w = Values<float>(inputs.find("w")->second);
-  const std::vector<int32_t> slot_row = Values<int32_t>(inputs.find("slot_row")->second);
-  const std::vector<uint16_t> y_shared = Values<uint16_t>(inputs.find("y_shared")->second);
+  const std::vector<uint16_t> y_p = TensorValues<uint16_t>(y_p_t);
+  const std::vector<float> w = TensorValues<float>(inputs.find("w")->second);
+  const std::vector<int32_t> slot_row = TensorValues<int32_t>(inputs.find("slot_row")->second);
+  const std::vector<uint16_t> y_shared = TensorValues<uint16_t>(inputs.find("y_shared")->second);
   for (int64_t s = 0; s < t * k; ++s) {
     if (slot_row[s] < 0 || slot_row[s] >= m_pad) {
       return Status::Error("slot_row[{}, {}] = {} is not a row of y_p [0, {})", s / k, s % k,
@@ -103,7 +70,7 @@ Status MoeUnpermuteCombineReference(const ProblemSpec& spec, const SymbolTable& 
   std::vector<uint16_t> y(static_cast<size_t>(t * h));
   UnpermuteCombine(y_p.data(), w.data(), slot_row.data(),
                    shared == "add" ? y_shared.data() : nullptr, t, k, h, y.data());
-  Store(y, outputs.find("y")->second);
+  StoreTensorValues(y, outputs.find("y")->second);
   return Status::Ok();
 }
 

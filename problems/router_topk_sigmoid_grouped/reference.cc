@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "problems/init.h"
+#include "problems/reference_util.h"
 #include "problems/router_topk_softmax/reference.h"
 
 namespace ws::router {
@@ -83,57 +84,31 @@ void TopkSigmoidGrouped(const float* logits, const float* bias, int64_t t, const
   }
 }
 
-namespace {
-
-// Tensor bytes to and from typed values, through memcpy: HostTensor holds raw bytes.
-template <typename T>
-std::vector<T> Values(const HostTensor& t) {
-  std::vector<T> v(t.bytes.size() / sizeof(T));
-  if (!v.empty())
-    std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
-template <typename T>
-void Store(const std::vector<T>& v, HostTensor& t) {
-  if (!v.empty())
-    std::memcpy(t.bytes.data(), v.data(), v.size() * sizeof(T));
-}
-
-Result<int64_t> Symbol(const SymbolTable& symbols, const char* name) {
-  const auto it = symbols.find(name);
-  if (it == symbols.end())
-    return Status::Error("symbol {} needed", name);
-  return it->second;
-}
-
-}  // namespace
-
 Status RouterTopkSigmoidGroupedReference(const ProblemSpec& spec, const SymbolTable& symbols,
                                          const std::map<std::string, std::string>& params,
                                          const TensorMap& inputs, TensorMap& outputs) {
   (void)spec;
   (void)params;
-  WS_ASSIGN_OR_RETURN(const int64_t t, Symbol(symbols, "T"));
+  WS_ASSIGN_OR_RETURN(const int64_t t, SymbolValue(symbols, "T"));
   GroupedConfig c;
-  WS_ASSIGN_OR_RETURN(c.experts, Symbol(symbols, "E"));
-  WS_ASSIGN_OR_RETURN(c.k, Symbol(symbols, "K"));
-  WS_ASSIGN_OR_RETURN(c.groups, Symbol(symbols, "NG"));
-  WS_ASSIGN_OR_RETURN(c.keep_groups, Symbol(symbols, "TG"));
-  WS_ASSIGN_OR_RETURN(c.scale_milli, Symbol(symbols, "SCALE_MILLI"));
+  WS_ASSIGN_OR_RETURN(c.experts, SymbolValue(symbols, "E"));
+  WS_ASSIGN_OR_RETURN(c.k, SymbolValue(symbols, "K"));
+  WS_ASSIGN_OR_RETURN(c.groups, SymbolValue(symbols, "NG"));
+  WS_ASSIGN_OR_RETURN(c.keep_groups, SymbolValue(symbols, "TG"));
+  WS_ASSIGN_OR_RETURN(c.scale_milli, SymbolValue(symbols, "SCALE_MILLI"));
   if (t < 1 || c.groups < 1 || c.experts % c.groups != 0 || c.keep_groups < 1 ||
       c.keep_groups > c.groups || c.k < 1 || c.k > c.keep_groups * (c.experts / c.groups)) {
     return Status::Error("T = {}, E = {}, K = {}, NG = {}, TG = {}: not a valid routing shape", t,
                          c.experts, c.k, c.groups, c.keep_groups);
   }
-  const std::vector<float> logits = Values<float>(inputs.find("logits")->second);
-  const std::vector<float> bias = Values<float>(inputs.find("bias")->second);
+  const std::vector<float> logits = TensorValues<float>(inputs.find("logits")->second);
+  const std::vector<float> bias = TensorValues<float>(inputs.find("bias")->second);
   std::vector<int32_t> idx(static_cast<size_t>(t * c.k)), counts(static_cast<size_t>(c.experts));
   std::vector<float> w(static_cast<size_t>(t * c.k));
   TopkSigmoidGrouped(logits.data(), bias.data(), t, c, idx.data(), w.data(), counts.data());
-  Store(idx, outputs.find("idx")->second);
-  Store(w, outputs.find("w")->second);
-  Store(counts, outputs.find("counts")->second);
+  StoreTensorValues(idx, outputs.find("idx")->second);
+  StoreTensorValues(w, outputs.find("w")->second);
+  StoreTensorValues(counts, outputs.find("counts")->second);
   return Status::Ok();
 }
 

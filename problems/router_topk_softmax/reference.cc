@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "problems/init.h"
+#include "problems/reference_util.h"
 
 namespace ws::router {
 
@@ -83,50 +84,15 @@ void TopkSoftmax(const float* logits, int64_t t, int64_t e, int64_t k, SoftmaxWe
   }
 }
 
-namespace {
-
-// Tensor bytes to and from typed values, through memcpy: HostTensor holds raw bytes.
-template <typename T>
-std::vector<T> Values(const HostTensor& t) {
-  std::vector<T> v(t.bytes.size() / sizeof(T));
-  if (!v.empty())
-    std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
-template <typename T>
-void Store(const std::vector<T>& v, HostTensor& t) {
-  if (!v.empty())
-    std::memcpy(t.bytes.data(), v.data(), v.size() * sizeof(T));
-}
-
-Result<int64_t> Symbol(const SymbolTable& symbols, const char* name) {
-  const auto it = symbols.find(name);
-  if (it == symbols.end())
-    return Status::Error("symbol {} needed", name);
-  return it->second;
-}
-
-std::string Param(const ProblemSpec& spec, const std::map<std::string, std::string>& params,
-                  const char* name) {
-  const auto it = params.find(name);
-  if (it != params.end())
-    return it->second;
-  const ParamSpec* p = spec.FindParam(name);
-  return p ? p->default_value : "";
-}
-
-}  // namespace
-
 Status RouterTopkSoftmaxReference(const ProblemSpec& spec, const SymbolTable& symbols,
                                   const std::map<std::string, std::string>& params,
                                   const TensorMap& inputs, TensorMap& outputs) {
-  WS_ASSIGN_OR_RETURN(const int64_t t, Symbol(symbols, "T"));
-  WS_ASSIGN_OR_RETURN(const int64_t e, Symbol(symbols, "E"));
-  WS_ASSIGN_OR_RETURN(const int64_t k, Symbol(symbols, "K"));
+  WS_ASSIGN_OR_RETURN(const int64_t t, SymbolValue(symbols, "T"));
+  WS_ASSIGN_OR_RETURN(const int64_t e, SymbolValue(symbols, "E"));
+  WS_ASSIGN_OR_RETURN(const int64_t k, SymbolValue(symbols, "K"));
   if (t < 1 || e < 1 || k < 1 || k > e)
     return Status::Error("T = {}, E = {}, K = {}: need T, E >= 1 and 1 <= K <= E", t, e, k);
-  const std::string mode = Param(spec, params, "weights");
+  const std::string mode = ParamValue(spec, params, "weights");
   SoftmaxWeights weights;
   if (mode == "renormalize") {
     weights = SoftmaxWeights::kRenormalize;
@@ -135,13 +101,13 @@ Status RouterTopkSoftmaxReference(const ProblemSpec& spec, const SymbolTable& sy
   } else {
     return Status::Error("unknown weights '{}'", mode);
   }
-  const std::vector<float> logits = Values<float>(inputs.find("logits")->second);
+  const std::vector<float> logits = TensorValues<float>(inputs.find("logits")->second);
   std::vector<int32_t> idx(static_cast<size_t>(t * k)), counts(static_cast<size_t>(e));
   std::vector<float> w(static_cast<size_t>(t * k));
   TopkSoftmax(logits.data(), t, e, k, weights, idx.data(), w.data(), counts.data());
-  Store(idx, outputs.find("idx")->second);
-  Store(w, outputs.find("w")->second);
-  Store(counts, outputs.find("counts")->second);
+  StoreTensorValues(idx, outputs.find("idx")->second);
+  StoreTensorValues(w, outputs.find("w")->second);
+  StoreTensorValues(counts, outputs.find("counts")->second);
   return Status::Ok();
 }
 
