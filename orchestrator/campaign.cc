@@ -871,30 +871,14 @@ Status Engine::Prepare() {
   }
   // Only the problems the glob names are loaded: a broken spec elsewhere in the set must not stop
   // this campaign (one the glob names does, with its error).
-  std::vector<ProblemSpec> all;
-  {
-    std::error_code ec;
-    std::vector<std::string> folders;
-    for (const auto& e : std::filesystem::directory_iterator(env_.problems_dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (e.is_directory() && std::filesystem::exists(e.path() / "spec.json") &&
-          ::fnmatch(config_.problems.c_str(), name.c_str(), 0) == 0)
-        folders.push_back(name);
-    }
-    if (ec)
-      return Status::Error("{}: cannot list: {}", env_.problems_dir, ec.message());
-    std::sort(folders.begin(), folders.end());
-    for (const auto& f : folders) {
-      WS_ASSIGN_OR_RETURN(ProblemSpec spec, LoadProblem(env_.problems_dir + "/" + f + "/spec.json"));
-      all.push_back(std::move(spec));
-    }
-  }
+  const auto named = [&](std::string_view name) {
+    return ::fnmatch(config_.problems.c_str(), std::string(name).c_str(), 0) == 0;
+  };
+  WS_ASSIGN_OR_RETURN(std::vector<ProblemSpec> all, LoadProblemSet(env_.problems_dir, named));
   WS_ASSIGN_OR_RETURN(auto stored, store_->CampaignProblems(id_));
   std::map<std::string, CampaignProblemRecord> known;
   for (auto& p : stored) known[p.problem] = p;
   for (auto& spec : all) {
-    if (::fnmatch(config_.problems.c_str(), spec.name.c_str(), 0) != 0)
-      continue;
     // Parameters apply where the problem has them.
     std::map<std::string, std::string> sets;
     for (const auto& [k, v] : config_.params) {

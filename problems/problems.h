@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -154,6 +155,11 @@ Result<ProblemSpec> LoadProblem(const std::string& spec_path);
 
 /// Loads every problems/*/spec.json under `root`, sorted by name.
 Result<std::vector<ProblemSpec>> LoadProblemSet(const std::string& root);
+
+/// The same, for the folders `want` accepts only (by folder name, which is the problem's name):
+/// a broken spec elsewhere in the set does not stop work on these.
+Result<std::vector<ProblemSpec>> LoadProblemSet(
+    const std::string& root, const std::function<bool(std::string_view)>& want);
 
 /// Parameter values chosen for one evaluation: defaults overridden by --set NAME=VALUE.
 /// Unknown names or values are errors listing the allowed ones.

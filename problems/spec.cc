@@ -722,13 +722,18 @@ Result<ProblemSpec> LoadProblem(const std::string& spec_path) {
 }
 
 Result<std::vector<ProblemSpec>> LoadProblemSet(const std::string& root) {
+  return LoadProblemSet(root, [](std::string_view) { return true; });
+}
+
+Result<std::vector<ProblemSpec>> LoadProblemSet(
+    const std::string& root, const std::function<bool(std::string_view)>& want) {
   std::error_code ec;
   if (!fs::is_directory(root, ec))
     return Status::Error("{}: not a directory", root);
   std::vector<ProblemSpec> out;
   for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
     const fs::path spec = e.path() / "spec.json";
-    if (!e.is_directory() || !fs::exists(spec))
+    if (!e.is_directory() || !fs::exists(spec) || !want(e.path().filename().string()))
       continue;
     WS_ASSIGN_OR_RETURN(ProblemSpec p, LoadProblem(spec.string()));
     out.push_back(std::move(p));
