@@ -76,25 +76,6 @@ Result<DeviceInfo> ParseDevice(const json& d) {
   }
 }
 
-std::map<std::string, std::string> ParamDefines(const ProblemSpec& spec,
-                                                const std::map<std::string, std::string>& params) {
-  std::map<std::string, std::string> defs;
-  for (const auto& p : spec.params) {
-    std::string upper;
-    for (char c : p.name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    auto it = params.find(p.name);
-    const std::string& chosen = it == params.end() ? p.default_value : it->second;
-    for (size_t i = 0; i < p.values.size(); ++i) {
-      std::string v;
-      for (char c : p.values[i]) {
-        v += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
-      }
-      defs[fmt::format("WS_{}_{}", upper, v)] = std::to_string(i);
-      if (p.values[i] == chosen) defs["WS_" + upper] = std::to_string(i);
-    }
-  }
-  return defs;
-}
 
 // The bytes and FLOPs the problem states for one shape, and the speed-of-light time.
 struct Cost {
@@ -377,6 +358,26 @@ Timing ParseTiming(const json& t) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> ParamDefines(const ProblemSpec& spec,
+                                                const std::map<std::string, std::string>& params) {
+  std::map<std::string, std::string> defs;
+  for (const auto& p : spec.params) {
+    std::string upper;
+    for (char c : p.name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    auto it = params.find(p.name);
+    const std::string& chosen = it == params.end() ? p.default_value : it->second;
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      std::string v;
+      for (char c : p.values[i]) {
+        v += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+      }
+      defs[fmt::format("WS_{}_{}", upper, v)] = std::to_string(i);
+      if (p.values[i] == chosen) defs["WS_" + upper] = std::to_string(i);
+    }
+  }
+  return defs;
+}
 
 Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts, std::string* why_none) {
   auto none = [&](std::string why) -> Result<std::optional<DeviceInfo>> {

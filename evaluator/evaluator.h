@@ -245,6 +245,11 @@ struct EvaluatorOptions {
                                                // multiples of case_timeout_s
 };
 
+/// The -D defines a kernel sees for the problem's parameters: WS_<NAME>=<index of the chosen
+/// value> and WS_<NAME>_<VALUE>=<index> for every value (the spec's default where not chosen).
+std::map<std::string, std::string> ParamDefines(const ProblemSpec& spec,
+                                                const std::map<std::string, std::string>& params);
+
 /// Probes for a usable GPU by running the runner's `devices` command. No GPU is not an error:
 /// the result is empty and `why_none` (if given) says why.
 Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts,

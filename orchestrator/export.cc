@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "evaluator/evaluator.h"
 #include "orchestrator/bundle.h"
 
 namespace ws {
@@ -1614,22 +1615,7 @@ Result<std::string> ExprToCpp(std::string_view expr) {
 std::map<std::string, std::string> KernelDefines(const ProblemSpec& spec,
                                                  const std::map<std::string, std::string>& params,
                                                  const std::map<std::string, int64_t>& knobs) {
-  std::map<std::string, std::string> defs;
-  for (const auto& p : spec.params) {
-    std::string upper;
-    for (char c : p.name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    auto it = params.find(p.name);
-    const std::string& chosen = it == params.end() ? p.default_value : it->second;
-    for (size_t i = 0; i < p.values.size(); ++i) {
-      std::string v;
-      for (char c : p.values[i]) {
-        v += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
-      }
-      defs[fmt::format("WS_{}_{}", upper, v)] = std::to_string(i);
-      if (p.values[i] == chosen)
-        defs["WS_" + upper] = std::to_string(i);
-    }
-  }
+  std::map<std::string, std::string> defs = ParamDefines(spec, params);
   for (const auto& [k, v] : knobs) defs[k] = std::to_string(v);
   return defs;
 }
