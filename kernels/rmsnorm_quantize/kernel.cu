@@ -1,0 +1,287 @@
+/* warpsmith:plan
+{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0] },
+  "launch": [ { "kernel": "sm90_bf16_rmsnorm_mxfp8_quantize_resident",
+                "grid":  ["M"],
+                "block": ["min(512, round_up(ceil_div(H / 8, CHUNKS), 32))"], "smem": "0",
+                "args":  ["x", "weight", "y", "q", "scales", "M", "H"] } ] }
+*/
+// RMSNorm + rowwise MXFP8, hand-tuned: x [M,H] bf16, weight [H] -> y [M,H] bf16, q [M,H] E4M3,
+// scales [M,H/32] E8M0, in ONE read of x (the floor: 2 + 2 + 1 + 1/32 bytes per element).
+//
+// Design:
+//  - One CTA per row, sized by the plan so the row fits in registers: thread t holds the 16-byte
+//    chunks t, t + T, ..., t + (CHUNKS-1) T of the row (T = blockDim, a multiple of 32). Every
+//    load instruction of a warp is 512 contiguous bytes; all CHUNKS loads (and the weight's) are
+//    issued before the reduction, so a CTA has the whole row in flight.
+//  - Sum of squares in fp32 (per thread, xor-shuffle, one value per warp through shared memory);
+//    r = 1 / sqrt(sum / H + 1e-6f) with IEEE sqrt and division (once per row: costs nothing, and
+//    keeps r within an ulp or two of the reference's double computation).
+//  - y = bf16(w * bf16(x * r)) with non-FTZ mul.rn (bf16 subnormals exist); stored as 16-byte
+//    vectors. The 4 lanes holding a 32-element block (H % 32 == 0 and T % 4 == 0 keep a block in
+//    one lane quad) reduce its amax with two shuffles, then quantize exactly like
+//    kernels/mxfp8_quantize_rowwise (8-byte q stores, the quad's first lane stores the scale).
+//  - Rows longer than T * CHUNKS chunks (H > 8 * 512 * CHUNKS, beyond every listed shape) take a
+//    second path that re-reads x from L2 per pass: correct, not tuned.
+//  - sm_100a: rceil scales from cvt.rp.satfinite.ue8m0x2.f32; sm_90a from the bits of d.
+// Why it should be fast: one DRAM pass, ~9 CTAs of 224 threads per SM at H = 7168 keep ~128 KB of
+// loads in flight per SM; no shared-memory staging of the row, one __syncthreads per row.
+// Knobs: CHUNKS (16-byte chunks per thread, so the CTA size), LOAD_HINT (0: ld.global.nc,
+// 1: ld.global), STORE_CS (st.global.cs for y and q).
+
+#if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
+#error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
+#endif
+#ifndef CHUNKS
+#define CHUNKS 4
+#endif
+#ifndef LOAD_HINT
+#define LOAD_HINT 0
+#endif
+#ifndef STORE_CS
+#define STORE_CS 1
+#endif
+
+namespace {
+
+struct Config {
+  static constexpr int kChunks = CHUNKS;     // 16-byte chunks of the row per thread
+  static constexpr int kChunkElems = 8;
+  static constexpr int kMaxThreads = 512;  // the plan caps the CTA here: 128 registers per thread
+  static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+  static constexpr float kEps = 1e-6f;
+};
+static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+constexpr unsigned kE8M0NaN = 0xFF;
+constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
+constexpr unsigned kBf16Inf = 0x7F80u;
+
+struct Chunk {
+  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
+};
+
+__device__ __forceinline__ Chunk load_chunk(const Chunk* p) {
+  Chunk c;
+#if LOAD_HINT == 0
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+#else
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+#endif
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "l"(p));
+  return c;
+}
+
+__device__ __forceinline__ void store_y16(Chunk* p, const Chunk& c) {
+#if STORE_CS
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.w[0]), "r"(c.w[1]),
+               "r"(c.w[2]), "r"(c.w[3]) : "memory");
+#else
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.w[0]), "r"(c.w[1]),
+               "r"(c.w[2]), "r"(c.w[3]) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void store_q8(unsigned char* p, unsigned lo, unsigned hi) {
+#if STORE_CS
+  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+#else
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+#endif
+}
+
+// NOTE: explicit mul.rn.f32 (never .ftz): bf16 subnormals, 2^-127 and small d are fp32 subnormals.
+__device__ __forceinline__ float mul_rn(float a, float b) {
+  float d;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xFFFF0000u); }
+
+// Two fp32 -> packed bf16 (RNE; NaN stays NaN), lo in the low half.
+__device__ __forceinline__ unsigned cvt_bf16x2(float lo, float hi) {
+  unsigned d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
+  unsigned d;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
+  unsigned short d;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= amax * fp32(1/448).
+__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
+  const float d = mul_rn(__uint_as_float(amax_bf16 << 16), 1.0f / 448.0f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  unsigned short pair;  // round up to a power of two; satfinite: +Inf -> 0xFE, 0 -> 0x00
+  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
+  return pair & 0xFFu;
+#else
+  const unsigned bits = __float_as_uint(d);
+  const unsigned e = bits >> 23;
+  const unsigned mant = bits & 0x7FFFFFu;
+  if (e == 0xFF) return 254;
+  if (e == 0) return mant > 0x400000u ? 1 : 0;  // 2^-127 is the subnormal 0x00400000
+  return min(e + (mant != 0 ? 1u : 0u), 254u);
+#endif
+}
+
+// E8M0 floor scale for finite amax; bf16 subnormals and 0 clamp to 0.
+__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
+  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
+}
+
+// fp32 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
+__device__ __forceinline__ float scale_reciprocal(unsigned s) {
+  const unsigned biased = 254u - s;
+  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
+}
+
+// A chunk of y (8 bf16) -> its block's scale (shared by the lane quad) and 8 E4M3 bytes.
+// Every lane of the warp must call it (shuffles).
+__device__ __forceinline__ unsigned quantize_chunk(const Chunk& c, unsigned& lo, unsigned& hi) {
+  const unsigned m2 = max_u16x2(max_u16x2(c.w[0] & 0x7FFF7FFFu, c.w[1] & 0x7FFF7FFFu),
+                                max_u16x2(c.w[2] & 0x7FFF7FFFu, c.w[3] & 0x7FFF7FFFu));
+  unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
+  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+  const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
+  const unsigned s =
+      special ? kE8M0NaN : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
+  const float r = scale_reciprocal(special ? 0u : s);
+  unsigned out[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
+    out[h] = cvt_e4m3x2(mul_rn(bf16_lo(w0), r), mul_rn(bf16_hi(w0), r)) |
+             (cvt_e4m3x2(mul_rn(bf16_lo(w1), r), mul_rn(bf16_hi(w1), r)) << 16);
+  }
+  lo = special ? kE4M3NaNx4 : out[0];
+  hi = special ? kE4M3NaNx4 : out[1];
+  return s;
+}
+
+__device__ __forceinline__ float sum_squares(const Chunk& c) {
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    s = fmaf(bf16_lo(c.w[i]), bf16_lo(c.w[i]), s);
+    s = fmaf(bf16_hi(c.w[i]), bf16_hi(c.w[i]), s);
+  }
+  return s;
+}
+
+// y chunk = bf16(w * bf16(x * r)).
+__device__ __forceinline__ Chunk normalize(const Chunk& x, const Chunk& w, float r) {
+  Chunk y;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const unsigned n = cvt_bf16x2(mul_rn(bf16_lo(x.w[i]), r), mul_rn(bf16_hi(x.w[i]), r));
+    y.w[i] = cvt_bf16x2(mul_rn(bf16_lo(w.w[i]), bf16_lo(n)), mul_rn(bf16_hi(w.w[i]), bf16_hi(n)));
+  }
+  return y;
+}
+
+// Block-wide sum; every thread gets the total. red: (32) floats of shared memory.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float t = lane < warps ? red[lane] : 0.0f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(kFullMask, t, o);
+  return t;
+}
+
+// Normalizes and quantizes chunk ci of the row (all lanes call it; out-of-row lanes store nothing).
+__device__ __forceinline__ void emit_chunk(const Chunk& xc, const Chunk& wc, float r, bool in_row,
+                                           long long ci_global, Chunk* y_chunks, unsigned char* q,
+                                           unsigned char* scales) {
+  const Chunk yc = normalize(xc, wc, r);
+  unsigned lo, hi;
+  const unsigned s = quantize_chunk(yc, lo, hi);
+  if (in_row) {
+    store_y16(y_chunks + ci_global, yc);
+    store_q8(q + ci_global * Config::kChunkElems, lo, hi);
+    if ((threadIdx.x & 3) == 0) scales[ci_global >> 2] = static_cast<unsigned char>(s);
+  }
+}
+
+}  // namespace
+
+// x (M,H), weight (H), y (M,H) bf16 bits; q (M,H) e4m3; scales (M,H/32) e8m0. CTA: one row.
+extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
+    sm90_bf16_rmsnorm_mxfp8_quantize_resident(const unsigned short* __restrict__ x,
+                                              const unsigned short* __restrict__ weight,
+                                              unsigned short* __restrict__ y,
+                                              unsigned char* __restrict__ q,
+                                              unsigned char* __restrict__ scales, int M, int H) {
+  __shared__ float red[32];
+  const int row_chunks = H / Config::kChunkElems;  // multiple of 4
+  const int T = blockDim.x;                         // multiple of 32
+  const long long row = blockIdx.x;
+  const long long base = row * row_chunks;          // first chunk of the row
+  const Chunk* x_chunks = reinterpret_cast<const Chunk*>(x);
+  const Chunk* w_chunks = reinterpret_cast<const Chunk*>(weight);
+  Chunk* y_chunks = reinterpret_cast<Chunk*>(y);
+  const int tid = threadIdx.x;
+  const float inv_h = 1.0f / static_cast<float>(H);
+  (void)M;
+
+  if (row_chunks <= T * Config::kChunks) {
+    // The row lives in registers: (kChunks) x 16 B of x and of the weight per thread.
+    Chunk xc[Config::kChunks], wc[Config::kChunks];
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      const int ci = u * T + tid;
+      if (ci < row_chunks) {
+        xc[u] = load_chunk(x_chunks + base + ci);
+      } else {
+        xc[u] = Chunk{{0u, 0u, 0u, 0u}};
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      const int ci = u * T + tid;
+      wc[u] = ci < row_chunks ? load_chunk(w_chunks + ci) : Chunk{{0u, 0u, 0u, 0u}};
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) ss += sum_squares(xc[u]);
+    const float total = block_sum(ss, red);
+    const float r = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(total, inv_h), Config::kEps)));
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      if (u * T >= row_chunks) break;  // uniform across the CTA: whole warps stay together
+      const int ci = u * T + tid;
+      emit_chunk(xc[u], wc[u], r, ci < row_chunks, base + ci, y_chunks, q, scales);
+    }
+  } else {
+    // Long rows: the sum in one pass, then a second pass re-reading x (mostly from L2).
+    float ss = 0.0f;
+    for (int ci = tid; ci < row_chunks; ci += T) ss += sum_squares(load_chunk(x_chunks + base + ci));
+    const float total = block_sum(ss, red);
+    const float r = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(total, inv_h), Config::kEps)));
+    for (int c0 = 0; c0 < row_chunks; c0 += T) {
+      const int ci = c0 + tid;
+      const bool in_row = ci < row_chunks;
+      const Chunk xc = in_row ? load_chunk(x_chunks + base + ci) : Chunk{{0u, 0u, 0u, 0u}};
+      const Chunk wc = in_row ? load_chunk(w_chunks + ci) : Chunk{{0u, 0u, 0u, 0u}};
+      emit_chunk(xc, wc, r, in_row, base + ci, y_chunks, q, scales);
+    }
+  }
+}
