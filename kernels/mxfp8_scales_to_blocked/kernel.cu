@@ -1,0 +1,196 @@
+/* warpsmith:plan
+{ "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [8, 4, 16],
+              "STORE_CS": [1, 0] },
+  "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
+*/
+// MXFP8 scales to the 128x4 blocked layout, hand-tuned: scales [M,C] E8M0 rows grouped by
+// expert (group_offsets [G] end rows) -> scales_blocked, T tiles of 512 bytes.
+//
+// Design (pure data movement, ~1 byte in and ~1 byte out per scale):
+//  - One CTA per (128-row output stripe, run of TILES column tiles). Groups are padded to 128
+//    rows, so a stripe lies in one group (or after the last: all pad). Each warp finds the
+//    stripe's group by itself: 32 groups per step, a warp scan of their padded stripe counts and
+//    a ballot (no block-wide sync, no serial walk).
+//  - The stripe's rows are contiguous in scales; when its whole width fits (C <= 4*TILES, every
+//    bench shape) they are one 32-byte aligned run of rows*C bytes: read with coalesced 4-byte
+//    loads, BATCH per thread in flight, scattered into shared memory rows of P words, P odd.
+//    Wider C: per-row segments, same layout.
+//  - Output: every 16-byte line (rows i, i+32, i+64, i+96 of the stripe, 4 columns each) is four
+//    word reads at stride P (odd: conflict-free across the 32 lanes = 32 lines of a tile) and
+//    one 16-byte store; a warp writes one 512-byte tile contiguously. Pad rows, pad columns
+//    (C % 4) and the tail stripes are masked to 0x00 in the same stores.
+//
+// Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
+// BATCH (4-byte loads in flight per thread), STORE_CS (st.global.cs).
+// Measured on the H200: not yet (the lead fills this in).
+//
+// Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
+
+#ifndef THREADS
+#define THREADS 256
+#endif
+#ifndef TILES
+#define TILES 64
+#endif
+#ifndef BATCH
+#define BATCH 8
+#endif
+#ifndef STORE_CS
+#define STORE_CS 1
+#endif
+
+namespace {
+
+struct Config {
+  static constexpr int kThreads = THREADS;
+  static constexpr int kTiles = TILES;  // column tiles (4 scale columns each) per CTA
+  static constexpr int kBatch = BATCH;
+  static constexpr int kStripeRows = 128;
+};
+static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
+static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+__device__ __forceinline__ unsigned load_word(const unsigned char* p) {
+  unsigned v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void store16(unsigned char* p, unsigned a, unsigned b, unsigned c,
+                                        unsigned d) {
+#if STORE_CS
+  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
+               "r"(d)
+               : "memory");
+#else
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
+               "r"(d)
+               : "memory");
+#endif
+}
+
+struct StripeSource {
+  long long first_row;  // input row of the stripe's row 0
+  int rows;             // rows holding data, 0 .. 128 (a multiple of 32)
+};
+
+// Which input rows stripe s holds. Warp-cooperative (all 32 lanes call, all get the answer):
+// group g covers stripes [P_g, P_g + R_g) with R_g = ceil_div(end_g - start_g, 128).
+__device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offsets, int G,
+                                                    long long s, int lane) {
+  long long stripes_before = 0;  // padded stripes of the groups of earlier rounds
+  int prev_end = 0;              // end row of the group before this round's first
+  for (int g0 = 0; g0 < G; g0 += 32) {
+    const int g = g0 + lane;
+    const int end = g < G ? __ldg(offsets + g) : 0;
+    int start = __shfl_up_sync(kFullMask, end, 1);
+    if (lane == 0) start = prev_end;
+    const int n = g < G ? end - start : 0;
+    const int r = (n + Config::kStripeRows - 1) / Config::kStripeRows;
+    int incl = r;  // inclusive scan of stripe counts
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(kFullMask, incl, d);
+      if (lane >= d) incl += v;
+    }
+    const unsigned hit = __ballot_sync(kFullMask, g < G && s < stripes_before + incl);
+    if (hit != 0) {
+      const int f = __ffs(hit) - 1;
+      const long long excl = stripes_before + __shfl_sync(kFullMask, incl - r, f);
+      const long long rel = (s - excl) * Config::kStripeRows;
+      const long long first = __shfl_sync(kFullMask, start, f) + rel;
+      const long long avail = __shfl_sync(kFullMask, n, f) - rel;
+      return {first, static_cast<int>(min(avail, static_cast<long long>(Config::kStripeRows)))};
+    }
+    stripes_before += __shfl_sync(kFullMask, incl, 31);
+    prev_end = __shfl_sync(kFullMask, end, 31);
+  }
+  return {0, 0};  // after the last group: all pad
+}
+
+}  // namespace
+
+// scales (M,C) e8m0; group_offsets (G) i32 end rows (multiples of 32, last = M); out: stripes *
+// C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4).
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_mxfp8_scales_to_blocked(const unsigned char* __restrict__ scales,
+                                 const int* __restrict__ group_offsets,
+                                 unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int c4 = (C + 3) / 4;
+  const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
+  const long long s = blockIdx.x / chunks;
+  const int t0 = static_cast<int>(blockIdx.x % chunks) * Config::kTiles;  // first column tile
+  const int nt = min(Config::kTiles, c4 - t0);                            // tiles of this CTA
+  const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
+  unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
+
+  const StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
+  const int rows = src.rows;
+
+  if (rows > 0) {
+    if (chunks == 1) {
+      // The stripe's rows are one contiguous, 32-byte aligned run of rows * C bytes.
+      const unsigned char* base = scales + src.first_row * C;
+      const int words = rows * C / 4;
+      const bool word_rows = (C & 3) == 0;
+      for (int w0 = tid; w0 < words; w0 += Config::kBatch * Config::kThreads) {
+        unsigned v[Config::kBatch];
+#pragma unroll
+        for (int j = 0; j < Config::kBatch; ++j) {
+          const int w = w0 + j * Config::kThreads;
+          v[j] = w < words ? load_word(base + 4LL * w) : 0u;
+        }
+#pragma unroll
+        for (int j = 0; j < Config::kBatch; ++j) {
+          const int w = w0 + j * Config::kThreads;
+          if (w >= words) continue;
+          if (word_rows) {
+            const int cw = C / 4;
+            smem_words[(w / cw) * pitch + w % cw] = v[j];
+          } else {
+            // C % 4 != 0: the word straddles rows; place its 4 bytes one by one.
+            int idx = 4 * w, row = idx / C, col = idx - row * C;
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+              smem_bytes[row * 4 * pitch + col] = static_cast<unsigned char>(v[j] >> (8 * b));
+              if (++col == C) {
+                col = 0;
+                ++row;
+              }
+            }
+          }
+        }
+      }
+    } else {
+      // Wider than the CTA: row segments of columns [4 t0, min(C, 4 (t0 + nt))).
+      const int c0 = 4 * t0, cols = min(C - c0, 4 * nt);
+      for (int e = tid; e < rows * cols; e += Config::kThreads) {
+        const int r = e / cols, c = e - r * cols;
+        smem_bytes[r * 4 * pitch + c] = __ldg(scales + (src.first_row + r) * C + c0 + c);
+      }
+    }
+  }
+  __syncthreads();
+
+  // Lines: tile tt (of nt), line i holds rows i, i+32, i+64, i+96, columns 4 (t0+tt) .. +3.
+  const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
+  unsigned char* dst = out + (s * c4 + t0) * 512;
+  for (int l = tid; l < nt * 32; l += Config::kThreads) {
+    const int tt = l >> 5, i = l & 31;
+    const unsigned mask = t0 + tt == c4 - 1 ? last_mask : 0xFFFFFFFFu;
+    unsigned w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = 32 * j + i;
+      w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
+    }
+    store16(dst + l * 16, w[0], w[1], w[2], w[3]);
+  }
+}
