@@ -1,0 +1,357 @@
+/* warpsmith:plan
+{ "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
+              "STORE_CS": [1, 0] },
+  "launch": [ { "kernel": "moe_permute_chunk_counts",
+                "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
+                "args":  ["idx", "workspace", "T", "E", "K"] },
+              { "kernel": "moe_permute_scan",
+                "grid":  [1], "block": [1024], "smem": "0",
+                "args":  ["workspace", "offsets", "row_slot", "T", "E", "A",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+              { "kernel": "moe_permute_rank",
+                "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
+                "args":  ["idx", "workspace", "slot_row", "row_slot", "T", "E", "K"] },
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize",
+                "grid":  ["ceil_div(T + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
+                "block": ["THREADS"], "smem": "0",
+                "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] } ],
+  "workspace": { "bytes": "ceil_div(T, CHUNK) * E * 4", "zero": false } }
+*/
+// MoE dispatch + rowwise MXFP8, hand-tuned. x [T,H] bf16, idx [T,K] -> q [MP,H] E4M3,
+// scales [MP,H/32], row_slot [MP], slot_row [T,K], offsets [E].
+//
+// Design: the routing is three small launches; the bytes move in the fourth.
+//  1. chunk_counts: per chunk of CHUNK tokens, an expert histogram (shared-memory atomics; counts
+//     are order-free) -> workspace[chunk][e].
+//  2. scan (one CTA): per expert the total over chunks (G = 1024 / pow2(E) threads share an expert,
+//     each summing a range of chunks), padded group sizes scanned into offsets, the workspace
+//     turned into each (chunk, expert)'s first row, and row_slot = -1 written for every padding
+//     and filler row (so each row_slot entry is written once, no clearing pass).
+//  3. rank (one warp per chunk): the chunk's slots in ascending order, 32 per round;
+//     __match_any_sync groups a round's lanes by expert, a lane's row is the expert's running row
+//     plus its rank among the earlier lanes of its group. Stable, deterministic, no global atomics.
+//  4. quantize: warp items. Item t < T: token t's row is read ONCE (16-byte loads, the next tile's
+//     loads issued before the current tile is quantized), quantized exactly as
+//     kernels/mxfp8_quantize_rowwise (lane quads per block), and each 8-byte q word and scale is
+//     stored to all K destination rows (256 contiguous bytes per warp store). Item T + b: rows
+//     32b .. 32b+31; the warp zeroes those whose row_slot is -1 (padding and filler).
+// Why it should be fast: x is read once although every token goes to K rows (a gather per output
+// row would read x K times: at K = 8 that is ~2x the floor's bytes); stores are full lines;
+// nothing waits on atomics. sm_100a: rceil from cvt.rp.satfinite.ue8m0x2.f32.
+// Knobs: CHUNK (tokens per routing chunk: ranking rounds vs. scan length), THREADS (quantize CTA
+// size), CHUNKS (16-byte loads per lane per tile, double-buffered), STORE_CS (st.global.cs).
+
+#if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
+#error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
+#endif
+#ifndef CHUNK
+#define CHUNK 64
+#endif
+#ifndef THREADS
+#define THREADS 256
+#endif
+#ifndef CHUNKS
+#define CHUNKS 2
+#endif
+#ifndef STORE_CS
+#define STORE_CS 1
+#endif
+
+namespace {
+
+struct Config {
+  static constexpr int kChunk = CHUNK;          // tokens per routing chunk
+  static constexpr int kMaxExperts = 1024;      // the spec's bounds
+  static constexpr int kMaxK = 32;
+  static constexpr int kThreads = THREADS;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kChunks = CHUNKS;        // 16-byte loads per lane per tile
+  static constexpr int kTileChunks = 32 * kChunks;
+  static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+};
+static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
+static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+constexpr unsigned kE8M0NaN = 0xFF;
+constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
+constexpr unsigned kBf16Inf = 0x7F80u;
+
+struct Chunk {
+  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
+};
+
+__device__ __forceinline__ Chunk load_chunk(const unsigned short* p) {
+  Chunk c;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "l"(p));
+  return c;
+}
+
+__device__ __forceinline__ void store_q8(unsigned char* p, unsigned lo, unsigned hi) {
+#if STORE_CS
+  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+#else
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+#endif
+}
+
+// NOTE: explicit mul.rn.f32 (never .ftz): 2^-127 and small d are fp32 subnormals.
+__device__ __forceinline__ float mul_rn(float a, float b) {
+  float d;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xFFFF0000u); }
+
+__device__ __forceinline__ unsigned cvt_bf16x2(float lo, float hi) {
+  unsigned d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
+  unsigned d;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
+  unsigned short d;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= amax * fp32(1/448).
+__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
+  const float d = mul_rn(__uint_as_float(amax_bf16 << 16), 1.0f / 448.0f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  unsigned short pair;  // round up to a power of two; satfinite: +Inf -> 0xFE, 0 -> 0x00
+  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
+  return pair & 0xFFu;
+#else
+  const unsigned bits = __float_as_uint(d);
+  const unsigned e = bits >> 23;
+  const unsigned mant = bits & 0x7FFFFFu;
+  if (e == 0xFF) return 254;
+  if (e == 0) return mant > 0x400000u ? 1 : 0;  // 2^-127 is the subnormal 0x00400000
+  return min(e + (mant != 0 ? 1u : 0u), 254u);
+#endif
+}
+
+__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
+  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
+}
+
+// amax (bf16 magnitude bits) -> scale byte; *special: NaN (or Inf under floor), q all 0x7F.
+__device__ __forceinline__ unsigned block_scale(unsigned amax, bool* special) {
+  *special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
+  return *special ? kE8M0NaN : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
+}
+
+// fp32 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
+__device__ __forceinline__ float scale_reciprocal(unsigned s) {
+  const unsigned biased = 254u - s;
+  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
+}
+
+// Rowwise: a chunk (8 bf16) -> its lane quad's scale and 8 E4M3 bytes. All lanes must call it.
+__device__ __forceinline__ unsigned quantize_row_chunk(const Chunk& c, unsigned& lo,
+                                                       unsigned& hi) {
+  const unsigned m2 = max_u16x2(max_u16x2(c.w[0] & 0x7FFF7FFFu, c.w[1] & 0x7FFF7FFFu),
+                                max_u16x2(c.w[2] & 0x7FFF7FFFu, c.w[3] & 0x7FFF7FFFu));
+  unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
+  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+  bool special;
+  const unsigned s = block_scale(amax, &special);
+  const float r = scale_reciprocal(special ? 0u : s);
+  unsigned out[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
+    out[h] = cvt_e4m3x2(mul_rn(bf16_lo(w0), r), mul_rn(bf16_hi(w0), r)) |
+             (cvt_e4m3x2(mul_rn(bf16_lo(w1), r), mul_rn(bf16_hi(w1), r)) << 16);
+  }
+  lo = special ? kE4M3NaNx4 : out[0];
+  hi = special ? kE4M3NaNx4 : out[1];
+  return s;
+}
+
+__device__ __forceinline__ void store_zero16(unsigned char* p) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(0u) : "memory");
+}
+
+}  // namespace
+
+// ws (chunks,E): slots of each chunk routed to each expert.
+extern "C" __global__ void moe_permute_chunk_counts(const int* __restrict__ idx,
+                                                    int* __restrict__ ws, int T, int E, int K) {
+  __shared__ int hist[Config::kMaxExperts];
+  for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
+  __syncthreads();
+  const long long first = static_cast<long long>(blockIdx.x) * Config::kChunk * K;
+  const long long last =
+      min(static_cast<long long>(blockIdx.x + 1) * Config::kChunk, static_cast<long long>(T)) * K;
+  for (long long s = first + threadIdx.x; s < last; s += blockDim.x) atomicAdd(&hist[idx[s]], 1);
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    ws[static_cast<long long>(blockIdx.x) * E + e] = hist[e];
+  }
+}
+
+// One CTA of 1024 threads: offsets, ws (chunks,E) counts -> first rows, row_slot = -1 on padding
+// and filler rows. Thread t serves expert t % P (P = pow2 >= E) for chunk range t / P.
+extern "C" __global__ void __launch_bounds__(1024)
+    moe_permute_scan(int* __restrict__ ws, int* __restrict__ offsets, int* __restrict__ row_slot,
+                     int T, int E, int A, int MP) {
+  __shared__ int part[1024];   // (G,P) partial counts
+  __shared__ int ends[1024];   // (P) inclusive scan of padded sizes
+  const int tid = threadIdx.x;
+  int P = 1;
+  while (P < E) P <<= 1;
+  const int G = 1024 / P;
+  const int e = tid % P, g = tid / P;
+  const int chunks = (T + Config::kChunk - 1) / Config::kChunk;
+  const int per = (chunks + G - 1) / G;
+  const int c0 = min(g * per, chunks), c1 = min(c0 + per, chunks);
+  int sum = 0;
+  if (e < E) {
+    for (int c = c0; c < c1; ++c) sum += ws[static_cast<long long>(c) * E + e];
+  }
+  part[tid] = sum;
+  __syncthreads();
+  int total = 0, before = 0;  // this expert's slots; those of the chunk ranges before this one
+  for (int k = 0; k < G; ++k) {
+    const int v = part[k * P + e];
+    total += v;
+    if (k < g) before += v;
+  }
+  const int padded = e < E ? (total + A - 1) / A * A : 0;
+  if (tid < P) ends[tid] = padded;
+  __syncthreads();
+  for (int off = 1; off < P; off <<= 1) {  // inclusive Hillis-Steele scan over P entries
+    const int add = tid < P && tid >= off ? ends[tid - off] : 0;
+    __syncthreads();
+    if (tid < P) ends[tid] += add;
+    __syncthreads();
+  }
+  if (e < E) {
+    const int start = ends[e] - padded;
+    int row = start + before;
+    for (int c = c0; c < c1; ++c) {
+      int* cell = ws + static_cast<long long>(c) * E + e;
+      const int n = *cell;
+      *cell = row;
+      row += n;
+    }
+    if (g == 0) {
+      offsets[e] = ends[e];
+      for (int r = start + total; r < ends[e]; ++r) row_slot[r] = -1;  // group padding
+    }
+  }
+  for (int r = ends[P - 1] + tid; r < MP; r += 1024) row_slot[r] = -1;  // filler
+}
+
+// One warp per chunk: slot rows in ascending slot order within each expert.
+extern "C" __global__ void __launch_bounds__(32)
+    moe_permute_rank(const int* __restrict__ idx, const int* __restrict__ ws,
+                     int* __restrict__ slot_row, int* __restrict__ row_slot, int T, int E, int K) {
+  __shared__ int next_row[Config::kMaxExperts];              // (E)
+  __shared__ int sidx[Config::kChunk * Config::kMaxK];       // (CHUNK*K) the chunk's experts
+  const int lane = threadIdx.x;
+  const long long first = static_cast<long long>(blockIdx.x) * Config::kChunk * K;
+  const int n = static_cast<int>(
+      min(static_cast<long long>(blockIdx.x + 1) * Config::kChunk, static_cast<long long>(T)) * K -
+      first);
+  for (int e = lane; e < E; e += 32) next_row[e] = ws[static_cast<long long>(blockIdx.x) * E + e];
+  for (int i = lane; i < n; i += 32) sidx[i] = idx[first + i];
+  __syncwarp();
+  const unsigned lanes_below = (1u << lane) - 1u;
+  for (int i0 = 0; i0 < n; i0 += 32) {
+    const int i = i0 + lane;
+    const int e = i < n ? sidx[i] : -1;  // -1: a lane past the chunk, in a group of its own kind
+    const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
+    const int base = e >= 0 ? next_row[e] : 0;
+    __syncwarp();
+    if (e >= 0) {
+      const int row = base + __popc(group & lanes_below);
+      slot_row[first + i] = row;
+      row_slot[row] = static_cast<int>(first + i);
+      if (lane == 31 - __clz(group)) next_row[e] = base + __popc(group);  // the group's last lane
+    }
+    __syncwarp();
+  }
+}
+
+// x (T,H) bf16; slot_row (T,K), row_slot (MP); q (MP,H) e4m3, scales (MP,H/32) e8m0.
+// Warp items: t < T quantizes token t into its K rows; T + b zeroes the -1 rows of 32b..32b+31.
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_bf16_moe_permute_mxfp8_quantize(const unsigned short* __restrict__ x,
+                                         const int* __restrict__ slot_row,
+                                         const int* __restrict__ row_slot,
+                                         unsigned char* __restrict__ q,
+                                         unsigned char* __restrict__ scales, int T, int H, int K,
+                                         int MP) {
+  const int lane = threadIdx.x & 31;
+  const long long item = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
+  const int row_chunks = H / 8;      // multiple of 4
+  const int row_blocks = H / 32;
+  if (item >= T) {
+    const long long r0 = (item - T) * 32;
+    if (r0 >= MP) return;
+    const bool pad = r0 + lane < MP && row_slot[r0 + lane] < 0;
+    unsigned todo = __ballot_sync(0xFFFFFFFFu, pad);
+    while (todo != 0) {
+      const int j = __ffs(todo) - 1;
+      todo &= todo - 1;
+      const long long row = r0 + j;
+      unsigned char* qr = q + row * H;
+      for (int c = lane; c < H / 16; c += 32) store_zero16(qr + c * 16);  // H % 32 == 0
+      for (int b = lane; b < row_blocks; b += 32) scales[row * row_blocks + b] = 0;
+    }
+    return;
+  }
+  // Token item: lane j < K holds the row of slot (item, j).
+  const int my_row = lane < K ? slot_row[item * K + lane] : 0;
+  const Chunk* xr = reinterpret_cast<const Chunk*>(x + item * H);
+  const int tiles = (row_chunks + Config::kTileChunks - 1) / Config::kTileChunks;
+  Chunk next[Config::kChunks];
+#pragma unroll
+  for (int u = 0; u < Config::kChunks; ++u) {
+    const int ci = u * 32 + lane;
+    next[u] = ci < row_chunks ? load_chunk(reinterpret_cast<const unsigned short*>(xr + ci))
+                              : Chunk{{0u, 0u, 0u, 0u}};
+  }
+  for (int tile = 0; tile < tiles; ++tile) {
+    Chunk cur[Config::kChunks];
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) cur[u] = next[u];
+    if (tile + 1 < tiles) {
+#pragma unroll
+      for (int u = 0; u < Config::kChunks; ++u) {
+        const int ci = (tile + 1) * Config::kTileChunks + u * 32 + lane;
+        next[u] = ci < row_chunks ? load_chunk(reinterpret_cast<const unsigned short*>(xr + ci))
+                                  : Chunk{{0u, 0u, 0u, 0u}};
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < Config::kChunks; ++u) {
+      const int ci = tile * Config::kTileChunks + u * 32 + lane;
+      unsigned lo, hi;
+      const unsigned s = quantize_row_chunk(cur[u], lo, hi);
+      // NOTE: the shuffle runs on all lanes (lane j may be past the row); K is warp-uniform.
+      for (int j = 0; j < K; ++j) {
+        const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
+        if (ci < row_chunks) {
+          store_q8(q + row * H + ci * 8, lo, hi);
+          if ((lane & 3) == 0) scales[row * row_blocks + (ci >> 2)] = static_cast<unsigned char>(s);
+        }
+      }
+    }
+  }
+}
