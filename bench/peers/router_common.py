@@ -1,0 +1,54 @@
+# Shared timing for the router peers (router_topk_softmax.py, router_topk_sigmoid_grouped.py): the
+# torch composition a model uses, eager and torch.compile, timed two ways in this process:
+#   "protocol": warpsmith's own method (CUDA events around the call only; before every timed call
+#               the outputs are overwritten and the L2 is flushed by reading 4x its size; input
+#               sets rotated; median);
+#   "do_bench": triton.testing.do_bench, median.
+# The peers are timed, not checked: torch.topk breaks ties its own way.
+import os, statistics
+
+import torch
+from triton.testing import do_bench
+
+
+def protocol_time_us(fn, outputs, iters=100, warmup=5):
+    """Median of event-timed calls, each after an output overwrite and a read-based L2 flush."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(4 * l2 // 4, dtype=torch.float32, device="cuda").uniform_()
+    times = []
+    for i in range(warmup + iters):
+        for o in outputs:
+            o.view(torch.uint8).fill_(0xA5)
+        flush.sum()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn(i)
+        b.record()
+        if i >= warmup:
+            times.append((a, b))
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in times)
+
+
+def measure(route, input_sets, nbytes):
+    """route(*inputs) -> (idx, w, counts). Eager and torch.compile, protocol and do_bench."""
+    res = {}
+    variants = [("eager", route)]
+    if not os.environ.get("PEERS_NO_COMPILE"):  # torch.compile costs minutes of compiling
+        variants.append(("torch_compile", torch.compile(route)))
+    for name, fn in variants:
+        try:
+            outs = fn(*input_sets[0])
+            torch.cuda.synchronize()
+            us = protocol_time_us(lambda i: fn(*input_sets[i % len(input_sets)]), list(outs))
+            counter = [0]
+
+            def step():
+                counter[0] += 1
+                fn(*input_sets[counter[0] % len(input_sets)])
+
+            db_us = do_bench(step, warmup=25, rep=200, return_mode="median") * 1e3
+            res[name] = {"protocol_us": us, "do_bench_us": db_us, "protocol_TBps": nbytes / us / 1e6}
+        except Exception as ex:  # keep the other variants' figures
+            res[name] = {"error": repr(ex)[:500]}
+    return res
