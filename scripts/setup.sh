@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libcurl4-openssl-dev libboost1.81-dev nlohmann-json3-dev libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libcli11-dev libfmt-dev
-  libseccomp-dev bubblewrap python3
+  libseccomp-dev bubblewrap python3 python3-venv  # venv: scripts/check_sass.py fetches cuobjdump from PyPI
   slurmctld slurmd slurm-client munge
   chromium  # the dashboard's headless browser test (tests/serve_browser_test.cc)
 )

@@ -41,6 +41,12 @@
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu
 //   [--set rounding=floor] [--knob CHUNKS=4 ...]; benchmark against the peers: bench/run.sh.
+//
+// SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
+// is the ue8m0 conversion (floor needs none).
+// warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
+// warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
+// warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Checks that every hand-tuned kernel's SASS holds the instructions its header claims.
+
+Each kernels/<problem>/kernel.cu may declare, in its header comment, lines of the form
+
+    // warpsmith:sass ARCH [PARAM=VALUE ...]: OPCODE OPCODE ...
+
+ARCH is sm_90a or sm_100a; the PARAM=VALUE filters (the problem's parameters) restrict the claim to
+those settings, else it holds for every parameter setting. An OPCODE matches a SASS instruction
+whose opcode equals it or starts with it followed by a '.', so `F2FP.SATFINITE.E8` matches
+`F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP`. Each claimed line is checked for every parameter
+setting it covers, with the plan's default knobs, compiled by warpsmith's own NVRTC path
+(`warpsmith eval --compile-only --json`; the cubin is the workspace cache's <hash>.cubin).
+
+cuobjdump comes from $CUOBJDUMP, PATH, /usr/local/cuda/bin, or else PyPI (nvidia-cuda-cuobjdump and
+nvidia-cuda-nvdisasm, which cuobjdump needs for -sass) installed into a venv under --work. When none
+of these works, the check skips (exit 77) unless WARPSMITH_REQUIRE_SASS=1 (CI), where it fails.
+
+Usage: scripts/check_sass.py --warpsmith build/warpsmith [--root .] [--work build/sass-check]
+Exit: 0 every claim holds, 1 a claim does not hold or a kernel does not compile, 77 skipped.
+"""
+
+import argparse
+import glob
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+CLAIM = re.compile(r"^\s*//\s*warpsmith:sass\s+(sm_\d+a?)((?:\s+[A-Za-z_]\w*=\S+)*)\s*:\s*(.*)$")
+# A SASS line: /*0740*/  @!P3 F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP R27, RZ, R27, RZ ;
+SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)")
+PYPI_PACKAGES = ["nvidia-cuda-cuobjdump>=13,<14", "nvidia-cuda-nvdisasm>=13,<14"]
+
+
+def parse_claims(path):
+    """[(arch, {param: value}, [opcode])] from the file's warpsmith:sass lines."""
+    claims = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if "warpsmith:sass" not in line:
+                continue
+            m = CLAIM.match(line)
+            if not m or not m.group(3).split():
+                raise ValueError(f"{path}:{n}: expected '// warpsmith:sass ARCH [P=V ...]: OPCODE ...'")
+            filters = dict(kv.split("=", 1) for kv in m.group(2).split())
+            claims.append((m.group(1), filters, m.group(3).split()))
+    return claims
+
+
+def find_cuobjdump(work):
+    """Path of a cuobjdump that can disassemble (nvdisasm beside it or on PATH), or None."""
+    candidates = [os.environ.get("CUOBJDUMP"), shutil.which("cuobjdump"), "/usr/local/cuda/bin/cuobjdump"]
+    venv_bin = glob.glob(os.path.join(work, "venv", "lib", "python3*", "site-packages", "nvidia", "cu*", "bin"))
+    candidates += [os.path.join(b, "cuobjdump") for b in venv_bin]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    venv = os.path.join(work, "venv")
+    print(f"check_sass: no cuobjdump found; installing {' '.join(PYPI_PACKAGES)} into {venv}", flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "--disable-pip-version-check"]
+                       + PYPI_PACKAGES, check=True, timeout=600)
+    except (subprocess.SubprocessError, OSError) as e:
+        print(f"check_sass: installing cuobjdump from PyPI failed: {e}", flush=True)
+        return None
+    for b in glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "nvidia", "cu*", "bin")):
+        if os.access(os.path.join(b, "cuobjdump"), os.X_OK):
+            return os.path.join(b, "cuobjdump")
+    return None
+
+
+def sass_opcodes(cuobjdump, cubin):
+    env = dict(os.environ)
+    # cuobjdump -sass runs nvdisasm; the PyPI wheels put both in one bin folder.
+    env["PATH"] = os.path.dirname(cuobjdump) + os.pathsep + env.get("PATH", "")
+    r = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"cuobjdump -sass {cubin} failed: {r.stderr.strip()}")
+    ops = set()
+    for line in r.stdout.splitlines():
+        m = SASS_LINE.match(line)
+        if m:
+            ops.add(m.group(1))
+    if not ops:
+        raise RuntimeError(f"cuobjdump -sass {cubin} printed no instructions")
+    return ops
+
+
+def matches(claim, ops):
+    return any(op == claim or op.startswith(claim + ".") for op in ops)
+
+
+def compile_cubin(args, problem, kernel, arch, setting):
+    """The cubin path of one compile, or raises with warpsmith's message."""
+    cmd = [args.warpsmith, "--workspace", os.path.join(args.work, "ws"),
+           "--problems-dir", os.path.join(args.root, "problems"),
+           "eval", problem, kernel, "--compile-only", "--arch", arch, "--json"]
+    for name, value in setting.items():
+        cmd += ["--set", f"{name}={value}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+    if r.returncode != 0 or not out.get("compile", {}).get("ok"):
+        raise RuntimeError(f"{' '.join(cmd)}: {out.get('verdict')}: {out.get('message', '')[:4000]}")
+    cubin = os.path.join(args.work, "ws", "cache", out["compile"]["hash"] + ".cubin")
+    if not os.path.isfile(cubin):
+        raise RuntimeError(f"{' '.join(cmd)}: no cubin at {cubin}")
+    return cubin
+
+
+def settings_of(root, problem):
+    """Every combination of the problem's parameter values, as [{param: value}]."""
+    with open(os.path.join(root, "problems", problem, "spec.json"), encoding="utf-8") as f:
+        params = json.load(f).get("params", {})
+    names = sorted(params)
+    return [dict(zip(names, vs)) for vs in itertools.product(*(params[n]["values"] for n in names))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--warpsmith", required=True)
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--work", default=None, help="venv and workspace folder (default: <root>/build/sass-check)")
+    args = ap.parse_args()
+    args.root = os.path.abspath(args.root)
+    args.work = os.path.abspath(args.work or os.path.join(args.root, "build", "sass-check"))
+    os.makedirs(args.work, exist_ok=True)
+    require = os.environ.get("WARPSMITH_REQUIRE_SASS") == "1"
+
+    kernels = sorted(glob.glob(os.path.join(args.root, "kernels", "*", "kernel.cu")))
+    jobs, unclaimed, failures = [], [], []
+    for kernel in kernels:
+        problem = os.path.basename(os.path.dirname(kernel))
+        try:
+            claims = parse_claims(kernel)
+            settings = settings_of(args.root, problem)
+        except (ValueError, OSError, json.JSONDecodeError) as e:
+            failures.append(str(e))
+            continue
+        if not any(arch == "sm_100a" for arch, _, _ in claims):
+            unclaimed.append(problem)
+        for arch, filters, ops in claims:
+            covered = [s for s in settings if all(s.get(k) == v for k, v in filters.items())]
+            if not covered:
+                failures.append(f"{kernel}: the claim for {arch} {filters} matches no parameter setting")
+            jobs += [(problem, kernel, arch, s, ops) for s in covered]
+    for p in unclaimed:
+        print(f"check_sass: note: kernels/{p}/kernel.cu claims nothing for sm_100a (no warpsmith:sass line)")
+
+    cuobjdump = find_cuobjdump(args.work) if jobs else None
+    if jobs and not cuobjdump:
+        msg = "check_sass: no cuobjdump (not in CUDA's bin, and PyPI unreachable): SASS claims not checked"
+        print(msg + ("; WARPSMITH_REQUIRE_SASS=1, so this fails" if require else "; skipping"))
+        return 1 if require else SKIP
+
+    checked = 0
+    for problem, kernel, arch, setting, claimed in jobs:
+        where = f"kernels/{problem}/kernel.cu {arch} {' '.join(f'{k}={v}' for k, v in setting.items())}"
+        try:
+            ops = sass_opcodes(cuobjdump, compile_cubin(args, problem, kernel, arch, setting))
+        except RuntimeError as e:
+            failures.append(f"{where}: {e}")
+            continue
+        missing = [c for c in claimed if not matches(c, ops)]
+        if missing:
+            failures.append(f"{where}: claimed SASS instructions missing: {' '.join(missing)} "
+                            f"(present: {' '.join(sorted(ops))})")
+        else:
+            print(f"check_sass: ok: {where}: {' '.join(claimed)}")
+        checked += 1
+
+    for f in failures:
+        print(f"check_sass: FAIL: {f}")
+    print(f"check_sass: {checked} compiles checked over {len(kernels)} kernels; {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
