@@ -13,9 +13,9 @@
 //  - Lane j < K loads the token's slot row and weight once; the warp broadcasts them by shuffle.
 //  - The row is walked in rounds of CHUNKS x 32 lanes x 16 bytes (8 bf16 per lane and chunk, each
 //    load instruction 512 contiguous bytes of one gathered row). Per round, the loads of
-//    SLOT_GROUP slots x CHUNKS chunks are all issued before the first fmaf (at K = 8, SLOT_GROUP = 4 that is
-//    4 KB in flight per warp), then accumulated strictly in slot order, so the sum is the
-//    reference's bit for bit. y_shared's chunk is loaded with the first slot group and added last.
+//    SLOT_GROUP slots x CHUNKS chunks are all issued before the first fmaf (K = 8 at the
+//    defaults: 4 KB in flight per warp), then accumulated strictly in slot order, so the sum is
+//    the reference's bit for bit. K = 1 and 2 spend the same registers on more chunks per lane. y_shared's chunk is loaded with the first slot group and added last.
 //  - H % 8 != 0 (rows not 16-byte aligned; test shapes only) takes a scalar path, same order.
 // Why it should be fast: one read of each gathered row segment at full-line granularity, no
 // atomics, no shared memory, enough independent 16-byte loads per SM to cover DRAM latency
@@ -177,17 +177,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   if (t >= T) return;  // whole warps leave together
   const int my_row = lane < K ? slot_row[t * K + lane] : 0;
   const float my_w = lane < K ? w[t * K + lane] : 0.0f;
-  (void)y_shared;
 
   if ((H & 7) != 0) {
     // Scalar path (rows not 16-byte aligned).
-    for (int h = lane; h < H; h += 32) {
+    for (int h0 = 0; h0 < H; h0 += 32) {  // uniform trip count: the shuffles need every lane
+      const int h = h0 + lane;
       float acc = 0.0f;
       for (int j = 0; j < K; ++j) {
-        const long long row = __shfl_sync(__activemask(), my_row, j);
-        const float wj = __shfl_sync(__activemask(), my_w, j);
-        acc = __fmaf_rn(wj, bf16_value(y_p[row * H + h]), acc);
+        const long long row = __shfl_sync(kFullMask, my_row, j);
+        const float wj = __shfl_sync(kFullMask, my_w, j);
+        if (h < H) acc = __fmaf_rn(wj, bf16_value(y_p[row * H + h]), acc);
       }
+      if (h >= H) continue;
       if constexpr (Config::kShared) acc = __fadd_rn(acc, bf16_value(y_shared[t * H + h]));
       y[t * H + h] = static_cast<unsigned short>(bf16_rne(acc));
     }
