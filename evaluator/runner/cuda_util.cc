@@ -7,6 +7,7 @@
 #include <regex>
 #include <vector>
 
+#include "evaluator/runner/digest.h"
 #include "evaluator/runner/helpers_compile.h"
 #include "problems/init.h"
 
@@ -127,6 +128,7 @@ Result<Helpers> LoadHelpers(int cc) {
   WS_CUDA_TRY(cuModuleLoadData(&h.module, cubin.data()));
   WS_CUDA_TRY(cuModuleGetFunction(&h.generate, h.module, "ws_generate"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.hash, h.module, "ws_hash"));
+  WS_CUDA_TRY(cuModuleGetFunction(&h.digest, h.module, "ws_digest"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.guard_fill, h.module, "ws_guard_fill"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.guard_check, h.module, "ws_guard_check"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.l2_flush, h.module, "ws_l2_flush"));
@@ -169,6 +171,21 @@ Result<uint64_t> HashDevice(const Helpers& h, CUstream s, CUdeviceptr p, int64_t
   WS_CUDA_TRY(cuStreamSynchronize(s));
   // The length goes in too, so trailing zero bytes still count.
   return ws_mix64(sum ^ ws_mix64(static_cast<unsigned long long>(bytes) + 0x632BE59BD9B4E019ull));
+}
+
+Result<std::array<uint64_t, 2>> DigestDevice(const Helpers& h, CUstream s, CUdeviceptr p,
+                                             int64_t bytes, uint64_t key, CUdeviceptr scratch) {
+  WS_CUDA_TRY(cuMemsetD32Async(scratch, 0, 4, s));
+  long long n = bytes;
+  unsigned long long k = key;
+  void* params[] = {&p, &n, &k, &scratch};
+  WS_RETURN_IF_ERROR(LaunchHelper(h.digest, s, bytes / 8, params));
+  unsigned long long sums[2] = {0, 0};
+  WS_CUDA_TRY(cuMemcpyDtoHAsync(sums, scratch, sizeof(sums), s));
+  WS_CUDA_TRY(cuStreamSynchronize(s));
+  const auto len = static_cast<unsigned long long>(bytes);
+  return std::array<uint64_t, 2>{ws_digest_final(0, key, len, sums[0]),
+                                 ws_digest_final(1, key, len, sums[1])};
 }
 
 int OpenDeviceWithHelpers(DeviceContext* dc, Helpers* helpers) {

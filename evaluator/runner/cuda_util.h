@@ -2,6 +2,7 @@
 // kernels (problems/init.h plus runner_kernels.cu), compiled by NVRTC for the device at start.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -68,6 +69,7 @@ struct Helpers {
   CUmodule module = nullptr;
   CUfunction generate = nullptr;     // ws_generate
   CUfunction hash = nullptr;         // ws_hash
+  CUfunction digest = nullptr;       // ws_digest
   CUfunction guard_fill = nullptr;   // ws_guard_fill
   CUfunction guard_check = nullptr;  // ws_guard_check
   CUfunction l2_flush = nullptr;     // ws_l2_flush
@@ -87,6 +89,12 @@ Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, in
 /// `scratch` is one device word.
 Result<uint64_t> HashDevice(const Helpers& h, CUstream s, CUdeviceptr p, int64_t bytes,
                             CUdeviceptr scratch);
+
+/// The keyed 128-bit digest (evaluator/runner/digest.h) of `bytes` bytes at `p` (8-byte aligned)
+/// under `key`: {lane 0, lane 1}. Call it only once the work that wrote `p` has completed: the key
+/// must reach no other kernel. Synchronizes. `scratch` is two device words.
+Result<std::array<uint64_t, 2>> DigestDevice(const Helpers& h, CUstream s, CUdeviceptr p,
+                                             int64_t bytes, uint64_t key, CUdeviceptr scratch);
 
 /// Launches a 1-D helper kernel with `params` over a grid sized for `work` items.
 Status LaunchHelper(CUfunction f, CUstream s, int64_t work, void** params, unsigned grid_y = 1);

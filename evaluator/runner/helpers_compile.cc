@@ -6,12 +6,13 @@
 
 namespace ws::runner {
 
-// Generated at build time from problems/init.h and runner_kernels.cu (see CMakeLists.txt).
+// Generated at build time from problems/init.h, digest.h and runner_kernels.cu (CMakeLists.txt).
 extern const char kInitHeaderSource[];
+extern const char kDigestHeaderSource[];
 extern const char kRunnerKernelsSource[];
 
 std::string HelperSource() {
-  return std::string(kInitHeaderSource) + "\n" + kRunnerKernelsSource;
+  return std::string(kInitHeaderSource) + "\n" + kDigestHeaderSource + "\n" + kRunnerKernelsSource;
 }
 
 Result<std::vector<char>> CompileHelpers(int cc, std::string* log_out) {

@@ -9,7 +9,7 @@
 
 namespace ws::runner {
 
-/// The text NVRTC compiles: problems/init.h followed by runner_kernels.cu (embedded at build
+/// The text NVRTC compiles: problems/init.h, digest.h, then runner_kernels.cu (embedded at build
 /// time).
 std::string HelperSource();
 

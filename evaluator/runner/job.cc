@@ -310,7 +310,39 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
     WS_ASSIGN_OR_RETURN(c.dump, StringField(j, "dump", path));
   }
   WS_ASSIGN_OR_RETURN(c.dump_inputs, BoolField(j, "dump_inputs", path, false));
+  if (j.contains("digest") && !j["digest"].is_null()) {
+    const json& d = j["digest"];
+    if (!d.is_array()) return Status::Error("{}.digest: expected an array of output names", path);
+    for (size_t i = 0; i < d.size(); ++i) {
+      const std::string dp = fmt::format("{}.digest[{}]", path, i);
+      if (!d[i].is_string()) return Status::Error("{}: expected an output name", dp);
+      auto it = index.find(d[i].get<std::string>());
+      if (it == index.end() || c.tensors[it->second].input) {
+        return Status::Error("{}: '{}' is not an output of the case", dp, d[i].get<std::string>());
+      }
+      if (std::find(c.digest.begin(), c.digest.end(), it->second) != c.digest.end()) {
+        return Status::Error("{}: '{}' appears twice", dp, d[i].get<std::string>());
+      }
+      c.digest.push_back(it->second);
+    }
+  }
   return c;
+}
+
+// A 64-bit value as exactly 16 hex digits (JSON numbers lose bits above 2^53 in many readers).
+Result<uint64_t> Hex64Field(const json& j, const char* key, const std::string& path) {
+  WS_ASSIGN_OR_RETURN(std::string text, StringField(j, key, path));
+  uint64_t v = 0;
+  if (text.size() != 16) return Status::Error("{}.{}: expected 16 hex digits", path, key);
+  for (char ch : text) {
+    int digit = ch >= '0' && ch <= '9'   ? ch - '0'
+                : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                         : -1;
+    if (digit < 0) return Status::Error("{}.{}: expected 16 hex digits", path, key);
+    v = (v << 4) | static_cast<uint64_t>(digit);
+  }
+  return v;
 }
 
 }  // namespace
@@ -333,6 +365,9 @@ Result<Job> ParseJob(std::string_view text) {
   Job job;
   WS_ASSIGN_OR_RETURN(job.cubin, StringField(j, "cubin", "job"));
   WS_ASSIGN_OR_RETURN(job.result, StringField(j, "result", "job"));
+  if (j.contains("digest_key") && !j["digest_key"].is_null()) {
+    WS_ASSIGN_OR_RETURN(job.digest_key, Hex64Field(j, "digest_key", "job"));
+  }
   WS_RETURN_IF_ERROR(Need(j, "cases", "job"));
   if (!j["cases"].is_array()) return Status::Error("job.cases: expected an array");
   std::set<std::string> ids;
@@ -340,6 +375,9 @@ Result<Job> ParseJob(std::string_view text) {
     std::string path = fmt::format("cases[{}]", i);
     WS_ASSIGN_OR_RETURN(CaseJob c, ParseCase(j["cases"][i], path));
     if (!ids.insert(c.id).second) return Status::Error("{}.id: '{}' appears twice", path, c.id);
+    if (!c.digest.empty() && !job.digest_key) {
+      return Status::Error("{}.digest: the job has no digest_key", path);
+    }
     job.cases.push_back(std::move(c));
   }
   return job;

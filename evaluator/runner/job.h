@@ -81,11 +81,14 @@ struct CaseJob {
   std::optional<TimingJob> timing;
   std::string dump;  // path prefix; empty: no dumps
   bool dump_inputs = false;
+  // Outputs (indices into `tensors`) digested under Job::digest_key instead of dumped.
+  std::vector<int> digest;
 };
 
 struct Job {
   std::string cubin;  // empty when every case is a library call
   std::string result;
+  std::optional<uint64_t> digest_key;  // required when a case digests an output
   std::vector<CaseJob> cases;
 };
 

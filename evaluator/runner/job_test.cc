@@ -1,6 +1,7 @@
 #include "evaluator/runner/job.h"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -110,6 +111,49 @@ TEST(JobTest, DefaultsAndOptionalFields) {
   EXPECT_TRUE(c.dump.empty());
   EXPECT_EQ(DtypeCode("e8m0"), kWsDtypeE8M0);
   EXPECT_EQ(DtypeCode("fp64"), -1);
+}
+
+// Digested outputs: the job's key as 16 hex digits, each case's outputs by name.
+TEST(JobTest, DigestKeyAndDigestedOutputs) {
+  const auto job_with = [](const std::string& key, const std::string& digest) {
+    return ParseJob(R"({"cubin": "k", "result": "r", )" + key + R"( "cases": [{"id": "a",
+        "launches": [{"kernel": "k", "grid": [2], "block": [32]}], "input_seeds": [7],
+        "tensors": [{"name": "x", "dtype": "f32", "numel": 8, "role": "input"},
+                    {"name": "q", "dtype": "u8", "numel": 8, "role": "output"},
+                    {"name": "s", "dtype": "u8", "numel": 1, "role": "output"}],
+        "digest": )" + digest + "}]}");
+  };
+  auto j = job_with(R"("digest_key": "fedcba9876543210",)", R"(["s", "q"])");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  ASSERT_TRUE(j->digest_key.has_value());
+  EXPECT_EQ(*j->digest_key, 0xFEDCBA9876543210ull);
+  EXPECT_EQ(j->cases[0].digest, (std::vector<int>{2, 1}));
+  j = job_with("", "null");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_FALSE(j->digest_key.has_value());
+  EXPECT_TRUE(j->cases[0].digest.empty());
+
+  struct Bad {
+    std::string key, digest, error;
+  };
+  for (const Bad& b : {
+           Bad{"", R"(["q"])", "cases[0].digest: the job has no digest_key"},
+           Bad{R"("digest_key": "fedcba987654321",)", "[]", "job.digest_key: expected 16 hex"},
+           Bad{R"("digest_key": "fedcba987654321g",)", "[]", "job.digest_key: expected 16 hex"},
+           Bad{R"("digest_key": 12345,)", "[]", "job.digest_key: expected a string"},
+           Bad{R"("digest_key": "fedcba9876543210",)", R"(["x"])",
+               "cases[0].digest[0]: 'x' is not an output"},
+           Bad{R"("digest_key": "fedcba9876543210",)", R"(["q", "nope"])",
+               "cases[0].digest[1]: 'nope' is not an output"},
+           Bad{R"("digest_key": "fedcba9876543210",)", R"(["q", "q"])",
+               "cases[0].digest[1]: 'q' appears twice"},
+           Bad{R"("digest_key": "fedcba9876543210",)", R"("q")",
+               "cases[0].digest: expected an array"},
+       }) {
+    auto r = job_with(b.key, b.digest);
+    ASSERT_FALSE(r.ok()) << b.key << " " << b.digest;
+    EXPECT_NE(r.status().message().find(b.error), std::string::npos) << r.status().message();
+  }
 }
 
 // The MoE distributions' fields reach the generation kernel's parameters; bad ones are named.

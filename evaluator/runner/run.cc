@@ -76,9 +76,9 @@ std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 class CaseRun {
  public:
   CaseRun(const DeviceContext& dc, const Helpers& h, CUmodule module, const Status& module_status,
-          const CaseJob& c, uint64_t salt)
+          const CaseJob& c, uint64_t salt, uint64_t digest_key)
       : dc_(dc), h_(h), module_(module), module_status_(module_status), c_(c), salt_(salt),
-        sets_(static_cast<int>(c.input_seeds.size())) {}
+        digest_key_(digest_key), sets_(static_cast<int>(c.input_seeds.size())) {}
   ~CaseRun();
 
   /// Runs the case. Returns its result object; `crashed()` says whether the context is lost.
@@ -108,6 +108,7 @@ class CaseRun {
   const Status& module_status_;
   const CaseJob& c_;
   uint64_t salt_;
+  uint64_t digest_key_;  // from the job; given to the device only as ws_digest's argument
   int sets_;
 
   std::vector<std::vector<GuardedBuffer>> inputs_;  // [set][tensor]; unused for outputs
@@ -125,6 +126,7 @@ class CaseRun {
   bool guards_intact_ = true;
   bool inputs_unchanged_ = true;
   ojson dumps_ = ojson::object();
+  ojson digests_ = ojson::object();  // run tag -> output -> 32 hex digits
   ojson timing_ = nullptr;
 };
 
@@ -199,7 +201,8 @@ Status CaseRun::Setup() {
   if (c_.workspace_bytes > 0) {
     WS_RETURN_IF_ERROR(Allocate(c_.workspace_bytes, "the workspace", &workspace_));
   }
-  // Guard metadata: region pointers, salts, first damaged offsets, and a hash accumulator.
+  // Guard metadata: region pointers, salts, first damaged offsets, and two scratch words (the
+  // input hash's accumulator; the output digest's two lanes).
   std::vector<uint64_t> ptrs, salts;
   auto add = [&](const GuardedBuffer& b) {
     if (!b.base) return;
@@ -467,21 +470,31 @@ Status CaseRun::CollectGuards() {
   return Status::Ok();
 }
 
+// Writes each output of the run `tag` back: the outputs the job digests as a keyed digest in the
+// result, the others as bytes to `<dump>.<tag>.<name>.bin`. Called only after the stream has
+// synchronized, so the candidate's launches of this run have completed before the key is used.
 void CaseRun::DumpOutputs(const std::string& tag) {
-  if (c_.dump.empty()) return;
   std::vector<uint8_t> host;
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     if (c_.tensors[t].input) continue;
+    const std::string& name = c_.tensors[t].name;
+    if (std::find(c_.digest.begin(), c_.digest.end(), static_cast<int>(t)) != c_.digest.end()) {
+      auto d = DigestDevice(h_, dc_.stream, outputs_[t].ptr, outputs_[t].bytes, digest_key_,
+                            hash_scratch_);
+      if (!d.ok()) return FailOrCrash(d.status(), fmt::format("digesting output '{}'", name));
+      digests_[tag][name] = Hex64((*d)[0]) + Hex64((*d)[1]);
+      continue;
+    }
+    if (c_.dump.empty()) continue;
     host.resize(static_cast<size_t>(outputs_[t].bytes));
     if (!host.empty()) {
       CUresult r = cuMemcpyDtoH(host.data(), outputs_[t].ptr, host.size());
       if (r != CUDA_SUCCESS) {
-        Fail("crashed", fmt::format("{} reading output '{}'", CuErrorName(r), c_.tensors[t].name));
+        Fail("crashed", fmt::format("{} reading output '{}'", CuErrorName(r), name));
         return;
       }
     }
-    WriteFileOrDie(fmt::format("{}.{}.{}.bin", c_.dump, tag, c_.tensors[t].name), host.data(),
-                   host.size());
+    WriteFileOrDie(fmt::format("{}.{}.{}.bin", c_.dump, tag, name), host.data(), host.size());
   }
 }
 
@@ -700,6 +713,7 @@ ojson CaseRun::Run() {
                {"guards_intact", guards_intact_},
                {"inputs_unchanged", inputs_unchanged_},
                {"dumps", dumps_},
+               {"digests", digests_},
                {"timing", timing_},
                {"input_hashes", input_hashes}};
   if (library_) out["library"] = library_->Describe();
@@ -749,7 +763,7 @@ int RunCommand(const std::string& job_path) {
     bool crashed = false;
     {
       CaseRun run(*dc, *helpers, module, module_status, job->cases[i],
-                  ws_mix64(salt + i * 0xD6E8FEB86659FD93ull));
+                  ws_mix64(salt + i * 0xD6E8FEB86659FD93ull), job->digest_key.value_or(0));
       result["cases"].push_back(run.Run());
       crashed = run.crashed();
     }

@@ -1,6 +1,7 @@
-// The runner's own device code: input generation, checksums and guard canaries. Not built by
-// CMake: the runner hands NVRTC the text of problems/init.h followed by this file (both embedded
-// at build time) and compiles it once at start for the device's architecture.
+// The runner's own device code: input generation, checksums, output digests and guard canaries.
+// Not built by CMake: the runner hands NVRTC the text of problems/init.h, then
+// evaluator/runner/digest.h, then this file (all embedded at build time) and compiles it once at
+// start for the device's architecture.
 
 extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype,
                                        WsInitParams init, unsigned long long seed,
@@ -42,6 +43,38 @@ extern "C" __global__ void ws_hash(const unsigned char* p, long long nbytes,
   }
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xFFFFFFFFu, acc, off);
   if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
+}
+
+// Adds each lane's sum of ws_digest_term over the words of `p` to sums[0], sums[1]
+// (evaluator/runner/digest.h). `p` must be 8-byte aligned; the last partial word is zero-padded.
+// The runner launches it only after the candidate's work has completed: `key` is a kernel
+// argument of this kernel alone, so the candidate's code never sees it.
+extern "C" __global__ void ws_digest(const unsigned char* p, long long nbytes,
+                                     unsigned long long key, unsigned long long* sums) {
+  const long long words = nbytes >> 3;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long tid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const unsigned long long k0 = ws_digest_lane_key(0, key), k1 = ws_digest_lane_key(1, key);
+  const unsigned long long* w = reinterpret_cast<const unsigned long long*>(p);
+  unsigned long long a0 = 0, a1 = 0;
+  for (long long i = tid; i < words; i += stride) {
+    const unsigned long long v = w[i];
+    a0 += ws_digest_term(0, k0, static_cast<unsigned long long>(i), v);
+    a1 += ws_digest_term(1, k1, static_cast<unsigned long long>(i), v);
+  }
+  if (tid == 0 && (nbytes & 7) != 0) {
+    const unsigned long long v = ws_digest_tail_word(p + words * 8, nbytes & 7);
+    a0 += ws_digest_term(0, k0, static_cast<unsigned long long>(words), v);
+    a1 += ws_digest_term(1, k1, static_cast<unsigned long long>(words), v);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    a0 += __shfl_xor_sync(0xFFFFFFFFu, a0, off);
+    a1 += __shfl_xor_sync(0xFFFFFFFFu, a1, off);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&sums[0], a0);
+    atomicAdd(&sums[1], a1);
+  }
 }
 
 // Guard regions: blockIdx.y picks the region; region r starts at ptrs[r], holds `bytes` bytes

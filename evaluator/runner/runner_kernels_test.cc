@@ -1,4 +1,4 @@
-// The runner's device code (problems/init.h + runner_kernels.cu) compiles with NVRTC, cleanly,
+// The runner's device code (problems/init.h + digest.h + runner_kernels.cu) compiles with NVRTC, cleanly,
 // for every architecture we target. Needs NVRTC only, no GPU.
 #include "evaluator/runner/helpers_compile.h"
 
@@ -14,6 +14,8 @@ TEST(RunnerKernelsTest, SourceHasNoIncludes) {
   EXPECT_EQ(HelperSource().find("#include"), std::string::npos);
   EXPECT_NE(HelperSource().find("ws_init_element"), std::string::npos);
   EXPECT_NE(HelperSource().find("ws_guard_check"), std::string::npos);
+  EXPECT_NE(HelperSource().find("void ws_digest("), std::string::npos);
+  EXPECT_NE(HelperSource().find("ws_digest_term"), std::string::npos);
 }
 
 TEST(RunnerKernelsTest, CompilesCleanlyForHopperAndBlackwell) {

@@ -1,0 +1,183 @@
+// Output digests through the real runner on a GPU: ws_runner runs a pattern kernel (compiled here
+// to PTX with NVRTC) on outputs that differ by one byte, and the keyed digests it reports match
+// the host reference (digest.h) on the dumped bytes, agree on identical outputs in every run
+// (check, audited, last), and differ for a flipped first, middle, last-word or tail byte and for
+// another key. Skips where there is no GPU.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <nvrtc.h>
+
+#include "base/status.h"
+#include "evaluator/runner/digest.h"
+
+namespace ws::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Not a multiple of 8: the last 3 bytes form the zero-padded tail word.
+constexpr int64_t kBytes = 1000003;
+constexpr uint64_t kKey = 0x0123456789ABCDEFull, kOtherKey = 0x0123456789ABCDEEull;
+
+constexpr const char* kKernel = R"(
+extern "C" __global__ void ws_test_pattern(unsigned char* out, long long n, long long flip) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned char v = (unsigned char)((i * 131 + 7) ^ (i >> 8));
+    out[i] = i == flip ? (unsigned char)(v ^ 0x10) : v;
+  }
+}
+)";
+
+std::string CompilePtx() {
+  nvrtcProgram prog;
+  EXPECT_EQ(nvrtcCreateProgram(&prog, kKernel, "pattern.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  const char* opts[] = {"--gpu-architecture=compute_90"};
+  EXPECT_EQ(nvrtcCompileProgram(prog, 1, opts), NVRTC_SUCCESS);
+  size_t size = 0;
+  nvrtcGetPTXSize(prog, &size);
+  std::string ptx(size, '\0');
+  nvrtcGetPTX(prog, ptx.data());
+  nvrtcDestroyProgram(&prog);
+  if (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
+json Case(const std::string& id, int64_t flip, bool digest, const std::string& dump,
+          bool timed = false) {
+  json c = {{"id", id},
+            {"launches",
+             {{{"kernel", "ws_test_pattern"},
+               {"grid", {256}},
+               {"block", {256}},
+               {"args", {{{"tensor", "y"}}, {{"i64", kBytes}}, {{"i64", flip}}}}}}},
+            {"tensors",
+             {{{"name", "x"}, {"dtype", "f32"}, {"numel", 64}, {"role", "input"}},
+              {{"name", "y"}, {"dtype", "u8"}, {"numel", kBytes}, {"role", "output"}}}},
+            {"input_seeds", timed ? json{1, 2} : json{1}},
+            {"poison", 0x5A},
+            {"timing", nullptr},
+            {"dump", dump}};
+  if (digest) c["digest"] = {"y"};
+  if (timed) {
+    c["timing"] = {{"warmup", 1}, {"iterations", 4}, {"l2_flush_bytes", 1 << 20},
+                   {"audit_iteration", 1}};
+  }
+  return c;
+}
+
+class DigestGpuTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists("/dev/nvidiactl")) GTEST_SKIP() << "no GPU here; GPU tests skipped";
+    dir_ = testing::TempDir() + "/ws_digest_gpu_" + std::to_string(::getpid());
+    fs::create_directories(dir_);
+    ptx_ = dir_ + "/pattern.ptx";
+    std::ofstream(ptx_) << CompilePtx();
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Runs a job of `cases` under `key`; returns the result's cases by id.
+  std::map<std::string, json> Run(const std::string& name, uint64_t key, const json& cases) {
+    const std::string job_path = dir_ + "/" + name + ".job.json";
+    json job = {{"cubin", ptx_},
+                {"result", dir_ + "/" + name + ".result.json"},
+                {"digest_key", fmt::format("{:016x}", key)},
+                {"cases", cases}};
+    std::ofstream(job_path) << job.dump();
+    const std::string cmd = std::string(WS_BINARY_DIR) + "/ws_runner run " + job_path + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream rf(dir_ + "/" + name + ".result.json");
+    json result = json::parse(rf);
+    std::map<std::string, json> out;
+    for (const auto& c : result["cases"]) {
+      EXPECT_EQ(c["status"], "ok") << c.dump();
+      EXPECT_TRUE(c["guards_intact"].get<bool>()) << c.dump();
+      out[c["id"].get<std::string>()] = c;
+    }
+    return out;
+  }
+
+  std::string dir_, ptx_;
+};
+
+std::string Digest(const json& c, const std::string& tag) {
+  if (!c.contains("digests") || !c["digests"].contains(tag)) return "";
+  return c["digests"][tag].value("y", "");
+}
+
+TEST_F(DigestGpuTest, DigestsMatchTheHostAndCatchEveryFlippedByte) {
+  const std::string d = dir_ + "/d";
+  json cases = json::array({Case("dumped", -1, false, d + "-dumped"),
+                            Case("same-a", -1, true, d + "-a"), Case("same-b", -1, true, d + "-b"),
+                            Case("timed", -1, true, d + "-timed", true),
+                            Case("flip-first", 0, true, d + "-f0"),
+                            Case("flip-middle", kBytes / 2, true, d + "-f1"),
+                            Case("flip-last-word", kBytes - 4, true, d + "-f2"),
+                            Case("flip-tail", kBytes - 1, true, d + "-f3")});
+  auto got = Run("key1", kKey, cases);
+  ASSERT_EQ(got.size(), cases.size());
+
+  // The device digest is the host reference's digest of the dumped bytes.
+  std::ifstream in(d + "-dumped.check.y.bin", std::ios::binary);
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_EQ(static_cast<int64_t>(bytes.size()), kBytes);
+  unsigned long long host[2];
+  ws_digest_host(bytes.data(), kBytes, kKey, host);
+  const std::string want = fmt::format("{:016x}{:016x}", host[0], host[1]);
+  EXPECT_EQ(Digest(got["dumped"], "check"), "") << "a dumped output has no digest";
+
+  const std::string a = Digest(got["same-a"], "check");
+  EXPECT_EQ(a, want);
+  EXPECT_EQ(Digest(got["same-b"], "check"), a);
+  for (const char* tag : {"check", "audit", "last"}) {
+    EXPECT_EQ(Digest(got["timed"], tag), a) << tag;
+  }
+  // A digested output is not written to a file.
+  EXPECT_FALSE(fs::exists(d + "-a.check.y.bin"));
+  EXPECT_FALSE(fs::exists(d + "-timed.audit.y.bin"));
+  for (const char* id : {"flip-first", "flip-middle", "flip-last-word", "flip-tail"}) {
+    const std::string f = Digest(got[id], "check");
+    ASSERT_EQ(f.size(), 32u) << id;
+    // Both 64-bit lanes change.
+    EXPECT_NE(f.substr(0, 16), a.substr(0, 16)) << id;
+    EXPECT_NE(f.substr(16), a.substr(16)) << id;
+  }
+
+  // Another key: another digest of the same bytes, again the host's.
+  auto other = Run("key2", kOtherKey, json::array({Case("same-a", -1, true, d + "-k2")}));
+  const std::string k2 = Digest(other["same-a"], "check");
+  ws_digest_host(bytes.data(), kBytes, kOtherKey, host);
+  EXPECT_EQ(k2, fmt::format("{:016x}{:016x}", host[0], host[1]));
+  EXPECT_NE(k2.substr(0, 16), a.substr(0, 16));
+  EXPECT_NE(k2.substr(16), a.substr(16));
+}
+
+TEST_F(DigestGpuTest, ADigestWithoutAKeyIsABadJob) {
+  const std::string job_path = dir_ + "/nokey.job.json";
+  json job = {{"cubin", ptx_},
+              {"result", dir_ + "/nokey.result.json"},
+              {"cases", json::array({Case("a", -1, true, dir_ + "/nokey")})}};
+  std::ofstream(job_path) << job.dump();
+  const std::string cmd = std::string(WS_BINARY_DIR) + "/ws_runner run " + job_path + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2);  // kExitBadJob
+}
+
+}  // namespace
+}  // namespace ws::runner
