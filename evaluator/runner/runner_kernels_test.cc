@@ -1,5 +1,5 @@
-// The runner's device code (problems/init.h + digest.h + runner_kernels.cu) compiles with NVRTC, cleanly,
-// for every architecture we target. Needs NVRTC only, no GPU.
+// The runner's device code (problems/init.h + digest.h + runner_kernels.cu) compiles with NVRTC,
+// cleanly, for every architecture we target. Needs NVRTC only, no GPU.
 #include "evaluator/runner/helpers_compile.h"
 
 #include <string>
