@@ -1,4 +1,6 @@
 // Evaluate(): plan -> compile -> reference runner and candidate runner -> checker -> timings.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -137,6 +139,10 @@ struct PlannedCase {
   // outputs held before the run (an uninitialised read, a race against the poison) or on state
   // kept from an earlier launch fails one of the two.
   std::optional<uint64_t> second_seed;
+  // Outputs both runners digest instead of dumping (DigestedOutputs: exact outputs of bench
+  // shapes).
+  std::vector<std::string> digested;
+  double budget_s = 0;  // the candidate runner's allowance for this case
 };
 
 json LaunchesJson(const ResolvedPlan& plan) {
@@ -265,10 +271,12 @@ std::string DumpPath(const std::string& prefix, const std::string& tag, const st
 Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
                                    const std::map<std::string, std::string>& params, uint64_t seed,
                                    const std::string& got_prefix, const std::string& got_tag,
-                                   const std::string& want_prefix) {
+                                   const std::string& want_prefix,
+                                   const std::vector<std::string>& digested) {
   TensorMap got, want;
   for (const auto& t : spec.tensors) {
     if (t.role != TensorRole::kOutput) continue;
+    if (std::find(digested.begin(), digested.end(), t.name) != digested.end()) continue;
     WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols));
     auto g = ReadFile(DumpPath(got_prefix, got_tag, t.name));
     if (!g.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
@@ -278,13 +286,26 @@ Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& s
   }
   // Custom checkers see the inputs: regenerated on the host, bit for bit the device's.
   return CheckOutputs(spec, symbols, params, got, want,
-                      [&]() { return GenerateInputs(spec, symbols, seed); });
+                      [&]() { return GenerateInputs(spec, symbols, seed); }, digested);
 }
 
-// A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept.
-Result<std::string> MakeScratch(const EvaluatorOptions& opts) {
-  std::string scratch = fmt::format("{}/scratch/{:016x}", opts.workspace, SecureRandom64());
+// A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept: on a tmpfs
+// when the host has one with room for `need_bytes` of dumps (negative: unknown), else in the
+// workspace. Each runner's sandbox binds it as its only writable folder.
+Result<std::string> MakeScratch(const EvaluatorOptions& opts, int64_t need_bytes) {
+  const std::string fallback = opts.workspace + "/scratch";
+  std::string root = ChooseScratchRoot({"/dev/shm"}, need_bytes, fallback);
   std::error_code ec;
+  if (root != fallback) {
+    // One folder per user, private: other users of the host must not read the dumps.
+    root = fmt::format("{}/warpsmith-{}", root, ::getuid());
+    fs::create_directory(root, ec);
+    const bool dir = !ec && fs::is_directory(fs::symlink_status(root, ec));
+    // Fails (and falls back) on a folder another user made.
+    if (dir) fs::permissions(root, fs::perms::owner_all, ec);
+    if (!dir || ec) root = fallback;
+  }
+  std::string scratch = fmt::format("{}/{:016x}", root, SecureRandom64());
   fs::create_directories(scratch, ec);
   if (ec) return Status::Error("cannot create {}: {}", scratch, ec.message());
   return scratch;
@@ -566,15 +587,15 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   const Plan* ref_plan = &ref_kernel.plan;
   const CompileResult& ref_compile = ref_kernel.compile;
 
-  // 4. Jobs. Seeds come from the OS's CSPRNG, fresh for every evaluation.
-  WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts));
-  ScratchCleanup cleanup{scratch, opts.keep_scratch};
-
+  // 4. Jobs. Seeds and the digest key come from the OS's CSPRNG, fresh for every evaluation.
   const int poison = static_cast<int>(SecureRandom64() % 256);
   // Never equal to `poison`, nor to the reference's poison + 1.
   const int poison2 = (poison + 2 + static_cast<int>(SecureRandom64() % 254)) % 256;
   std::vector<PlannedCase> cases;
   double cand_budget_s = opts.startup_timeout_s, ref_budget_s = opts.startup_timeout_s;
+  // What the runners will write to scratch: the outputs that are dumped, not digested, once per
+  // run of each runner; plus one digest re-run's full dumps.
+  int64_t dump_bytes = 0, rerun_bytes = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& [kind, shape] = shapes[i];
     PlannedCase pc;
@@ -625,14 +646,34 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     }
     cand_budget_s += case_s;
     ref_budget_s += opts.case_timeout_s * (pc.timing.is_null() ? 1 : 3);
+    pc.budget_s = case_s;
+    pc.digested = DigestedOutputs(spec, kind);
+    int64_t dumped = 0, all = 0;
+    for (const auto& t : spec.tensors) {
+      if (t.role != TensorRole::kOutput) continue;
+      WS_ASSIGN_OR_RETURN(int64_t n, TensorNumel(t, pc.symbols));
+      all += n * DTypeSize(t.dtype);
+      if (std::find(pc.digested.begin(), pc.digested.end(), t.name) == pc.digested.end()) {
+        dumped += n * DTypeSize(t.dtype);
+      }
+    }
+    const int runs = pc.timing.is_null() ? 2 : 6;  // candidate and reference
+    dump_bytes += dumped * (runs + (pc.second_seed ? 2 : 0));
+    if (!pc.digested.empty()) rerun_bytes = std::max(rerun_bytes, all * 4);
     cases.push_back(std::move(pc));
   }
+  WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts, dump_bytes + rerun_bytes));
+  ScratchCleanup cleanup{scratch, opts.keep_scratch};
+  const uint64_t digest_key = SecureRandom64();
+  const std::string digest_key_hex = fmt::format("{:016x}", digest_key);
 
   json cand_job = {{"cubin", library ? "" : fs::absolute(res.compile.cubin_path).string()},
                    {"result", fs::absolute(scratch + "/candidate.result.json").string()},
+                   {"digest_key", digest_key_hex},
                    {"cases", json::array()}};
   json ref_job = {{"cubin", fs::absolute(ref_compile.cubin_path).string()},
                   {"result", fs::absolute(scratch + "/reference.result.json").string()},
+                  {"digest_key", digest_key_hex},
                   {"cases", json::array()}};
   auto ref_plan_for = [&](const PlannedCase& pc) {
     return ResolvePlan(*ref_plan, spec, pc.symbols, {}, device->limits);
@@ -653,6 +694,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                  {"poison", poison},
                                  {"timing", pc.timing},
                                  {"dump", prefix},
+                                 {"digest", pc.digested},
                                  {"library", library_call},
                                  {"dump_inputs", false}});
     auto rp = ref_plan_for(pc);
@@ -693,6 +735,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
            {"poison", (poison + 1) % 256},
            {"timing", nullptr},
            {"dump", fs::absolute(fmt::format("{}/ref-{}@{}", scratch, pc.id, s)).string()},
+           {"digest", pc.digested},
            {"dump_inputs", false}});
     }
   }
@@ -717,6 +760,52 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   res.ran_on_gpu = true;
   res.sandbox_layers = cand.process.layers;
   res.sandbox_layers["stage"] = "runner";
+
+  // A digest mismatch: the case again in both runners with every output dumped, so the message can
+  // name coordinates. Returns the byte comparison of run `tag`, or "" when the re-run did not show
+  // a difference or could not run (the digests have decided the verdict already).
+  auto rerun_with_dumps = [&](const PlannedCase& pc, const std::string& tag,
+                              int set) -> std::string {
+    const std::string ref_id = fmt::format("{}@{}", pc.id, set);
+    json cc, rc;
+    for (const auto& c : cand_job["cases"]) {
+      if (c["id"] == pc.id) cc = c;
+    }
+    for (const auto& c : ref_job["cases"]) {
+      if (c["id"] == ref_id) rc = c;
+    }
+    if (cc.is_null() || rc.is_null()) return "";
+    const std::string cand_prefix = fs::absolute(scratch + "/rerun-cand-" + pc.id).string();
+    const std::string ref_prefix = fs::absolute(scratch + "/rerun-ref-" + ref_id).string();
+    cc["digest"] = nullptr;
+    cc["dump"] = cand_prefix;
+    if (tag == "check") cc["timing"] = nullptr;
+    rc["digest"] = nullptr;
+    rc["dump"] = ref_prefix;
+    json rj = {{"cubin", ref_job["cubin"]},
+               {"result", fs::absolute(scratch + "/rerun-reference.result.json").string()},
+               {"cases", json::array({rc})}};
+    json cj = {{"cubin", cand_job["cubin"]},
+               {"result", fs::absolute(scratch + "/rerun-candidate.result.json").string()},
+               {"cases", json::array({cc})}};
+    auto rr = RunRunner(opts, scratch + "/rerun-reference.job.json", rj,
+                        opts.startup_timeout_s + 3 * opts.case_timeout_s);
+    if (!rr.ok() || !rr->cases.count(ref_id) || rr->cases[ref_id].value("status", "") != "ok") {
+      return "";
+    }
+    auto cr = RunRunner(opts, scratch + "/rerun-candidate.job.json", cj,
+                        opts.startup_timeout_s + pc.budget_s);
+    if (!cr.ok() || !cr->cases.count(pc.id) || cr->cases[pc.id].value("status", "") != "ok") {
+      return "";
+    }
+    auto diff = CompareOutputs(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
+                               ref_prefix, {});
+    return diff.ok() ? *diff : "";
+  };
+  const std::map<std::string, std::string> run_names = {
+      {"check", "the check run"},
+      {"audit", "the audited timed run"},
+      {"last", "the last timed run"}};
 
   // 6. Check, case by case; the first failure decides the verdict.
   double log_sum = 0, sol_log_sum = 0;
@@ -782,14 +871,37 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         runs.emplace_back("last", pc.last_set);
       }
       for (const auto& [tag, set] : runs) {
-        auto diff = CompareOutputs(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
-                                   fmt::format("{}/ref-{}@{}", scratch, pc.id, set));
-        if (!diff.ok()) return diff.status();
-        if (!diff->empty()) {
-          fail(Verdict::kWrongAnswer,
-               tag == "check" ? *diff : fmt::format("in the {} timed run: {}", tag, *diff));
-          break;
+        // Digested outputs first (the reference's case for this input set ran its check run).
+        std::string diff;
+        if (!pc.digested.empty()) {
+          auto want = ref.cases.find(fmt::format("{}@{}", pc.id, set));
+          WS_ASSIGN_OR_RETURN(
+              diff, CompareDigests(pc.digested, RunDigests(c, tag),
+                                   want == ref.cases.end() ? std::map<std::string, std::string>()
+                                                           : RunDigests(want->second, "check")));
         }
+        const bool by_digest = !diff.empty();
+        if (diff.empty()) {
+          WS_ASSIGN_OR_RETURN(diff, CompareOutputs(spec, pc.symbols, req.params, pc.seeds[set],
+                                                   cand_prefix, tag,
+                                                   fmt::format("{}/ref-{}@{}", scratch, pc.id, set),
+                                                   pc.digested));
+        }
+        if (diff.empty()) continue;
+        // Only for the failure that decides the verdict: the others keep the digest's word.
+        if (by_digest && res.verdict == Verdict::kOk) {
+          phase("check");
+          const std::string bytes = rerun_with_dumps(pc, tag, set);
+          phase("digest_rerun");
+          diff = bytes.empty() ? diff + "; a re-run with every output written back did not show "
+                                        "the difference, so no coordinates"
+                               : bytes + " (on a re-run with every output written back, after "
+                                         "their keyed digests differed)";
+        }
+        fail(Verdict::kWrongAnswer, tag == "check" && !by_digest
+                                        ? diff
+                                        : fmt::format("in {}: {}", run_names.at(tag), diff));
+        break;
       }
       if (cr.verdict == Verdict::kOk && pc.second_seed) {
         const std::string id2 = pc.id + "#2";
@@ -809,7 +921,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         if (runner_findings_clean(it2->second, what)) {
           auto diff = CompareOutputs(spec, pc.symbols, req.params, *pc.second_seed,
                                      scratch + "/cand-" + id2, "check",
-                                     fmt::format("{}/ref-{}@0", scratch, id2));
+                                     fmt::format("{}/ref-{}@0", scratch, id2), {});
           if (!diff.ok()) return diff.status();
           if (!diff->empty()) {
             fail(Verdict::kWrongAnswer,
@@ -988,7 +1100,7 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
   }
   if (smallest) shapes.push_back(*smallest);
 
-  WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts));
+  WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts, -1));
   ScratchCleanup cleanup{scratch, opts.keep_scratch};
   json job = {{"cubin", fs::absolute(ref.compile.cubin_path).string()},
               {"result", fs::absolute(scratch + "/reference.result.json").string()},

@@ -5,6 +5,9 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "base/files.h"
 #include "base/status.h"
@@ -86,6 +89,33 @@ class ScopedCustomChecker {
 Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
                                  const std::map<std::string, std::string>& params,
                                  const TensorMap& got, const TensorMap& want,
-                                 const std::function<Result<TensorMap>()>& inputs);
+                                 const std::function<Result<TensorMap>()>& inputs,
+                                 const std::vector<std::string>& digested = {});
+
+// ---- Bench outputs as keyed digests (digest.cc) -------------------------------------------------
+// On bench shapes the runners hash each exact output on the device under a key drawn for the
+// evaluation (evaluator/runner/digest.h) and report digests instead of writing the bytes.
+
+/// The outputs of a case of `kind` ("test", "hidden", "bench") that the runners digest: on bench
+/// shapes the exact ones, except an mx_data check's partner; none when a custom checker (which
+/// reads every output) checks the problem. CheckOutputs skips them (`digested`).
+std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_view kind);
+
+/// The digests (output -> 32 hex digits) a runner's case result reports for run `tag` ("check",
+/// "audit", "last"); empty when there are none.
+std::map<std::string, std::string> RunDigests(const nlohmann::json& case_result,
+                                              const std::string& tag);
+
+/// "" when the candidate's digest of every output in `outputs` equals the reference's; else what
+/// differs (or is missing), naming the output. An error when the reference lacks a digest.
+Result<std::string> CompareDigests(const std::vector<std::string>& outputs,
+                                   const std::map<std::string, std::string>& got,
+                                   const std::map<std::string, std::string>& want);
+
+/// Where an evaluation's scratch folder goes: the first of `tmpfs_roots` that is a writable
+/// tmpfs with room for `need_bytes` of dumps (and as much again spare, at least 1 GiB), when
+/// that is at most 16 GiB; else `fallback`. A negative need (unknown) gives `fallback`.
+std::string ChooseScratchRoot(const std::vector<std::string>& tmpfs_roots, int64_t need_bytes,
+                              const std::string& fallback);
 
 }  // namespace ws

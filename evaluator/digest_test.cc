@@ -1,0 +1,133 @@
+// Bench outputs as keyed digests, without a GPU: which outputs are digested, how a candidate's
+// digests meet the reference's, that the byte checker skips them, and where scratch goes.
+#include <sys/statfs.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "evaluator/internal.h"
+
+namespace ws {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Digests = std::map<std::string, std::string>;
+
+Tolerance Kind(ToleranceKind k) {
+  Tolerance t;
+  t.kind = k;
+  return t;
+}
+
+ProblemSpec Spec() {
+  ProblemSpec s;
+  s.name = "digests";
+  s.symbols = {"N"};
+  s.tensors = {{"x", DType::kF32, {"N"}, TensorRole::kInput, {}},
+               {"q", DType::kU8, {"N"}, TensorRole::kOutput, {}},
+               {"s", DType::kU8, {"N"}, TensorRole::kOutput, {}},
+               {"y", DType::kF32, {"N"}, TensorRole::kOutput, {}}};
+  s.tolerance = {{"q", Kind(ToleranceKind::kExact)},
+                 {"s", Kind(ToleranceKind::kExact)},
+                 {"y", Kind(ToleranceKind::kUlp)}};
+  return s;
+}
+
+TEST(DigestedOutputsTest, ExactOutputsOfBenchShapesOnly) {
+  ProblemSpec spec = Spec();
+  EXPECT_EQ(DigestedOutputs(spec, "bench"), (std::vector<std::string>{"q", "s"}));
+  // Test and hidden shapes keep their bytes, so a failure names coordinates.
+  EXPECT_TRUE(DigestedOutputs(spec, "test").empty());
+  EXPECT_TRUE(DigestedOutputs(spec, "hidden").empty());
+
+  // An exact output an mx_data check reads as its partner keeps its bytes.
+  Tolerance mx = Kind(ToleranceKind::kMxData);
+  mx.partner = "s";
+  spec.tolerance["y"] = mx;
+  EXPECT_EQ(DigestedOutputs(spec, "bench"), (std::vector<std::string>{"q"}));
+
+  // A custom checker reads every output: nothing is digested.
+  Tolerance custom = Kind(ToleranceKind::kCustom);
+  custom.checker = "router_topk";
+  spec.tolerance["y"] = custom;
+  EXPECT_TRUE(DigestedOutputs(spec, "bench").empty());
+}
+
+TEST(CompareDigestsTest, EqualDifferentMissingMalformed) {
+  const std::string a(32, 'a'), b = std::string(31, 'a') + "b";
+  const std::vector<std::string> outputs = {"q", "s"};
+  auto r = CompareDigests(outputs, {{"q", a}, {"s", b}}, {{"q", a}, {"s", b}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, "");
+
+  r = CompareDigests(outputs, {{"q", a}, {"s", a}}, {{"q", a}, {"s", b}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->find("output 's' differs"), std::string::npos) << *r;
+  EXPECT_NE(r->find("digest"), std::string::npos) << *r;
+
+  // The first output that differs, in the spec's order.
+  r = CompareDigests(outputs, {{"q", b}, {"s", a}}, {{"q", a}, {"s", b}});
+  EXPECT_NE(r->find("output 'q'"), std::string::npos) << *r;
+
+  // A candidate that reports no digest (or garbage) fails; the reference's own lack is an error.
+  for (const Digests& got : {Digests{{"q", a}}, Digests{{"q", a}, {"s", "zz"}},
+                             Digests{{"q", a}, {"s", std::string(32, 'A')}}}) {
+    r = CompareDigests(outputs, got, {{"q", a}, {"s", b}});
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->find("output 's' was not written back"), std::string::npos) << *r;
+  }
+  EXPECT_FALSE(CompareDigests(outputs, {{"q", a}, {"s", b}}, {{"q", a}}).ok());
+  EXPECT_EQ(*CompareDigests({}, {}, {}), "");
+}
+
+TEST(RunDigestsTest, ReadsOneRunOfACaseResult) {
+  const json c = json::parse(R"({"id": "bench-3", "status": "ok",
+      "digests": {"check": {"q": "0123", "s": 5}, "audit": {"q": "abcd"}}})");
+  EXPECT_EQ(RunDigests(c, "check"), (Digests{{"q", "0123"}}));  // non-strings dropped
+  EXPECT_EQ(RunDigests(c, "audit"), (Digests{{"q", "abcd"}}));
+  EXPECT_TRUE(RunDigests(c, "last").empty());
+  EXPECT_TRUE(RunDigests(json::parse(R"({"digests": []})"), "check").empty());
+  EXPECT_TRUE(RunDigests(json(), "check").empty());
+}
+
+TEST(CheckOutputsTest, DigestedOutputsAreLeftToTheDigests) {
+  ProblemSpec spec = Spec();
+  auto bytes = [](std::vector<uint8_t> b) { return HostTensor{DType::kU8, {2}, std::move(b)}; };
+  const TensorMap want = {{"q", bytes({1, 2})}, {"y", HostTensor{DType::kF32, {0}, {}}}};
+  const TensorMap got = {{"q", bytes({1, 3})}, {"y", HostTensor{DType::kF32, {0}, {}}}};
+  const auto no_inputs = []() -> Result<TensorMap> { return Status::Error("not needed"); };
+  // Without `digested`, s is missing and q differs; with it, only y is compared here.
+  auto r = CheckOutputs(spec, {{"N", 2}}, {}, got, want, no_inputs);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->find("q[1]"), std::string::npos) << *r;
+  r = CheckOutputs(spec, {{"N", 2}}, {}, got, want, no_inputs, {"q", "s"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, "");
+  r = CheckOutputs(spec, {{"N", 2}}, {}, got, want, no_inputs, {"s"});
+  EXPECT_NE(r->find("q[1]"), std::string::npos) << *r;
+}
+
+TEST(ChooseScratchRootTest, TmpfsWithRoomElseTheFallback) {
+  const std::string fallback = "/work/fallback";
+  EXPECT_EQ(ChooseScratchRoot({"/nonexistent-tmpfs"}, 0, fallback), fallback);
+  EXPECT_EQ(ChooseScratchRoot({"/dev/shm"}, -1, fallback), fallback);  // unknown need
+  EXPECT_EQ(ChooseScratchRoot({"/dev/shm"}, int64_t{1} << 50, fallback), fallback);
+  // Not a tmpfs: a folder of the test's own (TempDir is on disk here unless /tmp is a tmpfs).
+  struct statfs st;
+  const std::string tmp = testing::TempDir();
+  if (::statfs(tmp.c_str(), &st) == 0 && st.f_type != 0x01021994) {
+    EXPECT_EQ(ChooseScratchRoot({tmp}, 0, fallback), fallback);
+  }
+  if (::statfs("/dev/shm", &st) != 0 || st.f_type != 0x01021994) {
+    GTEST_SKIP() << "no tmpfs at /dev/shm here";
+  }
+  EXPECT_EQ(ChooseScratchRoot({"/nonexistent-tmpfs", "/dev/shm"}, 1 << 20, fallback), "/dev/shm");
+}
+
+}  // namespace
+}  // namespace ws
