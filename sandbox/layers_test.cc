@@ -236,6 +236,39 @@ TEST(SandboxLayersTest, NamespacesAllowWritesOnlyToScratch) {
   EXPECT_FALSE(fs::exists("/tmp/ws_layers_private"));
 }
 
+// The evaluator puts scratch on the host's tmpfs (/dev/shm) when it can: the sandbox's /dev is
+// its own, yet the scratch folder inside it is bound read-write at the same path, and nothing
+// else of the host's /dev/shm is visible.
+TEST(SandboxLayersTest, ScratchOnTheHostTmpfsIsBoundWritable) {
+  WS_REQUIRE_NAMESPACES();
+  if (!fs::is_directory("/dev/shm") || ::access("/dev/shm", W_OK) != 0) {
+    GTEST_SKIP() << "no writable /dev/shm here";
+  }
+  std::string tmpl = "/dev/shm/ws_layers_test.XXXXXX", other_tmpl = tmpl;
+  const std::string scratch = ::mkdtemp(tmpl.data());
+  const std::string other = ::mkdtemp(other_tmpl.data());
+  std::ofstream(other + "/secret") << "host";
+  auto got = Probe(Namespaces(scratch), {"write:" + scratch + "/ok", "exists:" + other + "/secret",
+                                         "write:" + other + "/escaped"});
+  EXPECT_EQ(got["write:" + scratch + "/ok"], "ok");
+  EXPECT_EQ(got["exists:" + other + "/secret"], "ENOENT");
+  EXPECT_NE(got["write:" + other + "/escaped"], "ok");
+  EXPECT_FALSE(fs::exists(other + "/escaped"));
+
+  SandboxSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo kept > kept.txt"};
+  spec.policy = Namespaces(scratch);
+  auto r = RunSandboxed(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_data;
+  std::ifstream kept(scratch + "/kept.txt");
+  std::string text;
+  kept >> text;
+  EXPECT_EQ(text, "kept");
+  fs::remove_all(scratch);
+  fs::remove_all(other);
+}
+
 TEST(SandboxLayersTest, NamespacesHideHomeAndTheRepository) {
   WS_REQUIRE_NAMESPACES();
   TempDir scratch;

@@ -136,6 +136,32 @@ TEST_F(EvalGpuTest, OneWrongByteIsAWrongAnswerNamingTheElement) {
   EXPECT_NE(r->message.find("1 of"), std::string::npos) << r->message;
 }
 
+// On bench shapes exact outputs are compared as keyed digests: one wrong byte there (and only
+// there) is a wrong answer naming the bench shape, the output and the run, and the re-run with
+// full dumps names the element.
+TEST_F(EvalGpuTest, OneWrongByteOnABenchShapeIsCaughtByTheDigest) {
+  // Every bench shape has M * K > 2^25; no test or hidden shape does.
+  std::string src = WithExtraLaunch(
+      Baseline(),
+      R"({ "kernel": "ws_test_flip_big", "grid": [1], "block": [1],
+           "args": ["q", {"i64": "M * K"}] })",
+      "extern \"C\" __global__ void ws_test_flip_big(unsigned char* q, long long n) {\n"
+      "  if (n > (1ll << 25)) q[n / 2 + 7] ^= 1;\n}\n");
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  auto r = Evaluate(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kWrongAnswer) << r->message;
+  EXPECT_EQ(r->message.rfind("bench shape", 0), 0u) << r->message;
+  EXPECT_NE(r->message.find("in the check run"), std::string::npos) << r->message;
+  EXPECT_NE(r->message.find("q["), std::string::npos) << r->message;
+  EXPECT_NE(r->message.find("1 of"), std::string::npos) << r->message;
+  EXPECT_GT(r->phase_seconds.count("digest_rerun"), 0u);
+  for (const auto& c : r->cases) {
+    if (c.kind != "bench") EXPECT_EQ(c.verdict, Verdict::kOk) << c.message;
+  }
+}
+
 // A plan of several launches is timed as CUDA-graph replays, and the audited run still checks.
 TEST_F(EvalGpuTest, MultiLaunchPlansAreTimedAsGraphs) {
   std::string src = WithExtraLaunch(

@@ -391,8 +391,12 @@ struct Census {
 };
 
 Census Take() {
+  // Scratch folders live in the workspace, or on the host's tmpfs (evaluate.cc, MakeScratch).
+  const std::string tmpfs_scratch = "/dev/shm/warpsmith-" + std::to_string(::getuid());
   return {CountEntries("/proc/self/fd"), CountWorkerProcesses(),
-          CountEntries(Workspace() + "/scratch"), GpuMemoryUsedMiB()};
+          CountEntries(Workspace() + "/scratch") +
+              (fs::is_directory(tmpfs_scratch) ? CountEntries(tmpfs_scratch) : 0),
+          GpuMemoryUsedMiB()};
 }
 
 class HostileSoakTest : public testing::Test {
