@@ -26,16 +26,20 @@ bool IsDigest(const std::string& s) {
 }  // namespace
 
 std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_view kind) {
-  if (kind != "bench") return {};
+  if (kind != "bench")
+    return {};
   std::set<std::string> partners;
   for (const auto& [name, tol] : spec.tolerance) {
     // A custom checker sees every output's bytes; an mx_data check reads its partner's.
-    if (tol.kind == ToleranceKind::kCustom) return {};
-    if (!tol.partner.empty()) partners.insert(tol.partner);
+    if (tol.kind == ToleranceKind::kCustom)
+      return {};
+    if (!tol.partner.empty())
+      partners.insert(tol.partner);
   }
   std::vector<std::string> out;
   for (const TensorSpec& t : spec.tensors) {
-    if (t.role != TensorRole::kOutput || partners.count(t.name)) continue;
+    if (t.role != TensorRole::kOutput || partners.count(t.name))
+      continue;
     auto it = spec.tolerance.find(t.name);
     if (it != spec.tolerance.end() && it->second.kind == ToleranceKind::kExact) {
       out.push_back(t.name);
@@ -47,11 +51,14 @@ std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_vi
 std::map<std::string, std::string> RunDigests(const nlohmann::json& case_result,
                                               const std::string& tag) {
   std::map<std::string, std::string> out;
-  if (!case_result.is_object() || !case_result.contains("digests")) return out;
+  if (!case_result.is_object() || !case_result.contains("digests"))
+    return out;
   const nlohmann::json& d = case_result["digests"];
-  if (!d.is_object() || !d.contains(tag) || !d[tag].is_object()) return out;
+  if (!d.is_object() || !d.contains(tag) || !d[tag].is_object())
+    return out;
   for (const auto& [name, value] : d[tag].items()) {
-    if (value.is_string()) out[name] = value.get<std::string>();
+    if (value.is_string())
+      out[name] = value.get<std::string>();
   }
   return out;
 }
@@ -84,14 +91,18 @@ std::string ChooseScratchRoot(const std::vector<std::string>& tmpfs_roots, int64
   // amount, with room to spare.
   constexpr int64_t kMaxTmpfsBytes = int64_t{16} << 30;
   constexpr int64_t kSpareBytes = int64_t{1} << 30;
-  if (need_bytes < 0 || need_bytes > kMaxTmpfsBytes) return fallback;
+  if (need_bytes < 0 || need_bytes > kMaxTmpfsBytes)
+    return fallback;
   for (const std::string& root : tmpfs_roots) {
     struct statfs fs_info;
     struct statvfs vfs;
-    if (::statfs(root.c_str(), &fs_info) != 0 || fs_info.f_type != kTmpfsMagic) continue;
-    if (::statvfs(root.c_str(), &vfs) != 0 || ::access(root.c_str(), W_OK) != 0) continue;
+    if (::statfs(root.c_str(), &fs_info) != 0 || fs_info.f_type != kTmpfsMagic)
+      continue;
+    if (::statvfs(root.c_str(), &vfs) != 0 || ::access(root.c_str(), W_OK) != 0)
+      continue;
     const int64_t avail = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
-    if (avail >= need_bytes + std::max(need_bytes, kSpareBytes)) return root;
+    if (avail >= need_bytes + std::max(need_bytes, kSpareBytes))
+      return root;
   }
   return fallback;
 }

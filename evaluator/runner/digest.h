@@ -62,8 +62,7 @@ WS_HD inline unsigned long long ws_digest_term(int lane, unsigned long long lk,
 /// The lane's digest: the sum with the length and the key folded in (so trailing zero bytes and
 /// an empty buffer count).
 WS_HD inline unsigned long long ws_digest_final(int lane, unsigned long long key,
-                                                unsigned long long nbytes,
-                                                unsigned long long sum) {
+                                                unsigned long long nbytes, unsigned long long sum) {
   const unsigned long long lk = ws_digest_lane_key(lane, key);
   return lane == 0 ? ws_digest_mix0(sum ^ ws_digest_mix0(lk + nbytes))
                    : ws_digest_mix1(sum + ws_digest_mix1(lk ^ (nbytes * 0x9E3779B97F4A7C15ull)));

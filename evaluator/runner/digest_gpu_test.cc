@@ -51,7 +51,8 @@ std::string CompilePtx() {
   std::string ptx(size, '\0');
   nvrtcGetPTX(prog, ptx.data());
   nvrtcDestroyProgram(&prog);
-  if (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  if (!ptx.empty() && ptx.back() == '\0')
+    ptx.pop_back();
   return ptx;
 }
 
@@ -70,10 +71,11 @@ json Case(const std::string& id, int64_t flip, bool digest, const std::string& d
             {"poison", 0x5A},
             {"timing", nullptr},
             {"dump", dump}};
-  if (digest) c["digest"] = {"y"};
+  if (digest)
+    c["digest"] = {"y"};
   if (timed) {
-    c["timing"] = {{"warmup", 1}, {"iterations", 4}, {"l2_flush_bytes", 1 << 20},
-                   {"audit_iteration", 1}};
+    c["timing"] = {
+        {"warmup", 1}, {"iterations", 4}, {"l2_flush_bytes", 1 << 20}, {"audit_iteration", 1}};
   }
   return c;
 }
@@ -81,14 +83,16 @@ json Case(const std::string& id, int64_t flip, bool digest, const std::string& d
 class DigestGpuTest : public testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists("/dev/nvidiactl")) GTEST_SKIP() << "no GPU here; GPU tests skipped";
+    if (!fs::exists("/dev/nvidiactl"))
+      GTEST_SKIP() << "no GPU here; GPU tests skipped";
     dir_ = testing::TempDir() + "/ws_digest_gpu_" + std::to_string(::getpid());
     fs::create_directories(dir_);
     ptx_ = dir_ + "/pattern.ptx";
     std::ofstream(ptx_) << CompilePtx();
   }
   void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
+    if (!dir_.empty())
+      fs::remove_all(dir_);
   }
 
   // Runs a job of `cases` under `key`; returns the result's cases by id.
@@ -116,19 +120,19 @@ class DigestGpuTest : public testing::Test {
 };
 
 std::string Digest(const json& c, const std::string& tag) {
-  if (!c.contains("digests") || !c["digests"].contains(tag)) return "";
+  if (!c.contains("digests") || !c["digests"].contains(tag))
+    return "";
   return c["digests"][tag].value("y", "");
 }
 
 TEST_F(DigestGpuTest, DigestsMatchTheHostAndCatchEveryFlippedByte) {
   const std::string d = dir_ + "/d";
-  json cases = json::array({Case("dumped", -1, false, d + "-dumped"),
-                            Case("same-a", -1, true, d + "-a"), Case("same-b", -1, true, d + "-b"),
-                            Case("timed", -1, true, d + "-timed", true),
-                            Case("flip-first", 0, true, d + "-f0"),
-                            Case("flip-middle", kBytes / 2, true, d + "-f1"),
-                            Case("flip-last-word", kBytes - 4, true, d + "-f2"),
-                            Case("flip-tail", kBytes - 1, true, d + "-f3")});
+  json cases = json::array(
+      {Case("dumped", -1, false, d + "-dumped"), Case("same-a", -1, true, d + "-a"),
+       Case("same-b", -1, true, d + "-b"), Case("timed", -1, true, d + "-timed", true),
+       Case("flip-first", 0, true, d + "-f0"), Case("flip-middle", kBytes / 2, true, d + "-f1"),
+       Case("flip-last-word", kBytes - 4, true, d + "-f2"),
+       Case("flip-tail", kBytes - 1, true, d + "-f3")});
   auto got = Run("key1", kKey, cases);
   ASSERT_EQ(got.size(), cases.size());
 

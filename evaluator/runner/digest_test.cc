@@ -41,8 +41,8 @@ TEST(DigestTest, OneFlippedByteAnywhereChangesBothLanes) {
   // 1003 bytes: 125 whole words and a 3-byte tail.
   const auto base = Pattern(1003);
   const Digest want = Of(base, kKey);
-  for (size_t pos : {size_t{0}, size_t{7}, size_t{8}, size_t{501}, size_t{999}, size_t{1000},
-                     size_t{1002}}) {
+  for (size_t pos :
+       {size_t{0}, size_t{7}, size_t{8}, size_t{501}, size_t{999}, size_t{1000}, size_t{1002}}) {
     for (unsigned char bit : {0x01, 0x80}) {
       auto b = base;
       b[pos] ^= bit;
