@@ -23,6 +23,12 @@ done
 for lib in libsqlite3.so.0 libcrypto.so.3 libselinux.so.1 libcap.so.2 libpcre2-8.so.0; do
   cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')" .carry/lib/
 done
+# fmt and nlohmann_json (headers and CMake packages) for the exported CMake package's test.
+mkdir -p .carry/prefix/include .carry/prefix/lib/x86_64-linux-gnu/cmake .carry/prefix/share/cmake
+cp -r /usr/include/fmt /usr/include/nlohmann .carry/prefix/include/
+cp -r /usr/lib/x86_64-linux-gnu/cmake/fmt .carry/prefix/lib/x86_64-linux-gnu/cmake/
+cp -P /usr/lib/x86_64-linux-gnu/libfmt.so* .carry/prefix/lib/x86_64-linux-gnu/
+cp -r /usr/share/cmake/nlohmann_json .carry/prefix/share/cmake/
 # With a destination, the committed source tree travels too (.carry/src): the GPU machine then
 # runs exactly this commit even when the working tree it copies holds other, unfinished work.
 if [[ -n ${1:-} ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, bench (kernel, baseline and peers through bench/run.sh).
+# campaign, problems, kernels, export, dashboard, multigpu, profile, bench.
 # Usage: scripts/gpu_session.sh STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -25,6 +25,14 @@ export PATH="/usr/local/cuda/bin:$PATH"
 WS_DIR=${WS_DIR:-/tmp/ws_session}
 ws="build/warpsmith --workspace $WS_DIR"
 status=0
+
+# The parameter settings of a problem, one word each: NAME=V,NAME=V (or - without parameters).
+variants() {
+  python3 -c "
+import json,itertools,sys; s=json.load(open(sys.argv[1])); ps=s.get('params',{})
+names=sorted(ps); combos=itertools.product(*[ps[n]['values'] for n in names]) if names else [()]
+print(' '.join(','.join(f'{n}={v}' for n,v in zip(names,c)) or '-' for c in combos))" "$1"
+}
 
 for stage in "$@"; do
   echo "=== stage $stage ($(date -u +%H:%M:%S))"
@@ -69,11 +77,7 @@ for stage in "$@"; do
       for spec in problems/*/spec.json; do
         p=$(basename "$(dirname "$spec")")
         [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
-        variants=$(python3 -c "
-import json,itertools,sys; s=json.load(open(sys.argv[1])); ps=s.get('params',{})
-names=sorted(ps); combos=itertools.product(*[ps[n]['values'] for n in names]) if names else [()]
-print(' '.join(','.join(f'{n}={v}' for n,v in zip(names,c)) or '-' for c in combos))" "$spec")
-        for v in $variants; do
+        for v in $(variants "$spec"); do
           sets=(); key=$p
           if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="$p@$v"; fi
           timeout 300 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
@@ -92,6 +96,117 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
       bench/problem_table.py "$OUT/problems" --json "$OUT/problem-table.json" \
         --markdown "$OUT/problem-table.md" | tail -40
       ( cd "$OUT" && tar czf problems.tgz problems && rm -rf problems ) ;;
+    kernels)
+      # The hand-tuned set: every kernels/<problem>/kernel.cu in every parameter setting (KERNELS
+      # limits the problems), then the peers of each (PEERS=0 skips them). Raw JSON to
+      # $OUT/kernels; bench/kernel_table.py makes the table.
+      mkdir -p "$OUT/kernels"
+      for k in kernels/*/kernel.cu; do
+        p=$(basename "$(dirname "$k")")
+        [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
+        for v in $(variants "problems/$p/spec.json"); do
+          sets=(); key=$p
+          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="$p@$v"; fi
+          timeout 600 $ws eval "$p" "$k" "${sets[@]}" --json \
+            >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"
+          echo "eval $key: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$OUT/kernels/$key.json" 2>/dev/null)"
+        done
+        if [[ ${PEERS:-1} != 0 && -f bench/peers/$p.py ]]; then
+          timeout 400 python3 "bench/peers/$p.py" "$OUT/kernels/$p.peers.json" \
+            >"$OUT/kernels/$p.peers.log" 2>&1
+          echo "peers $p: rc $?"; tail -2 "$OUT/kernels/$p.peers.log"
+        fi
+      done
+      ( cd "$OUT" && tar czf kernels.tgz kernels && rm -rf kernels ) ;;
+    export)
+      # The exported forms on the GPU: the hand-tuned rowwise quantizer in both rounding modes as
+      # a CMake package (its test: bit-exact against the CPU reference; --bench: timed) and a
+      # torch extension (test_ops.py against `warpsmith reference`; --bench), then bundles
+      # re-checked and re-timed by `warpsmith verify`.
+      X=$WS_DIR/export; rm -rf "$X"; mkdir -p "$X"
+      for r in rceil floor; do
+        $ws eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu --set rounding=$r \
+          --json >"$OUT/export-eval-$r.json" 2>"$OUT/export-eval-$r.log" || status=1
+      done
+      $ws export --problem mxfp8_quantize_rowwise --format cmake --out "$X/pkg" >"$OUT/export-cmake.log" 2>&1
+      { cmake -S "$X/pkg" -B "$X/pkg-build" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" \
+          -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_PREFIX_PATH="$root/.carry/prefix" &&
+        cmake --build "$X/pkg-build" -j16 && ctest --test-dir "$X/pkg-build" --output-on-failure &&
+        "$X/pkg-build/warpsmith_kernels_test" | tail -3; } >>"$OUT/export-cmake.log" 2>&1
+      echo "cmake package: rc $?"; tail -4 "$OUT/export-cmake.log"
+      for f in mxfp8_quantize_rowwise mxfp8_quantize_rowwise__floor; do
+        "$X/pkg-build/warpsmith_kernels_test" --bench $f >>"$OUT/export-cmake-bench.jsonl" 2>&1
+      done
+      cat "$OUT/export-cmake-bench.jsonl"
+      $ws export --problem mxfp8_quantize_rowwise --format torch --out "$X/torch" >"$OUT/export-torch.log" 2>&1
+      ( cd "$X/torch" && python3 setup.py build_ext --inplace &&
+        PYTHONPATH=. python3 test_ops.py --warpsmith "$root/build/warpsmith" &&
+        PYTHONPATH=. python3 test_ops.py --bench --bench-json "$OUT/export-torch-bench.json" ) \
+        >>"$OUT/export-torch.log" 2>&1
+      echo "torch extension: rc $?"; grep -E "test_ops|median|exact" "$OUT/export-torch.log" | tail -12
+      $ws export --problem mxfp8_quantize_rowwise --format bundle --out "$X/bundles" >"$OUT/export-bundle.log" 2>&1
+      $ws verify "$X/bundles" >>"$OUT/export-bundle.log" 2>&1
+      echo "verify: rc $?"; tail -12 "$OUT/export-bundle.log" ;;
+    dashboard)
+      # The dashboard during a running campaign: pages fetched live, and copies of the store taken
+      # as it runs (served again elsewhere for screenshots).
+      mkdir -p "$OUT/dash"
+      $ws serve --port 8737 >"$OUT/dash/serve.log" 2>&1 &
+      serve_pid=$!
+      $ws campaign start --problems mxfp8_quantize_rowwise --seed starting \
+        --budget "${DASH_BUDGET:-evaluations=10}" >"$OUT/dash/campaign.log" 2>&1 &
+      camp_pid=$!
+      for i in 1 2 3 4 5 6; do
+        sleep 12
+        for page in / /campaigns /campaigns/1 /problems/mxfp8_quantize_rowwise /api/leaderboard; do
+          curl -s -m 10 "http://127.0.0.1:8737$page" >"$OUT/dash/snap$i$(echo "$page" | tr / _).html"
+        done
+        python3 -c "
+import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)
+" "$WS_DIR/warpsmith.db" "$OUT/dash/store-$i.db"
+        kill -0 $camp_pid 2>/dev/null || break
+      done
+      wait $camp_pid; echo "campaign: rc $?"; tail -5 "$OUT/dash/campaign.log"
+      kill $serve_pid; wait $serve_pid 2>/dev/null
+      ( cd "$OUT" && tar czf dash.tgz dash && rm -rf dash ) ;;
+    multigpu)
+      # Scale-out on one host: the same campaign timed on one GPU, then on GPUS (default 0,1),
+      # each in a fresh workspace; evaluations per GPU-minute and the two leaderboards.
+      for g in 0 "${GPUS:-0,1}"; do
+        W="$WS_DIR-gpus-${g//,/_}"; rm -rf "$W"
+        start=$(date +%s.%N)
+        build/warpsmith --workspace "$W" campaign start --problems "${MG_PROBLEMS:-router_topk_sigmoid_grouped}" \
+          --seed starting --gpus "$g" --budget "${MG_BUDGET:-evaluations=16}" \
+          >"$OUT/multigpu-$g.log" 2>&1 || status=1
+        end=$(date +%s.%N)
+        build/warpsmith --workspace "$W" campaign status --json >"$OUT/multigpu-$g-status.json"
+        build/warpsmith --workspace "$W" leaderboard --json >"$OUT/multigpu-$g-leaderboard.json"
+        python3 -c "
+import sqlite3,sys,json; db=sqlite3.connect(sys.argv[1])
+print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.argv[3])}))" \
+          "$W/warpsmith.db" "$g" "$start" "$end" | tee "$OUT/multigpu-$g-wall.json"
+        build/warpsmith --workspace "$W" leaderboard | head -8
+      done ;;
+    sweep)
+      # Knob settings of one kernel through the evaluator, without hidden shapes (not ranked):
+      # SWEEP="CHUNKS=2 THREADS=256;CTAS_PER_SM=4" (settings split by ';'), SWEEP_KERNEL,
+      # SWEEP_PROBLEM, SWEEP_SETS (e.g. "rounding=rceil rounding=floor").
+      mkdir -p "$OUT/sweep"
+      sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}; sk=${SWEEP_KERNEL:-kernels/$sp/kernel.cu}
+      IFS=';' read -ra settings <<<"${SWEEP:-}"
+      for set in ${SWEEP_SETS:--}; do
+        for knobs in "" "${settings[@]}"; do
+          args=(); [[ $set != - ]] && args+=(--set "$set")
+          for kv in $knobs; do args+=(--knob "$kv"); done
+          key="${set}_${knobs// /_}"
+          $ws eval "$sp" "$sk" --no-hidden "${args[@]}" --json >"$OUT/sweep/$key.json" 2>/dev/null
+          python3 -c "
+import json,sys; j=json.load(open(sys.argv[1]))
+print(sys.argv[2], j.get('verdict'), ' '.join('%.2f' % c['timing']['median_us'] for c in j.get('cases', []) if 'timing' in c))" \
+            "$OUT/sweep/$key.json" "$key"
+        done
+      done
+      ( cd "$OUT" && tar czf sweep.tgz sweep && rm -rf sweep ) ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.
       for mode in strict off; do

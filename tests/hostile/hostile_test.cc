@@ -19,7 +19,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -377,7 +380,14 @@ int CountWorkerProcesses() {
 }
 
 int64_t GpuMemoryUsedMiB() {
-  FILE* p = ::popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits", "r");
+  // The GPU the evaluations run on: CUDA_VISIBLE_DEVICES's ordinal when it names one.
+  std::string cmd = "nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits";
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible != nullptr && *visible != '\0' &&
+      std::string(visible).find_first_not_of("0123456789") == std::string::npos) {
+    cmd += std::string(" -i ") + visible;
+  }
+  FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return -1;
   char buf[64] = {};
   const bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
@@ -433,20 +443,37 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
   };
   const double before_us = time_tuned();
   const Census before = Take();
+  // WS_HOSTILE_SOAK_JOBS=J runs J evaluations at a time (one GPU shared, as a campaign's
+  // compile-and-check traffic would be); evaluation i goes to thread i % J.
+  const char* jobs_env = std::getenv("WS_HOSTILE_SOAK_JOBS");
+  const int jobs = std::max(1, jobs_env ? std::atoi(jobs_env) : 1);
   std::map<std::string, int> verdicts;
-  for (int i = 0; i < n; ++i) {
-    const HostileCase& c = cases[i % cases.size()];
-    EvalRequest req = Request(c, CaseSource(c));
-    req.device = device_;
-    req.time_bench = false;  // the soak is about robustness; timing is checked once, at the ends
-    auto r = Evaluate(req, Options(c));
-    ASSERT_TRUE(r.ok()) << "evaluation " << i << " (" << c.file << "): " << r.status().message();
-    ++verdicts[std::string(VerdictName(r->verdict))];
-    ExpectVerdict(c, *r);
-  }
+  std::mutex mu;
+  int errors = 0;
+  auto worker = [&](int t) {
+    for (int i = t; i < n; i += jobs) {
+      const HostileCase& c = cases[i % cases.size()];
+      EvalRequest req = Request(c, CaseSource(c));
+      req.device = device_;
+      req.time_bench = false;  // the soak is about robustness; timing is checked once, at the ends
+      auto r = Evaluate(req, Options(c));
+      std::lock_guard<std::mutex> lock(mu);
+      if (!r.ok()) {
+        ADD_FAILURE() << "evaluation " << i << " (" << c.file << "): " << r.status().message();
+        ++errors;
+        continue;
+      }
+      ++verdicts[std::string(VerdictName(r->verdict))];
+      ExpectVerdict(c, *r);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(errors, 0);
   const Census after = Take();
   const double after_us = time_tuned();
-  std::printf("soak: %d hostile evaluations;", n);
+  std::printf("soak: %d hostile evaluations, %d at a time;", n, jobs);
   for (const auto& [v, k] : verdicts) std::printf(" %s %d", v.c_str(), k);
   std::printf("\nsoak: before: fds %d, worker processes %d, scratch entries %d, GPU memory %lld MiB\n",
               before.fds, before.workers, before.scratch, static_cast<long long>(before.gpu_mib));
