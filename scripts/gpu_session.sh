@@ -118,6 +118,16 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
         fi
       done
       ( cd "$OUT" && tar czf kernels.tgz kernels && rm -rf kernels ) ;;
+    peers)
+      # Only the peers of the hand-tuned set (KERNELS limits the problems), raw JSON to $OUT/peers.
+      mkdir -p "$OUT/peers"
+      for k in kernels/*/kernel.cu; do
+        p=$(basename "$(dirname "$k")")
+        [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
+        [[ -f bench/peers/$p.py ]] || continue
+        timeout 400 python3 "bench/peers/$p.py" "$OUT/peers/$p.peers.json" >"$OUT/peers/$p.log" 2>&1
+        echo "peers $p: rc $?"; tail -2 "$OUT/peers/$p.log"
+      done ;;
     export)
       # The exported forms on the GPU: the hand-tuned rowwise quantizer in both rounding modes as
       # a CMake package (its test: bit-exact against the CPU reference; --bench: timed) and a
