@@ -99,6 +99,10 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
 /// The outputs of a case of `kind` ("test", "hidden", "bench") that the runners digest: on bench
 /// shapes the exact ones, except an mx_data check's partner; none when a custom checker (which
 /// reads every output) checks the problem. CheckOutputs skips them (`digested`).
+// The "tensors" array of a runner job for one case: dtypes, sizes, roles and the inputs' init
+// fields (integer fields as JSON integers, as the runner requires).
+Result<nlohmann::json> TensorsJson(const ProblemSpec& spec, const SymbolTable& symbols);
+
 std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_view kind);
 
 /// The digests (output -> 32 hex digits) a runner's case result reports for run `tag` ("check",
