@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Builds the problem-set table (per problem, params and bench shape: speed-of-light time, the
 baseline's and the starting kernel's time and fraction of speed-of-light) from `warpsmith eval
---json` outputs named <problem>[@<params>].<baseline|starting>.json, plus the `problems verify`
-logs named <problem>[@<params>].verify.log.
+--json` outputs named <problem>[__<name>-<value>...].<baseline|starting>.json, plus the `problems
+verify` logs named <problem>[__<name>-<value>...].verify.log.
 
 Usage: problem_table.py DIR [--json OUT.json] [--markdown OUT.md]"""
 import argparse
@@ -29,7 +29,9 @@ def main():
     keys = sorted({os.path.basename(p).rsplit(".", 2)[0]
                    for p in glob.glob(os.path.join(args.dir, "*.json"))})
     for key in keys:
-        problem, _, params = key.partition("@")
+        # <problem>[__<name>-<value>[__<name>-<value>...]]: only plain characters travel back.
+        problem, _, rest = key.partition("__")
+        params = ",".join(kv.replace("-", "=", 1) for kv in rest.split("__")) if rest else ""
         base = load(os.path.join(args.dir, key + ".baseline.json"))
         start = load(os.path.join(args.dir, key + ".starting.json"))
         vlog = os.path.join(args.dir, key + ".verify.log")

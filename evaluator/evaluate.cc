@@ -257,6 +257,7 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
     spec.argv = SanitizerArgv(wrap->sanitizer, wrap->tool, wrap->kernels, spec.argv);
   }
   WS_RETURN_IF_ERROR(ConfineRunner(&spec, fs::path(abs_job).parent_path().string(), read_only));
+  if (!opts.visible_devices.empty()) spec.env_set["CUDA_VISIBLE_DEVICES"] = opts.visible_devices;
   spec.limits.wall_seconds = wall_seconds;
   spec.limits.open_files = 1024;
   spec.limits.output_cap_bytes = 1 << 20;

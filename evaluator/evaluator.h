@@ -243,6 +243,8 @@ struct EvaluatorOptions {
   std::string compute_sanitizer;               // deep mode; default: FindComputeSanitizer()
   double deep_time_factor = 20;                // a sanitizer run's allowance per case, in
                                                // multiples of case_timeout_s
+  std::string visible_devices;                 // CUDA_VISIBLE_DEVICES for the runners (empty:
+                                               // ours), e.g. one GPU per concurrent evaluation
 };
 
 /// The -D defines a kernel sees for the problem's parameters: WS_<NAME>=<index of the chosen

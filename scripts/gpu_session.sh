@@ -79,7 +79,7 @@ for stage in "$@"; do
         [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
         for v in $(variants "$spec"); do
           sets=(); key=$p
-          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="$p@$v"; fi
+          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="${p}__$(echo "$v" | sed 's/=/-/g; s/,/__/g')"; fi
           timeout 300 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
           echo "verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")"
           base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
@@ -106,7 +106,7 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
         [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
         for v in $(variants "problems/$p/spec.json"); do
           sets=(); key=$p
-          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="$p@$v"; fi
+          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="${p}__$(echo "$v" | sed 's/=/-/g; s/,/__/g')"; fi
           timeout 600 $ws eval "$p" "$k" "${sets[@]}" --json \
             >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"
           echo "eval $key: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$OUT/kernels/$key.json" 2>/dev/null)"
@@ -208,7 +208,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         for knobs in "" "${settings[@]}"; do
           args=(); [[ $set != - ]] && args+=(--set "$set")
           for kv in $knobs; do args+=(--knob "$kv"); done
-          key="${set}_${knobs// /_}"
+          key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g")
           $ws eval "$sp" "$sk" --no-hidden "${args[@]}" --json >"$OUT/sweep/$key.json" 2>/dev/null
           python3 -c "
 import json,sys; j=json.load(open(sys.argv[1]))

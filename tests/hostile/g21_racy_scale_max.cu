@@ -1,4 +1,4 @@
-// hostile: expect=wrong_answer gpu=yes what="race: 32 threads fold their exponents into scales[b] with a non-atomic read-max-write (flaky, poison-dependent)"
+// hostile: expect=wrong_answer gpu=yes what="race: the 32 lanes of a warp store their own guesses of one block's scale to the same byte, unsynchronized; which store lands is up to the hardware, and most guesses are wrong"
 /* warpsmith:plan
 { "launch": [ { "kernel": "hostile_racy_scale_max", "grid": ["ceil_div(M * (K / 32), 256)"], "block": [256], "smem": "0",
                 "args": ["x", "q", "scales", "M", "K"] } ] }
@@ -10,9 +10,9 @@ extern "C" __global__ void hostile_racy_scale_max(const __nv_bfloat16* x, unsign
   const long long b = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= n) return;
   quantize_block(x, q, scales, b);
-  const int s = scales[b];
-  // Every lane of the warp re-derives "its" scale from one element and races to store the max.
+  // Every lane "corrects" the first block of its warp with its own guess, unsynchronized: the
+  // even lanes' guesses are right, the odd lanes' are one too high.
   volatile unsigned char* vs = scales;
-  const unsigned char mine = static_cast<unsigned char>(s - (threadIdx.x & 3));
-  vs[b & ~31LL] = vs[b & ~31LL] > mine ? vs[b & ~31LL] : mine;
+  const unsigned char mine = static_cast<unsigned char>(vs[b & ~31LL] + (threadIdx.x & 1));
+  vs[b & ~31LL] = mine;
 }

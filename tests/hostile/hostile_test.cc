@@ -379,20 +379,35 @@ int CountWorkerProcesses() {
   return n;
 }
 
-int64_t GpuMemoryUsedMiB() {
-  // The GPU the evaluations run on: CUDA_VISIBLE_DEVICES's ordinal when it names one.
+// GPU memory in use on the GPUs the soak runs on (ordinals as "0,1"; empty: the first GPU).
+int64_t GpuMemoryUsedMiB(const std::string& gpus) {
   std::string cmd = "nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits";
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  if (visible != nullptr && *visible != '\0' &&
-      std::string(visible).find_first_not_of("0123456789") == std::string::npos) {
-    cmd += std::string(" -i ") + visible;
-  }
+  cmd += gpus.empty() ? " -i 0" : " -i " + gpus;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return -1;
   char buf[64] = {};
-  const bool got = std::fgets(buf, sizeof(buf), p) != nullptr;
+  int64_t total = 0;
+  bool got = false;
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) {
+    total += std::strtoll(buf, nullptr, 10);
+    got = true;
+  }
   ::pclose(p);
-  return got ? std::strtoll(buf, nullptr, 10) : -1;
+  return got ? total : -1;
+}
+
+// The GPU ordinals WS_HOSTILE_SOAK_GPUS names ("0,1"), else CUDA_VISIBLE_DEVICES's when it is a
+// plain list of ordinals, else none (the default GPU).
+std::vector<std::string> SoakGpus() {
+  const char* env = std::getenv("WS_HOSTILE_SOAK_GPUS");
+  if (env == nullptr) env = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::vector<std::string> out;
+  std::stringstream in(env ? env : "");
+  for (std::string g; std::getline(in, g, ',');) {
+    if (g.empty() || g.find_first_not_of("0123456789") != std::string::npos) return {};
+    out.push_back(g);
+  }
+  return out;
 }
 
 struct Census {
@@ -400,13 +415,13 @@ struct Census {
   int64_t gpu_mib;
 };
 
-Census Take() {
+Census Take(const std::string& gpus) {
   // Scratch folders live in the workspace, or on the host's tmpfs (evaluate.cc, MakeScratch).
   const std::string tmpfs_scratch = "/dev/shm/warpsmith-" + std::to_string(::getuid());
   return {CountEntries("/proc/self/fd"), CountWorkerProcesses(),
           CountEntries(Workspace() + "/scratch") +
               (fs::is_directory(tmpfs_scratch) ? CountEntries(tmpfs_scratch) : 0),
-          GpuMemoryUsedMiB()};
+          GpuMemoryUsedMiB(gpus)};
 }
 
 class HostileSoakTest : public testing::Test {
@@ -442,9 +457,13 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
     return r.ok() ? r->geomean_us : 0;
   };
   const double before_us = time_tuned();
-  const Census before = Take();
-  // WS_HOSTILE_SOAK_JOBS=J runs J evaluations at a time (one GPU shared, as a campaign's
-  // compile-and-check traffic would be); evaluation i goes to thread i % J.
+  const std::vector<std::string> gpus = SoakGpus();
+  std::string gpu_list;
+  for (const auto& g : gpus) gpu_list += (gpu_list.empty() ? "" : ",") + g;
+  const Census before = Take(gpu_list);
+  // WS_HOSTILE_SOAK_JOBS=J runs J evaluations at a time, thread t on GPU gpus[t % n] (several
+  // threads share a GPU, as a campaign's compile-and-check traffic would); evaluation i goes to
+  // thread i % J.
   const char* jobs_env = std::getenv("WS_HOSTILE_SOAK_JOBS");
   const int jobs = std::max(1, jobs_env ? std::atoi(jobs_env) : 1);
   std::map<std::string, int> verdicts;
@@ -456,7 +475,12 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
       EvalRequest req = Request(c, CaseSource(c));
       req.device = device_;
       req.time_bench = false;  // the soak is about robustness; timing is checked once, at the ends
-      auto r = Evaluate(req, Options(c));
+      EvaluatorOptions opts = Options(c);
+      if (!gpus.empty()) {
+        // The absolute ordinal: the runner sees CUDA_VISIBLE_DEVICES of its own.
+        opts.visible_devices = gpus[t % gpus.size()];
+      }
+      auto r = Evaluate(req, opts);
       std::lock_guard<std::mutex> lock(mu);
       if (!r.ok()) {
         ADD_FAILURE() << "evaluation " << i << " (" << c.file << "): " << r.status().message();
@@ -471,9 +495,10 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
   for (int t = 0; t < jobs; ++t) threads.emplace_back(worker, t);
   for (auto& th : threads) th.join();
   ASSERT_EQ(errors, 0);
-  const Census after = Take();
+  const Census after = Take(gpu_list);
   const double after_us = time_tuned();
-  std::printf("soak: %d hostile evaluations, %d at a time;", n, jobs);
+  std::printf("soak: %d hostile evaluations, %d at a time on GPU(s) %s;", n, jobs,
+              gpu_list.empty() ? "default" : gpu_list.c_str());
   for (const auto& [v, k] : verdicts) std::printf(" %s %d", v.c_str(), k);
   std::printf("\nsoak: before: fds %d, worker processes %d, scratch entries %d, GPU memory %lld MiB\n",
               before.fds, before.workers, before.scratch, static_cast<long long>(before.gpu_mib));
