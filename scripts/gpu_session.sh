@@ -53,7 +53,7 @@ for stage in "$@"; do
       build/tests/hostile_gpu_test --gtest_brief=1 >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
     soak)
-      WS_HOSTILE_SOAK=${SOAK_N:-500} build/tests/hostile_gpu_test \
+      WS_HOSTILE_SOAK=${SOAK_N:-500} WS_HOSTILE_SOAK_JOBS=${SOAK_JOBS:-1} build/tests/hostile_gpu_test \
         --gtest_filter='HostileSoakTest.*' >"$OUT/soak.log" 2>&1 || status=1
       grep -E "^soak:|PASSED|FAILED|Failure" -A2 "$OUT/soak.log" | head -30 ;;
     campaign)
@@ -80,16 +80,16 @@ for stage in "$@"; do
         for v in $(variants "$spec"); do
           sets=(); key=$p
           if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="${p}__$(echo "$v" | sed 's/=/-/g; s/,/__/g')"; fi
-          timeout 300 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
+          timeout 120 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
           echo "verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")"
           base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
           [[ $base == cublaslt:* ]] || base=problems/$p/$base
           for which in baseline starting; do
             file=$base; [[ $which == starting ]] && file=problems/$p/$(python3 -c "
 import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') or s['baseline'])" "$spec")
-            timeout 600 $ws eval "$p" "$file" "${sets[@]}" --json \
+            timeout 150 $ws eval "$p" "$file" "${sets[@]}" --json \
               >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
-            echo "eval $key $which: rc $?"
+            echo "$(date -u +%T) eval $key $which: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:200])" "$OUT/problems/$key.$which.json" 2>/dev/null)"
           done
         done
       done
@@ -107,9 +107,9 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
         for v in $(variants "problems/$p/spec.json"); do
           sets=(); key=$p
           if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="${p}__$(echo "$v" | sed 's/=/-/g; s/,/__/g')"; fi
-          timeout 600 $ws eval "$p" "$k" "${sets[@]}" --json \
+          timeout 150 $ws eval "$p" "$k" "${sets[@]}" --json \
             >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"
-          echo "eval $key: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$OUT/kernels/$key.json" 2>/dev/null)"
+          echo "$(date -u +%T) eval $key: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$OUT/kernels/$key.json" 2>/dev/null)"
         done
         if [[ ${PEERS:-1} != 0 && -f bench/peers/$p.py ]]; then
           timeout 400 python3 "bench/peers/$p.py" "$OUT/kernels/$p.peers.json" \
