@@ -783,6 +783,13 @@ Status ShipReference(const std::vector<ExportItem>& items, const fs::path& src,
       spec["shapes"].erase("hidden");
     const fs::path to = dst / "problems" / it.spec.name / "spec.json";
     fs::create_directories(to.parent_path());
+    // The trusted GPU reference, baseline and starting kernel the spec names: the spec loader
+    // requires them, and they document the problem.
+    for (const auto& e : fs::directory_iterator(it.spec.dir)) {
+      if (e.is_regular_file() && e.path().extension() == ".cu") {
+        WS_RETURN_IF_ERROR(CopyTree(e.path(), to.parent_path() / e.path().filename()));
+      }
+    }
     WS_RETURN_IF_ERROR(WriteFileAtomic(to.string(), spec.dump(2) + "\n"));
   }
   return Status::Ok();
@@ -1165,6 +1172,15 @@ std::string BenchCase(const Function& f, const ws::ProblemSpec& spec, const ws::
 }}  // namespace
 
 int main(int argc, char** argv) {{
+  // Every problem loads here, GPU or not, so a broken shipped reference shows without a GPU too.
+  for (const Function& f : kFunctions) {{
+    auto spec = ws::LoadProblem(std::string(WSX_REFERENCE_DIR) + "/problems/" + f.problem +
+                                "/spec.json");
+    if (!spec.ok()) {{
+      std::printf("%s: %s\n", f.name, spec.status().message().c_str());
+      return 1;
+    }}
+  }}
   int devices = 0;
   const cudaError_t probe = cudaGetDeviceCount(&devices);
   if (probe != cudaSuccess || devices == 0) {{

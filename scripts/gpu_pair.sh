@@ -18,3 +18,5 @@ for g in 0 1; do
   [[ -f $OUT/gpu$g/session.log ]] || continue
   echo "===== gpu$g"; grep -v "^\s*$" "$OUT/gpu$g/session.log" | tail -${PAIR_TAIL:-60}
 done
+# Only a few files come back from the GPU machine: everything travels as one archive.
+( cd "$OUT" && tar czf /tmp/pair.tgz gpu0 gpu1 2>/dev/null; rm -rf gpu0 gpu1; mv /tmp/pair.tgz . )
