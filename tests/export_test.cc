@@ -417,6 +417,28 @@ TEST_F(ExportTest, TorchExtensionIsWellFormed) {
           .value();
   EXPECT_NE(unit.find("#define CHUNKS 4"), std::string::npos) << unit;
   EXPECT_NE(unit.find("#define WS_ROUNDING 0"), std::string::npos) << unit;
+  // setup.py's include folders hold from any working folder (torch's ninja build compiles
+  // from its build folder): run it with setuptools and torch stubbed, from /.
+  const std::string stub = R"PY(
+import os, sys, types
+captured = {}
+st = types.ModuleType("setuptools"); st.setup = lambda **kw: captured.update(kw)
+ce = types.ModuleType("torch.utils.cpp_extension")
+ce.BuildExtension = object; ce.CUDAExtension = lambda **kw: kw
+for name, mod in (("setuptools", st), ("torch", types.ModuleType("torch")),
+                  ("torch.utils", types.ModuleType("torch.utils")),
+                  ("torch.utils.cpp_extension", ce)):
+    sys.modules[name] = mod
+path = sys.argv[1]
+os.chdir("/")
+exec(compile(open(path).read(), path, "exec"), {"__file__": path, "__name__": "__main__"})
+dirs = [d for e in captured["ext_modules"] for d in e["include_dirs"]]
+assert any(os.path.isfile(os.path.join(d, "warpsmith", "detail", "plan_runtime.h")) for d in dirs), dirs
+assert all(os.path.isabs(d) and os.path.isdir(d) for d in dirs), dirs
+print("include dirs ok")
+)PY";
+  Proc setup = Exec({"/usr/bin/python3", "-c", stub, (out / "setup.py").string()});
+  EXPECT_EQ(setup.exit_code, 0) << setup.out << setup.err;
   // The generated launchers compile as plain C++ (the torch build reuses them).
   Proc launcher =
       Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-I",
