@@ -187,6 +187,20 @@ TEST(CheckGemmTest, ExactZerosMustBeWrittenAsZeros) {
   EXPECT_NE(diff.find("exactly 0"), std::string::npos) << diff;
 }
 
+// A lone exact zero of the reference is an fp32 sum that cancelled; another summation order
+// gives a tiny value there, which the element rule accepts (seen on the H200: cuBLASLt and the
+// starting kernel against the fp32 GPU reference at 16384x7168x2048).
+TEST(CheckGemmTest, LoneExactZeroIsJudgedByTheElementRule) {
+  std::vector<float> want = Normal(10000, 5);
+  want[4321] = 0.0f;
+  std::vector<float> got = want;
+  got[4321] = 3.1e-6f;
+  EXPECT_EQ(CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{}), "");
+  got[4321] = 0.5f;  // far off: the element rule still catches it
+  EXPECT_TRUE(Has(CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), Tolerance{}),
+                  "d[43, 21]"));
+}
+
 TEST(CheckGemmTest, RelativeFrobenius) {
   const std::vector<float> want = Normal(10000, 1);
   std::vector<float> got = want;
@@ -245,7 +259,7 @@ TEST(CheckGemmTest, NonFiniteAndZeroReferences) {
   std::vector<float> bump = zeros;
   bump[3] = 1e-30f;
   EXPECT_TRUE(Has(CompareGemm("d", {64}, DType::kF32, F32(bump), F32(zeros), Tolerance{}),
-                  "where the reference is exactly 0"));
+                  "where the reference's whole row is exactly 0"));
   EXPECT_EQ(CompareGemm("d", {0}, DType::kF32, "", "", Tolerance{}), "");
 }
 
