@@ -167,7 +167,9 @@ std::string UrlSegment(std::string_view s) {
 }
 
 std::string BestTimeSvg(const json& series, const std::string& x_key, const std::string& x_label) {
-  constexpr double W = 640, H = 300, L = 70, R = 20, T = 20, B = 50;
+  // The legend sits under the x axis, one row per series, clear of the data.
+  const double rows = static_cast<double>(series.is_array() ? series.size() : 0);
+  const double W = 640, L = 70, R = 20, T = 20, B = 50 + 16 * rows, H = 300 + 16 * rows;
   double xmax = 0, ymin = 0, ymax = 0;
   auto widen = [&](double y) {
     if (y <= 0)
@@ -197,7 +199,7 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
       "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#333\"/>",
       L, H - B, W - R, T);
   out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
-                     (L + W - R) / 2, H - 10, HtmlEscape(x_label));
+                     (L + W - R) / 2, H - B + 32, HtmlEscape(x_label));
   out += fmt::format(
       "<text x=\"14\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 14 {})\">time (us, log): best so far, and each</text>",
@@ -273,8 +275,9 @@ std::string BestTimeSvg(const json& series, const std::string& x_key, const std:
     hline("baseline_time_us", "6 3", "baseline");
     hline("sol_us", "2 3", "speed of light");
     out +=
-        fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{}\">{} {}</text>", L + 6,
-                    T + 12 + 13 * i, c, E(At(s, "gpu")), HtmlEscape(ParamsText(At(s, "params"))));
+        fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{}\">&#9632; {} {}</text>",
+                    L, H - B + 52 + 16 * i, c, E(At(s, "gpu")),
+                    HtmlEscape(ParamsText(At(s, "params"))));
     ++i;
   }
   return out + "</svg>";
