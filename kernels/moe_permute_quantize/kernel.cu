@@ -41,6 +41,12 @@
 // nothing waits on atomics. sm_100a: rceil from cvt.rp.satfinite.ue8m0x2.f32.
 // Knobs: CHUNK (tokens per routing chunk: ranking rounds vs. scan length), THREADS (quantize CTA
 // size), CHUNKS (16-byte loads per lane per tile, double-buffered), STORE_CS (st.global.cs).
+//
+// SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
+//  is the ue8m0 conversion.
+// warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
+// warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
+// warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"

@@ -29,6 +29,11 @@
 // Measured on the H200: not yet (the lead fills this in).
 //
 // Evaluate: build/warpsmith eval mxfp8_dequantize kernels/mxfp8_dequantize/kernel.cu [--knob ...]
+//
+// SASS claims (scripts/check_sass.py): sm_100a stores 32 bytes per lane (256-bit stores); both
+//  convert to bf16 with the packed cvt.
+// warpsmith:sass sm_100a: STG.E.EF.ENL2.256 F2FP.BF16
+// warpsmith:sass sm_90a: F2FP.BF16
 
 #ifndef CHUNKS
 #define CHUNKS 4

@@ -30,6 +30,12 @@
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_expert_weights
 //   kernels/mxfp8_quantize_expert_weights/kernel.cu [--set rounding=floor] [--knob RB=8 ...]
+//
+// SASS claims (scripts/check_sass.py): sm_100a loads tiles with the bulk copy on an mbarrier and
+//  takes rceil scales from the ue8m0 conversion.
+// warpsmith:sass sm_100a: UBLKCP SYNCS.PHASECHK F2FP.SATFINITE.E4M3
+// warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
+// warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"

@@ -27,6 +27,12 @@
 // loads in flight per SM; no shared-memory staging of the row, one __syncthreads per row.
 // Knobs: CHUNKS (16-byte chunks per thread, so the CTA size), LOAD_HINT (0: ld.global.nc,
 // 1: ld.global), STORE_CS (st.global.cs for y and q).
+//
+// SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
+//  is the ue8m0 conversion.
+// warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
+// warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
+// warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"

@@ -29,6 +29,12 @@
 // bytes of loads in flight per CTA, 2*BLOCK_M*BLOCK_I*2 bytes of shared memory (16 KB default).
 // Knobs: BLOCK_M (rows per tile; the q_t run length per CTA), BLOCK_I (columns of I per tile),
 // THREADS, FAST_EXP, STORE_CS (st.global.cs for q and q_t).
+//
+// SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
+//  is the ue8m0 conversion.
+// warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
+// warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
+// warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
