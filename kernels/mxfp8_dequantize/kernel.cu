@@ -26,7 +26,9 @@
 //
 // Knobs: CHUNKS (loads in flight per lane), THREADS, VEC (q bytes per chunk), BF16_CVT (0: cvt
 // instruction, 1: integer RNE), STORE_CS (st.global.cs for y).
-// Measured on the H200: not yet (the lead fills this in).
+// Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
+//   ok at every shape; bench geomean 184.1 us, 0.92 of speed-of-light
+//   (the Triton peer reached 0.96 of copy: not yet beaten).
 //
 // Evaluate: build/warpsmith eval mxfp8_dequantize kernels/mxfp8_dequantize/kernel.cu [--knob ...]
 //

@@ -25,7 +25,8 @@
 //
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (4-byte loads in flight per thread), STORE_CS (st.global.cs).
-// Measured on the H200: not yet (the lead fills this in).
+// Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
+//   ok at every shape; bench geomean 17.1 us.
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
