@@ -97,7 +97,7 @@ def permute_quantize(x, idx, E, A, MP):
     row_slot = torch.full((MP,), -1, dtype=torch.int32, device=x.device)
     row_slot[rows] = order.int()
     slot_row = torch.empty_like(flat)
-    slot_row[order] = rows
+    slot_row[order] = rows.to(slot_row.dtype)
     xp = torch.zeros(MP, x.shape[1], dtype=x.dtype, device=x.device)
     xp[rows] = x.index_select(0, order // K)
     q, s = mx_rows(xp, True)                                    # zero rows quantize to 0 / 0
