@@ -10,6 +10,7 @@ constexpr int kExitRunnerError = 1;  // our own failure (I/O, NVRTC), not the ca
 constexpr int kExitBadJob = 2;
 constexpr int kExitNoGpu = 3;
 constexpr int kExitCrashed = 4;
+constexpr int kExitCaseTimeout = 5;  // the watchdog stopped a case past its budget_s (watchdog.h)
 
 /// `ws_runner devices`: prints {"devices": [...]}.
 int DevicesCommand();

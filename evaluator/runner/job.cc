@@ -15,6 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr double kMaxCaseBudgetSeconds = 86400;
+
 // Field readers: each names the field's path in its error.
 Status Need(const json& j, const char* key, const std::string& path) {
   if (!j.is_object()) return Status::Error("{}: expected an object", path);
@@ -310,6 +312,16 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
     WS_ASSIGN_OR_RETURN(c.dump, StringField(j, "dump", path));
   }
   WS_ASSIGN_OR_RETURN(c.dump_inputs, BoolField(j, "dump_inputs", path, false));
+  if (j.contains("budget_s") && !j["budget_s"].is_null()) {
+    const json& b = j["budget_s"];
+    // A day is far beyond any case; the bound keeps the watchdog's deadline arithmetic sane.
+    const double d = b.is_number() ? b.get<double>() : 0;
+    if (!b.is_number() || !std::isfinite(d) || d <= 0 || d > kMaxCaseBudgetSeconds) {
+      return Status::Error("{}.budget_s: expected seconds in (0, {}], got {}", path,
+                           kMaxCaseBudgetSeconds, b.dump());
+    }
+    c.budget_s = d;
+  }
   if (j.contains("digest") && !j["digest"].is_null()) {
     const json& d = j["digest"];
     if (!d.is_array()) return Status::Error("{}.digest: expected an array of output names", path);

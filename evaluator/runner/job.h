@@ -83,6 +83,9 @@ struct CaseJob {
   bool dump_inputs = false;
   // Outputs (indices into `tensors`) digested under Job::digest_key instead of dumped.
   std::vector<int> digest;
+  // Seconds the case may take from its start (timed runs included) before the runner's watchdog
+  // stops the process (watchdog.h); absent: no limit of its own.
+  std::optional<double> budget_s;
 };
 
 struct Job {

@@ -218,6 +218,39 @@ TEST(JobTest, RoutingAndOutlierDistributions) {
   }
 }
 
+// A case's allowance for the watchdog: optional (old jobs have none), else positive and finite.
+TEST(JobTest, CaseBudget) {
+  const auto job_with = [](const std::string& budget) {
+    return ParseJob(R"({"cubin": "k", "result": "r", "cases": [{"id": "a",
+        "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
+        "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}])" +
+                    budget + "}]}");
+  };
+  auto j = job_with("");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_FALSE(j->cases[0].budget_s.has_value());
+  j = job_with(R"(, "budget_s": null)");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_FALSE(j->cases[0].budget_s.has_value());
+  for (const auto& [text, want] : {std::pair<std::string, double>{"5", 5},
+                                   {"0.25", 0.25},
+                                   {"37.5", 37.5},
+                                   {"86400", 86400}}) {
+    j = job_with(R"(, "budget_s": )" + text);
+    ASSERT_TRUE(j.ok()) << text << ": " << j.status().message();
+    ASSERT_TRUE(j->cases[0].budget_s.has_value()) << text;
+    EXPECT_DOUBLE_EQ(*j->cases[0].budget_s, want);
+  }
+  // JSON has no infinity or NaN; the parser refuses 1e999 outright.
+  EXPECT_FALSE(job_with(R"(, "budget_s": 1e999)").ok());
+  for (const char* bad : {"0", "-1", "0.0", "-0.5", "86401", R"("5")", "true", "[5]", "{}"}) {
+    j = job_with(std::string(R"(, "budget_s": )") + bad);
+    ASSERT_FALSE(j.ok()) << bad;
+    EXPECT_NE(j.status().message().find("cases[0].budget_s: expected seconds"), std::string::npos)
+        << bad << ": " << j.status().message();
+  }
+}
+
 TEST(JobTest, Stats) {
   TimingStats s = ComputeStats({5, 1, 3, 2, 4, 6, 7, 8, 9, 10});
   EXPECT_DOUBLE_EQ(s.min_us, 1);

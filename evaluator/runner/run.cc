@@ -21,6 +21,7 @@
 #include "evaluator/runner/cuda_util.h"
 #include "evaluator/runner/job.h"
 #include "evaluator/runner/library_baselines.h"
+#include "evaluator/runner/watchdog.h"
 #include "problems/init.h"
 
 namespace ws::runner {
@@ -59,16 +60,6 @@ void WriteFileOrDie(const std::string& path, const void* data, size_t size) {
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
   out.close();
   if (!out) HostFailure("cannot write " + path);
-}
-
-// Write to a temporary file and rename, so a reader never sees half a result.
-void WriteResult(const std::string& path, const ojson& result) {
-  std::string tmp = path + ".tmp";
-  std::string text = result.dump(1);
-  WriteFileOrDie(tmp, text.data(), text.size());
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) HostFailure("cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
 std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
@@ -757,20 +748,32 @@ int RunCommand(const std::string& job_path) {
   std::random_device rd;
   uint64_t salt = (static_cast<uint64_t>(rd()) << 32) ^ rd();
 
-  ojson result = {{"device", dc->props.ToJson()}, {"cases", ojson::array()}};
-  WriteResult(job->result, result);
+  // Shared with the watchdog, which may add the case it stops while this thread is blocked in
+  // the driver. This thread takes the file's lock only to write it, never around a GPU call.
+  ResultFile results(job->result, dc->props.ToJson());
+  if (Status w = results.Write(); !w.ok()) HostFailure(w.message());
+  // A case that outlives its budget_s (a kernel that never returns) ends the process here, at
+  // about its own allowance, instead of at the sandbox's limit for the whole job.
+  CaseWatchdog watchdog(kCaseGraceSeconds, [&results](const std::string& id, double allowance_s) {
+    StopCaseAndExit(&results, id, allowance_s, kCaseGraceSeconds);
+  });
   for (size_t i = 0; i < job->cases.size(); ++i) {
+    const CaseJob& cj = job->cases[i];
+    ojson case_result;
     bool crashed = false;
+    if (cj.budget_s) watchdog.Arm(cj.id, *cj.budget_s);
     {
-      CaseRun run(*dc, *helpers, module, module_status, job->cases[i],
+      CaseRun run(*dc, *helpers, module, module_status, cj,
                   ws_mix64(salt + i * 0xD6E8FEB86659FD93ull), job->digest_key.value_or(0));
-      result["cases"].push_back(run.Run());
+      case_result = run.Run();
       crashed = run.crashed();
     }
-    WriteResult(job->result, result);
+    // After this the watchdog can no longer stop this case, so its own result is the one kept.
+    watchdog.Disarm();
+    const std::string message = case_result.value("message", "");
+    if (Status w = results.Append(std::move(case_result)); !w.ok()) HostFailure(w.message());
     if (crashed) {
-      std::fprintf(stderr, "ws_runner: case %s crashed: %s\n", job->cases[i].id.c_str(),
-                   result["cases"].back()["message"].get<std::string>().c_str());
+      std::fprintf(stderr, "ws_runner: case %s crashed: %s\n", cj.id.c_str(), message.c_str());
       return kExitCrashed;
     }
   }
