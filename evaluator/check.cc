@@ -1,12 +1,18 @@
 // The checker: compares a candidate's outputs with the reference's, outside every runner, by each
 // output's tolerance (docs/problem-format.md). Every failure says what, where and by how much.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "evaluator/checkers/router_topk.h"
@@ -52,6 +58,79 @@ std::string Hex(std::string_view bytes) {
   for (size_t i = bytes.size(); i-- > 0;)
     s += fmt::format("{:02x}", static_cast<uint8_t>(bytes[i]));
   return s;
+}
+
+// ---- Chunked scans -----------------------------------------------------------------------------
+// Bench outputs reach 10^9 elements per run, so a tensor of at least kParallelElements elements
+// is scanned as kChunks chunks on CheckThreads() threads, and the chunks' findings are merged in
+// chunk order. The split depends on the size alone: every result, the fp64 norm sums of the
+// gemm check included, is the same bit for bit whatever the thread count. Smaller tensors are one
+// chunk, scanned in order as before (starting threads would cost more than it saves).
+
+constexpr int64_t kParallelElements = int64_t{1} << 20;
+constexpr int64_t kChunks = 256;
+
+std::atomic<int> g_check_threads{0};  // ScopedCheckThreads' override; 0: none
+
+int64_t ChunkCount(int64_t n) {
+  return n < kParallelElements ? 1 : kChunks;
+}
+
+// Where chunk c of `chunks` over [0, n) starts; the first n % chunks chunks are one longer.
+int64_t ChunkBegin(int64_t n, int64_t chunks, int64_t c) {
+  return c * (n / chunks) + std::min(c, n % chunks);
+}
+
+// What a scan found: how many elements failed, the first `max_reports` of them by index, and the
+// worst element (the first of the largest badness).
+struct Findings {
+  int64_t count = 0;
+  std::vector<int64_t> first;
+  double worst = -1;
+  int64_t worst_at = -1;
+
+  void Fail(int64_t i, int max_reports) {
+    if (count++ < max_reports)
+      first.push_back(i);
+  }
+  void Consider(int64_t i, double badness) {
+    if (badness > worst) {  // strict: ties keep the lower index, as one in-order scan does
+      worst = badness;
+      worst_at = i;
+    }
+  }
+};
+
+// The chunks' findings, in chunk order: what one scan over the whole tensor would have found.
+Findings Merge(std::vector<Findings>& parts, int max_reports) {
+  Findings all;
+  for (Findings& p : parts) {
+    for (int64_t i : p.first) {
+      if (static_cast<int64_t>(all.first.size()) < max_reports)
+        all.first.push_back(i);
+    }
+    all.count += p.count;
+    if (p.worst_at >= 0)
+      all.Consider(p.worst_at, p.worst);
+  }
+  return all;
+}
+
+// Calls fn(i) for each i in [begin, end) whose `size` bytes differ between a and b. Equal runs,
+// most of a good candidate's output, are skipped at memcmp speed.
+template <typename Fn>
+void ForEachDiffering(const uint8_t* a, const uint8_t* b, int size, int64_t begin, int64_t end,
+                      Fn fn) {
+  constexpr int64_t kRun = 1024;
+  for (int64_t r = begin; r < end; r += kRun) {
+    const int64_t r_end = std::min(end, r + kRun);
+    if (std::memcmp(a + r * size, b + r * size, (r_end - r) * size) == 0)
+      continue;
+    for (int64_t i = r; i < r_end; ++i) {
+      if (std::memcmp(a + i * size, b + i * size, size) != 0)
+        fn(i);
+    }
+  }
 }
 
 // ---- Float formats -----------------------------------------------------------------------------
@@ -118,17 +197,17 @@ std::string Elem(const FloatElem& f, int size) {
 }
 
 // NaN only against NaN; an infinity only against the same infinity. Sets *ok when the pair is
-// decided by this rule (a non-finite side), with *why when it fails.
+// decided by this rule (a non-finite side), with *why (when not null) when it fails.
 bool NonFiniteDecides(const FloatElem& g, const FloatElem& w, bool* ok, std::string* why) {
   if (!g.nan && !w.nan && !g.inf && !w.inf)
     return false;
   if (g.nan || w.nan) {
     *ok = g.nan && w.nan;
-    if (!*ok)
+    if (!*ok && why != nullptr)
       *why = g.nan ? "NaN where the reference is not" : "not NaN where the reference is";
   } else {
     *ok = g.inf && w.inf && g.ordered == w.ordered;
-    if (!*ok)
+    if (!*ok && why != nullptr)
       *why = "infinities must match exactly";
   }
   return true;
@@ -138,12 +217,14 @@ bool IsFloat(DType t) {
   return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32;
 }
 
-// Per-element float comparison shared by ulp and close: `bad` says whether a finite pair fails
-// and fills its "by how much" text and a badness for picking the worst.
+// Per-element float comparison shared by ulp and close: `bad` says whether a finite pair fails,
+// with a badness for picking the worst and, when its `why` is not null, by how much (formatted
+// only for the failures reported). `equal_passes`: identical bytes always pass, so equal runs
+// can be skipped.
 template <typename Bad>
 std::string CompareFloats(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                           std::string_view got, std::string_view want, int max_reports,
-                          std::string_view rule, Bad bad) {
+                          std::string_view rule, bool equal_passes, Bad bad) {
   if (!IsFloat(dtype)) {
     return fmt::format("{}: a {} tolerance on a {} tensor", tensor, rule, DTypeName(dtype));
   }
@@ -152,40 +233,53 @@ std::string CompareFloats(const std::string& tensor, const std::vector<int64_t>&
   }
   const int size = DTypeSize(dtype);
   const int64_t n = static_cast<int64_t>(got.size()) / size;
-  std::string msg;
-  int64_t failures = 0, worst_at = -1;
-  double worst = -1;
-  std::string worst_text;
-  for (int64_t i = 0; i < n; ++i) {
-    const auto* gp = reinterpret_cast<const uint8_t*>(got.data()) + i * size;
-    const auto* wp = reinterpret_cast<const uint8_t*>(want.data()) + i * size;
-    const FloatElem g = DecodeFloat(dtype, gp), w = DecodeFloat(dtype, wp);
+  const auto* gp = reinterpret_cast<const uint8_t*>(got.data());
+  const auto* wp = reinterpret_cast<const uint8_t*>(want.data());
+  // Whether element i passes; else its badness and, with `why`, by how much.
+  const auto judge = [&](int64_t i, double* badness, std::string* why) {
+    const FloatElem g = DecodeFloat(dtype, gp + i * size), w = DecodeFloat(dtype, wp + i * size);
     bool ok = true;
-    std::string why;
-    double badness = 0;
-    if (!NonFiniteDecides(g, w, &ok, &why)) {
-      ok = !bad(g, w, &why, &badness);
-    } else if (!ok) {
-      badness = HUGE_VAL;
+    if (!NonFiniteDecides(g, w, &ok, why))
+      return !bad(g, w, why, badness);
+    if (!ok)
+      *badness = HUGE_VAL;
+    return ok;
+  };
+  const int64_t chunks = ChunkCount(n);
+  std::vector<Findings> parts(chunks);
+  RunChunks(chunks, [&](int64_t c) {
+    Findings f;
+    const auto visit = [&](int64_t i) {
+      double badness = 0;
+      if (judge(i, &badness, nullptr))
+        return;
+      f.Consider(i, badness);
+      f.Fail(i, max_reports);
+    };
+    const int64_t begin = ChunkBegin(n, chunks, c), end = ChunkBegin(n, chunks, c + 1);
+    if (equal_passes) {
+      ForEachDiffering(gp, wp, size, begin, end, visit);
+    } else {
+      for (int64_t i = begin; i < end; ++i) visit(i);
     }
-    if (ok)
-      continue;
-    const std::string text = fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
-                                         Elem(g, size), Elem(w, size), why);
-    if (failures < max_reports)
-      msg += (msg.empty() ? "" : "; ") + text;
-    if (badness > worst) {
-      worst = badness;
-      worst_at = i;
-      worst_text = text;
-    }
-    ++failures;
-  }
-  if (failures == 0)
+    parts[c] = std::move(f);
+  });
+  const Findings all = Merge(parts, max_reports);
+  if (all.count == 0)
     return "";
-  std::string out = fmt::format("{} ({} of {} elements outside {})", msg, failures, n, rule);
-  if (failures > max_reports && worst_at >= 0)
-    out += "; worst: " + worst_text;
+  const auto text = [&](int64_t i) {
+    double badness = 0;
+    std::string why;
+    judge(i, &badness, &why);
+    return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
+                       Elem(DecodeFloat(dtype, gp + i * size), size),
+                       Elem(DecodeFloat(dtype, wp + i * size), size), why);
+  };
+  std::string msg;
+  for (int64_t i : all.first) msg += (msg.empty() ? "" : "; ") + text(i);
+  std::string out = fmt::format("{} ({} of {} elements outside {})", msg, all.count, n, rule);
+  if (all.count > max_reports && all.worst_at >= 0)
+    out += "; worst: " + text(all.worst_at);
   return out;
 }
 
@@ -228,42 +322,125 @@ double Fp8Ulp(double a, const Fp8Format& f) {
   return std::ldexp(1.0, e - f.man_bits);
 }
 
+// Whether fp8 code cg at e8m0 scale sg matches cw at sw, both dequantized on the larger scale's
+// grid, within max_ulp ulps; else, with `why` not null, why not.
+bool MxElemOk(uint8_t cg, uint8_t cw, int sg, int sw, const Fp8Format& f, int64_t max_ulp,
+              std::string* why) {
+  const int big = std::max(sg, sw);
+  const double vg = std::ldexp(Fp8Value(cg, f), sg - big);
+  const double vw = std::ldexp(Fp8Value(cw, f), sw - big);
+  if (std::isnan(vg) || std::isnan(vw)) {
+    if (why != nullptr)
+      *why = std::isnan(vg) ? "NaN where the reference is not" : "not NaN where the reference is";
+    return std::isnan(vg) && std::isnan(vw);
+  }
+  if (std::isinf(vg) || std::isinf(vw)) {
+    if (why != nullptr)
+      *why = "infinities must match exactly";
+    return vg == vw;
+  }
+  const double d = std::fabs(vg - vw) / Fp8Ulp(std::max(std::fabs(vg), std::fabs(vw)), f);
+  if (why != nullptr)
+    *why = fmt::format("{} ulps apart at scale 0x{:02x} (max {})", Num(d), big, max_ulp);
+  return d <= static_cast<double>(max_ulp);
+}
+
 }  // namespace
+
+int CheckThreads() {
+  if (const int forced = g_check_threads.load(); forced > 0)
+    return forced;
+  if (const char* env = std::getenv("WARPSMITH_CHECK_THREADS")) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0)
+      return static_cast<int>(std::min<long>(v, 1024));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ScopedCheckThreads::ScopedCheckThreads(int threads)
+    : previous_(g_check_threads.exchange(threads)) {}
+
+ScopedCheckThreads::~ScopedCheckThreads() {
+  g_check_threads.store(previous_);
+}
+
+void RunChunks(int64_t chunks, const std::function<void(int64_t)>& fn) {
+  const int64_t threads = std::min<int64_t>(CheckThreads(), chunks);
+  if (threads <= 1) {
+    for (int64_t c = 0; c < chunks; ++c) fn(c);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  std::exception_ptr error;
+  const auto work = [&] {
+    for (int64_t c; (c = next.fetch_add(1)) < chunks;) {
+      try {
+        fn(c);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error)
+          error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int64_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running (and this one) take every chunk
+    }
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error)
+    std::rethrow_exception(error);
+}
 
 std::string CompareExact(const std::string& tensor, const std::vector<int64_t>& dims, int elem_size,
                          std::string_view got, std::string_view want, int max_reports) {
   if (got.size() != want.size()) {
     return fmt::format("{}: {} bytes written back, {} expected", tensor, got.size(), want.size());
   }
-  if (got == want)
+  const int64_t n = static_cast<int64_t>(got.size()) / elem_size;
+  const auto* gp = reinterpret_cast<const uint8_t*>(got.data());
+  const auto* wp = reinterpret_cast<const uint8_t*>(want.data());
+  const int64_t chunks = ChunkCount(n);
+  std::vector<Findings> parts(chunks);
+  RunChunks(chunks, [&](int64_t c) {
+    Findings f;
+    ForEachDiffering(gp, wp, elem_size, ChunkBegin(n, chunks, c), ChunkBegin(n, chunks, c + 1),
+                     [&](int64_t i) { f.Fail(i, max_reports); });
+    parts[c] = std::move(f);
+  });
+  const Findings all = Merge(parts, max_reports);
+  // Bytes past the last whole element make the buffers differ too.
+  if (all.count == 0 && got.substr(n * elem_size) == want.substr(n * elem_size))
     return "";
   std::string msg;
-  int64_t mismatches = 0;
-  const int64_t n = static_cast<int64_t>(got.size()) / elem_size;
-  for (int64_t i = 0; i < n; ++i) {
-    std::string_view g = got.substr(i * elem_size, elem_size);
-    std::string_view w = want.substr(i * elem_size, elem_size);
-    if (g == w)
-      continue;
-    if (mismatches < max_reports) {
-      msg += fmt::format("{}{}[{}]: got {}, expected {}", msg.empty() ? "" : "; ", tensor,
-                         Coords(i, dims), Hex(g), Hex(w));
-    }
-    ++mismatches;
+  for (int64_t i : all.first) {
+    msg += fmt::format("{}{}[{}]: got {}, expected {}", msg.empty() ? "" : "; ", tensor,
+                       Coords(i, dims), Hex(got.substr(i * elem_size, elem_size)),
+                       Hex(want.substr(i * elem_size, elem_size)));
   }
-  return fmt::format("{} ({} of {} elements differ)", msg, mismatches, n);
+  return fmt::format("{} ({} of {} elements differ)", msg, all.count, n);
 }
 
 std::string CompareUlp(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                        std::string_view got, std::string_view want, int64_t max_ulp,
                        int max_reports) {
   return CompareFloats(
-      tensor, dims, dtype, got, want, max_reports, fmt::format("{} ulp", max_ulp),
+      tensor, dims, dtype, got, want, max_reports, fmt::format("{} ulp", max_ulp), max_ulp >= 0,
       [&](const FloatElem& g, const FloatElem& w, std::string* why, double* badness) {
         const int64_t d = g.ordered > w.ordered ? g.ordered - w.ordered : w.ordered - g.ordered;
         if (d <= max_ulp)
           return false;
-        *why = fmt::format("{} ulps apart (max {})", d, max_ulp);
+        if (why != nullptr)
+          *why = fmt::format("{} ulps apart (max {})", d, max_ulp);
         *badness = static_cast<double>(d);
         return true;
       });
@@ -274,13 +451,14 @@ std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& 
                          int max_reports) {
   return CompareFloats(
       tensor, dims, dtype, got, want, max_reports,
-      fmt::format("atol {} + rtol {} * |want|", Num(atol), Num(rtol)),
+      fmt::format("atol {} + rtol {} * |want|", Num(atol), Num(rtol)), atol >= 0 && rtol >= 0,
       [&](const FloatElem& g, const FloatElem& w, std::string* why, double* badness) {
         const double diff = std::fabs(g.value - w.value);
         const double bound = atol + rtol * std::fabs(w.value);
         if (diff <= bound)
           return false;
-        *why = fmt::format("|diff| {} > {}", Num(diff), Num(bound));
+        if (why != nullptr)
+          *why = fmt::format("|diff| {} > {}", Num(diff), Num(bound));
         *badness = bound > 0 ? diff / bound : HUGE_VAL;
         return true;
       });
@@ -298,7 +476,8 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
   const int64_t n = static_cast<int64_t>(got.size()) / size;
   if (n == 0)
     return "";
-  // Two streaming passes over the bytes (outputs reach 10^8 elements): norms, then elements.
+  // Two streaming passes over the bytes (outputs reach 10^8 elements), each in chunks: norms,
+  // then elements.
   const auto* gp = reinterpret_cast<const uint8_t*>(got.data());
   const auto* wp = reinterpret_cast<const uint8_t*>(want.data());
   // Element i's values; false where both are the same non-finite value (left out).
@@ -309,87 +488,134 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
     *w = we.value;
     return !(ge.nan || we.nan || ge.inf || we.inf);
   };
-  double diff2 = 0, want2 = 0;
-  int64_t counted = 0;
-  // Whether the reference's row (last dim) holding element i is all zeros; rows cached one at a
-  // time (the scan is in order).
   const int64_t row_len = dims.empty() ? n : std::max<int64_t>(dims.back(), 1);
-  int64_t zero_row_cached = -1;
-  bool zero_row = false;
+  // Whether the reference's row (last dim) holding element i is all zeros. A row may straddle
+  // two chunks: it is read from the reference, which no chunk writes.
   const auto reference_row_is_zero = [&](int64_t i) {
     const int64_t row = i / row_len;
-    if (row != zero_row_cached) {
-      zero_row_cached = row;
-      zero_row = true;
-      for (int64_t j = row * row_len; j < std::min(n, (row + 1) * row_len) && zero_row; ++j) {
-        zero_row = DecodeFloat(dtype, wp + j * size).value == 0;
+    for (int64_t j = row * row_len; j < std::min(n, (row + 1) * row_len); ++j) {
+      if (DecodeFloat(dtype, wp + j * size).value != 0)
+        return false;
+    }
+    return true;
+  };
+  const int64_t chunks = ChunkCount(n);
+  // Pass 1, per chunk: the norms' partial sums (added up in chunk order below), or the first
+  // element that fails outright.
+  struct Norms {
+    double diff2 = 0, want2 = 0;
+    int64_t counted = 0, fails_at = -1;
+  };
+  std::vector<Norms> norms(chunks);
+  std::atomic<int64_t> failed_chunk{chunks};  // the lowest chunk known to fail outright
+  RunChunks(chunks, [&](int64_t c) {
+    if (failed_chunk.load(std::memory_order_relaxed) < c)
+      return;  // an earlier chunk's failure decides; this one's sums are never used
+    Norms s;
+    // The zero-row verdict, cached one row at a time (the scan is in order).
+    int64_t zero_row_cached = -1;
+    bool zero_row = false;
+    for (int64_t i = ChunkBegin(n, chunks, c), end = ChunkBegin(n, chunks, c + 1); i < end; ++i) {
+      const FloatElem ge = DecodeFloat(dtype, gp + i * size);
+      const FloatElem we = DecodeFloat(dtype, wp + i * size);
+      bool ok = true;
+      if (NonFiniteDecides(ge, we, &ok, nullptr)) {
+        // A non-finite result fails unless the reference has the same non-finite value there.
+        if (!ok) {
+          s.fails_at = i;
+          break;
+        }
+        continue;
+      }
+      // A reference row of exact zeros (an empty group, an all-zero input row) is sums of no or
+      // of zero products: a kernel that computed it writes +-0. Anything else there is an
+      // unwritten output whose poison decodes to a tiny value, which the norms below would let
+      // pass. A lone exact zero is different: an fp32 sum of many products cancels to exactly 0
+      // now and then (about once per 10^8 outputs of random data), and other summation orders
+      // give a tiny value there, which the element rule below judges.
+      if (we.value == 0 && ge.value != 0) {
+        if (i / row_len != zero_row_cached) {
+          zero_row_cached = i / row_len;
+          zero_row = reference_row_is_zero(i);
+        }
+        if (zero_row) {
+          s.fails_at = i;
+          break;
+        }
+      }
+      s.diff2 += (ge.value - we.value) * (ge.value - we.value);
+      s.want2 += we.value * we.value;
+      ++s.counted;
+    }
+    if (s.fails_at >= 0) {
+      int64_t seen = failed_chunk.load();
+      while (c < seen && !failed_chunk.compare_exchange_weak(seen, c)) {
       }
     }
-    return zero_row;
-  };
-  for (int64_t i = 0; i < n; ++i) {
-    const FloatElem ge = DecodeFloat(dtype, gp + i * size);
-    const FloatElem we = DecodeFloat(dtype, wp + i * size);
-    bool ok = true;
-    std::string why;
-    if (NonFiniteDecides(ge, we, &ok, &why)) {
-      // A non-finite result fails unless the reference has the same non-finite value there.
-      if (!ok) {
+    norms[c] = s;
+  });
+  double diff2 = 0, want2 = 0;
+  int64_t counted = 0;
+  for (const Norms& s : norms) {
+    if (s.fails_at >= 0) {
+      const int64_t i = s.fails_at;
+      const FloatElem ge = DecodeFloat(dtype, gp + i * size);
+      const FloatElem we = DecodeFloat(dtype, wp + i * size);
+      bool ok = true;
+      std::string why;
+      if (NonFiniteDecides(ge, we, &ok, &why)) {
         return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
                            Elem(ge, size), Elem(we, size), why);
       }
-      continue;
+      return fmt::format(
+          "{}[{}]: got {} where the reference's whole row is exactly 0 (exact "
+          "zeros must be written as +-0: is this row computed at all?)",
+          tensor, Coords(i, dims), Elem(ge, size));
     }
-    // A reference row of exact zeros (an empty group, an all-zero input row) is sums of no or of
-    // zero products: a kernel that computed it writes +-0. Anything else there is an unwritten
-    // output whose poison decodes to a tiny value, which the norms below would let pass. A lone
-    // exact zero is different: an fp32 sum of many products cancels to exactly 0 now and then
-    // (about once per 10^8 outputs of random data), and other summation orders give a tiny
-    // value there, which the element rule below judges.
-    if (we.value == 0 && ge.value != 0 && reference_row_is_zero(i)) {
-      return fmt::format("{}[{}]: got {} where the reference's whole row is exactly 0 (exact "
-                         "zeros must be written as +-0: is this row computed at all?)",
-                         tensor, Coords(i, dims), Elem(ge, size));
-    }
-    diff2 += (ge.value - we.value) * (ge.value - we.value);
-    want2 += we.value * we.value;
-    ++counted;
+    diff2 += s.diff2;
+    want2 += s.want2;
+    counted += s.counted;
   }
   const double rms = counted ? std::sqrt(want2 / counted) : 0;
   const double rel = want2 > 0 ? std::sqrt(diff2 / want2) : (diff2 > 0 ? HUGE_VAL : 0);
-  int64_t outside = 0, worst_at = -1;
-  double worst = -1, worst_g = 0, worst_w = 0;
+  // Pass 2: the elements against the bound, and the largest |diff| (over every element).
+  std::vector<Findings> parts(chunks);
+  RunChunks(chunks, [&](int64_t c) {
+    Findings f;
+    for (int64_t i = ChunkBegin(n, chunks, c), end = ChunkBegin(n, chunks, c + 1); i < end; ++i) {
+      double g, w;
+      if (!values(i, &g, &w))
+        continue;
+      const double d = std::fabs(g - w);
+      f.Consider(i, d);
+      if (d > tol.elem_rtol * std::fabs(w) + tol.elem_rms * rms)
+        f.Fail(i, max_reports);
+    }
+    parts[c] = std::move(f);
+  });
+  const Findings all = Merge(parts, max_reports);
+  const int64_t outside = all.count;
   std::string first;
-  int reported = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i : all.first) {
     double g, w;
-    if (!values(i, &g, &w))
-      continue;
-    const double d = std::fabs(g - w);
-    if (d > worst) {
-      worst = d;
-      worst_at = i;
-      worst_g = g;
-      worst_w = w;
-    }
-    if (d <= tol.elem_rtol * std::fabs(w) + tol.elem_rms * rms)
-      continue;
-    ++outside;
-    if (reported++ < max_reports) {
-      first += fmt::format("{}{}[{}]: got {}, expected {} (|diff| {})", first.empty() ? "" : "; ",
-                           tensor, Coords(i, dims), Num(g), Num(w), Num(d));
-    }
+    values(i, &g, &w);
+    first += fmt::format("{}{}[{}]: got {}, expected {} (|diff| {})", first.empty() ? "" : "; ",
+                         tensor, Coords(i, dims), Num(g), Num(w), Num(std::fabs(g - w)));
   }
-  const std::string worst_text =
-      worst_at < 0 ? ""
-                   : fmt::format("largest |diff| {} = {} rms(want) at {}[{}] (got {}, expected {})",
-                                 Num(worst), Num(rms > 0 ? worst / rms : HUGE_VAL), tensor,
-                                 Coords(worst_at, dims), Num(worst_g), Num(worst_w));
+  const double worst = all.worst;
+  std::string worst_text;
+  if (all.worst_at >= 0) {
+    double g, w;
+    values(all.worst_at, &g, &w);
+    worst_text = fmt::format("largest |diff| {} = {} rms(want) at {}[{}] (got {}, expected {})",
+                             Num(worst), Num(rms > 0 ? worst / rms : HUGE_VAL), tensor,
+                             Coords(all.worst_at, dims), Num(g), Num(w));
+  }
   if (rel > tol.rel_frobenius) {
     return fmt::format("{}: relative Frobenius error {} > {} (rms(want) {}); {}", tensor, Num(rel),
                        Num(tol.rel_frobenius), Num(rms), worst_text);
   }
-  if (worst_at >= 0 && worst > tol.worst_rms * rms) {
+  if (all.worst_at >= 0 && worst > tol.worst_rms * rms) {
     return fmt::format("{}: {}, beyond worst_rms {}", tensor, worst_text, Num(tol.worst_rms));
   }
   // The fraction within, with slack for 1 - 0.9999 not being exact in binary.
@@ -432,67 +658,89 @@ std::string CompareMx(const std::string& data, const std::string& scales,
   sdims.back() = per_row;
   const Fp8Format fmt8 = Fp8Of(dtype);
   const auto u8 = [](std::string_view s, int64_t i) { return static_cast<uint8_t>(s[i]); };
-  int64_t off_by_one = 0, bad = 0;
-  std::string msg, first_off;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < per_row; ++b) {
-      const int64_t si = r * per_row + b;
+  // Equal codes at equal scales pass: such blocks (most of a good candidate's) are skipped.
+  const bool equal_passes = tol.max_ulp >= 0;
+  // A failure: a block's scale (elem < 0) or an element of its data; in scan order.
+  struct Failure {
+    int64_t block, elem;
+  };
+  struct Part {
+    int64_t bad = 0, off_by_one = 0, first_off = -1;
+    std::vector<Failure> first;
+  };
+  const int64_t blocks = rows * per_row;
+  const int64_t chunks = ChunkCount(n);
+  std::vector<Part> parts(chunks);
+  RunChunks(chunks, [&](int64_t c) {
+    Part p;
+    const auto fail = [&](int64_t si, int64_t i) {
+      if (p.bad++ < max_reports)
+        p.first.push_back({si, i});
+    };
+    for (int64_t si = ChunkBegin(blocks, chunks, c), end = ChunkBegin(blocks, chunks, c + 1);
+         si < end; ++si) {
+      const int64_t r = si / per_row, b = si % per_row;
       const int sg = u8(got_scales, si), sw = u8(want_scales, si);
-      const std::string where =
-          fmt::format("{}[{}] (elements {}..{} of {})", scales, Coords(si, sdims), b * 32,
-                      std::min(last, b * 32 + 32) - 1, data);
       if (sg != sw) {
         if (sg == 0xFF || sw == 0xFF || std::abs(sg - sw) > 1) {
-          if (bad++ < max_reports) {
-            msg += fmt::format("{}{}: got 0x{:02x}, expected 0x{:02x}", msg.empty() ? "" : "; ",
-                               where, sg, sw);
-          }
+          fail(si, -1);
           continue;
         }
-        if (off_by_one++ == 0) {
-          first_off = fmt::format("{}: got 0x{:02x}, expected 0x{:02x}", where, sg, sw);
-        }
+        if (p.off_by_one++ == 0)
+          p.first_off = si;
       }
       if (sg == 0xFF)
         continue;  // both NaN scales: every element is NaN
-      // The data, dequantized, on the grid of the larger scale.
-      const int big = std::max(sg, sw);
-      for (int64_t j = b * 32; j < std::min(last, b * 32 + 32); ++j) {
-        const int64_t i = r * last + j;
-        const uint8_t cg = u8(got_data, i), cw = u8(want_data, i);
-        const double vg = std::ldexp(Fp8Value(cg, fmt8), sg - big);
-        const double vw = std::ldexp(Fp8Value(cw, fmt8), sw - big);
-        bool ok;
-        std::string why;
-        if (std::isnan(vg) || std::isnan(vw)) {
-          ok = std::isnan(vg) && std::isnan(vw);
-          why =
-              std::isnan(vg) ? "NaN where the reference is not" : "not NaN where the reference is";
-        } else if (std::isinf(vg) || std::isinf(vw)) {
-          ok = vg == vw;
-          why = "infinities must match exactly";
-        } else {
-          const double ulp = Fp8Ulp(std::max(std::fabs(vg), std::fabs(vw)), fmt8);
-          const double d = std::fabs(vg - vw) / ulp;
-          ok = d <= static_cast<double>(tol.max_ulp);
-          why = fmt::format("{} ulps apart at scale 0x{:02x} (max {})", Num(d), big, tol.max_ulp);
-        }
-        if (ok)
-          continue;
-        if (bad++ < max_reports) {
-          msg += fmt::format(
-              "{}{}[{}]: got 0x{:02x} * 2^({} - 127) = {}, expected 0x{:02x} * 2^({} - 127) = {}: "
-              "{}",
-              msg.empty() ? "" : "; ", data, Coords(i, dims), cg, sg,
-              Num(std::ldexp(Fp8Value(cg, fmt8), sg - 127)), cw, sw,
-              Num(std::ldexp(Fp8Value(cw, fmt8), sw - 127)), why);
-        }
+      const int64_t i0 = r * last + b * 32, i1 = r * last + std::min(last, b * 32 + 32);
+      if (sg == sw && equal_passes &&
+          std::memcmp(got_data.data() + i0, want_data.data() + i0, i1 - i0) == 0) {
+        continue;
+      }
+      for (int64_t i = i0; i < i1; ++i) {
+        if (!MxElemOk(u8(got_data, i), u8(want_data, i), sg, sw, fmt8, tol.max_ulp, nullptr))
+          fail(si, i);
       }
     }
+    parts[c] = std::move(p);
+  });
+  int64_t bad = 0, off_by_one = 0, first_off = -1;
+  std::vector<Failure> first;
+  for (const Part& p : parts) {
+    for (const Failure& f : p.first) {
+      if (static_cast<int64_t>(first.size()) < max_reports)
+        first.push_back(f);
+    }
+    bad += p.bad;
+    if (first_off < 0)
+      first_off = p.first_off;
+    off_by_one += p.off_by_one;
   }
-  if (bad > 0)
+  // "s[r, b] (elements 32b..32b+31 of q): got 0x.., expected 0x..", for block si.
+  const auto scale_text = [&](int64_t si) {
+    const int64_t b = si % per_row;
+    return fmt::format("{}[{}] (elements {}..{} of {}): got 0x{:02x}, expected 0x{:02x}", scales,
+                       Coords(si, sdims), b * 32, std::min(last, b * 32 + 32) - 1, data,
+                       u8(got_scales, si), u8(want_scales, si));
+  };
+  if (bad > 0) {
+    std::string msg;
+    for (const Failure& f : first) {
+      msg += msg.empty() ? "" : "; ";
+      if (f.elem < 0) {
+        msg += scale_text(f.block);
+        continue;
+      }
+      const int sg = u8(got_scales, f.block), sw = u8(want_scales, f.block);
+      const uint8_t cg = u8(got_data, f.elem), cw = u8(want_data, f.elem);
+      std::string why;
+      MxElemOk(cg, cw, sg, sw, fmt8, tol.max_ulp, &why);
+      msg += fmt::format(
+          "{}[{}]: got 0x{:02x} * 2^({} - 127) = {}, expected 0x{:02x} * 2^({} - 127) = {}: {}",
+          data, Coords(f.elem, dims), cg, sg, Num(std::ldexp(Fp8Value(cg, fmt8), sg - 127)), cw, sw,
+          Num(std::ldexp(Fp8Value(cw, fmt8), sw - 127)), why);
+    }
     return fmt::format("{} ({} mismatches)", msg, bad);
-  const int64_t blocks = rows * per_row;
+  }
   // A fraction above zero always tolerates one block: tiny test shapes would otherwise allow none.
   const double allowed =
       tol.scale_mismatch_fraction > 0
@@ -501,7 +749,7 @@ std::string CompareMx(const std::string& data, const std::string& scales,
   if (static_cast<double>(off_by_one) > allowed) {
     return fmt::format(
         "{}: {} of {} block scales differ by one, more than the allowed {:.4g}; first: {}", scales,
-        off_by_one, blocks, allowed, first_off);
+        off_by_one, blocks, allowed, scale_text(first_off));
   }
   return "";
 }

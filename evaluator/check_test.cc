@@ -1,7 +1,15 @@
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <random>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -506,6 +514,266 @@ TEST(CheckOutputsTest, MxPairCheckedThroughTheDataEntry) {
   got["s"] = T(DType::kE8M0, {2}, Bytes({127, 125}));
   const std::string msg = *CheckOutputs(spec, {}, {}, got, want, none);
   EXPECT_TRUE(Has(msg, "s[1] (elements 32..63 of q): got 0x7d, expected 0x7f")) << msg;
+}
+
+// ---- Chunked, parallel comparisons
+// ---------------------------------------------------------------
+
+TEST(CheckThreadsTest, EnvironmentAndOverride) {
+  ::unsetenv("WARPSMITH_CHECK_THREADS");
+  EXPECT_GE(CheckThreads(), 1);
+  ::setenv("WARPSMITH_CHECK_THREADS", "3", 1);
+  EXPECT_EQ(CheckThreads(), 3);
+  {
+    ScopedCheckThreads one(1);
+    EXPECT_EQ(CheckThreads(), 1);
+  }
+  EXPECT_EQ(CheckThreads(), 3);
+  ::setenv("WARPSMITH_CHECK_THREADS", "zero", 1);  // not a count: the hardware's
+  EXPECT_GE(CheckThreads(), 1);
+  ::unsetenv("WARPSMITH_CHECK_THREADS");
+}
+
+TEST(CheckThreadsTest, RunChunksRunsEachOnceOnSeveralThreads) {
+  ScopedCheckThreads threads(7);
+  std::vector<std::atomic<int>> runs(300);
+  std::atomic<int> arrived{0};
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  RunChunks(300, [&](int64_t c) {
+    if (c < 2) {
+      // The first two chunks wait for each other: only two threads get both through at once.
+      ++arrived;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (arrived < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    }
+    ++runs[c];
+    std::lock_guard<std::mutex> lock(mu);
+    ids.insert(std::this_thread::get_id());
+  });
+  for (int c = 0; c < 300; ++c) EXPECT_EQ(runs[c], 1) << c;
+  EXPECT_GE(ids.size(), 2u);
+  EXPECT_THROW(RunChunks(50,
+                         [](int64_t c) {
+                           if (c == 33)
+                             throw std::runtime_error("chunk 33");
+                         }),
+               std::runtime_error);
+}
+
+// Large inputs (past the parallel threshold) with mismatches planted at the first element, the
+// middle, and either side of chunk boundaries: every thread count must give the serial message.
+constexpr int64_t kBig = int64_t{1} << 21;            // 256 chunks of 8192
+constexpr int64_t kRagged = (int64_t{1} << 21) + 77;  // 77 chunks of 8193, then of 8192
+
+// The first element, either side of the first, middle and last chunk boundaries, the last one.
+std::vector<int64_t> Plants(int64_t n) {
+  const auto boundary = [n](int64_t c) { return c * (n / 256) + std::min<int64_t>(c, n % 256); };
+  return {0,
+          1,
+          boundary(1) - 1,
+          boundary(1),
+          boundary(1) + 1,
+          boundary(128) - 1,
+          boundary(128),
+          boundary(128) + 1,
+          boundary(255) - 1,
+          boundary(255),
+          boundary(255) + 1,
+          n - 1};
+}
+
+// Runs `compare` at 1, 2, 7 and 16 threads; expects one message, which it returns.
+std::string SameOnAnyThreadCount(const std::function<std::string()>& compare) {
+  std::string serial;
+  {
+    ScopedCheckThreads threads(1);
+    serial = compare();
+  }
+  for (int t : {2, 7, 16}) {
+    ScopedCheckThreads threads(t);
+    EXPECT_EQ(compare(), serial) << t << " threads";
+  }
+  return serial;
+}
+
+// The planted subsets each test tries: all, the boundaries alone, the last few alone.
+std::vector<std::vector<int64_t>> PlantSets(int64_t n) {
+  const std::vector<int64_t> all = Plants(n);
+  return {all, {all[3], all[4]}, {all[2]}, {all[9], all[10], all[11]}, {all[11]}, {}};
+}
+
+TEST(CheckParallelTest, ExactMatchesSerial) {
+  for (int64_t n : {kBig, kRagged}) {
+    std::mt19937 rng(11);
+    std::vector<uint16_t> want(n);
+    for (auto& x : want) x = static_cast<uint16_t>(rng());
+    for (const auto& plants : PlantSets(n)) {
+      std::vector<uint16_t> got = want;
+      for (int64_t i : plants) got[i] ^= 0x0101;
+      for (int reports : {1, 5, 100}) {
+        const std::string msg = SameOnAnyThreadCount(
+            [&] { return CompareExact("q", {n}, 2, Bf16(got), Bf16(want), reports); });
+        if (plants.empty()) {
+          EXPECT_EQ(msg, "");
+        } else {
+          EXPECT_TRUE(Has(msg, fmt::format("q[{}]: got", plants[0]))) << msg;
+          EXPECT_TRUE(Has(msg, fmt::format("({} of {} elements differ)", plants.size(), n))) << msg;
+        }
+      }
+    }
+  }
+}
+
+// bf16 values near 1 with up to 1 ulp of noise; plants far out (the worst among them chosen).
+TEST(CheckParallelTest, UlpAndCloseMatchSerial) {
+  for (int64_t n : {kBig, kRagged}) {
+    std::mt19937 rng(12);
+    std::vector<uint16_t> want(n), noisy(n);
+    for (int64_t i = 0; i < n; ++i) {
+      want[i] = static_cast<uint16_t>(0x3F00 + rng() % 0x100);
+      noisy[i] = static_cast<uint16_t>(want[i] + static_cast<int>(rng() % 3) - 1);
+    }
+    for (const auto& plants : PlantSets(n)) {
+      std::vector<uint16_t> got = noisy;
+      for (size_t k = 0; k < plants.size(); ++k) {
+        got[plants[k]] = static_cast<uint16_t>(want[plants[k]] + 4 + k % 3);  // ties for worst
+      }
+      if (plants.size() > 2)
+        got[plants[1]] = 0x7FC0;  // NaN: the worst
+      for (int reports : {1, 5}) {
+        const std::string ulp = SameOnAnyThreadCount(
+            [&] { return CompareUlp("y", {n}, DType::kBF16, Bf16(got), Bf16(want), 1, reports); });
+        const std::string close = SameOnAnyThreadCount([&] {
+          return CompareClose("y", {n}, DType::kBF16, Bf16(got), Bf16(want), 0.01, 0, reports);
+        });
+        if (plants.empty()) {
+          EXPECT_EQ(ulp, "");
+          EXPECT_EQ(close, "");
+          continue;
+        }
+        const std::string where = fmt::format("y[{}]", plants[0]);
+        EXPECT_TRUE(Has(ulp, where)) << ulp;
+        EXPECT_TRUE(Has(ulp, fmt::format("{} of {} elements", plants.size(), n))) << ulp;
+        EXPECT_TRUE(Has(close, where)) << close;
+        if (plants.size() > static_cast<size_t>(reports)) {
+          EXPECT_TRUE(Has(ulp, "; worst: ")) << ulp;
+        }
+      }
+    }
+  }
+}
+
+TEST(CheckParallelTest, GemmMatchesSerial) {
+  const int64_t n = 3001 * 699;  // ragged chunks; rows straddle chunk boundaries
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0, 3);
+  std::uniform_real_distribution<float> u(-1e-3f, 1e-3f);
+  std::vector<float> want(n), noisy(n);
+  for (int64_t i = 0; i < n; ++i) {
+    want[i] = normal(rng);
+    noisy[i] = want[i] * (1 + u(rng));
+  }
+  const std::vector<int64_t> dims = {699, 3001};
+  const auto gemm = [&](const std::vector<float>& g, const std::vector<float>& w,
+                        const Tolerance& tol) {
+    return SameOnAnyThreadCount(
+        [&] { return CompareGemm("d", dims, DType::kF32, F32(g), F32(w), tol); });
+  };
+  EXPECT_EQ(gemm(noisy, want, Tolerance{}), "");
+  // Elements outside the bound: more than 0.01% fail; the first five are named.
+  for (const auto& plants : PlantSets(n)) {
+    std::vector<float> got = noisy;
+    for (int64_t i : plants) got[i] = want[i] + (want[i] > 0 ? 0.2f : -0.2f);
+    Tolerance loose;  // only the element fraction can fail
+    loose.worst_rms = 100;
+    loose.elem_fraction = 1;
+    const std::string msg = gemm(got, want, loose);
+    if (plants.empty()) {
+      EXPECT_EQ(msg, "");
+    } else {
+      EXPECT_TRUE(Has(msg, fmt::format("{} of {} elements", plants.size(), n))) << msg;
+      EXPECT_TRUE(Has(msg, fmt::format("d[{}, {}]", plants[0] / 3001, plants[0] % 3001))) << msg;
+    }
+    EXPECT_EQ(gemm(got, want, Tolerance{}).empty(), plants.empty());  // worst_rms
+  }
+  // Relative Frobenius: a 1% error everywhere (the chunked norm sums).
+  std::vector<float> scaled = want;
+  for (float& x : scaled) x *= 1.01f;
+  EXPECT_TRUE(Has(gemm(scaled, want, Tolerance{}), "relative Frobenius error 0.0099"));
+  // Non-finite results and rows of exact zeros fail on their first element; the lowest wins.
+  const std::vector<int64_t> plants = Plants(n);
+  for (size_t k = plants.size(); k-- > 0;) {
+    std::vector<float> got = noisy, zeroed = want;
+    if (k + 1 < plants.size()) {
+      // A zero row at the next plant, where the candidate wrote a tiny value.
+      const int64_t row = plants[k + 1] / 3001;
+      for (int64_t j = row * 3001; j < (row + 1) * 3001; ++j) zeroed[j] = got[j] = 0.0f;
+      got[plants[k + 1]] = 1e-20f;
+    }
+    got[plants[k]] = NAN;
+    const std::string msg = gemm(got, zeroed, Tolerance{});
+    EXPECT_TRUE(Has(msg, fmt::format("d[{}, {}]: got nan", plants[k] / 3001, plants[k] % 3001)))
+        << msg;
+    if (k + 1 < plants.size()) {
+      got[plants[k]] = zeroed[plants[k]];  // without the NaN, the zero row fails
+      const std::string zero = gemm(got, zeroed, Tolerance{});
+      EXPECT_TRUE(
+          Has(zero, fmt::format("d[{}, {}]: got ", plants[k + 1] / 3001, plants[k + 1] % 3001)))
+          << zero;
+      EXPECT_TRUE(Has(zero, "whole row is exactly 0")) << zero;
+    }
+  }
+}
+
+TEST(CheckParallelTest, MxMatchesSerial) {
+  const int64_t last = 4096, rows = 512, per_row = last / 32, n = rows * last;
+  std::mt19937 rng(14);
+  std::vector<uint8_t> want(n), scales(rows * per_row);
+  for (auto& c : want) c = static_cast<uint8_t>(rng() % 0x7E);  // finite e4m3 magnitudes
+  for (auto& s : scales) s = static_cast<uint8_t>(120 + rng() % 10);
+  const std::vector<int64_t> plants = Plants(n);
+  const auto mx = [&](const std::vector<uint8_t>& gd, const std::vector<uint8_t>& gs,
+                      const Tolerance& tol, int reports) {
+    return SameOnAnyThreadCount([&] {
+      return CompareMx("q", "s", {rows, last}, DType::kFP8E4M3, Bytes(gd), Bytes(want), Bytes(gs),
+                       Bytes(scales), tol, reports);
+    });
+  };
+  for (const auto& set : PlantSets(n)) {
+    std::vector<uint8_t> got = want, got_scales = scales;
+    for (size_t k = 0; k < set.size(); ++k) {
+      const int64_t i = set[k];
+      if (k % 3 == 2) {
+        got_scales[i / 32] = static_cast<uint8_t>(scales[i / 32] + 2);  // a bad scale
+      } else {
+        got[i] = static_cast<uint8_t>(want[i] < 0x70 ? want[i] + 3 : want[i] - 3);  // 3 ulps
+      }
+    }
+    for (int reports : {1, 5, 100}) {
+      const std::string msg = mx(got, got_scales, MxTol(1), reports);
+      if (set.empty()) {
+        EXPECT_EQ(msg, "");
+      } else {
+        EXPECT_TRUE(Has(msg, "mismatches)")) << msg;
+      }
+    }
+  }
+  // Scales off by one (data rescaled): more blocks than the fraction allows; the first named.
+  std::vector<uint8_t> got_scales = scales, got = want;
+  std::set<int64_t> blocks;
+  for (int64_t i : plants) {
+    blocks.insert(i / 32);
+    const int64_t b = i / 32;
+    got_scales[b] = static_cast<uint8_t>(scales[b] + 1);
+    for (int64_t j = b * 32; j < b * 32 + 32; ++j)
+      got[j] = ws_f32_to_e4m3(static_cast<float>(E4m3(want[j])) / 2);
+  }
+  const std::string off = mx(got, got_scales, MxTol(1, 1e-6), 5);
+  EXPECT_TRUE(Has(off, fmt::format("s: {} of 65536 block scales differ by one", blocks.size())))
+      << off;
+  EXPECT_TRUE(Has(off, "first: s[0, 0]")) << off;
+  EXPECT_EQ(mx(got, got_scales, MxTol(1, 0.01), 5), "");
 }
 
 }  // namespace

@@ -53,6 +53,29 @@ std::string CompareMx(const std::string& data, const std::string& scales,
                       std::string_view want_data, std::string_view got_scales,
                       std::string_view want_scales, const Tolerance& tol, int max_reports = 5);
 
+/// The threads a comparison uses: WARPSMITH_CHECK_THREADS when it is a positive number (1 =
+/// serial), else std::thread::hardware_concurrency(). Results never depend on it: every
+/// comparison splits its tensor into chunks fixed by the tensor's size and merges them in order.
+int CheckThreads();
+
+/// Overrides CheckThreads() while the object lives (tests, benchmarks); 0 removes the override.
+/// Not for concurrent use with comparisons that should see another count.
+class ScopedCheckThreads {
+ public:
+  explicit ScopedCheckThreads(int threads);
+  ~ScopedCheckThreads();
+  ScopedCheckThreads(const ScopedCheckThreads&) = delete;
+  ScopedCheckThreads& operator=(const ScopedCheckThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+/// Calls fn(0) .. fn(chunks - 1), each exactly once, on up to CheckThreads() threads (the
+/// caller's among them) and returns when all are done; then rethrows an exception one threw. fn
+/// must be safe to call concurrently for different chunks.
+void RunChunks(int64_t chunks, const std::function<void(int64_t)>& fn);
+
 /// What a custom checker sees: the case, the tolerance's options, the output whose entry named
 /// it (a checker named by several outputs is called once per case), the case's inputs
 /// regenerated on the host (GenerateInputs), and every output of the reference and candidate.
