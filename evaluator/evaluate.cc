@@ -13,6 +13,7 @@
 #include "evaluator/cost.h"
 #include "evaluator/evaluator.h"
 #include "evaluator/internal.h"
+#include "evaluator/runner/commands.h"
 #include "evaluator/sanitizer.h"
 #include "sandbox/sandbox.h"
 
@@ -44,6 +45,9 @@ constexpr double kSuspiciousFraction = 1.15;
 // `problems verify` compares the host's input generation with the device's up to this many
 // input elements per shape (the host takes ~100 ns an element).
 constexpr int64_t kHostRegenerateElems = int64_t{1} << 24;
+
+// A bench shape's allowance on top of case_timeout_s, in each runner.
+constexpr double kBenchMarginS = 10;
 
 // Bench shapes whose speed-of-light time is under this are timed as CUDA-graph replays.
 constexpr double kGraphBelowUs = 20;
@@ -142,7 +146,11 @@ struct PlannedCase {
   // Outputs both runners digest instead of dumping (DigestedOutputs: exact outputs of bench
   // shapes).
   std::vector<std::string> digested;
-  double budget_s = 0;  // the candidate runner's allowance for this case
+  // The candidate runner's allowances (the job's budget_s) for the case and for its second run;
+  // the runner's wall-clock limit is their sum over all cases plus the start-up allowance.
+  double budget_s = 0;
+  double second_budget_s = 0;
+  double ref_budget_s = 0;  // each of the reference's cases for this shape
 };
 
 json LaunchesJson(const ResolvedPlan& plan) {
@@ -626,6 +634,11 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     pc.plan = std::move(*rp);
     pc.seeds.push_back(SecureRandom64());
     double case_s = opts.case_timeout_s;
+    // Each case is stopped at its own allowance (the runner's watchdog), so a bench shape's
+    // check run (gigabytes of inputs, a correct but slow kernel) gets a margin of its own rather
+    // than borrowing from faster cases.
+    if (kind == "bench") case_s += kBenchMarginS;
+    pc.ref_budget_s = case_s;
     if (kind == "bench" && req.time_bench) {
       WS_ASSIGN_OR_RETURN(int64_t in_bytes, InputBytes(spec, pc.symbols));
       // Enough input sets that rotating them defeats the L2, within a memory budget.
@@ -651,16 +664,17 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                    // CPU overhead stay out of the kernel's time.
                    {"graph", pc.plan.launches.size() > 1 || est_us < kGraphBelowUs}};
       // A candidate may be far slower than speed-of-light and still correct; a hang is not.
-      case_s += 10 + (iters + 5) * (est_us * 1e-6 * 50 + 2e-3);
+      case_s += (iters + 5) * (est_us * 1e-6 * 50 + 2e-3);
     }
     if (pc.timing.is_null() && kind != "bench") {
       pc.second_seed = SecureRandom64();
-      case_s += opts.case_timeout_s;
+      pc.second_budget_s = opts.case_timeout_s;
       ref_budget_s += opts.case_timeout_s;
     }
-    cand_budget_s += case_s;
-    ref_budget_s += opts.case_timeout_s * (pc.timing.is_null() ? 1 : 3);
     pc.budget_s = case_s;
+    cand_budget_s += pc.budget_s + pc.second_budget_s;
+    // One reference case per input set it checks, each untimed.
+    ref_budget_s += pc.ref_budget_s * (pc.timing.is_null() ? 1 : 3);
     pc.digested = DigestedOutputs(spec, kind);
     int64_t dumped = 0, all = 0;
     for (const auto& t : spec.tensors) {
@@ -710,7 +724,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                  {"dump", prefix},
                                  {"digest", pc.digested},
                                  {"library", library_call},
-                                 {"dump_inputs", false}});
+                                 {"dump_inputs", false},
+                                 {"budget_s", pc.budget_s}});
     auto rp = ref_plan_for(pc);
     if (!rp.ok()) return rp.status().Context(ref_path);
     if (pc.second_seed) {
@@ -725,7 +740,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                    {"timing", nullptr},
                                    {"dump", fs::absolute(scratch + "/cand-" + id2).string()},
                                    {"library", library_call},
-                                   {"dump_inputs", false}});
+                                   {"dump_inputs", false},
+                                   {"budget_s", pc.second_budget_s}});
       ref_job["cases"].push_back(
           {{"id", id2 + "@0"},
            {"launches", LaunchesJson(*rp)},
@@ -735,7 +751,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
            {"poison", (poison + 1) % 256},
            {"timing", nullptr},
            {"dump", fs::absolute(fmt::format("{}/ref-{}@0", scratch, id2)).string()},
-           {"dump_inputs", false}});
+           {"dump_inputs", false},
+           {"budget_s", opts.case_timeout_s}});
     }
     std::set<int> sets = {0};
     if (!pc.timing.is_null()) sets.insert({pc.audit_set, pc.last_set});
@@ -750,7 +767,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
            {"timing", nullptr},
            {"dump", fs::absolute(fmt::format("{}/ref-{}@{}", scratch, pc.id, s)).string()},
            {"digest", pc.digested},
-           {"dump_inputs", false}});
+           {"dump_inputs", false},
+           {"budget_s", pc.ref_budget_s}});
     }
   }
 
@@ -843,41 +861,21 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       }
     };
     if (it == cand.cases.end()) {
-      if (cand.process.timed_out) {
-        fail(Verdict::kTimeout,
-             fmt::format("did not finish within the limit ({:.0f} s for the whole run)",
-                         cand_budget_s));
-      } else {
-        fail(Verdict::kCrashed,
-             fmt::format("the runner died before finishing this case ({}){}",
-                         cand.process.Describe(),
-                         cand.process.stderr_data.empty()
-                             ? ""
-                             : ": " + cand.process.stderr_data.substr(0, 500)));
-      }
+      RunnerFinding f = MissingCaseFinding(cand.process, cand_budget_s, pc.budget_s);
+      fail(f.verdict, f.message);
       res.cases.push_back(cr);
       break;  // later cases never ran
     }
-    // The runner's own findings about one case: a crash, a guard, the inputs. True if clean.
-    auto runner_findings_clean = [&](const json& c, const std::string& prefix_msg) {
-      std::string status = c.value("status", "");
-      if (status == "crashed" || status == "launch_error") {
-        fail(Verdict::kCrashed, prefix_msg + c.value("message", status));
-      } else if (status == "guard_violation" || !c.value("guards_intact", true)) {
-        fail(Verdict::kWrongAnswer, prefix_msg + "wrote outside its output buffers: " +
-                                        c.value("message", std::string("guard damaged")));
-      } else if (!c.value("inputs_unchanged", true)) {
-        fail(Verdict::kWrongAnswer, prefix_msg + "modified its inputs");
-      } else if (status != "ok") {
-        fail(Verdict::kCrashed, fmt::format("{}runner status '{}': {}", prefix_msg, status,
-                                            c.value("message", "")));
-      } else {
-        return true;
-      }
-      return false;
+    // The runner's own findings about one case: a crash, a hang, a guard, the inputs. True if
+    // clean.
+    auto runner_findings_clean = [&](const json& c, const std::string& prefix_msg,
+                                     double allowance_s) {
+      std::optional<RunnerFinding> f = RunnerCaseFinding(c, allowance_s);
+      if (f) fail(f->verdict, prefix_msg + f->message);
+      return !f;
     };
     const json& c = it->second;
-    if (runner_findings_clean(c, "")) {
+    if (runner_findings_clean(c, "", pc.budget_s)) {
       std::string cand_prefix = scratch + "/cand-" + pc.id;
       std::vector<std::pair<std::string, int>> runs = {{"check", 0}};
       if (!pc.timing.is_null()) {
@@ -924,15 +922,12 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
             poison2, poison);
         auto it2 = cand.cases.find(id2);
         if (it2 == cand.cases.end()) {
-          fail(cand.process.timed_out ? Verdict::kTimeout : Verdict::kCrashed,
-               what + (cand.process.timed_out
-                           ? fmt::format("did not finish within the limit ({:.0f} s)",
-                                         cand_budget_s)
-                           : fmt::format("the runner died ({})", cand.process.Describe())));
+          RunnerFinding f = MissingCaseFinding(cand.process, cand_budget_s, pc.second_budget_s);
+          fail(f.verdict, what + f.message);
           res.cases.push_back(cr);
           break;
         }
-        if (runner_findings_clean(it2->second, what)) {
+        if (runner_findings_clean(it2->second, what, pc.second_budget_s)) {
           auto diff = CompareOutputs(spec, pc.symbols, req.params, *pc.second_seed,
                                      scratch + "/cand-" + id2, "check",
                                      fmt::format("{}/ref-{}@0", scratch, id2), {});
@@ -962,7 +957,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         ++sol_known;
       }
     }
+    // The watchdog ended the runner at a case that hung: no later case ran.
+    const bool stopped = cr.verdict == Verdict::kTimeout;
     res.cases.push_back(std::move(cr));
+    if (stopped) break;
   }
   if (timed) res.geomean_us = std::exp(log_sum / timed);
   if (sol_known) res.sol_fraction = std::exp(sol_log_sum / sol_known);
@@ -977,6 +975,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     std::vector<std::string> kernels;
     for (const auto& l : plan->launches) kernels.push_back(l.kernel);
     json deep_job = {{"cubin", cand_job["cubin"]}, {"cases", json::array()}};
+    const double deep_case_budget_s =
+        opts.deep_time_factor * opts.case_timeout_s + opts.startup_timeout_s;
     int deep_cases = 0;
     for (const auto& c : cand_job["cases"]) {
       const std::string id = c["id"].get<std::string>();
@@ -985,6 +985,9 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       dc["id"] = "deep-" + id;
       dc["timing"] = nullptr;
       dc["dump"] = nullptr;
+      // Kernels run many times slower under a sanitizer, and its first launches instrument the
+      // module: a case's allowance scales as the whole run's does, plus a start-up allowance.
+      dc["budget_s"] = deep_case_budget_s;
       deep_job["cases"].push_back(std::move(dc));
       ++deep_cases;
     }
@@ -1050,14 +1053,20 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         if (status != "ok" && case_failure.empty()) {
           case_failure = fmt::format("{} ({}): {}", c["id"].get<std::string>(), status,
                                      it->second.value("message", ""));
-          if (status != "crashed" && status != "launch_error") case_verdict = Verdict::kWrongAnswer;
+          if (status == "timeout") {
+            case_verdict = Verdict::kTimeout;
+          } else if (status != "crashed" && status != "launch_error") {
+            case_verdict = Verdict::kWrongAnswer;
+          }
         }
       }
       if (!case_failure.empty()) {
-        res.deep[name] = case_verdict == Verdict::kCrashed ? "crashed" : "runner finding";
+        res.deep[name] = case_verdict == Verdict::kCrashed   ? "crashed"
+                         : case_verdict == Verdict::kTimeout ? "timeout"
+                                                             : "runner finding";
         res.verdict = case_verdict;
         res.message = fmt::format("deep mode: under {}: {}", name, case_failure);
-        stop = name + " saw a crash";
+        stop = name + " saw a " + (case_verdict == Verdict::kTimeout ? "timeout" : "crash");
         continue;
       }
       if (o.state == SanitizerOutcome::State::kClean && !all_ok) {
@@ -1081,6 +1090,52 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     phase("deep");
   }
   return res;
+}
+
+std::string SecondsText(double s) {
+  // Whole seconds from 10 s up; tenths below (a 0.5 s allowance is not "0 s" or "1 s").
+  return s >= 10 || s == std::floor(s) ? fmt::format("{:.0f}", s) : fmt::format("{:.1f}", s);
+}
+
+std::optional<RunnerFinding> RunnerCaseFinding(const json& c, double allowance_s) {
+  const std::string status = c.value("status", "");
+  if (status == "crashed" || status == "launch_error") {
+    return RunnerFinding{Verdict::kCrashed, c.value("message", status)};
+  }
+  if (status == "timeout") {
+    // Said as a whole-run timeout is; the runner's own message has the case's id.
+    return RunnerFinding{Verdict::kTimeout, fmt::format("did not finish within its {} s allowance",
+                                                        SecondsText(allowance_s))};
+  }
+  if (status == "guard_violation" || !c.value("guards_intact", true)) {
+    return RunnerFinding{Verdict::kWrongAnswer,
+                         "wrote outside its output buffers: " +
+                             c.value("message", std::string("guard damaged"))};
+  }
+  if (!c.value("inputs_unchanged", true)) {
+    return RunnerFinding{Verdict::kWrongAnswer, "modified its inputs"};
+  }
+  if (status != "ok") {
+    return RunnerFinding{Verdict::kCrashed, fmt::format("runner status '{}': {}", status,
+                                                        c.value("message", ""))};
+  }
+  return std::nullopt;
+}
+
+RunnerFinding MissingCaseFinding(const SandboxResult& process, double limit_s, double allowance_s) {
+  if (process.timed_out) {
+    return {Verdict::kTimeout, fmt::format("did not finish within the limit ({:.0f} s for the "
+                                           "whole run)",
+                                           limit_s)};
+  }
+  if (!process.signaled && process.exit_code == runner::kExitCaseTimeout) {
+    // The watchdog stopped the case but could not record it (the result file failed).
+    return {Verdict::kTimeout, fmt::format("did not finish within its {} s allowance",
+                                           SecondsText(allowance_s))};
+  }
+  return {Verdict::kCrashed,
+          fmt::format("the runner died before finishing this case ({}){}", process.Describe(),
+                      process.stderr_data.empty() ? "" : ": " + process.stderr_data.substr(0, 500))};
 }
 
 std::string DeepModeFailure(const EvalResult& r) {

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,5 +145,30 @@ Result<std::string> CompareDigests(const std::vector<std::string>& outputs,
 /// that is at most 16 GiB; else `fallback`. A negative need (unknown) gives `fallback`.
 std::string ChooseScratchRoot(const std::vector<std::string>& tmpfs_roots, int64_t need_bytes,
                               const std::string& fallback);
+
+// ---- The candidate runner's own findings (evaluate.cc) ------------------------------------------
+
+struct SandboxResult;
+
+/// A verdict for one case and what to say about it.
+struct RunnerFinding {
+  Verdict verdict = Verdict::kCrashed;
+  std::string message;
+};
+
+/// Seconds as the messages say them: "5", "37", "0.5".
+std::string SecondsText(double s);
+
+/// What the runner reported about one of the candidate's cases (its result object): a crash or a
+/// launch error (crashed), a case its watchdog stopped past `allowance_s` (timeout: "did not
+/// finish within its N s allowance"), a damaged guard or changed inputs (wrong_answer), any other
+/// status (crashed). nullopt when the runner found nothing wrong.
+std::optional<RunnerFinding> RunnerCaseFinding(const nlohmann::json& case_result,
+                                               double allowance_s);
+
+/// Why a case has no result: the sandbox stopped the whole runner at `limit_s`, or the runner's
+/// watchdog stopped this case past `allowance_s` (exit status kExitCaseTimeout) without recording
+/// it (timeout); otherwise the runner died (crashed).
+RunnerFinding MissingCaseFinding(const SandboxResult& process, double limit_s, double allowance_s);
 
 }  // namespace ws

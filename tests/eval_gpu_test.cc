@@ -1,6 +1,7 @@
 // The evaluator on a real GPU: the hand-tuned kernel passes and is timed; a wrong byte, a write
 // past the output, a crash and a kernel that never ends each get their verdict, and the
 // evaluator keeps working afterwards. Skips where there is no GPU.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -224,6 +225,47 @@ extern "C" __global__ void ws_test_spin(volatile unsigned char* q) {
   auto r = Evaluate(req, quick);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->verdict, Verdict::kTimeout) << r->message;
+
+  EvalRequest next = Request(Baseline());
+  next.time_bench = false;
+  auto r2 = Evaluate(next, opts_);
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_EQ(r2->verdict, Verdict::kOk) << r2->message;
+}
+
+// The runner's watchdog stops a case that hangs at about its own allowance (budget_s + a grace),
+// not at the whole run's limit: the cases before it keep their verdicts, the evaluation ends
+// well within startup + 3 allowances, and the GPU is usable by the next evaluation.
+TEST_F(EvalGpuTest, AHangCostsItsCaseAllowanceNotTheWholeRun) {
+  // Only the last test shape has M >= 1025 (bench shapes too, but they come after it).
+  std::string src = WithExtraLaunch(
+      Baseline(),
+      R"({ "kernel": "ws_test_spin_big", "grid": [1], "block": [32], "args": ["q", {"i64": "M"}] })",
+      "extern \"C\" __global__ void ws_test_spin_big(volatile unsigned char* q, long long m) {\n"
+      "  if (m < 1025) return;\n"
+      "  while (q[0] != 0xAB || q[0] == 0xAB) { }\n}\n");
+  EvaluatorOptions quick = opts_;
+  quick.startup_timeout_s = 15;
+  quick.case_timeout_s = 2;
+  EvalRequest req = Request(src);
+  req.time_bench = false;
+  req.include_hidden = false;
+  auto r = Evaluate(req, quick);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kTimeout) << r->message;
+  EXPECT_EQ(r->message.rfind("test shape", 0), 0u) << r->message;
+  EXPECT_NE(r->message.find("did not finish within its 2 s allowance"), std::string::npos)
+      << r->message;
+  const size_t hang = spec_->test_shapes.size() - 1;
+  ASSERT_EQ(r->cases.size(), hang + 1) << "the cases after the hang never ran";
+  for (size_t i = 0; i < hang; ++i) EXPECT_EQ(r->cases[i].verdict, Verdict::kOk) << i;
+  EXPECT_EQ(r->cases[hang].verdict, Verdict::kTimeout);
+  // Without the watchdog the runner ran to its whole limit: 15 s + 4 s per test shape + 12 s per
+  // bench shape, 95 s here.
+  const double bound = quick.startup_timeout_s + 3 * quick.case_timeout_s + 10;
+  EXPECT_LT(r->phase_seconds["candidate_run"], bound);
+  std::printf("hang: candidate runner %.1f s (bound %.0f s), evaluation %.1f s\n",
+              r->phase_seconds["candidate_run"], bound, r->phase_seconds["total"]);
 
   EvalRequest next = Request(Baseline());
   next.time_bench = false;
