@@ -8,7 +8,7 @@
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_tma",
                 "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 227328 / (16384 + 128 * BN)) * (16384 + 128 * BN) + 2048",
+                "smem": "min(STAGES, 230400 / (16384 + 128 * BN)) * (16384 + 128 * BN) + 2048",
                 "args": ["tma_a", "tma_b", "d", "M", "N", "K"] } ] }
 */
 // Dense BF16 GEMM, hand-tuned: d [M,N] = a [M,K] * b [N,K]^T, bf16 in and out, fp32 accumulation.
@@ -39,8 +39,8 @@
 // Not done: TMA multicast over a cluster, 2-CTA tcgen05, split-K for decode shapes, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
-// warpsmith:sass sm_90a: HGMMA
-// warpsmith:sass sm_100a: UTCHMMA
+// warpsmith:sass sm_90a: HGMMA UTMALDG
+// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
 #ifndef BN
@@ -69,7 +69,7 @@ struct Config {
   static constexpr int kABytes = kBM * kBK * 2;  // (BM,BK) bf16, 128B-swizzled
   static constexpr int kBBytes = kBN * kBK * 2;  // (BN,BK) bf16, 128B-swizzled
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kSmemCap = 227 * 1024 - 2048;  // the plan's cap: barriers + alignment
+  static constexpr int kSmemCap = 227 * 1024 - 2048;  // 230400, the plan's cap: barriers + alignment
   static constexpr int kStages = STAGES < kSmemCap / kStageBytes ? STAGES : kSmemCap / kStageBytes;
   static constexpr int kGroupM = GROUP_M;
   static constexpr int kAccCols = 2 * kBN <= 64 ? 64 : 2 * kBN <= 128 ? 128 : 2 * kBN <= 256 ? 256 : 512;
@@ -419,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
           uint4* dst = reinterpret_cast<uint4*>(d + static_cast<long long>(row) * N + col);
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            // N % 16 == 0: each 16-column half is wholly in or out.
+            // N % 16 == 0: each 8-column piece is wholly in or out.
             if (col + 8 * j < N) {
               uint4 v;
               v.x = pack_bf16(__uint_as_float(r[8 * j + 0]), __uint_as_float(r[8 * j + 1]));
@@ -436,6 +436,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       if (lane == 0) mbar_arrive(acc_empty + 8 * buf);
     }
   }
+  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
   tc_fence_before();
   __syncthreads();
   if (warp == 2) {
