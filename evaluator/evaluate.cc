@@ -153,6 +153,24 @@ struct PlannedCase {
   double ref_budget_s = 0;  // each of the reference's cases for this shape
 };
 
+}  // namespace
+
+// A launch argument's tensor map, whole: each argument carries its own map, so the job's cases
+// stay self-contained (docs/runner-protocol.md).
+static json TensorMapJson(const std::string& name, const ResolvedPlan& plan) {
+  const ResolvedTensorMap& m = plan.tensor_maps.at(name);
+  json dims = json::array(), box = json::array(), strides = json::array();
+  for (int d = 0; d < m.spec.rank; ++d) {
+    dims.push_back(m.spec.dims[d]);
+    box.push_back(m.spec.box[d]);
+    strides.push_back(m.spec.element_strides[d]);
+  }
+  return {{"name", name},       {"tensor", m.tensor},
+          {"dims", dims},       {"box", box},
+          {"element_strides", strides}, {"swizzle", m.spec.swizzle},
+          {"oob_fill", m.spec.oob_nan ? "nan" : "zero"}, {"l2_promotion", m.spec.l2_promotion}};
+}
+
 json LaunchesJson(const ResolvedPlan& plan) {
   json arr = json::array();
   for (const auto& l : plan.launches) {
@@ -163,19 +181,22 @@ json LaunchesJson(const ResolvedPlan& plan) {
         case PlanArg::Kind::kWorkspace: args.push_back({{"workspace", true}}); break;
         case PlanArg::Kind::kI32: args.push_back({{"i32", a.value}}); break;
         case PlanArg::Kind::kI64: args.push_back({{"i64", a.value}}); break;
+        case PlanArg::Kind::kTensorMap: args.push_back({{"tensor_map",
+                                                         TensorMapJson(a.tensor, plan)}});
+          break;
       }
     }
-    arr.push_back({{"kernel", l.kernel},
+    json launch = {{"kernel", l.kernel},
                    {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
                    {"block", {l.block[0], l.block[1], l.block[2]}},
                    {"cluster", {l.cluster[0], l.cluster[1], l.cluster[2]}},
                    {"smem", l.smem},
-                   {"args", args}});
+                   {"args", args}};
+    if (l.pdl) launch["pdl"] = true;
+    arr.push_back(std::move(launch));
   }
   return arr;
 }
-
-}  // namespace
 
 Result<json> TensorsJson(const ProblemSpec& spec, const SymbolTable& symbols) {
   json arr = json::array();
@@ -1055,7 +1076,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                      it->second.value("message", ""));
           if (status == "timeout") {
             case_verdict = Verdict::kTimeout;
-          } else if (status != "crashed" && status != "launch_error") {
+          } else if (status != "crashed" && status != "launch_error" &&
+                     status != "plan_error") {
             case_verdict = Verdict::kWrongAnswer;
           }
         }
@@ -1101,6 +1123,9 @@ std::optional<RunnerFinding> RunnerCaseFinding(const json& c, double allowance_s
   const std::string status = c.value("status", "");
   if (status == "crashed" || status == "launch_error") {
     return RunnerFinding{Verdict::kCrashed, c.value("message", status)};
+  }
+  if (status == "plan_error") {  // the driver refused to encode a tensor map of the plan
+    return RunnerFinding{Verdict::kPlanError, c.value("message", status)};
   }
   if (status == "timeout") {
     // Said as a whole-run timeout is; the runner's own message has the case's id.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "evaluator/runner/tensor_map.h"
 #include "problems/problems.h"
 
 namespace ws {
@@ -22,17 +23,20 @@ namespace ws {
 //                   "grid":  ["ceil_div(M, ROWS)"], "block": ["256"], "cluster": ["1"],
 //                   "smem":  "0",
 //                   "args":  ["x", "q", "scales", "M", "K", {"i64": "M*K"}, "workspace"] } ],
-//     "workspace": { "bytes": "0", "zero": false } }
+//     "workspace": { "bytes": "0", "zero": false },
+//     "tensor_maps": { "tma_x": { "tensor": "x", "dims": ["K", "M"], "box": ["64", "ROWS"],
+//                                 "swizzle": 128 } } }
 //   */
 //
 // Expressions may use the shape symbols, parameters (bound to their value index), knobs and
-// `num_sms`. Args: a tensor name (device pointer), "workspace", an expression (int32, range-checked)
-// or {"i64": expr}.
+// `num_sms`. Args: a tensor name (device pointer), "workspace", a tensor map's name (the 128-byte
+// CUtensorMap by value), an expression (int32, range-checked) or {"i64": expr}. A launch may set
+// "pdl": true (programmatic dependent launch).
 
 struct PlanArg {
-  enum class Kind { kTensor, kWorkspace, kI32, kI64 };
+  enum class Kind { kTensor, kWorkspace, kI32, kI64, kTensorMap };
   Kind kind = Kind::kI32;
-  std::string text;  // tensor name or expression
+  std::string text;  // tensor name, tensor map name or expression
 };
 
 struct PlanLaunch {
@@ -40,10 +44,21 @@ struct PlanLaunch {
   std::vector<std::string> grid, block, cluster;  // 1-3 expressions each; cluster may be empty
   std::string smem = "0";
   std::vector<PlanArg> args;
+  bool pdl = false;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+};
+
+/// A TMA descriptor over a whole contiguous row-major tensor (docs/problem-format.md).
+struct PlanTensorMap {
+  std::string tensor;
+  std::vector<std::string> dims, box, element_strides;  // innermost first; strides may be empty
+  int swizzle = 0;       // 0, 32, 64, 128 bytes
+  bool oob_nan = false;  // "oob_fill": "nan"
+  int l2_promotion = 0;  // 0, 64, 128, 256 bytes
 };
 
 struct Plan {
   std::map<std::string, std::vector<int64_t>> knobs;  // name -> allowed values (first = default)
+  std::map<std::string, PlanTensorMap> tensor_maps;  // by name
   std::vector<PlanLaunch> launches;
   std::string workspace_bytes = "0";
   bool workspace_zero = false;
@@ -64,10 +79,16 @@ struct ResolvedLaunch {
   int64_t smem = 0;
   struct Arg {
     PlanArg::Kind kind;
-    std::string tensor;  // kTensor
+    std::string tensor;  // kTensor; kTensorMap: the map's name
     int64_t value = 0;   // kI32 / kI64
   };
   std::vector<Arg> args;
+  bool pdl = false;
+};
+
+struct ResolvedTensorMap {
+  std::string tensor;
+  runner::TensorMapSpec spec;
 };
 
 struct DeviceLimits {
@@ -81,6 +102,7 @@ struct DeviceLimits {
 
 struct ResolvedPlan {
   std::vector<ResolvedLaunch> launches;
+  std::map<std::string, ResolvedTensorMap> tensor_maps;  // the maps the launches name
   int64_t workspace_bytes = 0;
   bool workspace_zero = false;
 };

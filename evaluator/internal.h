@@ -127,6 +127,10 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
 // fields (integer fields as JSON integers, as the runner requires).
 Result<nlohmann::json> TensorsJson(const ProblemSpec& spec, const SymbolTable& symbols);
 
+/// A resolved plan's launches as the runner's job writes them (docs/runner-protocol.md); a
+/// tensor-map argument carries its whole map.
+nlohmann::json LaunchesJson(const ResolvedPlan& plan);
+
 std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_view kind);
 
 /// The digests (output -> 32 hex digits) a runner's case result reports for run `tag` ("check",

@@ -13,9 +13,13 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kPlanTag = "warpsmith:plan";
-const std::set<std::string, std::less<>> kPlanKeys = {"knobs", "launch", "workspace", "problem"};
+const std::set<std::string, std::less<>> kPlanKeys = {"knobs", "launch", "workspace", "problem",
+                                                      "tensor_maps"};
 const std::set<std::string, std::less<>> kLaunchKeys = {"kernel", "grid", "block", "cluster",
-                                                        "smem", "args"};
+                                                        "smem", "args", "pdl"};
+const std::set<std::string, std::less<>> kTensorMapKeys = {
+    "tensor", "dims", "box", "element_strides", "swizzle", "oob_fill", "l2_promotion"};
+constexpr size_t kMaxTensorMaps = 16;
 const std::set<std::string, std::less<>> kDeviceSymbols = {"num_sms"};
 
 // Sane caps on what a plan may hold: real plans are a few hundred bytes, expressions a few dozen
@@ -80,12 +84,88 @@ Result<std::vector<std::string>> DimsField(const json& j, const std::string& fie
   return out;
 }
 
+// A list of 1 to kMaxTensorMapRank expressions: a map's dims, box or element_strides.
+Result<std::vector<std::string>> MapDimsField(const json& j, const std::string& field) {
+  if (!j.is_array() || j.empty() || j.size() > runner::kMaxTensorMapRank) {
+    return Status::Error("{}: expected an array of 1 to {} expressions, innermost first", field,
+                         runner::kMaxTensorMapRank);
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    WS_ASSIGN_OR_RETURN(auto e, ExprField(j[i], fmt::format("{}[{}]", field, i)));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<int> ChoiceField(const json& j, const std::string& field, std::initializer_list<int> allowed) {
+  std::string list;
+  for (int a : allowed) list += (list.empty() ? "" : ", ") + std::to_string(a);
+  if (j.is_number_integer()) {
+    WS_ASSIGN_OR_RETURN(int64_t v, Int64Field(j, field));
+    for (int a : allowed) {
+      if (v == a) return a;
+    }
+    return Status::Error("{}: {} is not one of {}", field, v, list);
+  }
+  return Status::Error("{}: expected one of {}", field, list);
+}
+
+Result<PlanTensorMap> ParseTensorMap(const json& j, const std::string& base) {
+  if (!j.is_object()) return Status::Error("{}: expected an object", base);
+  for (auto& [key, _] : j.items()) {
+    if (!kTensorMapKeys.count(key)) {
+      return Status::Error(
+          "{}.{}: unknown field (allowed: tensor, dims, box, element_strides, swizzle, oob_fill, "
+          "l2_promotion)",
+          base, key);
+    }
+  }
+  PlanTensorMap m;
+  if (!j.contains("tensor") || !j["tensor"].is_string()) {
+    return Status::Error("{}.tensor: expected the name of a tensor of the problem", base);
+  }
+  m.tensor = j["tensor"].get<std::string>();
+  for (const char* key : {"dims", "box"}) {
+    if (!j.contains(key)) return Status::Error("{}.{}: missing", base, key);
+  }
+  WS_ASSIGN_OR_RETURN(m.dims, MapDimsField(j["dims"], base + ".dims"));
+  WS_ASSIGN_OR_RETURN(m.box, MapDimsField(j["box"], base + ".box"));
+  if (m.box.size() != m.dims.size()) {
+    return Status::Error("{}.box: {} extents for {} dims", base, m.box.size(), m.dims.size());
+  }
+  if (j.contains("element_strides")) {
+    WS_ASSIGN_OR_RETURN(m.element_strides,
+                        MapDimsField(j["element_strides"], base + ".element_strides"));
+    if (m.element_strides.size() != m.dims.size()) {
+      return Status::Error("{}.element_strides: {} strides for {} dims", base,
+                           m.element_strides.size(), m.dims.size());
+    }
+  }
+  if (j.contains("swizzle")) {
+    WS_ASSIGN_OR_RETURN(m.swizzle, ChoiceField(j["swizzle"], base + ".swizzle", {0, 32, 64, 128}));
+  }
+  if (j.contains("l2_promotion")) {
+    WS_ASSIGN_OR_RETURN(m.l2_promotion,
+                        ChoiceField(j["l2_promotion"], base + ".l2_promotion", {0, 64, 128, 256}));
+  }
+  if (j.contains("oob_fill")) {
+    const json& f = j["oob_fill"];
+    if (!f.is_string() || (f.get<std::string>() != "zero" && f.get<std::string>() != "nan")) {
+      return Status::Error("{}.oob_fill: expected \"zero\" or \"nan\"", base);
+    }
+    m.oob_nan = f.get<std::string>() == "nan";
+  }
+  return m;
+}
+
 Result<Plan> ParsePlanJson(const json& root) {
   Plan plan;
   if (!root.is_object()) return Status::Error("the plan must be a JSON object");
   for (auto& [key, _] : root.items()) {
     if (!kPlanKeys.count(key)) {
-      return Status::Error("unknown field '{}' (allowed: knobs, launch, workspace)", key);
+      return Status::Error("unknown field '{}' (allowed: knobs, launch, workspace, tensor_maps)",
+                           key);
     }
   }
   if (root.contains("knobs")) {
@@ -110,6 +190,21 @@ Result<Plan> ParsePlanJson(const json& root) {
         vals.push_back(v);
       }
       plan.knobs[name] = std::move(vals);
+    }
+  }
+  if (root.contains("tensor_maps")) {
+    const json& maps = root["tensor_maps"];
+    if (!maps.is_object()) return Status::Error("tensor_maps: expected an object name -> map");
+    if (maps.size() > kMaxTensorMaps) {
+      return Status::Error("tensor_maps: at most {} maps, got {}", kMaxTensorMaps, maps.size());
+    }
+    for (auto& [name, m] : maps.items()) {
+      std::string base = fmt::format("tensor_maps.{}", name);
+      if (!IsIdentifier(name)) return Status::Error("{}: not a valid identifier", base);
+      if (plan.knobs.count(name) || kDeviceSymbols.count(name) || name == "workspace") {
+        return Status::Error("{}: the name is already a knob or a reserved name", base);
+      }
+      WS_ASSIGN_OR_RETURN(plan.tensor_maps[name], ParseTensorMap(m, base));
     }
   }
   if (!root.contains("launch")) return Status::Error("launch: missing (at least one kernel launch)");
@@ -146,6 +241,10 @@ Result<Plan> ParsePlanJson(const json& root) {
     if (l.contains("smem")) {
       WS_ASSIGN_OR_RETURN(pl.smem, ExprField(l["smem"], base + ".smem"));
     }
+    if (l.contains("pdl")) {
+      if (!l["pdl"].is_boolean()) return Status::Error("{}.pdl: expected true or false", base);
+      pl.pdl = l["pdl"].get<bool>();
+    }
     if (!l.contains("args") || !l["args"].is_array()) {
       return Status::Error("{}.args: expected an array", base);
     }
@@ -158,7 +257,9 @@ Result<Plan> ParsePlanJson(const json& root) {
       if (a.is_string()) {
         arg.text = a.get<std::string>();
         WS_RETURN_IF_ERROR(CheckExprLength(arg.text, field));
-        arg.kind = arg.text == "workspace" ? PlanArg::Kind::kWorkspace : PlanArg::Kind::kI32;
+        arg.kind = arg.text == "workspace"           ? PlanArg::Kind::kWorkspace
+                   : plan.tensor_maps.count(arg.text) ? PlanArg::Kind::kTensorMap
+                                                      : PlanArg::Kind::kI32;
         // Tensor names are told apart from expressions by ValidatePlan, which knows the problem.
       } else if (a.is_number_integer()) {
         arg.kind = PlanArg::Kind::kI32;
@@ -172,7 +273,9 @@ Result<Plan> ParsePlanJson(const json& root) {
         WS_ASSIGN_OR_RETURN(arg.text, ExprField(a["i32"], field + ".i32"));
       } else {
         return Status::Error(
-            "{}: expected a tensor name, \"workspace\", an expression, or {{\"i64\": expr}}", field);
+            "{}: expected a tensor name, a tensor map name, \"workspace\", an expression, or "
+            "{{\"i64\": expr}}",
+            field);
       }
       pl.args.push_back(std::move(arg));
     }
@@ -274,6 +377,22 @@ Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
       return Status::Error("knobs.{}: clashes with a name of the problem", knob);
     }
   }
+  for (const auto& [name, m] : plan.tensor_maps) {
+    const std::string base = fmt::format("tensor_maps.{}", name);
+    if (spec.FindTensor(name) || spec.FindParam(name) ||
+        std::find(spec.symbols.begin(), spec.symbols.end(), name) != spec.symbols.end()) {
+      return Status::Error("{}: clashes with a tensor, symbol or parameter of the problem", base);
+    }
+    if (!spec.FindTensor(m.tensor)) {
+      return Status::Error("{}.tensor: the problem has no tensor '{}'", base, m.tensor);
+    }
+    for (const auto* list : {&m.dims, &m.box, &m.element_strides}) {
+      const char* what = list == &m.dims ? "dims" : list == &m.box ? "box" : "element_strides";
+      for (size_t d = 0; d < list->size(); ++d) {
+        WS_RETURN_IF_ERROR(CheckExpr((*list)[d], fmt::format("{}.{}[{}]", base, what, d), names));
+      }
+    }
+  }
   for (size_t li = 0; li < plan.launches.size(); ++li) {
     const PlanLaunch& l = plan.launches[li];
     std::string base = fmt::format("launch[{}]", li);
@@ -290,7 +409,10 @@ Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
       const PlanArg& a = l.args[ai];
       std::string field = fmt::format("{}.args[{}]", base, ai);
-      if (a.kind == PlanArg::Kind::kWorkspace || spec.FindTensor(a.text)) continue;
+      if (a.kind == PlanArg::Kind::kWorkspace || a.kind == PlanArg::Kind::kTensorMap ||
+          spec.FindTensor(a.text)) {
+        continue;
+      }
       WS_RETURN_IF_ERROR(CheckExpr(a.text, field, names));
     }
   }
@@ -320,6 +442,35 @@ Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, cons
   };
 
   ResolvedPlan out;
+  // Every declared map, used or not, so a map that cannot be encoded is a plan error at once.
+  for (const auto& [name, m] : plan.tensor_maps) {
+    const std::string base = fmt::format("tensor_maps.{}", name);
+    const TensorSpec* t = spec.FindTensor(m.tensor);
+    if (t == nullptr) return Status::Error("{}.tensor: the problem has no tensor '{}'", base, m.tensor);
+    ResolvedTensorMap rm;
+    rm.tensor = m.tensor;
+    rm.spec.rank = static_cast<int>(m.dims.size());
+    for (size_t d = 0; d < m.dims.size(); ++d) {
+      WS_ASSIGN_OR_RETURN(rm.spec.dims[d], eval(m.dims[d], fmt::format("{}.dims[{}]", base, d)));
+      WS_ASSIGN_OR_RETURN(rm.spec.box[d], eval(m.box[d], fmt::format("{}.box[{}]", base, d)));
+      if (!m.element_strides.empty()) {
+        WS_ASSIGN_OR_RETURN(rm.spec.element_strides[d],
+                            eval(m.element_strides[d],
+                                 fmt::format("{}.element_strides[{}]", base, d)));
+      }
+    }
+    rm.spec.swizzle = m.swizzle;
+    rm.spec.l2_promotion = m.l2_promotion;
+    rm.spec.oob_nan = m.oob_nan;
+    auto numel = TensorNumel(*t, symbols);
+    if (!numel.ok()) return numel.status().Context(base);
+    auto enc = runner::ComputeTensorMapEncoding(static_cast<int>(t->dtype), *numel, rm.spec);
+    if (!enc.ok()) {
+      return Status::Error("{}.{} (tensor '{}' of {} elements)", base, enc.status().message(),
+                           m.tensor, *numel);
+    }
+    out.tensor_maps[name] = std::move(rm);
+  }
   for (size_t li = 0; li < plan.launches.size(); ++li) {
     const PlanLaunch& l = plan.launches[li];
     std::string base = fmt::format("launch[{}]", li);
@@ -366,6 +517,8 @@ Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, cons
       ra.kind = a.kind;
       if (a.kind == PlanArg::Kind::kWorkspace) {
         // pointer filled by the runner
+      } else if (a.kind == PlanArg::Kind::kTensorMap) {
+        ra.tensor = a.text;  // resolved above
       } else if (a.kind != PlanArg::Kind::kI64 && spec.FindTensor(a.text)) {
         ra.kind = PlanArg::Kind::kTensor;
         ra.tensor = a.text;
@@ -378,6 +531,7 @@ Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, cons
       }
       rl.args.push_back(std::move(ra));
     }
+    rl.pdl = l.pdl;
     out.launches.push_back(std::move(rl));
   }
   WS_ASSIGN_OR_RETURN(out.workspace_bytes, eval(plan.workspace_bytes, "workspace.bytes"));

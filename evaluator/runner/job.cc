@@ -163,8 +163,82 @@ Result<TensorJob> ParseTensor(const json& j, const std::string& path, int index)
   return t;
 }
 
+// Up to kMaxTensorMapRank integers in [lo, hi] into out; returns how many.
+Result<int> MapList(const json& j, const char* key, const std::string& path, int64_t lo,
+                    int64_t hi, int64_t out[kMaxTensorMapRank]) {
+  WS_RETURN_IF_ERROR(Need(j, key, path));
+  const json& a = j[key];
+  const std::string p = path + "." + key;
+  if (!a.is_array() || a.empty() || a.size() > kMaxTensorMapRank) {
+    return Status::Error("{}: expected 1 to {} integers", p, kMaxTensorMapRank);
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    WS_ASSIGN_OR_RETURN(out[i], Int(a[i], fmt::format("{}[{}]", p, i), lo, hi));
+  }
+  return static_cast<int>(a.size());
+}
+
+// A tensor-map argument: the map's fields, checked here against the tensor it covers (the
+// runner trusts no caller's arithmetic) and turned into cuTensorMapEncodeTiled's arguments.
+Status ParseTensorMapArg(const json& j, const std::string& path,
+                         const std::map<std::string, int>& tensor_index,
+                         const std::vector<TensorJob>& tensors, ArgJob* arg) {
+  static const std::set<std::string> kKeys = {"name",     "tensor",   "dims",        "box",
+                                              "element_strides", "swizzle", "oob_fill",
+                                              "l2_promotion"};
+  if (!j.is_object()) return Status::Error("{}: expected an object", path);
+  for (auto& [key, _] : j.items()) {
+    if (!kKeys.count(key)) return Status::Error("{}.{}: unknown field", path, key);
+  }
+  arg->kind = ArgJob::Kind::kTensorMap;
+  if (j.contains("name")) {
+    WS_ASSIGN_OR_RETURN(arg->map_name, StringField(j, "name", path));
+  }
+  WS_ASSIGN_OR_RETURN(std::string tensor, StringField(j, "tensor", path));
+  auto it = tensor_index.find(tensor);
+  if (it == tensor_index.end()) return Status::Error("{}.tensor: unknown tensor '{}'", path, tensor);
+  arg->tensor = it->second;
+  TensorMapSpec& m = arg->map;
+  WS_ASSIGN_OR_RETURN(m.rank, MapList(j, "dims", path, 0, int64_t{1} << 40, m.dims));
+  WS_ASSIGN_OR_RETURN(int box_rank, MapList(j, "box", path, 1, kMaxTensorMapBox, m.box));
+  if (box_rank != m.rank) {
+    return Status::Error("{}.box: {} extents for {} dims", path, box_rank, m.rank);
+  }
+  if (j.contains("element_strides")) {
+    WS_ASSIGN_OR_RETURN(int n, MapList(j, "element_strides", path, 1,
+                                       kMaxTensorMapElementStride, m.element_strides));
+    if (n != m.rank) {
+      return Status::Error("{}.element_strides: {} strides for {} dims", path, n, m.rank);
+    }
+  }
+  if (j.contains("swizzle")) {
+    WS_ASSIGN_OR_RETURN(int64_t v, Int(j["swizzle"], path + ".swizzle", 0, 128));
+    m.swizzle = static_cast<int>(v);
+  }
+  if (j.contains("l2_promotion")) {
+    WS_ASSIGN_OR_RETURN(int64_t v, Int(j["l2_promotion"], path + ".l2_promotion", 0, 256));
+    m.l2_promotion = static_cast<int>(v);
+  }
+  if (j.contains("oob_fill")) {
+    WS_ASSIGN_OR_RETURN(std::string fill, StringField(j, "oob_fill", path));
+    if (fill != "zero" && fill != "nan") {
+      return Status::Error("{}.oob_fill: '{}' is neither zero nor nan", path, fill);
+    }
+    m.oob_nan = fill == "nan";
+  }
+  const TensorJob& t = tensors[arg->tensor];
+  auto enc = ComputeTensorMapEncoding(t.dtype, t.numel, m);
+  if (!enc.ok()) {
+    return Status::Error("{}.{} (tensor '{}' of {} elements)", path, enc.status().message(),
+                         t.name, t.numel);
+  }
+  arg->encoding = *enc;
+  return Status::Ok();
+}
+
 Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
-                              const std::map<std::string, int>& tensor_index) {
+                              const std::map<std::string, int>& tensor_index,
+                              const std::vector<TensorJob>& tensors) {
   LaunchJob l;
   WS_ASSIGN_OR_RETURN(l.kernel, StringField(j, "kernel", path));
   WS_RETURN_IF_ERROR(Dim3(j, "grid", path, 0, l.grid, false));
@@ -174,6 +248,7 @@ Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
     WS_ASSIGN_OR_RETURN(int64_t smem, Int(j["smem"], path + ".smem", 0, 0xFFFFFFFFll));
     l.smem = static_cast<uint32_t>(smem);
   }
+  WS_ASSIGN_OR_RETURN(l.pdl, BoolField(j, "pdl", path, false));
   if (!j.contains("args")) return l;
   if (!j["args"].is_array()) return Status::Error("{}.args: expected an array", path);
   for (size_t i = 0; i < j["args"].size(); ++i) {
@@ -181,7 +256,7 @@ Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
     std::string ap = fmt::format("{}.args[{}]", path, i);
     if (!a.is_object() || a.size() != 1) {
       return Status::Error("{}: expected one of {{\"tensor\"}}, {{\"workspace\"}}, {{\"i32\"}}, "
-                           "{{\"i64\"}}",
+                           "{{\"i64\"}}, {{\"tensor_map\"}}",
                            ap);
     }
     ArgJob arg;
@@ -193,6 +268,9 @@ Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
       }
       arg.kind = ArgJob::Kind::kTensor;
       arg.tensor = it->second;
+    } else if (a.contains("tensor_map")) {
+      WS_RETURN_IF_ERROR(
+          ParseTensorMapArg(a["tensor_map"], ap + ".tensor_map", tensor_index, tensors, &arg));
     } else if (a.contains("workspace")) {
       arg.kind = ArgJob::Kind::kWorkspace;
     } else if (a.contains("i32")) {
@@ -206,7 +284,7 @@ Result<LaunchJob> ParseLaunch(const json& j, const std::string& path,
     } else {
       return Status::Error("{}: unknown argument kind", ap);
     }
-    l.args.push_back(arg);
+    l.args.push_back(std::move(arg));
   }
   return l;
 }
@@ -253,7 +331,8 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
   if (!j["launches"].is_array()) return Status::Error("{}.launches: expected an array", path);
   for (size_t i = 0; i < j["launches"].size(); ++i) {
     WS_ASSIGN_OR_RETURN(LaunchJob l, ParseLaunch(j["launches"][i],
-                                                 fmt::format("{}.launches[{}]", path, i), index));
+                                                 fmt::format("{}.launches[{}]", path, i), index,
+                                                 c.tensors));
     c.launches.push_back(std::move(l));
   }
   if (j.contains("library") && !j["library"].is_null()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "evaluator/runner/tensor_map.h"
 #include "problems/init.h"
 
 namespace ws::runner {
@@ -32,10 +33,14 @@ struct TensorJob {
 };
 
 struct ArgJob {
-  enum class Kind { kTensor, kWorkspace, kI32, kI64 };
+  enum class Kind { kTensor, kWorkspace, kI32, kI64, kTensorMap };
   Kind kind = Kind::kI32;
-  int tensor = -1;    // kTensor: index into CaseJob::tensors
+  int tensor = -1;    // kTensor, kTensorMap: index into CaseJob::tensors
   int64_t value = 0;  // kI32, kI64
+  // kTensorMap: the map as the job gives it and, checked against its tensor, what is encoded.
+  std::string map_name;
+  TensorMapSpec map;
+  TensorMapEncoding encoding;
 };
 
 struct LaunchJob {
@@ -43,6 +48,7 @@ struct LaunchJob {
   uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, cluster[3] = {1, 1, 1};
   uint32_t smem = 0;
   std::vector<ArgJob> args;
+  bool pdl = false;  // programmatic dependent launch (programmatic stream serialization)
   bool clustered() const { return cluster[0] * cluster[1] * cluster[2] > 1; }
 };
 

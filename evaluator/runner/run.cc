@@ -40,13 +40,46 @@ struct GuardedBuffer {
   std::string label;  // "output 'q'", "input 'x' (set 1)", "the workspace"
 };
 
+// The job's tensor-map enum values are the driver's (tensor_map.h keeps CUDA out of the job).
+static_assert(kTmaUint8 == CU_TENSOR_MAP_DATA_TYPE_UINT8 &&
+              kTmaInt32 == CU_TENSOR_MAP_DATA_TYPE_INT32 &&
+              kTmaInt64 == CU_TENSOR_MAP_DATA_TYPE_INT64 &&
+              kTmaFloat16 == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
+              kTmaFloat32 == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 &&
+              kTmaBfloat16 == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+static_assert(CU_TENSOR_MAP_SWIZZLE_128B == 3 && CU_TENSOR_MAP_L2_PROMOTION_L2_256B == 3 &&
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA == 1 &&
+              CU_TENSOR_MAP_INTERLEAVE_NONE == 0);
+
+// One kernel argument: 8 bytes for pointers and integers, 128 (64-byte aligned, like CUtensorMap)
+// for a tensor map passed by value.
+struct alignas(64) ArgSlot {
+  unsigned char bytes[sizeof(CUtensorMap)];
+};
+static_assert(sizeof(CUtensorMap) == 128);
+
 // A launch with its function and marshalled arguments, one argument block per input set.
 struct PreparedLaunch {
   const LaunchJob* job = nullptr;
   CUfunction f = nullptr;
-  std::vector<std::vector<uint64_t>> values;  // [set][arg]: each argument in an 8-byte slot
-  std::vector<std::vector<void*>> params;     // [set][arg] -> values
+  std::vector<std::vector<ArgSlot>> values;  // [set][arg]
+  std::vector<std::vector<void*>> params;    // [set][arg] -> values
 };
+
+// Encodes `e` over the buffer at `address` into `out` (128 bytes). A tensor without elements has
+// no map: the kernel gets zeros, and must not use them.
+Status EncodeTensorMap(const TensorMapEncoding& e, CUdeviceptr address, void* out) {
+  std::memset(out, 0, sizeof(CUtensorMap));
+  if (e.empty) return Status::Ok();
+  CUresult r = cuTensorMapEncodeTiled(
+      static_cast<CUtensorMap*>(out), static_cast<CUtensorMapDataType>(e.data_type), e.rank,
+      reinterpret_cast<void*>(address), e.global_dim, e.rank > 1 ? e.global_strides : nullptr,
+      e.box_dim, e.element_strides, static_cast<CUtensorMapInterleave>(e.interleave),
+      static_cast<CUtensorMapSwizzle>(e.swizzle), static_cast<CUtensorMapL2promotion>(e.l2_promotion),
+      static_cast<CUtensorMapFloatOOBfill>(e.oob_fill));
+  if (r != CUDA_SUCCESS) return CuError(r, "cuTensorMapEncodeTiled");
+  return Status::Ok();
+}
 
 // Exits on host I/O failure: the result would be incomplete, and that is our fault, not the
 // candidate's.
@@ -112,6 +145,7 @@ class CaseRun {
   std::unique_ptr<LibraryOp> library_;              // a library baseline, in place of launches_
   std::vector<uint64_t> hashes_before_;             // [set * tensors + tensor]
 
+  bool map_error_ = false;  // PrepareLaunches failed encoding a tensor map: the plan's fault
   std::string status_ = "ok";
   std::string message_;
   bool guards_intact_ = true;
@@ -290,37 +324,58 @@ Status CaseRun::PrepareLaunches() {
                            LaunchName(k), sizes.size(), lj.args.size());
     }
     for (size_t i = 0; known && i < sizes.size(); ++i) {
-      size_t want = lj.args[i].kind == ArgJob::Kind::kI32 ? 4 : 8;
+      const ArgJob::Kind kind = lj.args[i].kind;
+      size_t want = kind == ArgJob::Kind::kI32         ? 4
+                    : kind == ArgJob::Kind::kTensorMap ? sizeof(CUtensorMap)
+                                                       : 8;
       if (sizes[i] != want) {
         return Status::Error("{}: parameter {} is {} bytes, the plan passes {} bytes",
                              LaunchName(k), i, sizes[i], want);
       }
     }
-    pl.values.assign(sets_, std::vector<uint64_t>(lj.args.size()));
+    pl.values.assign(sets_, std::vector<ArgSlot>(lj.args.size()));
     pl.params.assign(sets_, std::vector<void*>(lj.args.size()));
     for (int s = 0; s < sets_; ++s) {
       for (size_t i = 0; i < lj.args.size(); ++i) {
         const ArgJob& a = lj.args[i];
-        uint64_t& slot = pl.values[s][i];
+        ArgSlot& slot = pl.values[s][i];
+        std::memset(slot.bytes, 0, sizeof(slot.bytes));
+        // A tensor's buffer on input set s: each set's inputs live at their own addresses.
+        auto buffer = [&](int t) {
+          return c_.tensors[t].input ? inputs_[s][t].ptr : outputs_[t].ptr;
+        };
         switch (a.kind) {
-          case ArgJob::Kind::kTensor:
-            slot = c_.tensors[a.tensor].input ? inputs_[s][a.tensor].ptr : outputs_[a.tensor].ptr;
+          case ArgJob::Kind::kTensor: {
+            CUdeviceptr p = buffer(a.tensor);
+            std::memcpy(slot.bytes, &p, sizeof(p));
             break;
+          }
           case ArgJob::Kind::kWorkspace:
-            slot = workspace_.ptr;
+            std::memcpy(slot.bytes, &workspace_.ptr, sizeof(workspace_.ptr));
             break;
           case ArgJob::Kind::kI32: {
             int32_t v = static_cast<int32_t>(a.value);
-            std::memcpy(&slot, &v, sizeof(v));  // the driver reads the slot's first 4 bytes
+            std::memcpy(slot.bytes, &v, sizeof(v));  // the driver reads the slot's first 4 bytes
             break;
           }
           case ArgJob::Kind::kI64: {
             int64_t v = a.value;
-            std::memcpy(&slot, &v, sizeof(v));
+            std::memcpy(slot.bytes, &v, sizeof(v));
+            break;
+          }
+          case ArgJob::Kind::kTensorMap: {
+            // Encoded per input set, so a map of an input follows the rotation of input sets.
+            Status e = EncodeTensorMap(a.encoding, buffer(a.tensor), slot.bytes);
+            if (!e.ok()) {
+              map_error_ = true;
+              return Status::Error("{}: argument {}: tensor map '{}' of '{}' (input set {}): {}",
+                                   LaunchName(k), i, a.map_name, c_.tensors[a.tensor].name, s,
+                                   e.message());
+            }
             break;
           }
         }
-        pl.params[s][i] = &slot;
+        pl.params[s][i] = slot.bytes;
       }
     }
     uint32_t& m = max_smem[pl.f];
@@ -376,14 +431,25 @@ bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
     cfg.blockDimZ = lj.block[2];
     cfg.sharedMemBytes = lj.smem;
     cfg.hStream = dc_.stream;
-    CUlaunchAttribute attr = {};
+    CUlaunchAttribute attrs[2] = {};
+    unsigned n_attrs = 0;
     if (lj.clustered()) {
-      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-      attr.value.clusterDim.x = lj.cluster[0];
-      attr.value.clusterDim.y = lj.cluster[1];
-      attr.value.clusterDim.z = lj.cluster[2];
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
+      CUlaunchAttribute& a = attrs[n_attrs++];
+      a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      a.value.clusterDim.x = lj.cluster[0];
+      a.value.clusterDim.y = lj.cluster[1];
+      a.value.clusterDim.z = lj.cluster[2];
+    }
+    if (lj.pdl) {
+      // The launch may start before the previous one on the stream has finished; the kernels
+      // order themselves with griddepcontrol (cudaGridDependencySynchronize).
+      CUlaunchAttribute& a = attrs[n_attrs++];
+      a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      a.value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (n_attrs > 0) {
+      cfg.attrs = attrs;
+      cfg.numAttrs = n_attrs;
     }
     void** params = pl.params[set].empty() ? nullptr
                                            : const_cast<void**>(pl.params[set].data());
@@ -655,7 +721,7 @@ ojson CaseRun::Run() {
   if (!s.ok()) {
     FailOrCrash(s, "setting up the case");
   } else if (Status p = PrepareLaunches(); !p.ok()) {
-    Fail("launch_error", p.message());
+    Fail(map_error_ ? "plan_error" : "launch_error", p.message());
   } else {
     // 3. The check run.
     s = BeforeRun();
