@@ -244,6 +244,7 @@ constexpr std::string_view kPlanRuntime =
 #include <limits>
 #include <string>
 
+#include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through cudart
 #include <cuda_runtime.h>
 
 namespace warpsmith::detail {
@@ -326,6 +327,7 @@ inline bool ToI32(int64_t v, int32_t* out) {
 struct Launch {
   int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, cluster[3] = {1, 1, 1};
   int64_t smem = 0;
+  bool pdl = false;  // programmatic stream serialization
 };
 
 /// The evaluator's bounds (grid, block, cluster, shared memory), then the launch. Returns
@@ -363,21 +365,108 @@ inline cudaError_t LaunchKernel(const char* function, const char* where, const v
                       static_cast<unsigned>(l.block[2]));
   cfg.dynamicSmemBytes = static_cast<size_t>(l.smem);
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
+  unsigned n_attr = 0;
   if (cluster > 1) {
     if (cluster > 8) {
       err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       if (err != cudaSuccess) return Error(function, where, cudaGetErrorString(err), err);
     }
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(l.cluster[0]);
-    attr[0].val.clusterDim.y = static_cast<unsigned>(l.cluster[1]);
-    attr[0].val.clusterDim.z = static_cast<unsigned>(l.cluster[2]);
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = static_cast<unsigned>(l.cluster[0]);
+    attr[n_attr].val.clusterDim.y = static_cast<unsigned>(l.cluster[1]);
+    attr[n_attr].val.clusterDim.z = static_cast<unsigned>(l.cluster[2]);
+    ++n_attr;
+  }
+  if (l.pdl) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  if (n_attr > 0) {
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = n_attr;
   }
   err = cudaLaunchKernelExC(&cfg, kernel, args);
   if (err != cudaSuccess) return Error(function, where, cudaGetErrorString(err), err);
+  return cudaSuccess;
+}
+
+using TensorMapEncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                          const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                          const cuuint32_t*, CUtensorMapInterleave,
+                                          CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                          CUtensorMapFloatOOBfill);
+
+/// The driver's cuTensorMapEncodeTiled, found through the runtime so the package does not link
+/// libcuda itself; nullptr when the driver lacks it.
+inline TensorMapEncodeTiled TensorMapEncoder() {
+  static const TensorMapEncodeTiled fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                                       cudaEnableDefault, &found);
+#else
+    cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault,
+                                              &found);
+#endif
+    return err == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<TensorMapEncodeTiled>(p)
+               : nullptr;
+  }();
+  return fn;
+}
+
+/// A plan's tensor map over the contiguous row-major tensor at `address` (`numel` elements of
+/// `esize` bytes), checked as the evaluator checks it, then encoded. dims, box and element
+/// strides innermost first. A tensor without elements gets a zeroed map, as in the evaluator.
+inline cudaError_t EncodeTensorMap(const char* function, const char* where, CUtensorMap* out,
+                                   const void* address, CUtensorMapDataType type, int64_t esize,
+                                   int64_t numel, int rank, const int64_t* dims,
+                                   const int64_t* box, const int64_t* element_strides,
+                                   CUtensorMapSwizzle swizzle, int64_t swizzle_bytes,
+                                   CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  *out = CUtensorMap{};
+  cuuint64_t gdim[5] = {}, gstride[4] = {};
+  cuuint32_t bdim[5] = {}, estride[5] = {};
+  int64_t product = 1, stride = esize;
+  bool empty = false;
+  for (int d = 0; d < rank; ++d) {
+    if (dims[d] < 0 || dims[d] > (int64_t{1} << 32)) return Error(function, where, "dims out of range");
+    if (box[d] < 1 || box[d] > 256) return Error(function, where, "box out of [1, 256]");
+    if (element_strides[d] < 1 || element_strides[d] > 8) {
+      return Error(function, where, "element_strides out of [1, 8]");
+    }
+    empty = empty || dims[d] == 0;
+    if (!empty && product > numel / dims[d]) {
+      return Error(function, where, "dims do not match the tensor");
+    }
+    product = empty ? 0 : product * dims[d];
+    if (d > 0) {
+      if (!empty && (stride % 16 != 0 || stride >= (int64_t{1} << 40))) {
+        return Error(function, where, "a stride is not a multiple of 16 bytes");
+      }
+      gstride[d - 1] = static_cast<cuuint64_t>(stride);
+    }
+    stride = empty ? 0 : stride * dims[d];
+    gdim[d] = static_cast<cuuint64_t>(dims[d]);
+    bdim[d] = static_cast<cuuint32_t>(box[d]);
+    estride[d] = static_cast<cuuint32_t>(element_strides[d]);
+  }
+  if (product != numel) return Error(function, where, "dims do not match the tensor");
+  if (box[0] * esize % 16 != 0 || (swizzle_bytes > 0 && box[0] * esize > swizzle_bytes)) {
+    return Error(function, where, "box[0] does not fit 16-byte units or the swizzle span");
+  }
+  if (empty) return cudaSuccess;
+  TensorMapEncodeTiled encode = TensorMapEncoder();
+  if (encode == nullptr) {
+    return Error(function, where, "the driver has no cuTensorMapEncodeTiled", cudaErrorNotSupported);
+  }
+  CUresult r = encode(out, type, static_cast<cuuint32_t>(rank), const_cast<void*>(address), gdim,
+                      rank > 1 ? gstride : nullptr, bdim, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                      swizzle, l2, oob);
+  if (r != CUDA_SUCCESS) return Error(function, where, "cuTensorMapEncodeTiled failed");
   return cudaSuccess;
 }
 
@@ -521,13 +610,74 @@ std::string KernelUnit(const ExportItem& it, const std::string& source_file, boo
   return out;
 }
 
+// The plan's tensor maps, encoded from the caller's pointers and symbols before the launches,
+// with the checks ResolvePlan makes.
+Result<std::string> TensorMapCode(const ExportItem& it) {
+  std::string out;
+  for (const auto& [name, m] : it.plan.tensor_maps) {
+    const TensorSpec* t = it.spec.FindTensor(m.tensor);
+    if (t == nullptr) return Status::Error("tensor_maps.{}: unknown tensor '{}'", name, m.tensor);
+    std::string numel = "int64_t{1}";
+    for (const auto& d : t->shape) {
+      WS_ASSIGN_OR_RETURN(std::string c, ExprToCpp(d));
+      numel = fmt::format("wsd::Mul(e, {}, {})", numel, c);
+    }
+    std::vector<std::string> dims, box, strides;
+    for (size_t d = 0; d < m.dims.size(); ++d) {
+      WS_ASSIGN_OR_RETURN(std::string dc, ExprToCpp(m.dims[d]));
+      WS_ASSIGN_OR_RETURN(std::string bc, ExprToCpp(m.box[d]));
+      std::string sc = "1";
+      if (!m.element_strides.empty()) {
+        WS_ASSIGN_OR_RETURN(sc, ExprToCpp(m.element_strides[d]));
+      }
+      dims.push_back(dc);
+      box.push_back(bc);
+      strides.push_back(sc);
+    }
+    const char* type = "CU_TENSOR_MAP_DATA_TYPE_UINT8";
+    switch (t->dtype) {
+      case DType::kBF16: type = "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"; break;
+      case DType::kF16: type = "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"; break;
+      case DType::kF32: type = "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"; break;
+      case DType::kI32: type = "CU_TENSOR_MAP_DATA_TYPE_INT32"; break;
+      case DType::kI64: type = "CU_TENSOR_MAP_DATA_TYPE_INT64"; break;
+      default: break;  // fp8, e8m0, u8: bytes
+    }
+    const char* swizzle = m.swizzle == 32    ? "CU_TENSOR_MAP_SWIZZLE_32B"
+                          : m.swizzle == 64  ? "CU_TENSOR_MAP_SWIZZLE_64B"
+                          : m.swizzle == 128 ? "CU_TENSOR_MAP_SWIZZLE_128B"
+                                             : "CU_TENSOR_MAP_SWIZZLE_NONE";
+    const char* l2 = m.l2_promotion == 64    ? "CU_TENSOR_MAP_L2_PROMOTION_L2_64B"
+                     : m.l2_promotion == 128 ? "CU_TENSOR_MAP_L2_PROMOTION_L2_128B"
+                     : m.l2_promotion == 256 ? "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"
+                                             : "CU_TENSOR_MAP_L2_PROMOTION_NONE";
+    const std::string where = CString("tensor_maps." + name);
+    out += fmt::format(
+        "  CUtensorMap map_{0};  // {1}\n  {{\n"
+        "    const int64_t numel = {2};\n"
+        "    const int64_t dims[] = {{{3}}};\n"
+        "    const int64_t box[] = {{{4}}};\n"
+        "    const int64_t strides[] = {{{5}}};\n"
+        "    if (e.error != nullptr) return wsd::Error(\"{6}\", {7}, e.error);\n"
+        "    err = wsd::EncodeTensorMap(\"{6}\", {7}, &map_{0}, {8}, {9}, {10}, numel, {11}, dims, "
+        "box, strides, {12}, {13}, {14}, {15});\n"
+        "    if (err != cudaSuccess) return err;\n  }}\n",
+        name, CommentText("tensor " + m.tensor), numel, Join(dims, ", "), Join(box, ", "),
+        Join(strides, ", "), it.function, where, m.tensor, type, DTypeSize(t->dtype),
+        m.dims.size(), swizzle, m.swizzle, l2,
+        m.oob_nan ? "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"
+                  : "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE");
+  }
+  return out;
+}
+
 // The host launcher, generated from the plan.
 Result<std::string> LauncherUnit(const ExportItem& it) {
   const ProblemSpec& spec = it.spec;
   const auto kernels = PlanKernels(it.plan);
   std::string out = fmt::format(
       "// Generated by warpsmith export from the plan of kernel {} (sha256 {}): {} ({}).\n"
-      "#include <cstdint>\n\n#include <cuda_runtime.h>\n\n"
+      "#include <cstdint>\n\n#include <cuda.h>\n#include <cuda_runtime.h>\n\n"
       "#include \"warpsmith/detail/plan_runtime.h\"\n#include \"warpsmith/kernels.h\"\n\n",
       it.kernel.id, it.kernel.hash, spec.name, ParamsText(it.params));
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -584,6 +734,8 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
         fn);
   }
   out += "  }\n";
+  WS_ASSIGN_OR_RETURN(std::string maps, TensorMapCode(it));
+  out += maps;
   for (size_t li = 0; li < it.plan.launches.size(); ++li) {
     const PlanLaunch& l = it.plan.launches[li];
     const std::string where = fmt::format("launch[{}] ({})", li, l.kernel);
@@ -600,9 +752,14 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
     WS_RETURN_IF_ERROR(dims(l.cluster, "cluster"));
     WS_ASSIGN_OR_RETURN(std::string smem, ExprToCpp(l.smem));
     out += fmt::format("    l.smem = {};\n", smem);
+    if (l.pdl) out += "    l.pdl = true;\n";
     std::vector<std::string> arg_refs;
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
       const PlanArg& a = l.args[ai];
+      if (a.kind == PlanArg::Kind::kTensorMap) {
+        arg_refs.push_back(fmt::format("&map_{}", a.text));  // by value: the 128 bytes
+        continue;
+      }
       if (a.kind == PlanArg::Kind::kWorkspace) {
         out += fmt::format("    void* a{} = workspace.ptr;\n", ai);
       } else if (a.kind != PlanArg::Kind::kI64 && spec.FindTensor(a.text)) {

@@ -565,6 +565,63 @@ TEST_F(ExportTest, EveryStartingKernelGivesCompilingLaunchers) {
   EXPECT_EQ(py.exit_code, 0) << py.err;
 }
 
+// A plan with TMA tensor maps and a PDL launch (bf16_gemm's shapes): the generated launcher
+// encodes the maps through the runtime's driver entry point and compiles as plain C++.
+TEST_F(ExportTest, TensorMapLaunchersCompile) {
+  const std::string source = R"CU(/* warpsmith:plan
+{ "knobs": { "BM": [128], "BN": [128], "BK": [64] },
+  "tensor_maps": {
+    "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["BK", "BM"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b": { "tensor": "b", "dims": ["K", "N"], "box": ["BK", "BN"], "swizzle": 128,
+               "element_strides": [1, 1], "oob_fill": "nan", "l2_promotion": 64 } },
+  "launch": [ { "kernel": "tma_gemm", "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)"],
+                "block": [128], "cluster": [1, 2], "smem": "(BM + BN) * BK * 2 + 1024",
+                "pdl": true, "args": ["tma_a", "tma_b", "d", "M", "N", "K"] } ] }
+*/
+#include <cuda.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void tma_gemm(const __grid_constant__ CUtensorMap tma_a,
+                                    const __grid_constant__ CUtensorMap tma_b,
+                                    __nv_bfloat16* d, int M, int N, int K) {}
+)CU";
+  const std::string file = (dir_ / "tma_gemm.cu").string();
+  ASSERT_TRUE(WriteFileAtomic(file, source).ok());
+  {
+    auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/bf16_gemm/spec.json");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
+    ASSERT_TRUE(store.ok());
+    EvalRequest req;
+    req.spec = &*spec;
+    req.source = source;
+    req.arch = Arch::kSm90a;
+    req.compile_only = true;
+    EvalResult r;
+    r.verdict = Verdict::kNotRun;
+    RecordContext ctx;
+    ctx.origin = "file:" + file;
+    ASSERT_TRUE(RecordEvaluation(**store, req, r, ctx, 0).ok());
+  }
+  const fs::path out = dir_ / "tma";
+  Proc x = Warpsmith({"export", "--problem", "bf16_gemm", "--include-unverified", "--out",
+                      out.string(), "--format", "cmake"});
+  ASSERT_EQ(x.exit_code, 0) << x.out << x.err;
+  auto m = json::parse(ReadFile((out / "MANIFEST.json").string()).value());
+  ASSERT_EQ(m["kernels"].size(), 1u);
+  const std::string fn = m["kernels"][0]["function"].get<std::string>();
+  const fs::path launcher = out / "src" / (fn + ".launch.cc");
+  const std::string text = ReadFile(launcher.string()).value();
+  EXPECT_NE(text.find("wsd::EncodeTensorMap"), std::string::npos) << text;
+  EXPECT_NE(text.find("&map_tma_a, &map_tma_b"), std::string::npos) << text;
+  EXPECT_NE(text.find("CU_TENSOR_MAP_SWIZZLE_128B"), std::string::npos) << text;
+  EXPECT_NE(text.find("l.pdl = true"), std::string::npos) << text;
+  Proc cc = Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-Wall", "-I",
+                  (out / "include").string(), "-I", "/usr/local/cuda/include",
+                  launcher.string(), (out / "src" / "common.cc").string()});
+  EXPECT_EQ(cc.exit_code, 0) << cc.err.substr(0, 5000);
+}
+
 TEST(TimeWithinSpreadTest, UsesTheLargerOfTheSpreads) {
   ShapeTiming rec{"", "bench", 100, 99, 101, 0.5, 200, 0};
   ShapeTiming now = rec;
