@@ -14,7 +14,8 @@ done
 cp /usr/bin/bwrap .carry/bwrap
 # The tests with GPU parts (the rest run in CI); CARRY_TESTS=all packs every test (64 MiB limit).
 gpu_tests="eval_gpu_test hostile_gpu_test library_baselines_gpu_test runner_kernels_test
-  sandbox_test sandbox_layers_test starting_kernel_test export_test init_test runner_digest_gpu_test"
+  sandbox_test sandbox_layers_test starting_kernel_test export_test init_test runner_digest_gpu_test
+  tma_gpu_test"
 for t in build/tests/*_test; do
   name=$(basename "$t")
   [[ ${CARRY_TESTS:-gpu} == all || " ${gpu_tests//$'\n'/ } " == *" $name "* ]] || continue
