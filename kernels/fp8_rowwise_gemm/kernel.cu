@@ -231,6 +231,13 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// Pins the registers' reads and writes after the preceding asm (a wgmma wait), so the compiler
+// cannot move the promotion's loads of the accumulator above it.
+template <int R>
+__device__ __forceinline__ void fence_operands(float (&r)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
 
 // D (64 x N fp32, the warpgroup's fragment) = A (64x32 e4m3, smem) * B (Nx32 e4m3, smem)^T
 // + (accumulate ? D : 0). FP8 wgmma takes no transpose immediates: both operands are K-major.
@@ -478,6 +485,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
         if ((kb + 1) % Config::kPromote == 0 || kb + 1 == kblocks) {
           // Promote: the interval's partial sum joins the fp32 total exactly.
           wgmma_wait<0>();
+          fence_operands(acc);
           if (signal) {
             if (has_prev) mbar_arrive(empty + 8 * prev);
             mbar_arrive(empty + 8 * s);
