@@ -27,9 +27,9 @@
 //    x BN each, wgmma m64nBNk32 e4m3 into a register accumulator. NOTE: Hopper's FP8 wgmma keeps
 //    only ~14 mantissa bits while accumulating, so every PROMOTE k-blocks the wgmma accumulator is
 //    waited for, added into a second fp32 accumulator, and restarted (scale-d = 0). The default,
-//    PROMOTE = 1 (128 elements, CUTLASS's default interval), bounds the truncation error to
-//    ~sqrt(K*128/32)*2^-14 of rms(d) (~2^-9 at K = 8192) against a 3e-3 Frobenius tolerance that
-//    bf16 rounding already half uses; PROMOTE = 4 (~2^-8) is a knob to measure, not the default.
+//    PROMOTE = 1 (128 elements, CUTLASS's default interval), bounds a biased truncation error to
+//    ~sqrt(K*PROMOTE/8)*2^-14 of rms(d) (~2^-9 at K = 8192) against a 3e-3 Frobenius tolerance
+//    that bf16 rounding already half uses; PROMOTE = 4 (~2^-8) is a knob to measure first.
 //    The wait_group(0) per interval idles this warpgroup's tensor work, which the other consumer
 //    warpgroup's wgmmas fill. Two accumulators cost BN registers per thread, hence BN <= 192.
 //    Epilogue: total * (a_scale[row] * b_scale[col]) in fp32, RNE to bf16, stored from fragments.
