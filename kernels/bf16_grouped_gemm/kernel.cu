@@ -153,27 +153,26 @@ struct Tile {
 };
 
 // Walks the groups forward as the linear tile index grows (each role keeps its own cursor).
+// Only the walk's position lives in registers; the problem sizes are re-read from the params.
 struct GroupCursor {
-  const int* offs;  // shared copy or global
-  int E, N, K;
-  int g = -1, base = 0, count = 0, s = 0, e = 0, tiles_m = 0, tiles_n = 1;
+  int g = -1, base = 0, count = 0, s = 0, e = 0;
 
-  __device__ GroupCursor(const int* o, int E_, int N_, int K_) : offs(o), E(E_), N(N_), K(K_) {
-    tiles_n = ((Config::kForm == 0 ? N : K) + Config::kBN - 1) / Config::kBN;
+  __device__ static int tiles_n(int N, int K) {
+    return ((Config::kForm == 0 ? N : K) + Config::kBN - 1) / Config::kBN;
   }
   // Tile t (t never decreases between calls); false once t is past the last group.
-  __device__ bool seek(int t, Tile& tile) {
+  __device__ bool seek(int t, const int* offs, int E, int N, int K, Tile& tile) {
+    const int tn_count = tiles_n(N, K);
     while (t >= base + count) {
       base += count;
       if (++g >= E) return false;
       s = g == 0 ? 0 : offs[g - 1];
       e = offs[g];
-      const int rows = Config::kForm == 2 ? N : e - s;
-      tiles_m = (rows + Config::kBM - 1) / Config::kBM;
-      count = tiles_m * tiles_n;
+      count = ((Config::kForm == 2 ? N : e - s) + Config::kBM - 1) / Config::kBM * tn_count;
     }
     // GROUP_M row-tiles of the group sweep the columns together.
-    const int r = t - base, per_band = Config::kGroupM * tiles_n;
+    const int tiles_m = count / tn_count;
+    const int r = t - base, per_band = Config::kGroupM * tn_count;
     const int first_m = (r / per_band) * Config::kGroupM;
     const int band = min(Config::kGroupM, tiles_m - first_m);
     const int q = r % per_band;
@@ -185,11 +184,13 @@ struct GroupCursor {
 // Producer loop (one thread): the same tile sequence and stage counter as the MMA side.
 __device__ __forceinline__ void produce(const CUtensorMap_* tma_a, const CUtensorMap_* tma_b,
                                         uint32_t smem, uint32_t full, uint32_t empty,
-                                        GroupCursor cur) {
+                                        const int* offs, int E, int N, int K) {
+  GroupCursor cur;
   uint32_t it = 0;
   Tile tl;
-  for (int t = blockIdx.x; cur.seek(t, tl); t += gridDim.x) {
-    const int kblocks = (tl.depth(cur.N, cur.K) + Config::kBK - 1) / Config::kBK;
+  for (int t = blockIdx.x; cur.seek(t, offs, E, N, K, tl); t += gridDim.x) {
+    const int kblocks = (tl.depth(N, K) + Config::kBK - 1) / Config::kBK;
+#pragma unroll 1  // the producer lives in 40 registers (setmaxnreg)
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t st = it % Config::kStages, ph = (it / Config::kStages) & 1;
       mbar_wait(empty + 8 * st, ph ^ 1);
@@ -200,13 +201,13 @@ __device__ __forceinline__ void produce(const CUtensorMap_* tma_a, const CUtenso
       const int k0 = kb * Config::kBK;
       if (Config::kForm == 0) {
         tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * Config::kBM);
-        tma_load_2d(b_dst, tma_b, bar, k0, tl.g * cur.N + tl.tn * Config::kBN);
+        tma_load_2d(b_dst, tma_b, bar, k0, tl.g * N + tl.tn * Config::kBN);
       } else if (Config::kForm == 1) {
         tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * Config::kBM);
 #pragma unroll
         for (int j = 0; j < Config::kBN / 64; ++j)  // (64 n) x (64 k) boxes, k contiguous
           tma_load_2d(b_dst + j * Config::kBoxBytes, tma_b, bar, tl.tn * Config::kBN + 64 * j,
-                      tl.g * cur.N + k0);
+                      tl.g * N + k0);
       } else {
 #pragma unroll
         for (int i = 0; i < 2; ++i)  // (64 r) x (64 n) boxes, n contiguous
@@ -429,7 +430,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   // offs read once; E > kMaxE falls back to global reads (L2-resident, forward walk).
   for (int i = threadIdx.x; i < E && i < Config::kMaxE; i += Config::kThreads)
     offs_smem[i] = offs[i];
-  const GroupCursor cursor(E <= Config::kMaxE ? offs_smem : offs, E, N, K);
+  const int* goffs = E <= Config::kMaxE ? offs_smem : offs;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
@@ -460,13 +461,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(tmem_base) : "r"(tmem_slot) : "memory");
 
   if (warp == 0) {
-    if (lane == 0) produce(&tma_a, &tma_b, smem, full, empty, cursor);
+    if (lane == 0) produce(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else if (warp == 1) {
     if (lane == 0) {
-      GroupCursor cur = cursor;
+      GroupCursor cur;
       Tile tl;
       uint32_t it = 0, local = 0;
-      for (int t = blockIdx.x; cur.seek(t, tl); t += gridDim.x) {
+      for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
         const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
         if (kblocks == 0) continue;  // empty wgrad group: the epilogue stores zeros
         const uint32_t buf = local & 1, aph = (local >> 1) & 1;
@@ -495,10 +496,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   } else if (warp >= 4) {
     // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
     const int q = warp % 4, h = (warp - 4) / 4;
-    GroupCursor cur = cursor;
+    GroupCursor cur;
     Tile tl;
     uint32_t local = 0;
-    for (int t = blockIdx.x; cur.seek(t, tl); t += gridDim.x) {
+    for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
       const OutTile o = out_tile(tl, N, K);
       const bool zero = tl.depth(N, K) == 0;
       const uint32_t buf = local & 1, aph = (local >> 1) & 1;
@@ -566,7 +567,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-    if (threadIdx.x == 0) produce(&tma_a, &tma_b, smem, full, empty, cursor);
+    if (threadIdx.x == 0) produce(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int cw = wg - 1;               // consumer warpgroup: rows 64*cw.. of the tile
@@ -574,11 +575,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     const bool signal = t128 == 0;
     // Rows 64*cw.. of the A stage: 64 K-major rows of 128 B, or the cw-th MN-major box; 8 KiB both.
     const uint32_t a_off = cw * Config::kBoxBytes;
-    GroupCursor cur = cursor;
+    GroupCursor cur;
     Tile tl;
     float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
-    for (int t = blockIdx.x; cur.seek(t, tl); t += gridDim.x) {
+    for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
       const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
