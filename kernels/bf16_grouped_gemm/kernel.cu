@@ -591,11 +591,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
         const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
         const int ksteps = ksteps_of(depth, kb);
         wgmma_fence();
+        if (ksteps == Config::kBK / 16) {  // whole k-block: straight-line wgmmas
 #pragma unroll
-        for (int k = 0; k < Config::kBK / 16; ++k) {
-          if (k < ksteps)
+          for (int k = 0; k < Config::kBK / 16; ++k)
             wgmma_tile<Config::kBN>(acc, wgmma_desc<kTransA>(a + kstep_bytes<kTransA>(k)),
                                     wgmma_desc<kTransB>(b + kstep_bytes<kTransB>(k)));
+        } else {  // the contraction's tail
+#pragma unroll
+          for (int k = 0; k < Config::kBK / 16; ++k) {
+            if (k < ksteps)
+              wgmma_tile<Config::kBN>(acc, wgmma_desc<kTransA>(a + kstep_bytes<kTransA>(k)),
+                                      wgmma_desc<kTransB>(b + kstep_bytes<kTransB>(k)));
+          }
         }
         wgmma_commit();
         if (kb > 0) {
