@@ -12,15 +12,18 @@
 
 namespace ws {
 
-Result<std::string> ReadFile(const std::string& path) {
-  // One allocation and one read for the size the file has: the evaluator reads output dumps of
-  // up to gigabytes, where a growing stream buffer costs several copies.
+namespace {
+
+// One allocation and one read for the size the file has: the evaluator reads output dumps of up
+// to gigabytes, where a growing stream buffer costs several copies.
+template <typename Bytes>
+Result<Bytes> ReadInto(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(::fileno(f.get()), &st) != 0)
     return Status::Error("cannot stat {}: {}", path, std::strerror(errno));
-  std::string data;
+  Bytes data;
   if (S_ISREG(st.st_mode)) data.resize(static_cast<size_t>(st.st_size));
   size_t n = data.empty() ? 0 : std::fread(data.data(), 1, data.size(), f.get());
   if (n < data.size()) {
@@ -29,9 +32,17 @@ Result<std::string> ReadFile(const std::string& path) {
   }
   // Whatever stat did not announce (pipes, /proc files, a file that grew).
   char buf[65536];
-  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.append(buf, n);
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.insert(data.end(), buf, buf + n);
   if (std::ferror(f.get())) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
   return data;
+}
+
+}  // namespace
+
+Result<std::string> ReadFile(const std::string& path) { return ReadInto<std::string>(path); }
+
+Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
+  return ReadInto<std::vector<uint8_t>>(path);
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view data) {

@@ -20,6 +20,9 @@ TEST(FilesTest, RoundTripsBinaryData) {
   auto got = ReadFile(path);
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_EQ(*got, data);
+  auto bytes = ReadFileBytes(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(std::string(bytes->begin(), bytes->end()), data);
   ::unlink(path.c_str());
 }
 
@@ -34,6 +37,10 @@ TEST(FilesTest, ReadsEmptyFilesAndFilesWithoutASize) {
   auto status = ReadFile("/proc/self/status");
   ASSERT_TRUE(status.ok()) << status.status().message();
   EXPECT_NE(status->find("Pid:"), std::string::npos);
+  auto status_bytes = ReadFileBytes("/proc/self/status");
+  ASSERT_TRUE(status_bytes.ok()) << status_bytes.status().message();
+  EXPECT_NE(std::string(status_bytes->begin(), status_bytes->end()).find("Pid:"),
+            std::string::npos);
 }
 
 TEST(FilesTest, AMissingFileIsAnErrorNamingIt) {

@@ -321,11 +321,12 @@ Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& s
     if (t.role != TensorRole::kOutput) continue;
     if (std::find(digested.begin(), digested.end(), t.name) != digested.end()) continue;
     WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols));
-    auto g = ReadFile(DumpPath(got_prefix, got_tag, t.name));
+    auto g = ReadFileBytes(DumpPath(got_prefix, got_tag, t.name));
     if (!g.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
-    WS_ASSIGN_OR_RETURN(std::string w, ReadFile(DumpPath(want_prefix, "check", t.name)));
-    got[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(g->begin(), g->end())};
-    want[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(w.begin(), w.end())};
+    WS_ASSIGN_OR_RETURN(std::vector<uint8_t> w,
+                        ReadFileBytes(DumpPath(want_prefix, "check", t.name)));
+    got[t.name] = HostTensor{t.dtype, dims, std::move(*g)};
+    want[t.name] = HostTensor{t.dtype, dims, std::move(w)};
   }
   // Custom checkers see the inputs: regenerated on the host, bit for bit the device's.
   return CheckOutputs(spec, symbols, params, got, want,
@@ -1234,9 +1235,10 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
     TensorMap inputs;
     for (const auto& t : spec.tensors) {
       if (t.role != TensorRole::kInput) continue;
-      WS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(DumpPath(prefix, "input", t.name)));
+      WS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                          ReadFileBytes(DumpPath(prefix, "input", t.name)));
       WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols[i]));
-      inputs[t.name] = HostTensor{t.dtype, dims, std::vector<uint8_t>(bytes.begin(), bytes.end())};
+      inputs[t.name] = HostTensor{t.dtype, dims, std::move(bytes)};
     }
     // The host's input generation (what custom checkers see) must be the device's, bit for bit;
     // checked where the host regenerates quickly.
@@ -1261,9 +1263,9 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
     WS_ASSIGN_OR_RETURN(TensorMap want, RunCpuReference(spec, symbols[i], params, inputs));
     TensorMap got;
     for (const auto& [name, tensor] : want) {
-      WS_ASSIGN_OR_RETURN(std::string bytes, ReadFile(DumpPath(prefix, "check", name)));
-      got[name] = HostTensor{tensor.dtype, tensor.dims,
-                             std::vector<uint8_t>(bytes.begin(), bytes.end())};
+      WS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                          ReadFileBytes(DumpPath(prefix, "check", name)));
+      got[name] = HostTensor{tensor.dtype, tensor.dims, std::move(bytes)};
     }
     // The same tolerance a candidate gets, the GPU reference in the candidate's place.
     WS_ASSIGN_OR_RETURN(std::string diff,
