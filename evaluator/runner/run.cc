@@ -440,9 +440,12 @@ bool CaseRun::RunPlan(int set, const std::string& where, bool sync_each) {
       a.value.clusterDim.y = lj.cluster[1];
       a.value.clusterDim.z = lj.cluster[2];
     }
-    if (lj.pdl) {
+    if (lj.pdl && k > 0) {
       // The launch may start before the previous one on the stream has finished; the kernels
-      // order themselves with griddepcontrol (cudaGridDependencySynchronize).
+      // order themselves with griddepcontrol (cudaGridDependencySynchronize). Only between the
+      // plan's own launches: before launch 0 the stream holds the runner's work (the poison, the
+      // L2 flush, the start event), which a kernel must never overlap, even one that forgets
+      // griddepcontrol.wait, and whose overlap would hide the plan's prologue from its timing.
       CUlaunchAttribute& a = attrs[n_attrs++];
       a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       a.value.programmaticStreamSerializationAllowed = 1;
