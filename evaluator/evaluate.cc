@@ -14,6 +14,7 @@
 #include "evaluator/evaluator.h"
 #include "evaluator/internal.h"
 #include "evaluator/runner/commands.h"
+#include "evaluator/runner/watchdog.h"
 #include "evaluator/sanitizer.h"
 #include "sandbox/sandbox.h"
 
@@ -636,7 +637,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   // Never equal to `poison`, nor to the reference's poison + 1.
   const int poison2 = (poison + 2 + static_cast<int>(SecureRandom64() % 254)) % 256;
   std::vector<PlannedCase> cases;
-  double cand_budget_s = opts.startup_timeout_s, ref_budget_s = opts.startup_timeout_s;
+  // Plus one watchdog grace: the runner stops a hung case at its allowance + kCaseGraceSeconds,
+  // which must come before the sandbox's limit for the whole run even when the last case hangs.
+  double cand_budget_s = opts.startup_timeout_s + runner::kCaseGraceSeconds;
+  double ref_budget_s = opts.startup_timeout_s + runner::kCaseGraceSeconds;
   // What the runners will write to scratch: the outputs that are dumped, not digested, once per
   // run of each runner; plus one digest re-run's full dumps.
   int64_t dump_bytes = 0, rerun_bytes = 0;
@@ -850,7 +854,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       return "";
     }
     auto cr = RunRunner(opts, scratch + "/rerun-candidate.job.json", cj,
-                        opts.startup_timeout_s + pc.budget_s);
+                        opts.startup_timeout_s + pc.budget_s + runner::kCaseGraceSeconds);
     if (!cr.ok() || !cr->cases.count(pc.id) || cr->cases[pc.id].value("status", "") != "ok") {
       return "";
     }
