@@ -752,7 +752,8 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
     WS_RETURN_IF_ERROR(dims(l.cluster, "cluster"));
     WS_ASSIGN_OR_RETURN(std::string smem, ExprToCpp(l.smem));
     out += fmt::format("    l.smem = {};\n", smem);
-    if (l.pdl) out += "    l.pdl = true;\n";
+    // As in the runner: the first launch must not overlap the caller's earlier stream work.
+    if (l.pdl && li > 0) out += "    l.pdl = true;\n";
     std::vector<std::string> arg_refs;
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
       const PlanArg& a = l.args[ai];

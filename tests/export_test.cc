@@ -577,6 +577,9 @@ TEST_F(ExportTest, TensorMapLaunchersCompile) {
                "element_strides": [1, 1], "oob_fill": "nan", "l2_promotion": 64 } },
   "launch": [ { "kernel": "tma_gemm", "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)"],
                 "block": [128], "cluster": [1, 2], "smem": "(BM + BN) * BK * 2 + 1024",
+                "pdl": true, "args": ["tma_a", "tma_b", "d", "M", "N", "K"] },
+              { "kernel": "tma_gemm", "grid": ["ceil_div(N, BN)", "ceil_div(M, BM)"],
+                "block": [128], "cluster": [1, 2], "smem": "(BM + BN) * BK * 2 + 1024",
                 "pdl": true, "args": ["tma_a", "tma_b", "d", "M", "N", "K"] } ] }
 */
 #include <cuda.h>
@@ -615,7 +618,11 @@ extern "C" __global__ void tma_gemm(const __grid_constant__ CUtensorMap tma_a,
   EXPECT_NE(text.find("wsd::EncodeTensorMap"), std::string::npos) << text;
   EXPECT_NE(text.find("&map_tma_a, &map_tma_b"), std::string::npos) << text;
   EXPECT_NE(text.find("CU_TENSOR_MAP_SWIZZLE_128B"), std::string::npos) << text;
-  EXPECT_NE(text.find("l.pdl = true"), std::string::npos) << text;
+  // PDL on the second launch only: the first must not overlap the caller's earlier work.
+  const size_t pdl = text.find("l.pdl = true");
+  EXPECT_NE(pdl, std::string::npos) << text;
+  EXPECT_EQ(text.find("l.pdl = true", pdl + 1), std::string::npos) << text;
+  EXPECT_LT(text.find("launch[1]"), pdl) << text;
   Proc cc = Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-Wall", "-I",
                   (out / "include").string(), "-I", "/usr/local/cuda/include",
                   launcher.string(), (out / "src" / "common.cc").string()});
