@@ -7,96 +7,14 @@
 # Layout of OUT.json as bench/peers/mxfp8_quantize_rowwise.py: shapes -> mode -> figures (TB/s of
 # the spec's minimum bytes), plus eager_protocol_TBps. PEERS_NO_COMPILE=1 skips torch.compile.
 # Usage: python3 mxfp8_dequantize.py OUT.json
-import json, os, statistics, sys
+
+import json, sys
 
 import torch
 import triton
 import triton.language as tl
-from triton.testing import do_bench
 
-
-def protocol_time_us(fn, outputs, iters=100, warmup=5):
-    """warpsmith's protocol: median of event-timed launches, each after an output overwrite and a
-    read-based L2 flush (4x L2); fn(i) gets the iteration index to rotate its inputs."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(4 * l2 // 4, dtype=torch.float32, device="cuda").uniform_()
-    times = []
-    for i in range(warmup + iters):
-        for o in outputs:
-            o.view(torch.uint8).fill_(0xA5)
-        flush.sum()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(i)
-        b.record()
-        if i >= warmup:
-            times.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in times)
-
-
-def do_bench_us(fn):
-    counter = [0]
-
-    def step():
-        counter[0] += 1
-        fn(counter[0])
-
-    return do_bench(step, warmup=25, rep=200, return_mode="median") * 1e3
-
-
-def best_triton(configs, nbytes):
-    """configs: [(label, fn(i), outputs)]; the best by protocol time, then its do_bench figure."""
-    best = None
-    for label, fn, outs in configs:
-        try:
-            us = protocol_time_us(fn, outs)
-        except Exception as ex:  # a config that does not compile or fit: try the others
-            print(f"  triton {label}: {ex!r}"[:200], flush=True)
-            continue
-        if best is None or us < best[1]:
-            best = (label, us, fn)
-    if best is None:
-        return {"triton_error": "no configuration ran"}
-    label, us, fn = best
-    return {"triton_protocol_us": us, "triton_BLOCKS": label,
-            "triton_protocol_TBps": nbytes / us / 1e6,
-            "triton_do_bench_TBps": nbytes / do_bench_us(fn) / 1e6}
-
-
-def torch_peers(fn, input_sets, nbytes, iters=50):
-    """fn(*tensors) eager and under torch.compile (PEERS_NO_COMPILE=1 skips the minutes of
-    compiling), input sets rotated; the outputs are fresh allocations, so nothing to overwrite."""
-    r = {}
-    n = len(input_sets)
-    try:
-        r["eager_protocol_TBps"] = nbytes / protocol_time_us(
-            lambda i: fn(*input_sets[i % n]), [], iters=iters) / 1e6
-    except Exception as ex:
-        r["eager_error"] = repr(ex)[:300]
-    r["torch_compile_protocol_TBps"] = None
-    if not os.environ.get("PEERS_NO_COMPILE"):
-        try:
-            compiled = torch.compile(fn)
-            compiled(*input_sets[0])
-            r["torch_compile_protocol_TBps"] = nbytes / protocol_time_us(
-                lambda i: compiled(*input_sets[i % n]), [], iters=iters) / 1e6
-        except Exception as ex:
-            r["torch_compile_error"] = repr(ex)[:300]
-    return r
-
-
-def header():
-    props = torch.cuda.get_device_properties(0)
-    return {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
-            "shapes": {}}
-
-
-def report(shape, mode, r):
-    keys = ("triton_protocol_TBps", "triton_do_bench_TBps", "eager_protocol_TBps",
-            "torch_compile_protocol_TBps")
-    print(f"{shape} {mode}: " + ", ".join(f"{k} {r.get(k)}" for k in keys)
-          + (f" (BLOCKS={r.get('triton_BLOCKS')})" if "triton_BLOCKS" in r else ""), flush=True)
+from common import best_triton, header, report, torch_peers
 
 
 @triton.jit

@@ -7,12 +7,15 @@
 #   "do_bench": triton.testing.do_bench, median (it zeroes 256 MB before every launch).
 # The peers are timed, not checked bit for bit: they follow the rules only approximately.
 # Usage: python3 mxfp8_quantize_rowwise.py OUT.json
-import json, os, statistics, sys
+
+import json, os, sys
 
 import torch
 import triton
 import triton.language as tl
 from triton.testing import do_bench
+
+from common import protocol_time_us
 
 SHAPES = [(131072, 7168), (131072, 2048), (65536, 5120), (16384, 2880)]
 
@@ -49,25 +52,6 @@ def eager(x, rceil):
     e = e.clamp(-127, 127)
     q = (xb * torch.exp2(-e)).clamp(-448, 448).to(torch.float8_e4m3fn)
     return q, (e + 127).to(torch.uint8)
-
-
-def protocol_time_us(fn, outputs, iters=100, warmup=5):
-    """Median of event-timed launches, each after an output overwrite and a read-based L2 flush."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(4 * l2 // 4, dtype=torch.float32, device="cuda").uniform_()
-    times = []
-    for i in range(warmup + iters):
-        for o in outputs:
-            o.view(torch.uint8).fill_(0xA5)
-        flush.sum()  # reads 4x L2; leaves clean lines behind
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(i)
-        b.record()
-        if i >= warmup:
-            times.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in times)
 
 
 def measure_mode(m, k, xs, q, s, rceil):

@@ -5,29 +5,12 @@
 #               sets rotated; median);
 #   "do_bench": triton.testing.do_bench, median.
 # The peers are timed, not checked: torch.topk breaks ties its own way.
-import os, statistics
+import os
 
 import torch
 from triton.testing import do_bench
 
-
-def protocol_time_us(fn, outputs, iters=100, warmup=5):
-    """Median of event-timed calls, each after an output overwrite and a read-based L2 flush."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(4 * l2 // 4, dtype=torch.float32, device="cuda").uniform_()
-    times = []
-    for i in range(warmup + iters):
-        for o in outputs:
-            o.view(torch.uint8).fill_(0xA5)
-        flush.sum()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(i)
-        b.record()
-        if i >= warmup:
-            times.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) * 1e3 for a, b in times)
+from common import protocol_time_us
 
 
 def measure(route, input_sets, nbytes):

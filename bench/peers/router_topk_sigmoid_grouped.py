@@ -3,6 +3,7 @@
 # expert top-k, gather of the unbiased weights, normalize, scale; bincount for the counts), eager
 # and torch.compile, at the problem's bench shapes; timing in router_common.py.
 # Usage: python3 router_topk_sigmoid_grouped.py OUT.json
+
 import json, os, sys
 
 import torch

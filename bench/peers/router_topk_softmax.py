@@ -2,6 +2,7 @@
 # (softmax in fp32, topk, renormalize, bincount for the per-expert counts), eager and
 # torch.compile, at the problem's bench shapes; timing in router_common.py.
 # Usage: python3 router_topk_softmax.py OUT.json
+
 import json, os, sys
 
 import torch
