@@ -1211,6 +1211,36 @@ namespace {{
 const Function kFunctions[] = {{
 {1}}};
 
+// A case's tensors on the device, in the spec's order: inputs uploaded, outputs poisoned (an
+// output left unwritten shows). Freed with the object.
+struct DeviceTensors {{
+  std::vector<void*> ptrs;
+  std::vector<size_t> bytes;
+  ~DeviceTensors() {{
+    for (void* p : ptrs) cudaFree(p);
+  }}
+}};
+
+// Returns "" on success.
+std::string Upload(const ws::ProblemSpec& spec, const ws::SymbolTable& symbols,
+                   const ws::TensorMap& inputs, DeviceTensors* d) {{
+  for (const auto& t : spec.tensors) {{
+    auto numel = ws::TensorNumel(t, symbols);
+    if (!numel.ok()) return "tensor " + t.name + ": bad shape";
+    const size_t bytes = static_cast<size_t>(*numel) * ws::DTypeSize(t.dtype);
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes > 0 ? bytes : 1) != cudaSuccess) return "cudaMalloc failed";
+    d->ptrs.push_back(p);
+    d->bytes.push_back(bytes);
+    if (t.role == ws::TensorRole::kInput) {{
+      cudaMemcpy(p, inputs.at(t.name).bytes.data(), bytes, cudaMemcpyHostToDevice);
+    }} else {{
+      cudaMemset(p, 0xA5, bytes);
+    }}
+  }}
+  return "";
+}}
+
 // One case: fresh inputs from `seed`, the function on the GPU, the CPU reference, the checker.
 // Returns "" on a pass.
 std::string RunCase(const Function& f, const ws::ProblemSpec& spec, const ws::Shape& shape,
@@ -1218,56 +1248,29 @@ std::string RunCase(const Function& f, const ws::ProblemSpec& spec, const ws::Sh
   const ws::SymbolTable symbols = ws::BindSymbols(spec, shape, f.params);
   auto inputs = ws::GenerateInputs(spec, symbols, seed);
   if (!inputs.ok()) return "generating inputs: " + inputs.status().message();
-  std::vector<void*> ptrs;
+  DeviceTensors dev;
+  if (std::string failure = Upload(spec, symbols, *inputs, &dev); !failure.empty()) return failure;
+  cudaError_t err = f.call(dev.ptrs, symbols);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) return std::string(cudaGetErrorString(err)) + " " + warpsmith::last_error();
   ws::TensorMap got;
-  std::string failure;
-  for (const auto& t : spec.tensors) {{
+  for (size_t i = 0; i < spec.tensors.size(); ++i) {{
+    const auto& t = spec.tensors[i];
+    if (t.role != ws::TensorRole::kOutput) continue;
     auto dims = ws::TensorDims(t, symbols);
-    auto numel = ws::TensorNumel(t, symbols);
-    if (!dims.ok() || !numel.ok()) return "tensor " + t.name + ": bad shape";
-    const size_t bytes = static_cast<size_t>(*numel) * ws::DTypeSize(t.dtype);
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes > 0 ? bytes : 1) != cudaSuccess) {{
-      failure = "cudaMalloc failed";
-      break;
-    }}
-    ptrs.push_back(p);
-    if (t.role == ws::TensorRole::kInput) {{
-      cudaMemcpy(p, inputs->at(t.name).bytes.data(), bytes, cudaMemcpyHostToDevice);
-    }} else {{
-      cudaMemset(p, 0xA5, bytes);  // poison: an output left unwritten shows
-      ws::HostTensor h;
-      h.dtype = t.dtype;
-      h.dims = *dims;
-      h.bytes.resize(bytes);
-      got[t.name] = std::move(h);
-    }}
+    if (!dims.ok()) return "tensor " + t.name + ": bad shape";
+    ws::HostTensor h;
+    h.dtype = t.dtype;
+    h.dims = *dims;
+    h.bytes.resize(dev.bytes[i]);
+    cudaMemcpy(h.bytes.data(), dev.ptrs[i], h.bytes.size(), cudaMemcpyDeviceToHost);
+    got[t.name] = std::move(h);
   }}
-  if (failure.empty()) {{
-    cudaError_t err = f.call(ptrs, symbols);
-    if (err == cudaSuccess) err = cudaDeviceSynchronize();
-    if (err != cudaSuccess) {{
-      failure = std::string(cudaGetErrorString(err)) + " " + warpsmith::last_error();
-    }}
-  }}
-  if (failure.empty()) {{
-    for (size_t i = 0; i < spec.tensors.size(); ++i) {{
-      const auto& t = spec.tensors[i];
-      if (t.role != ws::TensorRole::kOutput) continue;
-      auto& h = got[t.name];
-      cudaMemcpy(h.bytes.data(), ptrs[i], h.bytes.size(), cudaMemcpyDeviceToHost);
-    }}
-    auto want = ws::RunCpuReference(spec, symbols, f.params, *inputs);
-    if (!want.ok()) {{
-      failure = "CPU reference: " + want.status().message();
-    }} else {{
-      auto verdict = ws::CheckOutputs(spec, symbols, f.params, got, *want,
-                                      [&]() -> ws::Result<ws::TensorMap> {{ return *inputs; }});
-      failure = verdict.ok() ? *verdict : "checker: " + verdict.status().message();
-    }}
-  }}
-  for (void* p : ptrs) cudaFree(p);
-  return failure;
+  auto want = ws::RunCpuReference(spec, symbols, f.params, *inputs);
+  if (!want.ok()) return "CPU reference: " + want.status().message();
+  auto verdict = ws::CheckOutputs(spec, symbols, f.params, got, *want,
+                                  [&]() -> ws::Result<ws::TensorMap> {{ return *inputs; }});
+  return verdict.ok() ? *verdict : "checker: " + verdict.status().message();
 }}
 
 // Times one function on one shape: inputs from the problem's generators, 3 warm-up calls, then
@@ -1277,35 +1280,22 @@ std::string BenchCase(const Function& f, const ws::ProblemSpec& spec, const ws::
   const ws::SymbolTable symbols = ws::BindSymbols(spec, shape, f.params);
   auto inputs = ws::GenerateInputs(spec, symbols, 4242);
   if (!inputs.ok()) return "generating inputs: " + inputs.status().message();
-  std::vector<void*> ptrs;
-  std::vector<std::pair<void*, size_t>> outputs;
-  std::string failure;
-  for (const auto& t : spec.tensors) {{
-    auto numel = ws::TensorNumel(t, symbols);
-    if (!numel.ok()) return "tensor " + t.name + ": bad shape";
-    const size_t bytes = static_cast<size_t>(*numel) * ws::DTypeSize(t.dtype);
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes > 0 ? bytes : 1) != cudaSuccess) {{
-      failure = "cudaMalloc failed";
-      break;
-    }}
-    ptrs.push_back(p);
-    if (t.role == ws::TensorRole::kInput) {{
-      cudaMemcpy(p, inputs->at(t.name).bytes.data(), bytes, cudaMemcpyHostToDevice);
-    }} else {{
-      outputs.emplace_back(p, bytes);
-    }}
-  }}
+  DeviceTensors dev;
+  std::string failure = Upload(spec, symbols, *inputs, &dev);
   inputs = ws::TensorMap{{}};  // the host copies are not needed any more
   std::vector<float> times;
   cudaEvent_t start = nullptr, stop = nullptr;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   for (int i = -3; failure.empty() && i < iters; ++i) {{
-    for (auto& [p, bytes] : outputs) cudaMemsetAsync(p, 0xA5, bytes);
+    for (size_t t = 0; t < spec.tensors.size(); ++t) {{
+      if (spec.tensors[t].role == ws::TensorRole::kOutput) {{
+        cudaMemsetAsync(dev.ptrs[t], 0xA5, dev.bytes[t]);
+      }}
+    }}
     cudaError_t err = wsx::FlushL2(nullptr);
     cudaEventRecord(start);
-    if (err == cudaSuccess) err = f.call(ptrs, symbols);
+    if (err == cudaSuccess) err = f.call(dev.ptrs, symbols);
     cudaEventRecord(stop);
     if (err == cudaSuccess) err = cudaEventSynchronize(stop);
     if (err != cudaSuccess) {{
@@ -1318,7 +1308,6 @@ std::string BenchCase(const Function& f, const ws::ProblemSpec& spec, const ws::
   }}
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  for (void* p : ptrs) cudaFree(p);
   if (!failure.empty()) return failure;
   std::sort(times.begin(), times.end());
   std::printf("{{\"function\": \"%s\", \"shape\": \"%s\", \"iters\": %d, \"median_us\": %.3f, "
@@ -1332,6 +1321,7 @@ std::string BenchCase(const Function& f, const ws::ProblemSpec& spec, const ws::
 
 int main(int argc, char** argv) {{
   // Every problem loads here, GPU or not, so a broken shipped reference shows without a GPU too.
+  std::vector<ws::ProblemSpec> specs;
   for (const Function& f : kFunctions) {{
     auto spec = ws::LoadProblem(std::string(WSX_REFERENCE_DIR) + "/problems/" + f.problem +
                                 "/spec.json");
@@ -1339,6 +1329,7 @@ int main(int argc, char** argv) {{
       std::printf("%s: %s\n", f.name, spec.status().message().c_str());
       return 1;
     }}
+    specs.push_back(std::move(*spec));
   }}
   int devices = 0;
   const cudaError_t probe = cudaGetDeviceCount(&devices);
@@ -1360,16 +1351,11 @@ int main(int argc, char** argv) {{
   }}
   const char* only = argc > 1 ? argv[1] : nullptr;
   int cases = 0, failures = 0, matched = 0;
-  for (const Function& f : kFunctions) {{
+  for (size_t fi = 0; fi < std::size(kFunctions); ++fi) {{
+    const Function& f = kFunctions[fi];
+    const ws::ProblemSpec* spec = &specs[fi];
     if (only && std::strcmp(only, f.name) != 0) continue;
     ++matched;
-    auto spec = ws::LoadProblem(std::string(WSX_REFERENCE_DIR) + "/problems/" + f.problem +
-                                "/spec.json");
-    if (!spec.ok()) {{
-      std::printf("%s: %s\n", f.name, spec.status().message().c_str());
-      ++failures;
-      continue;
-    }}
     std::vector<ws::Shape> shapes = bench ? spec->bench_shapes : spec->test_shapes;
     if (argc > 2) {{
       ws::Shape s;
