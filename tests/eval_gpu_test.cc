@@ -76,6 +76,15 @@ class EvalGpuTest : public testing::Test {
 
   std::string Baseline() { return ReadText(spec_->dir + "/" + spec_->baseline); }
 
+  // After a hung or crashed candidate, the GPU and the evaluator still serve the next one.
+  void ExpectTheNextEvaluationWorks() {
+    EvalRequest next = Request(Baseline());
+    next.time_bench = false;
+    auto r = Evaluate(next, opts_);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+  }
+
   static ProblemSpec* spec_;
   static std::string workspace_;
   EvaluatorOptions opts_;
@@ -226,11 +235,7 @@ extern "C" __global__ void ws_test_spin(volatile unsigned char* q) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->verdict, Verdict::kTimeout) << r->message;
 
-  EvalRequest next = Request(Baseline());
-  next.time_bench = false;
-  auto r2 = Evaluate(next, opts_);
-  ASSERT_TRUE(r2.ok()) << r2.status().message();
-  EXPECT_EQ(r2->verdict, Verdict::kOk) << r2->message;
+  ExpectTheNextEvaluationWorks();
 }
 
 // The runner's watchdog stops a case that hangs at about its own allowance (budget_s + a grace),
@@ -267,11 +272,7 @@ TEST_F(EvalGpuTest, AHangCostsItsCaseAllowanceNotTheWholeRun) {
   std::printf("hang: candidate runner %.1f s (bound %.0f s), evaluation %.1f s\n",
               r->phase_seconds["candidate_run"], bound, r->phase_seconds["total"]);
 
-  EvalRequest next = Request(Baseline());
-  next.time_bench = false;
-  auto r2 = Evaluate(next, opts_);
-  ASSERT_TRUE(r2.ok()) << r2.status().message();
-  EXPECT_EQ(r2->verdict, Verdict::kOk) << r2->message;
+  ExpectTheNextEvaluationWorks();
 }
 
 // Deep mode (compute-sanitizer memcheck, racecheck, initcheck over the test shapes): the
