@@ -211,16 +211,8 @@ Result<json> TensorsJson(const ProblemSpec& spec, const SymbolTable& symbols) {
       // The same fields GenerateInput uses on the host, so a checker sees the case's inputs.
       WS_ASSIGN_OR_RETURN(auto fields, InitJobFields(t, symbols));
       j["init"] = {{"dist", t.init.dist}};
-      for (const auto& [key, value] : fields) {
-        // Counts and sizes travel as integers: the runner rejects 4096.0 for an integer field.
-        const bool integral = key == "total" || key == "align" || key == "experts" || key == "k" ||
-                              key == "tile_cols";
-        if (integral) {
-          j["init"][key] = static_cast<int64_t>(value);
-        } else {
-          j["init"][key] = value;
-        }
-      }
+      for (const auto& [key, value] : fields.ints) j["init"][key] = value;
+      for (const auto& [key, value] : fields.reals) j["init"][key] = value;
     }
     arr.push_back(j);
   }

@@ -26,18 +26,18 @@ int DistCode(const std::string& dist) {
   return kWsDistNormal;
 }
 
-double Field(const std::map<std::string, double>& f, const char* key) {
+template <typename T>
+T Field(const std::map<std::string, T>& f, const char* key) {
   const auto it = f.find(key);
-  return it == f.end() ? 0.0 : it->second;
+  return it == f.end() ? T{0} : it->second;
 }
 
 // The kernel's parameters, from the same fields the job carries (floats rounded the same way
 // the runner's job parser rounds them).
-WsInitParams Params(const std::string& dist, const std::map<std::string, double>& f,
-                    int64_t numel) {
+WsInitParams Params(const std::string& dist, const InitFields& f, int64_t numel) {
   WsInitParams p{DistCode(dist), 0, 0, 0, 0, 0, 0, 0};
-  const auto fl = [&](const char* key) { return static_cast<float>(Field(f, key)); };
-  const auto in = [&](const char* key) { return static_cast<long long>(Field(f, key)); };
+  const auto fl = [&](const char* key) { return static_cast<float>(Field(f.reals, key)); };
+  const auto in = [&](const char* key) { return static_cast<long long>(Field(f.ints, key)); };
   switch (p.dist) {
     case kWsDistUniform:
       p.p0 = fl("lo");
@@ -68,40 +68,37 @@ WsInitParams Params(const std::string& dist, const std::map<std::string, double>
 
 }  // namespace
 
-Result<std::map<std::string, double>> InitJobFields(const TensorSpec& t,
-                                                    const SymbolTable& symbols) {
+Result<InitFields> InitJobFields(const TensorSpec& t, const SymbolTable& symbols) {
   const InitSpec& in = t.init;
-  std::map<std::string, double> f;
+  InitFields f;
   const auto eval = [&](const std::string& expr, const char* key) -> Status {
     Result<int64_t> v = EvalExpr(expr, symbols);
     if (!v.ok())
       return v.status().Context(fmt::format("tensor '{}': init.{}", t.name, key));
-    f[key] = static_cast<double>(*v);
+    f.ints[key] = *v;
     return Status::Ok();
   };
   if (in.dist == "uniform") {
-    f = {{"lo", in.lo}, {"hi", in.hi}};
+    f.reals = {{"lo", in.lo}, {"hi", in.hi}};
   } else if (in.dist == "topk_ids") {
     WS_RETURN_IF_ERROR(eval(in.experts, "experts"));
     WS_RETURN_IF_ERROR(eval(in.k, "k"));
-    f["skew"] = in.skew;
+    f.reals["skew"] = in.skew;
   } else if (in.dist == "group_offsets") {
     WS_RETURN_IF_ERROR(eval(in.total, "total"));
-    f["align"] = static_cast<double>(in.align);
-    f["skew"] = in.skew;
-    f["empty"] = in.empty;
+    f.ints["align"] = in.align;
+    f.reals = {{"skew", in.skew}, {"empty", in.empty}};
   } else if (in.dist == "mx_blocks" && in.mx_tiles) {
     // Tiles span the last dim: the runner needs its length.
     WS_RETURN_IF_ERROR(eval(t.shape.back(), "tile_cols"));
-    f["mean"] = in.mean;
-    f["stddev"] = in.stddev;
+    f.reals = {{"mean", in.mean}, {"stddev", in.stddev}};
   } else if (in.dist == "normal_outliers") {
-    f = {{"mean", in.mean},
-         {"stddev", in.stddev},
-         {"outlier_fraction", in.outlier_fraction},
-         {"outlier_scale", in.outlier_scale}};
+    f.reals = {{"mean", in.mean},
+               {"stddev", in.stddev},
+               {"outlier_fraction", in.outlier_fraction},
+               {"outlier_scale", in.outlier_scale}};
   } else {
-    f = {{"mean", in.mean}, {"stddev", in.stddev}};
+    f.reals = {{"mean", in.mean}, {"stddev", in.stddev}};
   }
   return f;
 }

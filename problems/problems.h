@@ -219,10 +219,14 @@ Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& sym
 Result<TensorMap> GenerateInputs(const ProblemSpec& spec, const SymbolTable& symbols,
                                  uint64_t seed);
 
-/// The init fields the runner's job carries for an input (expressions evaluated to integers):
-/// name -> number, e.g. {"experts": 256, "k": 8, "skew": 1.2} (docs/runner-protocol.md).
-Result<std::map<std::string, double>> InitJobFields(const TensorSpec& t,
-                                                    const SymbolTable& symbols);
+/// The init fields the runner's job carries for an input (docs/runner-protocol.md): counts and
+/// sizes (expressions evaluated to integers, e.g. "experts": 256, "k": 8) apart from the real
+/// parameters (e.g. "skew": 1.2), so each travels as its JSON type.
+struct InitFields {
+  std::map<std::string, int64_t> ints;
+  std::map<std::string, double> reals;
+};
+Result<InitFields> InitJobFields(const TensorSpec& t, const SymbolTable& symbols);
 
 /// Runs a problem's CPU reference: checks the inputs' dtypes and dims against the spec, allocates
 /// the outputs and calls the registered function.

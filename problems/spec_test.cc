@@ -536,8 +536,8 @@ TEST_F(SpecTest, GenerateInputIsTheRunnersFormula) {
   EXPECT_FALSE(GenerateInput(*r, sym, 1, 1).ok());
   const auto fields = InitJobFields(*r->FindTensor("ids"), sym);
   ASSERT_TRUE(fields.ok());
-  EXPECT_EQ(fields->at("experts"), 32);
-  EXPECT_EQ(fields->at("k"), 4);
+  EXPECT_EQ(fields->ints.at("experts"), 32);
+  EXPECT_EQ(fields->ints.at("k"), 4);
 }
 
 TEST_F(SpecTest, UnmutatedCopyLoadsAndBadJsonFails) {
