@@ -34,6 +34,20 @@ names=sorted(ps); combos=itertools.product(*[ps[n]['values'] for n in names]) if
 print(' '.join(','.join(f'{n}={v}' for n,v in zip(names,c)) or '-' for c in combos))" "$1"
 }
 
+# One parameter setting of problem $1 (a word of `variants`): sets the --set arguments in `sets`
+# and the file key in `key` (<problem>[__<name>-<value>...]: only plain characters travel back).
+setting() {
+  sets=(); key=$1
+  [[ $2 == - ]] && return
+  for kv in ${2//,/ }; do sets+=(--set "$kv"); done
+  key="${1}__$(echo "$2" | sed 's/=/-/g; s/,/__/g')"
+}
+
+# The verdict, geomean and message of an `eval --json` output, for the log.
+verdict() {
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$1" 2>/dev/null
+}
+
 for stage in "$@"; do
   echo "=== stage $stage ($(date -u +%H:%M:%S))"
   case $stage in
@@ -78,8 +92,7 @@ for stage in "$@"; do
         p=$(basename "$(dirname "$spec")")
         [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
         for v in $(variants "$spec"); do
-          sets=(); key=$p
-          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="${p}__$(echo "$v" | sed 's/=/-/g; s/,/__/g')"; fi
+          setting "$p" "$v"
           timeout 120 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
           echo "verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")"
           base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
@@ -89,7 +102,7 @@ for stage in "$@"; do
 import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') or s['baseline'])" "$spec")
             timeout 150 $ws eval "$p" "$file" "${sets[@]}" --json \
               >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
-            echo "$(date -u +%T) eval $key $which: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:200])" "$OUT/problems/$key.$which.json" 2>/dev/null)"
+            echo "$(date -u +%T) eval $key $which: rc $? $(verdict "$OUT/problems/$key.$which.json")"
           done
         done
       done
@@ -105,11 +118,10 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
         p=$(basename "$(dirname "$k")")
         [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
         for v in $(variants "problems/$p/spec.json"); do
-          sets=(); key=$p
-          if [[ $v != - ]]; then for kv in ${v//,/ }; do sets+=(--set "$kv"); done; key="${p}__$(echo "$v" | sed 's/=/-/g; s/,/__/g')"; fi
+          setting "$p" "$v"
           timeout 150 $ws eval "$p" "$k" "${sets[@]}" --json \
             >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"
-          echo "$(date -u +%T) eval $key: rc $? $(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$OUT/kernels/$key.json" 2>/dev/null)"
+          echo "$(date -u +%T) eval $key: rc $? $(verdict "$OUT/kernels/$key.json")"
         done
         if [[ ${PEERS:-1} != 0 && -f bench/peers/$p.py ]]; then
           timeout 400 python3 "bench/peers/$p.py" "$OUT/kernels/$p.peers.json" \
