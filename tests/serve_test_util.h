@@ -175,8 +175,11 @@ inline std::string Raw(uint16_t port, const std::string& bytes) {
   net::io_context ioc;
   net::ip::tcp::socket sock(ioc);
   sock.connect({net::ip::make_address("127.0.0.1"), port});
-  net::write(sock, net::buffer(bytes));
-  sock.shutdown(net::ip::tcp::socket::shutdown_send);
+  // The server may answer and hang up before it has read everything (a 400 on the first bad
+  // line): a failed write or shutdown then is expected, and the answer is still there to read.
+  boost::system::error_code ignored;
+  net::write(sock, net::buffer(bytes), ignored);
+  sock.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   struct timeval tv {
     5, 0
   };
