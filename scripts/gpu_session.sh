@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, export, dashboard, multigpu, profile, bench.
-# Usage: scripts/gpu_session.sh STAGE... ; logs and JSON go to $OUT.
+# Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
 OUT=${OUT:-/tmp/ws_out}
@@ -49,6 +49,10 @@ verdict() {
 }
 
 for stage in "$@"; do
+  # A word NAME=a,b sets NAME="a b" for the stages after it (one chain of gpu_pair.sh each).
+  if [[ $stage =~ ^[A-Z_][A-Z0-9_]*= ]]; then
+    export "${stage%%=*}=$(echo "${stage#*=}" | tr , ' ')"; continue
+  fi
   echo "=== stage $stage ($(date -u +%H:%M:%S))"
   case $stage in
     doctor)
