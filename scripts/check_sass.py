@@ -17,6 +17,7 @@ nvidia-cuda-nvdisasm, which cuobjdump needs for -sass) installed into a venv und
 of these works, the check skips (exit 77) unless WARPSMITH_REQUIRE_SASS=1 (CI), where it fails.
 
 Usage: scripts/check_sass.py --warpsmith build/warpsmith [--root .] [--work build/sass-check]
+       [--only PROBLEM ...]
 Exit: 0 every claim holds, 1 a claim does not hold or a kernel does not compile, 77 skipped.
 """
 
@@ -129,6 +130,8 @@ def main():
     ap.add_argument("--warpsmith", required=True)
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     ap.add_argument("--work", default=None, help="venv and workspace folder (default: <root>/build/sass-check)")
+    ap.add_argument("--only", action="append", default=[], metavar="PROBLEM",
+                    help="check only these kernels (repeatable)")
     args = ap.parse_args()
     args.root = os.path.abspath(args.root)
     args.work = os.path.abspath(args.work or os.path.join(args.root, "build", "sass-check"))
@@ -136,6 +139,11 @@ def main():
     require = os.environ.get("WARPSMITH_REQUIRE_SASS") == "1"
 
     kernels = sorted(glob.glob(os.path.join(args.root, "kernels", "*", "kernel.cu")))
+    if args.only:
+        kernels = [k for k in kernels if os.path.basename(os.path.dirname(k)) in args.only]
+        if not kernels:
+            print(f"check_sass: no kernels/<problem>/kernel.cu for {' '.join(args.only)}")
+            return 1
     jobs, unclaimed, failures = [], [], []
     for kernel in kernels:
         problem = os.path.basename(os.path.dirname(kernel))
