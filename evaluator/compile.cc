@@ -100,6 +100,31 @@ ResourceReport ResourcesFromJson(const json& arr) {
   return r;
 }
 
+std::string KernelLibraryDir() {
+  if (const char* env = std::getenv("WARPSMITH_KERNEL_LIBRARY"); env && *env) return env;
+  fs::path beside = fs::path(SelfDir()).parent_path() / "kernels" / "include";
+  std::error_code ec;
+  if (fs::is_directory(beside, ec)) return beside.string();
+  return std::string(WS_SOURCE_DIR) + "/kernels/include";
+}
+
+// What an extra include directory holds, for the cache key: every file's path and content hash,
+// in order, so an edited header recompiles the candidates that may include it.
+static std::string DirectoryDigest(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    auto text = ReadFile(it->path().string());
+    files.emplace_back(fs::relative(it->path(), dir, ec).string(),
+                       text.ok() ? Sha256Hex(*text) : "unreadable");
+  }
+  std::sort(files.begin(), files.end());
+  std::string digest;
+  for (const auto& [name, hash] : files) digest += fmt::format("  {} {}\n", name, hash);
+  return digest;
+}
+
 std::vector<std::string> DefaultIncludeDirs() {
   std::vector<std::string> dirs;
   std::string cuda_home = std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "";
@@ -123,6 +148,7 @@ Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& o
                                 ArchName(req.arch));
   for (const auto& [k, v] : req.defines) key += fmt::format("-D{}={}\n", k, v);
   for (const auto& d : includes) key += fmt::format("-I{}\n", d);
+  for (const auto& d : req.include_dirs) key += DirectoryDigest(d);
   key += req.source;
 
   CompileResult result;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/files.h"
 #include "evaluator/evaluator.h"
 
 namespace ws {
@@ -48,6 +49,53 @@ TEST(CompileTest, SecondCompileHitsTheCache) {
   auto c = Compile({kKernel, Arch::kSm90a, {{"SCALE", "4.0f"}}, {}}, o);
   ASSERT_TRUE(c.ok() && c->ok);
   EXPECT_NE(a->hash, c->hash) << "defines must be part of the cache key";
+}
+
+TEST(CompileTest, TheDeviceLibraryCanBeIncludedAndItsContentIsInTheCacheKey) {
+  const std::string lib = testing::TempDir() + "/ws_library_" + std::to_string(::getpid());
+  fs::create_directories(lib + "/ws");
+  auto write = [&](const std::string& text) {
+    ASSERT_TRUE(WriteFileAtomic(lib + "/ws/scale.cuh", text).ok());
+  };
+  write("#pragma once\n__device__ inline float ws_scale(float v) { return v * 2.0f; }\n");
+  const std::string source = R"(#include "ws/scale.cuh"
+extern "C" __global__ void k(const float* x, float* y) { y[threadIdx.x] = ws_scale(x[threadIdx.x]); }
+)";
+  CompileOptions o = Options();
+  auto a = Compile({source, Arch::kSm90a, {}, {lib}}, o);
+  ASSERT_TRUE(a.ok() && a->ok) << (a.ok() ? a->log : a.status().message());
+  write("#pragma once\n__device__ inline float ws_scale(float v) { return v * 3.0f; }\n");
+  auto b = Compile({source, Arch::kSm90a, {}, {lib}}, o);
+  ASSERT_TRUE(b.ok() && b->ok);
+  EXPECT_FALSE(b->cached) << "an edited library header must not be served the old cubin";
+  EXPECT_NE(a->hash, b->hash);
+  // Without the library among the include directories the header does not exist.
+  auto c = Compile({source, Arch::kSm90a, {}, {}}, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->ok);
+  EXPECT_NE(c->log.find("device library"), std::string::npos) << c->log;
+  auto d = Compile({"#include \"ws/../ws/scale.cuh\"\n", Arch::kSm90a, {}, {lib}}, o);
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->ok) << "'..' stays refused inside the library";
+}
+
+TEST(CompileTest, TheRepositoryLibraryCompilesForBothArchitectures) {
+  // Every header of kernels/include on its own, so a header that only compiles after another
+  // (a missing include) fails here rather than in some kernel.
+  const std::string lib = KernelLibraryDir();
+  ASSERT_TRUE(fs::is_directory(lib)) << lib;
+  int headers = 0;
+  for (const auto& e : fs::recursive_directory_iterator(lib)) {
+    if (e.path().extension() != ".cuh") continue;
+    const std::string name = fs::relative(e.path(), lib).string();
+    for (Arch arch : {Arch::kSm90a, Arch::kSm100a}) {
+      auto r = Compile({"#include \"" + name + "\"\n", arch, {}, {lib}}, Options());
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_TRUE(r->ok) << name << " for " << ArchName(arch) << ":\n" << r->log;
+    }
+    ++headers;
+  }
+  EXPECT_GT(headers, 0);
 }
 
 TEST(CompileTest, CompileErrorIsAResultNotAFailure) {

@@ -581,7 +581,12 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     res.compile.ok = true;
     res.compile.hash = req.library;
   } else {
-    WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {}}, copts));
+    // Candidates may include the trusted device library; the trusted references may not.
+    const std::string library =
+        opts.kernel_library.empty() ? KernelLibraryDir() : opts.kernel_library;
+    std::vector<std::string> dirs;
+    if (std::error_code ec; fs::is_directory(library, ec)) dirs.push_back(library);
+    WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, dirs}, copts));
   }
   phase("compile");
   if (!res.compile.sandbox_layers.empty()) {

@@ -133,7 +133,8 @@ struct CompileRequest {
   std::string source;
   Arch arch = Arch::kSm90a;
   std::map<std::string, std::string> defines;  // -DNAME=VALUE (knobs, parameters)
-  std::vector<std::string> include_dirs;       // extra allowed include directories
+  std::vector<std::string> include_dirs;       // extra allowed include directories; their
+                                               // files' contents go into the cache key
 };
 
 struct CompileResult {
@@ -267,7 +268,15 @@ struct EvaluatorOptions {
                                                // multiples of case_timeout_s
   std::string visible_devices;                 // CUDA_VISIBLE_DEVICES for the runners (empty:
                                                // ours), e.g. one GPU per concurrent evaluation
+  std::string kernel_library;                  // the trusted device headers candidates may
+                                               // include ("ws/..."); empty: KernelLibraryDir()
 };
+
+/// The trusted device library (kernels/include: headers under ws/ that every candidate may
+/// include): $WARPSMITH_KERNEL_LIBRARY, else kernels/include beside the binary's source tree,
+/// else the one of the source tree it was built from. Trusted references never include it, so a
+/// bug there cannot hide in the judge too.
+std::string KernelLibraryDir();
 
 /// The -D defines a kernel sees for the problem's parameters: WS_<NAME>=<index of the chosen
 /// value> and WS_<NAME>_<VALUE>=<index> for every value (the spec's default where not chosen).

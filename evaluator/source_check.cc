@@ -25,9 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kIncludeRule =
-    "#include may only name a CUDA header, by a literal relative path without '..', found in the "
-    "allowed include directories (the CUDA toolkit's include directory and its cccl "
-    "subdirectory)";
+    "#include may only name a CUDA header or a header of warpsmith's device library (ws/...), by "
+    "a literal relative path without '..', found in the allowed include directories (the CUDA "
+    "toolkit's include directory, its cccl subdirectory, and kernels/include)";
 constexpr std::string_view kNoFilesRule =
     "a candidate may not read files: #embed, #include_next, #import, __has_include, __has_embed "
     "and .incbin are not allowed";

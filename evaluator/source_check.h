@@ -17,7 +17,7 @@ inline constexpr size_t kMaxSourceBytes = size_t{1} << 20;
 /// The rule every rejection for host code states.
 inline constexpr std::string_view kDeviceCodeOnlyRule =
     "a candidate is device code only: __global__/__device__ functions, the plan comment, and "
-    "#includes of CUDA headers";
+    "#includes of CUDA headers and of the device library (ws/...)";
 
 /// Checks a candidate's text. OK, or an error whose message names the line and the rule broken:
 ///  - at most kMaxSourceBytes, no NUL bytes, valid UTF-8;

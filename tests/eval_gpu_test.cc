@@ -168,7 +168,9 @@ TEST_F(EvalGpuTest, OneWrongByteOnABenchShapeIsCaughtByTheDigest) {
   EXPECT_NE(r->message.find("1 of"), std::string::npos) << r->message;
   EXPECT_GT(r->phase_seconds.count("digest_rerun"), 0u);
   for (const auto& c : r->cases) {
-    if (c.kind != "bench") EXPECT_EQ(c.verdict, Verdict::kOk) << c.message;
+    if (c.kind != "bench") {
+      EXPECT_EQ(c.verdict, Verdict::kOk) << c.message;
+    }
   }
 }
 
