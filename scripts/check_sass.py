@@ -17,7 +17,7 @@ nvidia-cuda-nvdisasm, which cuobjdump needs for -sass) installed into a venv und
 of these works, the check skips (exit 77) unless WARPSMITH_REQUIRE_SASS=1 (CI), where it fails.
 
 Usage: scripts/check_sass.py --warpsmith build/warpsmith [--root .] [--work build/sass-check]
-       [--only PROBLEM ...]
+       [--only PROBLEM ...] [--sass-dir DIR]
 Exit: 0 every claim holds, 1 a claim does not hold or a kernel does not compile, 77 skipped.
 """
 
@@ -76,18 +76,26 @@ def find_cuobjdump(work):
     return None
 
 
-def sass_opcodes(cuobjdump, cubin):
+def disassemble(cuobjdump, cubin):
+    """The cubin's SASS: function headers and instructions, without addresses and encodings, so
+    two compiles of the same code compare equal as text."""
     env = dict(os.environ)
     # cuobjdump -sass runs nvdisasm; the PyPI wheels put both in one bin folder.
     env["PATH"] = os.path.dirname(cuobjdump) + os.pathsep + env.get("PATH", "")
     r = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass {cubin} failed: {r.stderr.strip()}")
-    ops = set()
+    lines = []
     for line in r.stdout.splitlines():
-        m = SASS_LINE.match(line)
-        if m:
-            ops.add(m.group(1))
+        if "Function :" in line:
+            lines.append(line.strip())
+        elif SASS_LINE.match(line):
+            lines.append(re.sub(r"/\*[0-9a-f]+\*/", "", line).split(";")[0].strip())
+    return lines
+
+
+def sass_opcodes(lines, cubin):
+    ops = {m.group(1) for m in (SASS_LINE.match("/*0000*/ " + l) for l in lines) if m}
     if not ops:
         raise RuntimeError(f"cuobjdump -sass {cubin} printed no instructions")
     return ops
@@ -104,7 +112,9 @@ def compile_cubin(args, problem, kernel, arch, setting):
            "eval", problem, kernel, "--compile-only", "--arch", arch, "--json"]
     for name, value in setting.items():
         cmd += ["--set", f"{name}={value}"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    # The device library of the tree under check, not of the binary's own checkout.
+    env = dict(os.environ, WARPSMITH_KERNEL_LIBRARY=os.path.join(args.root, "kernels", "include"))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     try:
         out = json.loads(r.stdout)
     except json.JSONDecodeError:
@@ -132,6 +142,9 @@ def main():
     ap.add_argument("--work", default=None, help="venv and workspace folder (default: <root>/build/sass-check)")
     ap.add_argument("--only", action="append", default=[], metavar="PROBLEM",
                     help="check only these kernels (repeatable)")
+    ap.add_argument("--sass-dir", default=None,
+                    help="also write each compile's SASS there (PROBLEM__SETTING__ARCH.sass), to diff "
+                    "a refactor's before and after")
     args = ap.parse_args()
     args.root = os.path.abspath(args.root)
     args.work = os.path.abspath(args.work or os.path.join(args.root, "build", "sass-check"))
@@ -173,10 +186,17 @@ def main():
     for problem, kernel, arch, setting, claimed in jobs:
         where = f"kernels/{problem}/kernel.cu {arch} {' '.join(f'{k}={v}' for k, v in setting.items())}"
         try:
-            ops = sass_opcodes(cuobjdump, compile_cubin(args, problem, kernel, arch, setting))
+            cubin = compile_cubin(args, problem, kernel, arch, setting)
+            lines = disassemble(cuobjdump, cubin)
+            ops = sass_opcodes(lines, cubin)
         except RuntimeError as e:
             failures.append(f"{where}: {e}")
             continue
+        if args.sass_dir:
+            os.makedirs(args.sass_dir, exist_ok=True)
+            tag = "__".join(f"{k}-{v}" for k, v in setting.items()) or "default"
+            with open(os.path.join(args.sass_dir, f"{problem}__{tag}__{arch}.sass"), "w") as f:
+                f.write("\n".join(lines) + "\n")
         missing = [c for c in claimed if not matches(c, ops)]
         if missing:
             failures.append(f"{where}: claimed SASS instructions missing: {' '.join(missing)} "
