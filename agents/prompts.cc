@@ -49,8 +49,9 @@ Rules:
   {"i64": expr}.
 - Knobs are compile-time constants (-DNAME=value); the first listed value is the default.
   Parameters arrive as -DWS_<NAME>=<index> with -DWS_<NAME>_<VALUE>=<index> for each value.
-- NVRTC compiles it for sm_90a and sm_100a without -rdc; include only CUDA headers and CCCL.
-  Guard architecture-specific code with __CUDA_ARCH__.
+- NVRTC compiles it for sm_90a and sm_100a without -rdc; include only CUDA headers, CCCL and
+  warpsmith's device library (#include "ws/NAME.cuh": trusted headers; the task shows those the
+  given kernels use). Guard architecture-specific code with __CUDA_ARCH__.
 - Outputs are checked against a trusted reference on fresh random inputs with special values,
   bit for bit for quantizers; outputs are poisoned before each run and guarded against
   out-of-bounds writes. Besides the test and bench shapes there are hidden shapes you will never
@@ -95,6 +96,13 @@ std::string WorkerTaskPrompt(const ProblemSpec& spec,
   for (const auto& k : kernels) {
     t += fmt::format("\n## {}{}\n```cuda\n{}\n```\n", k.label,
                      k.summary.empty() ? "" : " — " + k.summary, k.source);
+  }
+  // Each library header once, however many kernels include it: they are part of the code.
+  std::map<std::string, std::string> headers;
+  for (const auto& k : kernels) headers.insert(k.library_headers.begin(), k.library_headers.end());
+  for (const auto& [name, text] : headers) {
+    t += fmt::format("\n## Device library: {} (#include \"{}\"; read-only)\n```cuda\n{}\n```\n",
+                     name, name, text);
   }
   if (!leaderboard.empty())
     t += "\n## Leaderboard\n" + leaderboard + "\n";

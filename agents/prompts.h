@@ -16,6 +16,8 @@ struct KernelExample {
   std::string label;  // "parent", "inspiration 1"
   std::string source;
   std::string summary;  // "12.3 us geomean, 0.81 of speed-of-light, knobs CHUNKS=2"
+  /// The device-library headers it includes, path -> content (LibraryClosure, today's version).
+  std::map<std::string, std::string> library_headers;
 };
 
 /// The worker's standing rules: the candidate format, what is judged, the tools, how to answer.

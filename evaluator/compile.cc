@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -106,6 +108,74 @@ std::string KernelLibraryDir() {
   std::error_code ec;
   if (fs::is_directory(beside, ec)) return beside.string();
   return std::string(WS_SOURCE_DIR) + "/kernels/include";
+}
+
+// The headers are trusted and plain: a line-wise scan of their #include lines suffices (the
+// candidate itself went through CheckCandidateSource, which refuses anything cleverer).
+const std::regex& LibraryIncludeLine() {
+  static const std::regex re(R"re(^\s*#\s*include\s*[<"](ws/[^>"]+)[>"])re");
+  return re;
+}
+
+LibraryHeaders LibraryClosure(std::string_view source, const std::string& library_dir) {
+  const std::regex& kInclude = LibraryIncludeLine();
+  LibraryHeaders headers;
+  std::vector<std::string> texts = {std::string(source)};
+  while (!texts.empty()) {
+    std::istringstream in(texts.back());
+    texts.pop_back();
+    std::smatch m;
+    for (std::string line; std::getline(in, line);) {
+      if (!std::regex_search(line, m, kInclude) || headers.count(m[1])) continue;
+      auto text = ReadFile(library_dir + "/" + m[1].str());
+      if (!text.ok()) continue;
+      headers[m[1]] = *text;
+      texts.push_back(*text);
+    }
+  }
+  return headers;
+}
+
+static void InlineInto(std::string_view text, bool is_header, const LibraryHeaders& headers,
+                       std::set<std::string>& done, std::string& out) {
+  static const std::regex kPragmaOnce(R"(^\s*#\s*pragma\s+once\b)");
+  std::istringstream in{std::string(text)};
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, LibraryIncludeLine()) && headers.count(m[1])) {
+      const std::string name = m[1];
+      if (done.insert(name).second) {
+        out += fmt::format("// ---- {} (warpsmith device library, inlined) ----\n", name);
+        InlineInto(headers.at(name), true, headers, done, out);
+        out += fmt::format("// ---- end of {} ----\n", name);
+      }
+      continue;
+    }
+    if (is_header && std::regex_search(line, kPragmaOnce)) continue;
+    out += line;
+    out += '\n';
+  }
+}
+
+std::string InlineLibrary(std::string_view source, const LibraryHeaders& headers) {
+  std::set<std::string> done;
+  std::string out;
+  InlineInto(source, false, headers, done, out);
+  return out;
+}
+
+std::string KernelHash(std::string_view source, const LibraryHeaders& headers) {
+  if (headers.empty()) return Sha256Hex(source);
+  std::string all(source);
+  for (const auto& [name, text] : headers) {
+    all += fmt::format("\n// warpsmith library {} ({} bytes)\n", name, text.size());
+    all += text;
+  }
+  return Sha256Hex(all);
+}
+
+std::string KernelLibraryDir(const EvaluatorOptions& opts) {
+  return opts.kernel_library.empty() ? KernelLibraryDir() : opts.kernel_library;
 }
 
 // What an extra include directory holds, for the cache key: every file's path and content hash,

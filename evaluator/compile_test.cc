@@ -79,6 +79,36 @@ extern "C" __global__ void k(const float* x, float* y) { y[threadIdx.x] = ws_sca
   EXPECT_FALSE(d->ok) << "'..' stays refused inside the library";
 }
 
+TEST(LibraryTest, ClosureFollowsIncludesAndTheHashAndInliningUseIt) {
+  const std::string lib = testing::TempDir() + "/ws_closure_" + std::to_string(::getpid());
+  fs::create_directories(lib + "/ws/sub");
+  ASSERT_TRUE(WriteFileAtomic(lib + "/ws/a.cuh", "#pragma once\n#include \"ws/sub/b.cuh\"\nA\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(lib + "/ws/sub/b.cuh", "#pragma once\nB\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(lib + "/ws/unused.cuh", "U\n").ok());
+  const std::string source = "#include <cuda_fp8.h>\n#include \"ws/a.cuh\"\n#include <ws/sub/b.cuh>\nK\n";
+  const LibraryHeaders h = LibraryClosure(source, lib);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h.at("ws/sub/b.cuh"), "#pragma once\nB\n");
+  EXPECT_TRUE(LibraryClosure("#include \"ws/missing.cuh\"\n", lib).empty());
+
+  EXPECT_EQ(KernelHash(source, {}), Sha256Hex(source));
+  EXPECT_NE(KernelHash(source, h), Sha256Hex(source));
+  LibraryHeaders edited = h;
+  edited["ws/sub/b.cuh"] += "// edited\n";
+  EXPECT_NE(KernelHash(source, edited), KernelHash(source, h));
+
+  // Inlined once each, in include order, without the headers' #pragma once.
+  const std::string inlined = InlineLibrary(source, h);
+  EXPECT_EQ(inlined.find("#include \"ws/"), std::string::npos) << inlined;
+  EXPECT_EQ(inlined.find("#pragma once"), std::string::npos) << inlined;
+  EXPECT_NE(inlined.find("#include <cuda_fp8.h>"), std::string::npos);
+  const size_t b = inlined.find("\nB\n"), a = inlined.find("\nA\n"), k = inlined.find("\nK\n");
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_LT(b, a);
+  EXPECT_LT(a, k);
+  EXPECT_EQ(inlined.find("\nB\n", b + 1), std::string::npos) << "b.cuh twice:\n" << inlined;
+}
+
 TEST(CompileTest, TheRepositoryLibraryCompilesForBothArchitectures) {
   // Every header of kernels/include on its own, so a header that only compiles after another
   // (a missing include) fails here rather than in some kernel.

@@ -582,10 +582,12 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     res.compile.hash = req.library;
   } else {
     // Candidates may include the trusted device library; the trusted references may not.
-    const std::string library =
-        opts.kernel_library.empty() ? KernelLibraryDir() : opts.kernel_library;
+    const std::string library = KernelLibraryDir(opts);
     std::vector<std::string> dirs;
-    if (std::error_code ec; fs::is_directory(library, ec)) dirs.push_back(library);
+    if (std::error_code ec; fs::is_directory(library, ec)) {
+      dirs.push_back(library);
+      res.library_headers = LibraryClosure(req.source, library);
+    }
     WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, dirs}, copts));
   }
   phase("compile");

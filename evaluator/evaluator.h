@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <optional>
 #include <string>
 #include <vector>
@@ -226,6 +227,9 @@ struct EvalRequest {
   bool deep = false;
 };
 
+/// Device-library headers by path relative to the library ("ws/mx.cuh") -> content.
+using LibraryHeaders = std::map<std::string, std::string>;
+
 struct EvalResult {
   Verdict verdict = Verdict::kOk;
   std::string message;
@@ -246,6 +250,8 @@ struct EvalResult {
   /// Wall seconds per phase ("compile", "reference_compile", "reference_run", "candidate_run",
   /// "check", "deep", "total"): where an evaluation's time goes beyond the timed work.
   std::map<std::string, double> phase_seconds;
+  /// The device-library headers the candidate was compiled with (LibraryClosure), as they were.
+  LibraryHeaders library_headers;
 };
 
 /// Why a deep-mode evaluation could not give its answer ("memcheck: unavailable: ..."), or ""
@@ -277,6 +283,22 @@ struct EvaluatorOptions {
 /// else the one of the source tree it was built from. Trusted references never include it, so a
 /// bug there cannot hide in the judge too.
 std::string KernelLibraryDir();
+/// `opts.kernel_library`, or KernelLibraryDir() when that is empty.
+std::string KernelLibraryDir(const EvaluatorOptions& opts);
+
+/// The library headers `source` includes ("ws/..."), directly or through one another, read from
+/// `library_dir`. A header that is not there is left out: the compile step names it.
+LibraryHeaders LibraryClosure(std::string_view source, const std::string& library_dir);
+
+/// A kernel's identity: the sha256 of its source, and of the library headers it includes when it
+/// includes any, so a kernel verified against one version of a header is not confused with the
+/// same text compiled against another.
+std::string KernelHash(std::string_view source, const LibraryHeaders& headers);
+
+/// `source` made self-contained: each `#include "ws/..."` of a header in `headers` replaced by
+/// the header's text (once, as #pragma once would), for exports that must not depend on the
+/// library's later versions.
+std::string InlineLibrary(std::string_view source, const LibraryHeaders& headers);
 
 /// The -D defines a kernel sees for the problem's parameters: WS_<NAME>=<index of the chosen
 /// value> and WS_<NAME>_<VALUE>=<index> for every value (the spec's default where not chosen).

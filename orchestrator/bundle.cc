@@ -74,6 +74,13 @@ Status WriteBundle(const ExportItem& it, const std::string& dir) {
   if (ec)
     return Status::Error("cannot create {}: {}", dir, ec.message());
   WS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/kernel.cu", it.kernel.source));
+  // The device-library headers it was verified with (library/ws/...): verify compiles against
+  // these, not against whatever the verifying tree holds.
+  for (const auto& [name, text] : it.kernel.library_headers) {
+    const fs::path to = fs::path(dir) / "library" / name;
+    fs::create_directories(to.parent_path(), ec);
+    WS_RETURN_IF_ERROR(WriteFileAtomic(to.string(), text));
+  }
   WS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.json", PlanJson(it.plan) + "\n"));
   // The problem as the evaluator needs it: spec (hidden shapes included: a verdict covers them),
   // GPU reference and the other kernels it names.
@@ -187,8 +194,12 @@ Result<VerifyOutcome> VerifyBundle(const std::string& dir, Store& store,
     line(fmt::format("bundle {}: {} ({}), kernel {} sha256 {}", dir, spec.name,
                      b.at("params").dump(), kernel.at("id").get<int64_t>(),
                      kernel.at("hash").get<std::string>()));
-    if (Sha256Hex(source) != kernel.at("hash").get<std::string>()) {
-      line("MISMATCH: kernel.cu does not hash to the recorded sha256");
+    // The kernel compiles against the bundle's own copy of the device library, never this tree's.
+    EvaluatorOptions bundle_opts = opts;
+    bundle_opts.kernel_library = dir + "/library";
+    const LibraryHeaders headers = LibraryClosure(source, bundle_opts.kernel_library);
+    if (KernelHash(source, headers) != kernel.at("hash").get<std::string>()) {
+      line("MISMATCH: kernel.cu and library/ do not hash to the recorded sha256");
       out.match = false;
       return out;
     }
@@ -211,7 +222,7 @@ Result<VerifyOutcome> VerifyBundle(const std::string& dir, Store& store,
       for (Arch arch : {Arch::kSm90a, Arch::kSm100a}) {
         req.arch = arch;
         req.compile_only = true;
-        WS_ASSIGN_OR_RETURN(EvalResult r, Evaluate(req, opts));
+        WS_ASSIGN_OR_RETURN(EvalResult r, Evaluate(req, bundle_opts));
         const bool ok = r.verdict == Verdict::kNotRun;
         line(fmt::format("{}: {}{}", ArchName(arch), ok ? "compiled, plan valid" : "FAILED: ",
                          ok ? "" : std::string(VerdictName(r.verdict)) + ": " + r.message));
@@ -229,7 +240,7 @@ Result<VerifyOutcome> VerifyBundle(const std::string& dir, Store& store,
     WS_ASSIGN_OR_RETURN(req.arch, ParseArch(device->arch));
     req.device = *device;
     WS_ASSIGN_OR_RETURN(req.ceilings, CeilingsFor(store, *device, opts));
-    WS_ASSIGN_OR_RETURN(EvalResult r, Evaluate(req, opts));
+    WS_ASSIGN_OR_RETURN(EvalResult r, Evaluate(req, bundle_opts));
     const std::string verdict(VerdictName(r.verdict));
     line(fmt::format("on {} ({}, driver {}): verdict {} (recorded {}){}", device->name,
                      device->arch, device->driver, verdict, recorded_verdict,

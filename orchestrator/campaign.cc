@@ -98,8 +98,9 @@ Result<RecordedEvaluation> RecordEvaluation(Store& store, const EvalRequest& req
   out.gpu_seconds = gpu_seconds;
   KernelRecord k;
   k.problem = req.spec->name;
-  k.hash = Sha256Hex(req.source);
+  k.hash = KernelHash(req.source, r.library_headers);
   k.source = req.source;
+  k.library_headers = r.library_headers;
   k.origin = ctx.origin;
   k.parent_id = ctx.parent_kernel_id;
   k.campaign_id = ctx.campaign_id;
@@ -842,7 +843,9 @@ Result<int64_t> Engine::SeedKernel(const ProblemSpec& spec,
   WS_ASSIGN_OR_RETURN(std::string source, ReadFile(path));
   KernelRecord k;
   k.problem = spec.name;
-  k.hash = Sha256Hex(source);
+  // The identity its evaluations will record: the source with the library headers of today.
+  k.library_headers = LibraryClosure(source, KernelLibraryDir(env_.eval_opts));
+  k.hash = KernelHash(source, k.library_headers);
   k.source = source;
   k.origin = "seed:" + fs::path(path).lexically_normal().string();
   return store_->PutKernel(k);
@@ -1183,7 +1186,8 @@ Result<std::string> Engine::WorkerAttempt(ProblemRun& p, const AgentSpec& agent)
     examples.push_back({i == 0 ? "Parent" : fmt::format("Inspiration {}", i), k.source,
                         times[k.id] > 0
                             ? fmt::format("{:.2f} us geomean over the bench shapes", times[k.id])
-                            : "not timed yet"});
+                            : "not timed yet",
+                        LibraryClosure(k.source, KernelLibraryDir(env_.eval_opts))});
   }
   std::string board;
   for (const auto& c : candidates) {

@@ -1414,7 +1414,10 @@ Status WriteSources(const std::vector<ExportItem>& items, const fs::path& dir, b
   WS_RETURN_IF_ERROR(WriteFileAtomic((dir / "src/common.cc").string(), kCommonUnit));
   for (const auto& it : items) {
     const std::string source_file = "kernels/" + it.function + ".cu";
-    WS_RETURN_IF_ERROR(WriteFileAtomic((dir / "src" / source_file).string(), it.kernel.source));
+    // The device-library headers inlined as they were when the kernel was verified: the package
+    // does not depend on warpsmith's tree, nor on the library's later versions.
+    WS_RETURN_IF_ERROR(WriteFileAtomic((dir / "src" / source_file).string(),
+                                       InlineLibrary(it.kernel.source, it.kernel.library_headers)));
     WS_RETURN_IF_ERROR(WriteFileAtomic((dir / "src" / (it.function + ".kernel.cu")).string(),
                                        KernelUnit(it, source_file, torch)));
     WS_ASSIGN_OR_RETURN(std::string launcher, LauncherUnit(it));

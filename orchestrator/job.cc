@@ -139,7 +139,8 @@ json EvalResultJson(const EvalResult& r) {
             {"ran_on_gpu", r.ran_on_gpu},
             {"sandbox_layers", r.sandbox_layers},
             {"deep", r.deep},
-            {"phase_seconds", r.phase_seconds}};
+            {"phase_seconds", r.phase_seconds},
+            {"library_headers", r.library_headers}};
   j["device"] = r.device ? DeviceJson(*r.device) : json(nullptr);
   return j;
 }
@@ -199,6 +200,7 @@ Result<EvalResult> EvalResultFrom(const json& j) {
   r.sandbox_layers = j.value("sandbox_layers", std::map<std::string, std::string>{});
   r.deep = j.value("deep", std::map<std::string, std::string>{});
   r.phase_seconds = j.value("phase_seconds", std::map<std::string, double>{});
+  r.library_headers = j.value("library_headers", LibraryHeaders{});
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 namespace ws {
@@ -172,6 +173,11 @@ constexpr const char* kMigrations[] = {
         updated_at    TEXT NOT NULL DEFAULT ()sql" WS_STORE_NOW R"sql()
       );
       CREATE INDEX jobs_by_campaign ON jobs(campaign_id, node);
+    )sql",
+    // 5: the device-library headers a kernel was compiled with (KernelRecord::library_headers),
+    // a JSON object of path -> content; '{}' for kernels that include none.
+    R"sql(
+      ALTER TABLE kernels ADD COLUMN library_json TEXT NOT NULL DEFAULT '{}';
     )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -436,7 +442,7 @@ Result<int64_t> Store::PutKernel(const KernelRecord& k) {
       Stmt insert,
       Stmt::Prepare(db_,
                     "INSERT INTO kernels (problem, hash, source, origin, parent_id, campaign_id, "
-                    "agent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                    "agent, library_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
                     "ON CONFLICT (problem, hash) DO NOTHING",
                     "putting kernel"));
   insert.Bind(1, k.problem)
@@ -445,7 +451,8 @@ Result<int64_t> Store::PutKernel(const KernelRecord& k) {
       .Bind(4, k.origin)
       .Bind(5, k.parent_id)
       .Bind(6, k.campaign_id)
-      .Bind(7, k.agent);
+      .Bind(7, k.agent)
+      .Bind(8, nlohmann::json(k.library_headers).dump());
   WS_RETURN_IF_ERROR(insert.Run());
   WS_ASSIGN_OR_RETURN(Stmt find,
                       Stmt::Prepare(db_, "SELECT id FROM kernels WHERE problem = ?1 AND hash = ?2",
@@ -461,7 +468,7 @@ Result<KernelRecord> Store::GetKernel(int64_t id) {
   WS_ASSIGN_OR_RETURN(
       Stmt s, Stmt::Prepare(db_,
                             "SELECT id, problem, hash, source, origin, parent_id, created_at, "
-                            "campaign_id, agent FROM kernels WHERE id = ?1",
+                            "campaign_id, agent, library_json FROM kernels WHERE id = ?1",
                             "getting kernel"));
   s.Bind(1, id);
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -478,6 +485,13 @@ Result<KernelRecord> Store::GetKernel(int64_t id) {
   k.created_at = s.Text(6);
   k.campaign_id = OptionalInt(s, 7);
   k.agent = s.Text(8);
+  // Written by PutKernel only; a row that does not parse reads as no headers.
+  auto library = nlohmann::json::parse(s.Text(9), nullptr, false);
+  if (library.is_object()) {
+    for (const auto& [name, text] : library.items()) {
+      if (text.is_string()) k.library_headers[name] = text.get<std::string>();
+    }
+  }
   return k;
 }
 

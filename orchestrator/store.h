@@ -26,6 +26,9 @@ struct KernelRecord {
   std::string created_at;
   std::optional<int64_t> campaign_id;  // the campaign that produced it (first sighting)
   std::string agent;                   // "tuner", "openai:gpt-5", "" for files
+  /// The device-library headers (kernels/include) it was compiled with, path -> content; its
+  /// hash covers them (KernelHash), and export ships them beside the source.
+  std::map<std::string, std::string> library_headers;
 };
 
 struct ShapeTiming {

@@ -77,14 +77,14 @@ TEST_F(StoreTest, OpenMigrateReopenKeepsDataAndVersion) {
   {
     auto store = OpenOrDie();
     ASSERT_NE(store, nullptr);
-    EXPECT_EQ(store->schema_version(), 4);
+    EXPECT_EQ(store->schema_version(), 5);
     Result<int64_t> r = store->PutKernel(Kernel("p", "h1"));
     ASSERT_TRUE(r.ok()) << r.status().message();
     id = *r;
   }
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   Result<KernelRecord> k = store->GetKernel(id);
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(k->hash, "h1");
@@ -122,6 +122,13 @@ TEST_F(StoreTest, KernelsAreDedupedByProblemAndHash) {
   EXPECT_EQ(k->origin, "file:h2.cu");
   EXPECT_EQ(k->parent_id, a);
   EXPECT_TRUE(IsIsoUtc(k->created_at)) << k->created_at;
+
+  KernelRecord with_library = Kernel("p", "h4");
+  with_library.library_headers = {{"ws/mx.cuh", "#pragma once\n// \"quoted\"\n"}};
+  Result<KernelRecord> back = store->GetKernel(*store->PutKernel(with_library));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->library_headers, with_library.library_headers);
+  EXPECT_TRUE(k->library_headers.empty());
 
   EXPECT_EQ(store->GetKernel(a)->origin, "file:h.cu");
   EXPECT_FALSE(store->GetKernel(a)->parent_id.has_value());
@@ -393,7 +400,7 @@ TEST_F(StoreTest, VersionOneDatabaseMigrates) {
 
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   auto evals = store->Evaluations("p", 0);
   ASSERT_TRUE(evals.ok()) << evals.status().message();
   ASSERT_EQ(evals->size(), 1u);
@@ -450,11 +457,12 @@ TEST_F(StoreTest, VersionTwoDatabaseMigratesWithEmptySandbox) {
     ASSERT_NE(store, nullptr);
     kid = *store->PutKernel(Kernel("p", "h"));
   }
-  // Turn the fresh database back into version 2: the step-4 and step-3 additions removed, a
-  // row written the way version 2 wrote it.
+  // Turn the fresh database back into version 2: the step-5, step-4 and step-3 additions
+  // removed, a row written the way version 2 wrote it.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const std::string v2 = fmt::format(
+      "ALTER TABLE kernels DROP COLUMN library_json;"
       "DROP TABLE jobs;"
       "DROP INDEX evaluations_by_job;"
       "ALTER TABLE evaluations DROP COLUMN job_id;"
@@ -472,13 +480,14 @@ TEST_F(StoreTest, VersionTwoDatabaseMigratesWithEmptySandbox) {
 
   auto store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   auto evals = store->Evaluations("p", 0);
   ASSERT_TRUE(evals.ok()) << evals.status().message();
   ASSERT_EQ(evals->size(), 1u);
   EXPECT_EQ((*evals)[0].agent, "tuner");
   EXPECT_EQ((*evals)[0].sandbox_json, "{}");
   EXPECT_EQ((*evals)[0].deep_json, "{}");
+  EXPECT_TRUE(store->GetKernel(kid)->library_headers.empty());
   auto lb = store->Leaderboard("p");
   ASSERT_TRUE(lb.ok()) << lb.status().message();
   ASSERT_EQ(lb->size(), 1u);

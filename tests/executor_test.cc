@@ -347,6 +347,7 @@ TEST(JobJsonTest, SpecAndResultRoundTrip) {
   d.name = "NVIDIA H200";
   d.limits.num_sms = 132;
   r.result.device = d;
+  r.result.library_headers = {{"ws/mx.cuh", "#pragma once\n"}};
   auto rb = ParseJobResult(JobResultJson(r));
   ASSERT_TRUE(rb.ok()) << rb.status().message();
   EXPECT_EQ(rb->gpu_index, std::optional<int>(1));
@@ -360,6 +361,7 @@ TEST(JobJsonTest, SpecAndResultRoundTrip) {
   ASSERT_TRUE(rb->result.device.has_value());
   EXPECT_EQ(rb->result.device->name, "NVIDIA H200");
   EXPECT_EQ(rb->result.compile.resources.kernels.at(0).registers, 32);
+  EXPECT_EQ(rb->result.library_headers, r.result.library_headers);
 }
 
 // ---- The local executor -------------------------------------------------------------------------

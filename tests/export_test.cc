@@ -94,7 +94,8 @@ class ExportTest : public testing::Test {
   // `ranked` gives an ok verdict with hidden shapes and bench timings; otherwise a compile-only
   // not_run.
   void Record(const std::string& file, const std::map<std::string, std::string>& params,
-              const std::map<std::string, int64_t>& knobs, bool ranked) {
+              const std::map<std::string, int64_t>& knobs, bool ranked,
+              const LibraryHeaders& headers = {}) {
     auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
     ASSERT_TRUE(store.ok()) << store.status().message();
     auto source = ReadFile(file);
@@ -108,6 +109,7 @@ class ExportTest : public testing::Test {
     req.compile_only = !ranked;
     EvalResult r;
     r.knobs = knobs;
+    r.library_headers = headers;
     if (ranked) {
       r.verdict = Verdict::kOk;
       DeviceInfo d;
@@ -507,7 +509,51 @@ TEST_F(ExportTest, BundleAndVerify) {
   ASSERT_TRUE(WriteFileAtomic((b / "kernel.cu").string(), src + "\n// tampered\n").ok());
   Proc t = Warpsmith({"verify", b.string()});
   EXPECT_EQ(t.exit_code, 1) << t.out << t.err;
-  EXPECT_NE(t.out.find("does not hash to the recorded sha256"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("do not hash to the recorded sha256"), std::string::npos) << t.out;
+}
+
+// A kernel that includes the device library: its bundle carries the headers it was verified with
+// and verify compiles against those; the packages inline them.
+TEST_F(ExportTest, LibraryHeadersTravelWithTheKernel) {
+  const std::string file = (dir_ / "with_library.cu").string();
+  const std::string source =
+      "#include \"ws/mx.cuh\"\n" + ReadFile(TunedKernel()).value();
+  ASSERT_TRUE(WriteFileAtomic(file, source).ok());
+  const LibraryHeaders headers = LibraryClosure(source, KernelLibraryDir());
+  ASSERT_EQ(headers.count("ws/mx.cuh"), 1u);
+  Record(file, {{"rounding", "rceil"}}, {}, /*ranked=*/true, headers);
+
+  const fs::path out = dir_ / "bundles";
+  Proc x = Warpsmith({"export", "--all", "--out", out.string(), "--format", "bundle"});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  const fs::path b = out / kProblem;
+  auto j = json::parse(ReadFile((b / "bundle.json").string()).value());
+  EXPECT_EQ(j["kernel"]["hash"], KernelHash(source, headers));
+  EXPECT_NE(j["kernel"]["hash"], Sha256Hex(source));
+  EXPECT_EQ(ReadFile((b / "library/ws/mx.cuh").string()).value(), headers.at("ws/mx.cuh"));
+  if (!HaveGpu()) {
+    Proc v = Warpsmith({"verify", b.string()});
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+    EXPECT_NE(v.out.find("sm_100a: compiled, plan valid"), std::string::npos) << v.out;
+  }
+  // A header edited after the verdict is a different kernel.
+  ASSERT_TRUE(WriteFileAtomic((b / "library/ws/mx.cuh").string(),
+                              headers.at("ws/mx.cuh") + "\n// edited\n")
+                  .ok());
+  Proc t = Warpsmith({"verify", b.string()});
+  EXPECT_EQ(t.exit_code, 1) << t.out << t.err;
+  EXPECT_NE(t.out.find("do not hash to the recorded sha256"), std::string::npos) << t.out;
+
+  const fs::path pkg = dir_ / "pkg";
+  Proc c = Warpsmith({"export", "--all", "--out", pkg.string(), "--format", "cmake"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::string unit;
+  for (const auto& e : fs::directory_iterator(pkg / "src" / "kernels")) {
+    unit += ReadFile(e.path().string()).value();
+  }
+  EXPECT_NE(unit.find("ws/mx.cuh (warpsmith device library, inlined)"), std::string::npos);
+  EXPECT_NE(unit.find("rceil_scale"), std::string::npos);
+  EXPECT_EQ(unit.find("#include \"ws/"), std::string::npos) << "the package is self-contained";
 }
 
 // Every problem's starting kernel (multi-launch plans, workspaces, i64 arguments, every dtype),
