@@ -1,0 +1,576 @@
+/* warpsmith:plan
+{ "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [0, 1, 2],
+              "PREFETCH": [1, 0] },
+  "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
+                "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
+                "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10)",
+                "args":  ["x", "topk_ids", "topk_weights", "w13", "workspace",
+                          "T", "E", "TOPK", "H", "I"] },
+              { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true,
+                "grid":  ["ceil_div(H, 16)"],
+                "block": ["32 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms))"],
+                "smem":  "4 * (2 * E + 4 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 64 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * min(T, min(64, max(1, 512 / TOPK)))",
+                "args":  ["topk_ids", "w2", "workspace", "y", "T", "E", "TOPK", "H", "I"] } ],
+  "workspace": { "bytes": "2 * T * TOPK * I", "zero": false } }
+*/
+// MoE decode, the fused expert MLP of a small batch, hand-tuned ("warp decode": organized around
+// outputs, no per-expert buffers, no gather, no padding): x [T,H] bf16, topk_ids/topk_weights
+// [T,K], w13 [E,2I,H], w2 [E,H,I] bf16 -> y [T,H] bf16. Two launches; h lives in the workspace.
+//
+// Paper model (memory bound; U = E(1-(1-K/E)^T) distinct experts, each read once: 6HI bytes):
+//   shape (T,E,K,H,I)            U      weights   H200 @4.2 TB/s   B200 @7.2 TB/s  pairs/expert
+//   Qwen3 1,128,8,2048,768       8.0    75.5 MB      18.0 us         10.5 us        1.0
+//   Qwen3 8                      51.6   487 MB      116 us           68 us          1.2
+//   Qwen3 32                     111.8  1055 MB     251 us          147 us          2.3
+//   Qwen3 64                     125.9  1189 MB     283 us          165 us          4.1
+//   Mixtral 1,8,2,4096,14336     2.0    705 MB      168 us           98 us          1.0
+//   Mixtral 8                    7.2    2536 MB     604 us          352 us          2.2
+//   DSV3-EP8 1,32,8,7168,2048    8.0    705 MB      168 us           98 us          1.0
+//   gpt-oss 32,128,4,2880,2880   81.7   4064 MB     968 us          565 us          1.6
+// (x, y, routing and h add < 1.5 MB.) Math on tensor cores (mma.sync m16n8k16, fp32 accumulate):
+// one mma per 8-token n-tile per 512 weight bytes = 8 FLOP/B executed (6TKHI useful, at most
+// 5.6 GFLOP), 34 TFLOP/s at 4.2 TB/s per n-tile in use: under 15% of mma.sync's rate.
+//
+// Design:
+//  - Both kernels build, in shared memory, the per-expert token lists of a window of tokens (all
+//    64 at decode): a histogram of topk_ids, one scan, and a scatter in pair order by one warp
+//    (__match_any_sync), so every CTA gets the same lists. An item is (expert, up to 8*NTILES of
+//    its tokens): the mma's n dimension. An expert with more tokens gets more items (re-read).
+//  - mma fragments straight from global memory: lane (g = lane/4, q = lane%4) loads 16 bytes (8
+//    consecutive k) of row g and of row g+8; the two halves of the chunk are two k16 steps with k
+//    permuted consistently in A and B (B: the same 16 bytes of token g's activation row). A warp
+//    group is CHUNKS such chunks per row: 32*CHUNKS columns, 64*CHUNKS contiguous bytes per row.
+//  - Kernel 1 (gate/up): a unit is (item, 8 rows r0..r0+7): logical rows 0-7 are the gate rows,
+//    8-15 the up rows r0..r0+7, so each lane holds g and u of the same (row, token) in its
+//    accumulator and h = silu(g) * u * topk_weight is formed in registers, rounded to bf16 and
+//    stored to workspace h [T*K, I]. Persistent grid (16 warps per SM); units are dealt to teams
+//    of KS warps across CTAs first; KS (runtime, power of 2) splits H inside a team when there
+//    are fewer units than warps (batch 1), partial sums reduced in shared memory in warp order.
+//  - Kernel 2 (down, PDL): output-stationary. A CTA owns 16 rows of H for every token; its warps
+//    deal units (item, column group of I) round-robin, accumulate in registers per item and add
+//    into a per-warp [tokens,16] fp32 tile in shared memory; at the end the CTA sums the warp
+//    tiles in order and writes y once in bf16. No atomics, deterministic. Block size is chosen
+//    by the plan so that all ceil(H/16) CTAs are resident at once (16 warps per SM). Before
+//    griddepcontrol.wait it builds its lists and bulk-prefetches (PREFETCH) the first 64 KB of
+//    its w2 rows into L2, which fills the bubble between the two kernels.
+//  - Numerics: products exact (bf16 x bf16), fp32 accumulation (tensor cores), h rounded once to
+//    bf16 (the spec allows it), the routing weight folded into h, one bf16 rounding of y.
+// Why it should be fast: each distinct expert's weights leave HBM once (per token window),
+// 16-byte loads, 64-128 KB in flight per SM from registers alone, no atomics, and tensor cores
+// keep the ALU work per byte near zero even at 16+ tokens per expert.
+// Blackwell: nothing sm_100a-specific pays for a memory-bound GEMV with <= 32 tokens per expert
+// (tcgen05 needs M = 64/128 tiles and tensor memory setup); the same code compiles for both.
+//
+// Knobs: TILE = 10 * CHUNKS + NTILES, only the pairs that fit 128 registers unspilled
+// (42, 81, 24, 22, 41; not 44 or 82): CHUNKS 16-byte chunks per row per lane and group (bytes in
+// flight and per-row contiguity: 4 KB per warp at 42, 8 KB at 81), NTILES 8-token n-tiles per
+// item (2: 16 tokens per expert in one pass; 24 for DeepSeek-V3 EP8 at 64 tokens, ~16 per
+// expert; a second pass mostly hits L2 since both passes run at the same time). WARPS (kernel 1
+// CTA size), LOAD_HINT (weight loads: 0 ld.global.nc, 1 + L1::no_allocate, 2 + L2::256B
+// prefetch), PREFETCH (kernel 2's L2 prefetch before griddepcontrol.wait).
+//
+// Evaluate: build/warpsmith eval moe_decode_fused kernels/moe_decode_fused/kernel.cu
+//   [--knob TILE=81 ...]; peers: bench/peers/moe_decode_fused.py. Notes: NOTES.md beside this.
+//
+// SASS claims: the bf16 tensor-core mma and the 128-bit read-only weight loads.
+// warpsmith:sass sm_90a: HMMA.16816.F32.BF16 LDG.E.128.CONSTANT MATCH.ANY
+// warpsmith:sass sm_100a: HMMA.16816.F32.BF16 LDG.E.128.CONSTANT MATCH.ANY
+
+#ifndef TILE
+#define TILE 42
+#endif
+#ifndef WARPS
+#define WARPS 8
+#endif
+#ifndef LOAD_HINT
+#define LOAD_HINT 0
+#endif
+#ifndef PREFETCH
+#define PREFETCH 1
+#endif
+
+namespace {
+
+typedef unsigned int uint32_t;
+typedef unsigned short uint16_t;
+
+struct Config {
+  static constexpr int kChunks = TILE / 10;          // 16-byte chunks per row per lane and group
+  static constexpr int kNTiles = TILE % 10;          // 8-token n-tiles per item
+  static constexpr int kItemTokens = 8 * kNTiles;    // tokens one pass over an expert serves
+  static constexpr int kGroupCols = 32 * kChunks;    // columns (k) a warp covers per group
+  static constexpr int kWarps1 = WARPS;              // kernel 1 warps per CTA
+  static constexpr int kWarpsPerSm = 16;             // both kernels: 16 warps x <= 128 registers
+  static constexpr int kMaxThreads2 = 32 * kWarpsPerSm;
+  static constexpr int kRows2 = 16;                  // kernel 2: rows of H per CTA
+  static constexpr int kWindowTokens = 64;           // token window (the plan's smem agrees)
+  static constexpr int kWindowPairs = 512;
+  static constexpr int kPrefetchBytes = PREFETCH ? 64 * 1024 : 0;  // kernel 2's L2 prefetch per CTA
+  static constexpr int kPrefetchRowBytes = 4096;
+};
+static_assert(Config::kChunks == 2 || Config::kChunks == 4 || Config::kChunks == 8, "chunks");
+static_assert(Config::kNTiles >= 1 && Config::kNTiles <= 4, "item tokens fit the 8-bit count");
+// Registers: a group's A (8 per chunk) and B (4 per chunk and n-tile) are live together; beyond
+// 96 of them, or 32 of B (whose n-tiles also carry accumulators and row pointers), the
+// 128-register cap (16 warps per SM) spills: (4,4) and (8,2) do.
+static_assert(Config::kChunks * (2 + Config::kNTiles) <= 24 &&
+                  Config::kChunks * Config::kNTiles <= 8,
+              "TILE: CHUNKS * (2 + NTILES) <= 24 and CHUNKS * NTILES <= 8");
+static_assert(Config::kWarps1 == 8 || Config::kWarps1 == 16, "16 / WARPS CTAs per SM");
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+struct Chunk {
+  uint32_t w[4];  // 8 bf16, element 2i in the low half of w[i]
+};
+
+// Weight rows: streamed once, read-only for the kernel's life.
+__device__ __forceinline__ Chunk load_weight(const uint16_t* p) {
+  Chunk c;
+#if LOAD_HINT == 1
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif LOAD_HINT == 2
+  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#else
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+#endif
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "l"(p));
+  return c;
+}
+
+// x: read-only, reused by many warps (L1 allowed).
+__device__ __forceinline__ Chunk load_x(const uint16_t* p) {
+  Chunk c;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "l"(p));
+  return c;
+}
+
+// h: written by kernel 1, which may still be finishing when kernel 2 starts (PDL): L2 only.
+__device__ __forceinline__ Chunk load_h(const uint16_t* p) {
+  Chunk c;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "l"(p)
+               : "memory");
+  return c;
+}
+
+__device__ __forceinline__ Chunk zero_chunk() { return Chunk{{0u, 0u, 0u, 0u}}; }
+
+// d += A (16x16, row) * B (16x8, col), bf16 in, fp32 accumulate.
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], uint32_t a0, uint32_t a1,
+                                               uint32_t a2, uint32_t a3, uint32_t b0,
+                                               uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// One group's mma: lo/hi are the lane's chunks of logical rows g and g+8, b[nt] token g's chunk
+// of n-tile nt. Chunk half s (words 2s, 2s+1) is a k16 step: logical k 2q,2q+1 <-> word 2s and
+// 2q+8,2q+9 <-> word 2s+1, the same words in A and B, so the permutation of k cancels.
+__device__ __forceinline__ void mma_group(float (&acc)[Config::kNTiles][4],
+                                          const Chunk (&lo)[Config::kChunks],
+                                          const Chunk (&hi)[Config::kChunks],
+                                          const Chunk (&b)[Config::kNTiles][Config::kChunks],
+                                          int n_tiles) {
+#pragma unroll
+  for (int u = 0; u < Config::kChunks; ++u) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+#pragma unroll
+      for (int nt = 0; nt < Config::kNTiles; ++nt) {
+        if (nt < n_tiles) {
+          mma_bf16_16816(acc[nt], lo[u].w[2 * s], hi[u].w[2 * s], lo[u].w[2 * s + 1],
+                         hi[u].w[2 * s + 1], b[nt][u].w[2 * s], b[nt][u].w[2 * s + 1]);
+        }
+      }
+    }
+  }
+}
+
+// fp32 -> bf16 bits, RNE; NaN -> 0x7FC0; overflow rounds to +-Inf.
+__device__ __forceinline__ uint16_t bf16_rne(float v) {
+  const uint32_t b = __float_as_uint(v);
+  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  return static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
+// Tokens per window; the plan's smem expressions use the same formula.
+__device__ __forceinline__ int window_tokens(int T, int K) {
+  return min(T, min(Config::kWindowTokens, max(1, Config::kWindowPairs / K)));
+}
+
+// The routing of one token window, in shared memory. An item is (expert, up to kItemTokens of
+// its pairs): item_e[i], item_sc[i] = start << 8 | count, its pairs plist[start .. start+count),
+// a pair index p = (t - t0) * K + j local to the window, in increasing p within an expert.
+struct Routing {
+  int* cnt;      // [E] per-expert pair count, then the scatter cursor
+  int* pre;      // [E] exclusive scan of (items << 16 | pairs)
+  int* ids;      // [window pairs] expert of each pair
+  int* plist;    // [window pairs] pairs grouped by expert
+  int* item_e;   // [window pairs]
+  int* item_sc;  // [window pairs]
+  int* misc;     // [40]: [0] scan total, [8..39] warp sums
+};
+
+__device__ __forceinline__ Routing carve_routing(int* base, int E, int pairs_max) {
+  Routing r;
+  r.cnt = base;
+  r.pre = r.cnt + E;
+  r.ids = r.pre + E;
+  r.plist = r.ids + pairs_max;
+  r.item_e = r.plist + pairs_max;
+  r.item_sc = r.item_e + pairs_max;
+  r.misc = r.item_sc + pairs_max;
+  return r;
+}
+
+// Builds the routing of tokens [t0, t0 + n_tok); returns the number of items. Every thread of
+// the CTA calls it; it ends with a __syncthreads. wt (optional) receives the pairs' weights.
+__device__ int build_routing(const Routing& r, const int* __restrict__ topk_ids,
+                             const float* __restrict__ topk_weights, float* wt, int t0, int n_tok,
+                             int K, int E) {
+  const int tid = threadIdx.x, nthreads = blockDim.x;
+  const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
+  const int np = n_tok * K;
+  const long long base = static_cast<long long>(t0) * K;
+  for (int e = tid; e < E; e += nthreads) r.cnt[e] = 0;
+  for (int p = tid; p < np; p += nthreads) {
+    r.ids[p] = topk_ids[base + p];
+    if (wt != nullptr) wt[p] = topk_weights[base + p];
+  }
+  __syncthreads();
+  for (int p = tid; p < np; p += nthreads) {
+    const int e = r.ids[p];
+    // NOTE: the spec promises ids in [0, E); an id outside is dropped rather than corrupting smem.
+    if (static_cast<unsigned>(e) < static_cast<unsigned>(E)) atomicAdd(&r.cnt[e], 1);
+  }
+  __syncthreads();
+  // Exclusive scan of v(e) = items(e) << 16 | pairs(e): both totals are <= np < 2^16.
+  const int per = (E + nthreads - 1) / nthreads;
+  const int e0 = min(E, tid * per), e1 = min(E, e0 + per);
+  int local = 0;
+  for (int e = e0; e < e1; ++e) {
+    const int c = r.cnt[e];
+    local += ((c + Config::kItemTokens - 1) / Config::kItemTokens) << 16 | c;
+  }
+  int incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int v = __shfl_up_sync(kFullMask, incl, o);
+    if (lane >= o) incl += v;
+  }
+  if (lane == 31) r.misc[8 + warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const int v = lane < nwarps ? r.misc[8 + lane] : 0;
+    int s = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int w = __shfl_up_sync(kFullMask, s, o);
+      if (lane >= o) s += w;
+    }
+    if (lane < nwarps) r.misc[8 + lane] = s - v;  // exclusive prefix of the warps
+    if (lane == 31) r.misc[0] = s;
+  }
+  __syncthreads();
+  int run = r.misc[8 + warp] + incl - local;
+  for (int e = e0; e < e1; ++e) {
+    const int c = r.cnt[e];
+    r.pre[e] = run;
+    run += ((c + Config::kItemTokens - 1) / Config::kItemTokens) << 16 | c;
+  }
+  __syncthreads();
+  for (int e = tid; e < E; e += nthreads) {
+    const int c = r.cnt[e];
+    const int start = r.pre[e] & 0xFFFF, item0 = r.pre[e] >> 16;
+    for (int i = 0; i * Config::kItemTokens < c; ++i) {
+      const int first = i * Config::kItemTokens;
+      r.item_e[item0 + i] = e;
+      r.item_sc[item0 + i] = (start + first) << 8 | min(Config::kItemTokens, c - first);
+    }
+    r.cnt[e] = 0;  // now the scatter cursor
+  }
+  __syncthreads();
+  // Scatter in pair order by one warp: deterministic, so every CTA splits an expert's pairs
+  // into the same items.
+  if (warp == 0) {
+    for (int p0 = 0; p0 < np; p0 += 32) {
+      const int p = p0 + lane;
+      int e = p < np ? r.ids[p] : -1;
+      if (static_cast<unsigned>(e) >= static_cast<unsigned>(E)) e = -1;
+      const unsigned peers = __match_any_sync(kFullMask, e);
+      const int rank = __popc(peers & ((1u << lane) - 1u));
+      if (e >= 0) r.plist[(r.pre[e] & 0xFFFF) + r.cnt[e] + rank] = p;
+      __syncwarp();
+      if (e >= 0 && rank == 0) r.cnt[e] += __popc(peers);
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  return r.misc[0] >> 16;
+}
+
+__device__ __forceinline__ void team_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace
+
+// Kernel 1: h[p, r] = bf16(silu(w13[e, r] . x[t]) * (w13[e, I + r] . x[t]) * topk_weights[p])
+// for every pair p = (t, j), e = topk_ids[p], r < I. h is the workspace, [T*K, I] bf16.
+extern "C" __global__ void
+__launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
+    sm90_bf16_moe_decode_gate_up_mma(const uint16_t* __restrict__ x,
+                                     const int* __restrict__ topk_ids,
+                                     const float* __restrict__ topk_weights,
+                                     const uint16_t* __restrict__ w13, uint16_t* __restrict__ h,
+                                     int T, int E, int K, int H, int I) {
+  // Kernel 2 may be scheduled as soon as SMs free up; it waits for our completion itself.
+  asm volatile("griddepcontrol.launch_dependents;");
+  constexpr int kNT = Config::kNTiles, kC = Config::kChunks;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tw = window_tokens(T, K);
+  const int pairs_max = tw * K;
+  float* red = reinterpret_cast<float*>(smem);  // [WARPS][4*kNT][32] team partial sums
+  float* wt = red + Config::kWarps1 * 4 * kNT * 32;                     // [pairs_max]
+  const Routing rt = carve_routing(reinterpret_cast<int*>(wt + pairs_max), E, pairs_max);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const int row_blocks = I / 8;  // I % 8 == 0 (spec)
+  const int n_groups = (H + Config::kGroupCols - 1) / Config::kGroupCols;
+  const long long total_warps = static_cast<long long>(gridDim.x) * Config::kWarps1;
+
+  for (int t0 = 0; t0 < T; t0 += tw) {
+    const int n_tok = min(tw, T - t0);
+    const int n_items = build_routing(rt, topk_ids, topk_weights, wt, t0, n_tok, K, E);
+    const long long n_units = static_cast<long long>(n_items) * row_blocks;
+    // Team size: split H over ks warps while the units leave warps idle.
+    int ks = 1;
+    while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
+    const int team = warp / ks, kw = warp % ks;
+    const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
+    // Units are dealt across CTAs first, so a small batch still spreads over every SM.
+    for (long long unit = static_cast<long long>(team) * gridDim.x + blockIdx.x; unit < n_units;
+         unit += n_teams) {
+      const int item = static_cast<int>(unit / row_blocks);
+      const int r0 = static_cast<int>(unit % row_blocks) * 8;
+      const int e = rt.item_e[item];
+      const int start = rt.item_sc[item] >> 8, count = rt.item_sc[item] & 0xFF;
+      const int n_tiles = (count + 7) / 8;
+      // Logical row g: gate row r0 + g; logical row g + 8: up row r0 + g.
+      const uint16_t* gate = w13 + (static_cast<long long>(e) * 2 * I + r0 + g) * H;
+      const uint16_t* up = gate + static_cast<long long>(I) * H;
+      const uint16_t* xrow[kNT];
+      bool has_tok[kNT];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const int slot = nt * 8 + g;
+        has_tok[nt] = slot < count;
+        const int p = has_tok[nt] ? rt.plist[start + slot] : 0;
+        xrow[nt] = x + static_cast<long long>(t0 + p / K) * H;
+      }
+      float acc[kNT][4];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+      }
+      for (int kg = kw; kg < n_groups; kg += ks) {
+        const int c0 = kg * Config::kGroupCols + 8 * q;
+        Chunk lo[kC], hi[kC], b[kNT][kC];
+#pragma unroll
+        for (int u = 0; u < kC; ++u) {
+          const int col = c0 + 32 * u;
+          lo[u] = zero_chunk();
+          hi[u] = zero_chunk();
+          if (col < H) {  // H % 8 == 0: a chunk is wholly inside or outside
+            lo[u] = load_weight(gate + col);
+            hi[u] = load_weight(up + col);
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int u = 0; u < kC; ++u) {
+            const int col = c0 + 32 * u;
+            b[nt][u] = zero_chunk();
+            if (nt < n_tiles && has_tok[nt] && col < H) b[nt][u] = load_x(xrow[nt] + col);
+          }
+        }
+        mma_group(acc, lo, hi, b, n_tiles);
+      }
+      if (ks > 1) {
+        // Team reduction in warp order (deterministic); warp kw == 0 of the team stores.
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) red[((warp * kNT + nt) * 4 + i) * 32 + lane] = acc[nt][i];
+        }
+        team_barrier(1 + team, 32 * ks);
+        if (kw == 0) {
+          for (int w = warp + 1; w < warp + ks; ++w) {
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[nt][i] += red[((w * kNT + nt) * 4 + i) * 32 + lane];
+            }
+          }
+        }
+        team_barrier(1 + team, 32 * ks);
+      }
+      if (kw == 0) {
+        // acc[nt] = {gate(r0+g, slot 2q), gate(.., 2q+1), up(r0+g, 2q), up(.., 2q+1)}.
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int slot = nt * 8 + 2 * q + j;
+            if (slot < count) {
+              const int p = rt.plist[start + slot];
+              const float gv = acc[nt][j], uv = acc[nt][2 + j];
+              const float hv = gv / (1.0f + __expf(-gv)) * uv * wt[p];
+              h[(static_cast<long long>(t0) * K + p) * I + r0 + g] = bf16_rne(hv);
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // the routing is rebuilt for the next window
+  }
+}
+
+// Kernel 2: y[t, c] = bf16(sum over pairs p of t: w2[e_p, c] . h[p]) (weights already in h).
+// CTA b owns rows c in [16b, 16b + 16) for every token.
+extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
+    sm90_bf16_moe_decode_down_mma(const int* __restrict__ topk_ids,
+                                  const uint16_t* __restrict__ w2, const uint16_t* h,
+                                  uint16_t* __restrict__ y, int T, int E, int K, int H, int I) {
+  constexpr int kNT = Config::kNTiles, kC = Config::kChunks, kR = Config::kRows2;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tw = window_tokens(T, K);
+  const int pairs_max = tw * K;
+  const int nwarps = blockDim.x >> 5;
+  float* ys = reinterpret_cast<float*>(smem);  // [nwarps][tw][16] per-warp partial y
+  const Routing rt = carve_routing(reinterpret_cast<int*>(ys + nwarps * tw * kR), E, pairs_max);
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
+  const int row0 = blockIdx.x * kR;
+  const bool hi_ok = row0 + kR <= H;  // rows row0+8.. exist (H % 8 == 0: all or none)
+  const int n_groups = (I + Config::kGroupCols - 1) / Config::kGroupCols;
+  float* my_ys = ys + warp * tw * kR;
+
+  for (int t0 = 0; t0 < T; t0 += tw) {
+    const int n_tok = min(tw, T - t0);
+    for (int i = tid; i < nwarps * tw * kR; i += blockDim.x) ys[i] = 0.0f;
+    const int n_items = build_routing(rt, topk_ids, nullptr, nullptr, t0, n_tok, K, E);
+    if (Config::kPrefetchBytes > 0 && t0 == 0) {
+      // The first items' rows (their leading 4 KB) into L2 while kernel 1 drains.
+      const int rows = hi_ok ? kR : kR / 2;
+      const int row_bytes = min(2 * I, Config::kPrefetchRowBytes);  // I % 8 == 0: 16-byte multiple
+      const int n_pf = min(n_items, max(1, Config::kPrefetchBytes / (rows * row_bytes)));
+      for (int i = tid; i < n_pf * rows; i += blockDim.x) {
+        const int e = rt.item_e[i / rows];
+        const uint16_t* p = w2 + (static_cast<long long>(e) * H + row0 + i % rows) * I;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(row_bytes)
+                     : "memory");
+      }
+    }
+    // h is kernel 1's output: wait for it (a no-op without PDL).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+
+    const long long pair_base = static_cast<long long>(t0) * K;
+    const long long n_units = static_cast<long long>(n_items) * n_groups;
+    int cur = -1, start = 0, count = 0, n_tiles = 0;
+    const uint16_t* wlo = w2;
+    const uint16_t* whi = w2;
+    const uint16_t* hrow[kNT];
+    bool has_tok[kNT];
+    float acc[kNT][4];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      hrow[nt] = h;
+      has_tok[nt] = false;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+    }
+    // Adds the finished item's partial sums into this warp's tile.
+    auto flush = [&]() {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int slot = nt * 8 + 2 * q + j;
+          if (slot < count) {
+            const int tt = rt.plist[start + slot] / K;
+            my_ys[tt * kR + g] += acc[nt][j];
+            if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2 + j];
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+      }
+      // NOTE: the next item may give this (row, token) to another lane.
+      __syncwarp();
+    };
+    for (long long unit = warp; unit < n_units; unit += nwarps) {
+      const int item = static_cast<int>(unit / n_groups);
+      const int kg = static_cast<int>(unit % n_groups);
+      if (item != cur) {
+        if (cur >= 0) flush();
+        cur = item;
+        const int e = rt.item_e[item];
+        start = rt.item_sc[item] >> 8;
+        count = rt.item_sc[item] & 0xFF;
+        n_tiles = (count + 7) / 8;
+        wlo = w2 + (static_cast<long long>(e) * H + row0 + g) * I;
+        whi = wlo + 8LL * I;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          const int slot = nt * 8 + g;
+          has_tok[nt] = slot < count;
+          const int p = has_tok[nt] ? rt.plist[start + slot] : 0;
+          hrow[nt] = h + (pair_base + p) * I;
+        }
+      }
+      const int c0 = kg * Config::kGroupCols + 8 * q;
+      Chunk lo[kC], hi[kC], b[kNT][kC];
+#pragma unroll
+      for (int u = 0; u < kC; ++u) {
+        const int col = c0 + 32 * u;
+        lo[u] = zero_chunk();
+        hi[u] = zero_chunk();
+        if (col < I) {  // I % 8 == 0: a chunk is wholly inside or outside
+          lo[u] = load_weight(wlo + col);
+          if (hi_ok) hi[u] = load_weight(whi + col);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int u = 0; u < kC; ++u) {
+          const int col = c0 + 32 * u;
+          b[nt][u] = zero_chunk();
+          if (nt < n_tiles && has_tok[nt] && col < I) b[nt][u] = load_h(hrow[nt] + col);
+        }
+      }
+      mma_group(acc, lo, hi, b, n_tiles);
+    }
+    if (cur >= 0) flush();
+    __syncthreads();
+    // y rows of the window: the warp tiles summed in warp order, one bf16 rounding.
+    for (int i = tid; i < n_tok * kR; i += blockDim.x) {
+      const int tt = i / kR, r = i % kR;
+      if (row0 + r >= H) continue;
+      float s = 0.0f;
+      for (int w = 0; w < nwarps; ++w) s += ys[w * tw * kR + i];
+      y[static_cast<long long>(t0 + tt) * H + row0 + r] = bf16_rne(s);
+    }
+    __syncthreads();
+  }
+}
