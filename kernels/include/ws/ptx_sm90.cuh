@@ -48,6 +48,12 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
+/// Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it
+/// (wgmma / tcgen05 operands, TMA stores); issue it before the arrive that publishes the data.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // ---- TMA ----
 
 __device__ __forceinline__ void tma_prefetch(const TensorMap* map) {
