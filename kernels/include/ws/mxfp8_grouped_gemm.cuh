@@ -1,0 +1,565 @@
+// warpsmith device library: the MXFP8 grouped GEMM core of mxfp8_grouped_gemm_fwd, _dgrad, _wgrad.
+// Operands: A [rows, depth] and B [cols, depth] E4M3, both contiguous along the
+// contraction, with E8M0 scales [row, depth/32] per 32-element block; out = sum over blocks of
+// 2^(Sa-127) * 2^(Sb-127) * (block dot product), accumulated in fp32.
+//  - ws::kFwd form (fwd, and dgrad with N and K renamed): rows are a group's tokens, B is expert
+//    g's [cols, depth] slice of a 3-D [E, cols, depth] tensor; out [tokens, cols] bf16.
+//  - ws::kWgrad form: depth is a group's tokens, A [rows, tokens], B [cols, tokens];
+//    out [E, rows, cols] fp32; an empty group's tile is stored as zeros.
+// Machinery (ws/ptx_sm90.cuh, ws/wgmma.cuh, ws/tcgen05.cuh, ws/tile_scheduler.cuh): persistent CTAs
+// of 384 threads over the group cursor's tiles (128 x BN), TMA rings on mbarriers; warpgroup 0
+// produces, warpgroups 1-2 consume. Strategies on sm_90a (no hardware block scaling):
+//  - kPromote (A): TMA loads E4M3 k-blocks of 128 (SW128); warps 1-3 stage the blocks' scales as
+//    fp32 2^(S-127) in shared memory; each consumer warpgroup issues one QGMMA m64nBNk32 per MX
+//    block into a fresh register fragment (scale-d = 0) and promotes it, acc += (part * sa) * sb,
+//    with the next block's QGMMA already in flight (two fragments) to overlap the FP32 work.
+//  - kDequant (B): TMA loads raw E4M3 k-blocks of 64 (no swizzle); warps 1-3 convert them to bf16
+//    times the block scale (exact) into 128-byte-swizzled tiles; consumers run HGMMA m64nBNk16.
+// sm_100a runs kDequant's transform with tcgen05.mma kind::f16 into a double-buffered TMEM
+// accumulator (warp 3 issues, warps 4-11 drain); the block-scaled kind::mxf8f6f4 path is not here.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "ws/mx_gemm.cuh"
+#include "ws/ptx_sm90.cuh"
+#include "ws/tcgen05.cuh"
+#include "ws/tile_scheduler.cuh"
+#include "ws/wgmma.cuh"
+
+namespace ws {
+namespace mxg {
+
+enum Strategy { kPromote = 0, kDequant = 1 };
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr bool kSm100 = true;
+#else
+constexpr bool kSm100 = false;
+#endif
+
+constexpr int cmin(int a, int b) { return a < b ? a : b; }
+
+/// Stage bytes of a strategy: raw E4M3 A and B, plus fp32 scales (kPromote) or bf16 tiles
+/// (kDequant). The plan's smem is min(STAGES, kSmemCap / stage) * stage + kSmemExtra.
+constexpr int stage_bytes(int strategy, int bn) {
+  return strategy == kPromote ? (128 + bn) * 144 : (128 + bn) * 192;
+}
+constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304
+constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs table
+
+template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_>
+struct Config {
+  static constexpr int kForm = kForm_;
+  // sm_100a has no wgmma: it always dequantizes and runs tcgen05 kind::f16.
+  static constexpr int kStrategy = kSm100 ? kDequant : kKnobStrategy;
+  static constexpr int kBM = 128, kBN = kBN_, kGroupM = kGroupM_;
+  static constexpr int kThreads = 384;
+  static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
+  static constexpr int kBlocks = kBK / 32;                        // MX blocks per stage
+  static constexpr int kRawA = kBM * kBK, kRawB = kBN * kBK;      // E4M3 bytes
+  static constexpr int kBf16A = kStrategy == kDequant ? kBM * kBK * 2 : 0;  // SW128 bf16
+  static constexpr int kBf16B = kStrategy == kDequant ? kBN * kBK * 2 : 0;
+  static constexpr int kScaleA = kStrategy == kPromote ? kBlocks * kBM * 4 : 0;  // (blocks, BM)
+  static constexpr int kScaleB = kStrategy == kPromote ? kBlocks * kBN * 4 : 0;  // (blocks, BN)
+  static constexpr int kStageBytes = kRawA + kRawB + kBf16A + kBf16B + kScaleA + kScaleB;
+  // The plan sizes smem for the knob's strategy; the stage count follows from that budget.
+  static constexpr int kKnobStageBytes = stage_bytes(kKnobStrategy, kBN);
+  static constexpr int kBudget = cmin(kKnobStages, kSmemCap / kKnobStageBytes) * kKnobStageBytes;
+  static constexpr int kStages = kBudget / kStageBytes;
+  // Smem offsets from the 1024-aligned base: the swizzled tiles first.
+  static constexpr int kOffA = 0;  // kPromote: raw A (SW128); kDequant: bf16 A (SW128)
+  static constexpr int kOffB = kStages * (kStrategy == kPromote ? kRawA : kBf16A);
+  static constexpr int kOffX = kOffB + kStages * (kStrategy == kPromote ? kRawB : kBf16B);
+  // kPromote: scales (A then B per stage); kDequant: raw A then raw B per stage.
+  static constexpr int kXBytes = kStrategy == kPromote ? kScaleA + kScaleB : kRawA + kRawB;
+  static constexpr int kMaxE = 1024;  // offs held in shared memory
+  // Warp roles. sm_90a: warp 0 TMA; warps 1-3 transform; warpgroups 1-2 consume.
+  // sm_100a: warp 0 TMA; warps 1-2 transform; warp 3 TMEM + MMA; warps 4-11 epilogue.
+  static constexpr int kXformWarps = kSm100 ? 2 : 3;
+  static constexpr int kXformThreads = 32 * kXformWarps;
+  static constexpr int kAccCols = tmem_columns(2 * kBN);
+  // sm_90a register split (setmaxnreg; 128 * (producer + 2 * consumer) <= 64K): kPromote's
+  // consumers hold three (64, BN) fragments, kDequant's one, and its transform warps need room.
+  static constexpr int kProducerRegs = kStrategy == kPromote ? 56 : 152;
+  static constexpr int kConsumerRegs = kStrategy == kPromote ? 224 : 176;
+};
+
+/// The problem as the group cursor sees it: kFwd (n = output cols, k = depth), kWgrad (n = rows,
+/// k = cols); sld = bytes per scale row (depth / 32, or total tokens / 32 for kWgrad).
+struct Problem {
+  int E, n, k, sld;
+};
+
+/// One tile's operand view: global A row / B scale row of local row / col 0, valid counts,
+/// contraction start (tokens for kWgrad) and depth.
+struct TileView {
+  long long a_row0, b_row0;
+  int a_rows, b_cols, depth0, depth, col0;
+};
+
+template <class Cfg>
+__device__ __forceinline__ TileView view_of(const GroupTile<Cfg::kForm>& tl, const Problem& p) {
+  TileView v;
+  v.col0 = tl.tn * Cfg::kBN;
+  if (Cfg::kForm == kWgrad) {
+    v.a_row0 = tl.tm * Cfg::kBM;
+    v.a_rows = p.n - tl.tm * Cfg::kBM;
+    v.b_row0 = v.col0;
+    v.b_cols = p.k - v.col0;
+    v.depth0 = tl.s;
+    v.depth = tl.e - tl.s;
+  } else {
+    v.a_row0 = tl.s + tl.tm * Cfg::kBM;
+    v.a_rows = tl.e - tl.s - tl.tm * Cfg::kBM;
+    v.b_row0 = static_cast<long long>(tl.g) * p.n + v.col0;
+    v.b_cols = p.n - v.col0;
+    v.depth0 = 0;
+    v.depth = p.k;
+  }
+  return v;
+}
+
+template <class Cfg>
+using Cursor = GroupCursor<Cfg::kForm, Cfg::kBM, Cfg::kBN, Cfg::kGroupM>;
+
+/// Shared-memory map of one CTA.
+template <class Cfg>
+struct Smem {
+  uint32_t base, full, empty, ready, acc_full, acc_empty, tmem_slot;
+  __device__ uint32_t a(uint32_t s) const {  // SW128 operand A of stage s
+    return base + Cfg::kOffA + s * (Cfg::kStrategy == kPromote ? Cfg::kRawA : Cfg::kBf16A);
+  }
+  __device__ uint32_t b(uint32_t s) const {
+    return base + Cfg::kOffB + s * (Cfg::kStrategy == kPromote ? Cfg::kRawB : Cfg::kBf16B);
+  }
+  __device__ uint32_t x(uint32_t s) const { return base + Cfg::kOffX + s * Cfg::kXBytes; }
+};
+
+// ---- producer: one thread issues the TMA loads of every stage ----
+template <class Cfg>
+__device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap* tma_b,
+                                        const Smem<Cfg>& sm, const int* offs, const Problem& p) {
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
+    const int a_c1 = static_cast<int>(v.a_row0);
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      mbar_wait(sm.empty + 8 * s, ph ^ 1);
+      mbar_expect_tx(sm.full + 8 * s, Cfg::kRawA + Cfg::kRawB);
+      const int k0 = v.depth0 + kb * Cfg::kBK;
+      // kPromote loads straight into the SW128 operand tiles; kDequant into the raw tiles.
+      const uint32_t a_dst = Cfg::kStrategy == kPromote ? sm.a(s) : sm.x(s);
+      const uint32_t b_dst = Cfg::kStrategy == kPromote ? sm.b(s) : sm.x(s) + Cfg::kRawA;
+      tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
+      tma_load_3d(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert);
+    }
+  }
+}
+
+/// E8M0 byte of block blk of a scale row, or 127 (factor 1) for rows and blocks outside the
+/// operand: their data is zero-filled or never multiplied, and a NaN there must not leak.
+__device__ __forceinline__ unsigned scale_byte(const unsigned char* scales, long long row, int sld,
+                                               int blk, bool valid) {
+  return valid ? __ldg(scales + row * sld + blk) : 127u;
+}
+
+// ---- kPromote: warps 1-3 stage the fp32 block scales of each stage ----
+template <class Cfg>
+__device__ __forceinline__ void stage_scales(int xt, const Smem<Cfg>& sm, const int* offs,
+                                             const Problem& p, const unsigned char* a_scales,
+                                             const unsigned char* b_scales) {
+  constexpr int kItems = Cfg::kBlocks * (Cfg::kBM + Cfg::kBN);
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      mbar_wait(sm.empty + 8 * s, ph ^ 1);  // the consumers are done with this stage's scales
+      float* sc = reinterpret_cast<float*>(__cvta_shared_to_generic(sm.x(s)));
+#pragma unroll 1
+      for (int i = xt; i < kItems; i += Cfg::kXformThreads) {
+        // Consecutive items are consecutive blocks of one row: coalesced bytes.
+        const int row = i / Cfg::kBlocks, j = i % Cfg::kBlocks;
+        const int blk = kb * Cfg::kBlocks + j;
+        float f;
+        if (row < Cfg::kBM) {
+          f = mx::e8m0_to_f32(scale_byte(a_scales, v.a_row0 + row, p.sld, blk0 + blk,
+                                         row < v.a_rows && blk < nblk));
+          sc[j * Cfg::kBM + row] = f;  // (blocks, BM)
+        } else {
+          const int c = row - Cfg::kBM;
+          f = mx::e8m0_to_f32(scale_byte(b_scales, v.b_row0 + c, p.sld, blk0 + blk,
+                                         c < v.b_cols && blk < nblk));
+          sc[Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + c] = f;  // (blocks, BN)
+        }
+      }
+      mbar_arrive(sm.ready + 8 * s);
+    }
+  }
+}
+
+// ---- kDequant: warps 1-3 (sm_100a: 1-2) convert raw E4M3 to scaled bf16 SW128 tiles ----
+template <class Cfg>
+__device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const int* offs,
+                                           const Problem& p, const unsigned char* a_scales,
+                                           const unsigned char* b_scales) {
+  // A thread owns 16-element chunk c = xt % 4 of rows xt/4, +kRowStep, ... (A rows, then B rows):
+  // a warp reads 8 whole raw rows (512 contiguous bytes, conflict-free), and as kRowStep % 8 == 0
+  // every row of a thread has the same swizzle phase, so its 16-byte stores land in 8 distinct
+  // chunks per 8 threads. Its chunks all belong to MX block 2 kb + c / 2 of their rows.
+  constexpr int kRows = Cfg::kBM + Cfg::kBN;
+  constexpr int kRowStep = Cfg::kXformThreads / 4;
+  constexpr int kPer = (kRows + kRowStep - 1) / kRowStep;
+  static_assert(kRowStep % 8 == 0, "one swizzle phase per thread");
+  const int c = xt % 4, row_first = xt / 4;
+  const uint32_t sw = row_first % 8;
+  const uint32_t off0 = ((2 * c) ^ sw) * 16, off1 = ((2 * c + 1) ^ sw) * 16;
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      const int blk = kb * 2 + c / 2;
+      const bool in_depth = blk < nblk;  // past the depth: zero-filled or never multiplied
+      // Scale bytes first: their latency overlaps the wait for the TMA.
+      unsigned sb[kPer];
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        const int row = row_first + q * kRowStep;
+        if (row < Cfg::kBM) {
+          sb[q] = scale_byte(a_scales, v.a_row0 + row, p.sld, blk0 + blk,
+                             in_depth && row < v.a_rows);
+        } else {
+          const int col = row - Cfg::kBM;
+          sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
+                             in_depth && row < kRows && col < v.b_cols);
+        }
+      }
+      mbar_wait(sm.full + 8 * s, ph);
+      const uint32_t raw = sm.x(s) + c * 16;
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        const int row = row_first + q * kRowStep;
+        if (row < kRows) {
+          // Raw rows are 64 bytes; bf16 rows 128 bytes in 8-row atoms of 1024 bytes with
+          // 16-byte chunk k of row r at chunk k ^ (r % 8) (TMA's SW128, what the MMA reads).
+          const uint4 r = *reinterpret_cast<const uint4*>(__cvta_shared_to_generic(raw + row * 64));
+          uint4 o[2];
+          mx::dequant16_bf16(r, mx::e8m0_to_f32(sb[q]), o);
+          const uint32_t dst =
+              row < Cfg::kBM ? sm.a(s) + row * 128 : sm.b(s) + (row - Cfg::kBM) * 128;
+          *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off0)) = o[0];
+          *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off1)) = o[1];
+        }
+      }
+      fence_proxy_async_shared();  // the MMA reads these tiles through the async proxy
+      mbar_arrive(sm.ready + 8 * s);
+    }
+  }
+}
+
+/// Two adjacent outputs (col even, both inside: widths are multiples of 16).
+__device__ __forceinline__ void store_pair(__nv_bfloat16* out, long long idx, float v0, float v1) {
+  *reinterpret_cast<__nv_bfloat162*>(out + idx) = __floats2bfloat162_rn(v0, v1);
+}
+__device__ __forceinline__ void store_pair(float* out, long long idx, float v0, float v1) {
+  *reinterpret_cast<float2*>(out + idx) = make_float2(v0, v1);
+}
+
+#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// ---- sm_90a consumers ----
+
+/// acc += (part * sa) * sb per element, with this MX block's scales from shared memory.
+/// NOTE: part * 2^(Sa-127) is exact whenever it is a normal fp32 (any realistic scale), and the
+/// FFMA then rounds once; a NaN scale (0xFF) makes the whole row / column NaN like the reference.
+template <class Cfg>
+__device__ __forceinline__ void promote(float (&acc)[Cfg::kBN / 2],
+                                        const float (&part)[Cfg::kBN / 2], const float* sc, int j,
+                                        int r0, int lane) {
+  const float sa0 = sc[j * Cfg::kBM + r0], sa1 = sc[j * Cfg::kBM + r0 + 8];
+  const float* sbj = sc + Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + 2 * (lane % 4);
+#pragma unroll
+  for (int q = 0; q < Cfg::kBN / 8; ++q) {
+    const float2 b = *reinterpret_cast<const float2*>(sbj + 8 * q);
+    acc[4 * q + 0] = fmaf(part[4 * q + 0] * sa0, b.x, acc[4 * q + 0]);
+    acc[4 * q + 1] = fmaf(part[4 * q + 1] * sa0, b.y, acc[4 * q + 1]);
+    acc[4 * q + 2] = fmaf(part[4 * q + 2] * sa1, b.x, acc[4 * q + 2]);
+    acc[4 * q + 3] = fmaf(part[4 * q + 3] * sa1, b.y, acc[4 * q + 3]);
+  }
+}
+
+/// One k-block of kPromote: QGMMA per MX block into alternating fragments p0 / p1; block j+1's
+/// QGMMA runs while block j is promoted.
+template <class Cfg>
+__device__ __forceinline__ void mma_promote(float (&acc)[Cfg::kBN / 2], float (&p0)[Cfg::kBN / 2],
+                                            float (&p1)[Cfg::kBN / 2], uint32_t a, uint32_t b,
+                                            const float* sc, int nsteps, int r0, int lane) {
+  wgmma_fence();
+  wgmma_e4m3<Cfg::kBN>(p0, wgmma_desc_sw128(a), wgmma_desc_sw128(b), 0);
+  wgmma_commit();
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlocks; ++j) {
+    if (j < nsteps) {
+      float(&cur)[Cfg::kBN / 2] = j % 2 == 0 ? p0 : p1;
+      float(&nxt)[Cfg::kBN / 2] = j % 2 == 0 ? p1 : p0;
+      if (j + 1 < nsteps) {
+        wgmma_fence();
+        wgmma_e4m3<Cfg::kBN>(nxt, wgmma_desc_sw128(a + 32 * (j + 1)),
+                             wgmma_desc_sw128(b + 32 * (j + 1)), 0);
+        wgmma_commit();
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      fence_operands(cur);
+      promote<Cfg>(acc, cur, sc, j, r0, lane);
+    }
+  }
+}
+
+template <class Cfg, class Out>
+__device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* offs,
+                                             const Problem& p, Out* out) {
+  const int cw = threadIdx.x / 128 - 1;  // consumer warpgroup: rows 64*cw.. of the tile
+  const int t128 = threadIdx.x % 128, w = t128 / 32, lane = threadIdx.x % 32;
+  const bool signal = t128 == 0;
+  const uint32_t a_off = cw * 64 * 128;  // 64 rows of 128 bytes (E4M3 k128 or bf16 k64)
+  const int r0 = cw * 64 + 16 * w + lane / 4;  // fragment rows r0 and r0 + 8 of the tile
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  float acc[Cfg::kBN / 2];  // (64, BN) fp32 fragment
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+#pragma unroll
+    for (int i = 0; i < Cfg::kBN / 2; ++i) acc[i] = 0.0f;
+    if constexpr (Cfg::kStrategy == kPromote) {
+      float p0[Cfg::kBN / 2], p1[Cfg::kBN / 2];
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+        mbar_wait(sm.full + 8 * s, ph);
+        mbar_wait(sm.ready + 8 * s, ph);
+        const int nsteps = cmin(Cfg::kBlocks, (v.depth - kb * Cfg::kBK) / 32);
+        const float* sc = reinterpret_cast<const float*>(__cvta_shared_to_generic(sm.x(s)));
+        mma_promote<Cfg>(acc, p0, p1, sm.a(s) + a_off, sm.b(s), sc, nsteps, r0, lane);
+        if (signal) mbar_arrive(sm.empty + 8 * s);  // wait_group(0) above: the stage is read
+      }
+    } else {
+      uint32_t prev = 0;
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+        mbar_wait(sm.ready + 8 * s, ph);
+        const uint32_t a = sm.a(s) + a_off, b = sm.b(s);
+        const int ksteps = cmin(4, (v.depth - kb * Cfg::kBK) / 16);  // 2 or 4 (depth % 32 == 0)
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (k < ksteps)
+            wgmma_bf16<Cfg::kBN>(acc, wgmma_desc_sw128(a + 32 * k), wgmma_desc_sw128(b + 32 * k),
+                                 1);
+        }
+        wgmma_commit();
+        if (kb > 0) {
+          wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
+          if (signal) mbar_arrive(sm.empty + 8 * prev);
+        }
+        prev = s;
+      }
+      wgmma_wait<0>();
+      fence_operands(acc);
+      if (signal && kblocks > 0) mbar_arrive(sm.empty + 8 * prev);
+    }
+    // Fragment: register 4q+e of (warp w, lane l) is row 16w + l/4 + 8(e/2), col 8q + 2(l%4) + e%2.
+    const OutTile o = Cursor<Cfg>::out_tile(tl, p.n, p.k);
+    const int colb = o.col0 + 2 * (lane % 4);
+#pragma unroll
+    for (int q = 0; q < Cfg::kBN / 8; ++q) {
+      const int col = colb + 8 * q;
+      if (col < o.ncols) {
+        if (r0 < o.rows_left)
+          store_pair(out, (o.row0 + r0) * o.ncols + col, acc[4 * q], acc[4 * q + 1]);
+        if (r0 + 8 < o.rows_left)
+          store_pair(out, (o.row0 + r0 + 8) * o.ncols + col, acc[4 * q + 2], acc[4 * q + 3]);
+      }
+    }
+  }
+}
+#endif
+
+/// The whole kernel body. tma_a: A as (depth, rows) boxes (BK, 128); tma_b: B as (depth, cols,
+/// experts) boxes (BK, BN, 1), both SW128 for kPromote and unswizzled for kDequant (the plan
+/// passes the pair the strategy needs); offs [E] cumulative group ends; out as the form says.
+template <class Cfg, class Out>
+__device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma_b,
+                                    const unsigned char* a_scales, const unsigned char* b_scales,
+                                    const int* offs, Out* out, const Problem& p) {
+  static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 && Cfg::kBN <= 128, "BN: 16..128");
+  static_assert(Cfg::kStages >= 2, "at least two stages fit");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  Smem<Cfg> sm;
+  sm.base = (smem_u32(smem_raw) + 1023) & ~1023u;
+  const uint32_t bars = sm.base + Cfg::kStages * Cfg::kStageBytes;
+  sm.full = bars;
+  sm.empty = bars + 8 * Cfg::kStages;
+  sm.ready = bars + 16 * Cfg::kStages;
+  sm.acc_full = bars + 24 * Cfg::kStages;
+  sm.acc_empty = sm.acc_full + 16;
+  sm.tmem_slot = sm.acc_empty + 16;
+  int* offs_smem = reinterpret_cast<int*>(smem_raw + (bars + 1024 - smem_u32(smem_raw)));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  // offs read once; E > kMaxE falls back to global reads (L2-resident, forward walk).
+  for (int i = threadIdx.x; i < p.E && i < Cfg::kMaxE; i += Cfg::kThreads) offs_smem[i] = offs[i];
+  const int* goffs = p.E <= Cfg::kMaxE ? offs_smem : offs;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch(tma_a);
+    tma_prefetch(tma_b);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbar_init(sm.full + 8 * s, 1);
+      // sm_90a: one arrive per consumer warpgroup; sm_100a: one tcgen05.commit.
+      mbar_init(sm.empty + 8 * s, kSm100 ? 1 : 2);
+      mbar_init(sm.ready + 8 * s, Cfg::kXformThreads);
+    }
+    for (int b = 0; b < 2; ++b) {
+      mbar_init(sm.acc_full + 8 * b, 1);   // tcgen05.commit after a tile's last MMA
+      mbar_init(sm.acc_empty + 8 * b, 8);  // one arrive per epilogue warp
+    }
+    fence_mbarrier_init();
+  }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  // ======================= sm_100a: dequantize + tcgen05 kind::f16 =======================
+  if (warp == 3) {  // this warp allocates and later frees the accumulators
+    tmem_alloc(sm.tmem_slot, Cfg::kAccCols);
+    tmem_relinquish_alloc_permit();
+  }
+  tc_fence_before();
+  __syncthreads();
+  tc_fence_after();
+  const uint32_t tmem_base = tmem_base_at(sm.tmem_slot);
+  constexpr uint32_t kIdesc = umma_idesc(kUmmaBf16, kUmmaBf16, 0, 0, Cfg::kBM, Cfg::kBN);
+
+  if (warp == 0) {
+    if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
+  } else if (warp <= Cfg::kXformWarps) {
+    dequantize<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
+  } else if (warp == 3) {
+    if (lane == 0) {
+      Cursor<Cfg> cur;
+      GroupTile<Cfg::kForm> tl;
+      uint32_t it = 0, local = 0;
+      for (int t = blockIdx.x; cur.seek(t, goffs, p.E, p.n, p.k, tl); t += gridDim.x) {
+        const int depth = tl.depth(p.n, p.k), kblocks = (depth + Cfg::kBK - 1) / Cfg::kBK;
+        if (kblocks == 0) continue;  // empty wgrad group: the epilogue stores zeros
+        const uint32_t buf = local & 1, aph = (local >> 1) & 1;
+        ++local;
+        mbar_wait(sm.acc_empty + 8 * buf, aph ^ 1);  // the epilogue has drained this buffer
+        tc_fence_after();
+        const uint32_t d_tmem = tmem_base + buf * Cfg::kBN;
+        for (int kb = 0; kb < kblocks; ++kb, ++it) {
+          const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+          mbar_wait(sm.ready + 8 * s, ph);
+          tc_fence_after();
+          const int ksteps = cmin(4, (depth - kb * Cfg::kBK) / 16);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            if (k < ksteps)
+              umma_f16(d_tmem, umma_desc_sw128(sm.a(s) + 32 * k), umma_desc_sw128(sm.b(s) + 32 * k),
+                       kIdesc, (kb | k) != 0);
+          }
+          umma_commit(sm.empty + 8 * s);  // frees the stage once these MMAs have read it
+        }
+        umma_commit(sm.acc_full + 8 * buf);
+      }
+    }
+  } else if (warp >= 4) {
+    // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
+    const int q = warp % 4, h = (warp - 4) / 4;
+    Cursor<Cfg> cur;
+    GroupTile<Cfg::kForm> tl;
+    uint32_t local = 0;
+    for (int t = blockIdx.x; cur.seek(t, goffs, p.E, p.n, p.k, tl); t += gridDim.x) {
+      const OutTile o = Cursor<Cfg>::out_tile(tl, p.n, p.k);
+      const bool zero = tl.depth(p.n, p.k) == 0;
+      const uint32_t buf = local & 1, aph = (local >> 1) & 1;
+      if (!zero) {
+        ++local;
+        mbar_wait(sm.acc_full + 8 * buf, aph);
+        tc_fence_after();
+      }
+      const int r = q * 32 + lane;
+#pragma unroll 1
+      for (int c = 0; c < Cfg::kBN / 2; c += 32) {
+        const int cc = h * (Cfg::kBN / 2) + c;
+        uint32_t vals[32];
+        if (zero) {
+#pragma unroll
+          for (int i = 0; i < 32; ++i) vals[i] = 0u;
+        } else {
+          tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Cfg::kBN + cc, vals);
+        }
+        const int col = o.col0 + cc;
+        if (r < o.rows_left) {
+          const long long row_idx = (o.row0 + r) * o.ncols + col;
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {  // widths are multiples of 16: pairs wholly in or out
+            if (col + 2 * j < o.ncols)
+              store_pair(out, row_idx + 2 * j, __uint_as_float(vals[2 * j]),
+                         __uint_as_float(vals[2 * j + 1]));
+          }
+        }
+      }
+      if (!zero) {
+        tc_fence_before();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(sm.acc_empty + 8 * buf);
+      }
+    }
+  }
+  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
+  tc_fence_before();
+  __syncthreads();
+  if (warp == 3) {
+    tc_fence_after();
+    tmem_dealloc(tmem_base, Cfg::kAccCols);
+  }
+#else
+  // ======================= sm_90a =======================
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (warp == 0) {
+      if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
+    } else if (Cfg::kStrategy == kPromote) {
+      stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
+    } else {
+      dequantize<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
+    }
+  } else {
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    consume_sm90<Cfg>(sm, goffs, p, out);
+  }
+#endif
+}
+
+}  // namespace mxg
+}  // namespace ws

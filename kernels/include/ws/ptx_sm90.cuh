@@ -1,0 +1,101 @@
+// warpsmith device library: the sm_90 asynchronous machinery that Hopper and Blackwell GEMMs share:
+// shared-memory addresses, mbarriers, TMA tiled loads from plan tensor maps, register reallocation.
+// Every wrapper is one PTX instruction (or a try_wait spin) with the memory clobber the pipeline
+// relies on; nothing here changes numerics.
+#pragma once
+
+namespace ws {
+
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+
+/// The driver's CUtensorMap: an opaque 128-byte, 64-byte aligned blob that a plan's `tensor_maps`
+/// entry passes by value (`const __grid_constant__ TensorMap`). NVRTC cannot include <cuda.h>.
+struct alignas(64) TensorMap {
+  unsigned long long v[16];
+};
+
+/// The 32-bit shared-window address of a pointer into shared memory.
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier (bar: a shared-window address, 8-byte aligned) ----
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+/// Makes the inits visible to the async proxy (TMA) and the other threads; once, after the inits.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+/// Arrives once and adds bytes to the transaction count the phase waits for.
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/// Spins until the phase with this parity has completed (parity 1 on a fresh barrier passes).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+/// Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it
+/// (wgmma / tcgen05 operands, TMA stores); issue it before the arrive that publishes the data.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- TMA ----
+
+__device__ __forceinline__ void tma_prefetch(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+/// Box at (c0 innermost, c1) of map into dst, completing its bytes on bar (out-of-bounds parts
+/// are filled with the map's oob_fill and still counted).
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, uint32_t bar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+/// Box at (c0 innermost, c1, c2) of a 3-D map (e.g. (K, N, E): tails of N zero-filled per expert).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const TensorMap* map, uint32_t bar,
+                                            int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// ---- warpgroup register reallocation (sm_90+; every thread of the warpgroup executes it) ----
+
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+/// Pins the registers' reads and writes after the preceding asm (a wgmma or tcgen05 wait), so the
+/// compiler cannot move uses of an asynchronously written accumulator above it.
+template <int R>
+__device__ __forceinline__ void fence_operands(float (&r)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+}  // namespace ws

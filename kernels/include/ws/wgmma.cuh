@@ -1,0 +1,208 @@
+// warpsmith device library: Hopper warpgroup MMA (wgmma, sm_90a only): shared-memory matrix
+// descriptors for 128-byte-swizzled tiles, fence / commit / wait, and the m64nNk16 BF16 and
+// m64nNk32 E4M3 instructions for N in {16, 32, 64, 128, 192, 256}, fp32 accumulators.
+//
+// Accumulator fragment (any N, any input type): register 4j+e (e = 0..3) of the warpgroup's thread
+// (warp w, lane l) is row 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2 of the 64 x N tile.
+#pragma once
+
+#include "ws/ptx_sm90.cuh"
+
+namespace ws {
+
+/// wgmma shared-memory descriptor of a 128-byte-swizzled operand whose 8-row groups (1024 B atoms)
+/// lie 1024 B apart: start>>4 [0,14), LBO>>4 [16,30), SBO>>4 [32,46), layout [62,64) 1 = SW128.
+/// K-major: LBO is unused (16). MN-major: LBO is the distance between 64-element MN chunks.
+template <uint32_t kLboBytes = 16>
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr) {
+  uint64_t d = (addr & 0x3FFFF) >> 4;   // start address
+  d |= uint64_t(kLboBytes >> 4) << 16;  // leading byte offset
+  d |= uint64_t(1024 >> 4) << 32;       // stride byte offset: next 8-row group
+  d |= uint64_t(1) << 62;               // SWIZZLE_128B
+  return d;
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+/// Waits until at most N committed groups of this warpgroup are pending.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Operand lists of the fp32 fragment: WS_WGMMA_ACC<R>(d) binds d[0..R) read-write.
+#define WS_WGMMA_F8(d, i)                                                                     \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WS_WGMMA_F32(d, i) \
+  WS_WGMMA_F8(d, i), WS_WGMMA_F8(d, i + 8), WS_WGMMA_F8(d, i + 16), WS_WGMMA_F8(d, i + 24)
+#define WS_WGMMA_ACC8(d) WS_WGMMA_F8(d, 0)
+#define WS_WGMMA_ACC16(d) WS_WGMMA_F8(d, 0), WS_WGMMA_F8(d, 8)
+#define WS_WGMMA_ACC32(d) WS_WGMMA_F32(d, 0)
+#define WS_WGMMA_ACC64(d) WS_WGMMA_F32(d, 0), WS_WGMMA_F32(d, 32)
+#define WS_WGMMA_ACC96(d) WS_WGMMA_ACC64(d), WS_WGMMA_F32(d, 64)
+#define WS_WGMMA_ACC128(d) WS_WGMMA_ACC96(d), WS_WGMMA_F32(d, 96)
+
+/// D (64 x N fp32, the warpgroup's fragment) = A (64x16 bf16) * B (Nx16 bf16)^T
+/// + (accumulate ? D : 0), both from shared memory; kTransA / kTransB = 1 select MN-major operands.
+template <int N, int kTransA = 0, int kTransB = 0>
+__device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], uint64_t da, uint64_t db,
+                                           uint32_t accumulate) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 256, "wgmma N");
+  if constexpr (N == 256) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+        "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+        "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, "
+        "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
+        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "
+        "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, "
+        "%126, %127"
+        "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+        : WS_WGMMA_ACC128(d)
+        : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA), "n"(kTransB));
+  }
+  if constexpr (N == 192) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+        "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+        "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, "
+        "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
+        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, %99, %100;\n}\n"
+        : WS_WGMMA_ACC96(d)
+        : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA), "n"(kTransB));
+  }
+  if constexpr (N == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+        "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+        "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+        : WS_WGMMA_ACC64(d)
+        : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA), "n"(kTransB));
+  }
+  if constexpr (N == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+        : WS_WGMMA_ACC32(d)
+        : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA), "n"(kTransB));
+  }
+  if constexpr (N == 32) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+        : WS_WGMMA_ACC16(d)
+        : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA), "n"(kTransB));
+  }
+  if constexpr (N == 16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, p, 1, 1, %11, %12;\n}\n"
+        : WS_WGMMA_ACC8(d)
+        : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA), "n"(kTransB));
+  }
+}
+
+/// D (64 x N fp32) = A (64x32 e4m3) * B (Nx32 e4m3)^T + (accumulate ? D : 0). FP8 wgmma has no
+/// transpose immediates: both operands are K-major.
+template <int N>
+__device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t da, uint64_t db,
+                                           uint32_t accumulate) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 192 || N == 256, "wgmma N");
+  if constexpr (N == 256) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+        "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+        "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, "
+        "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
+        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, "
+        "%98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, "
+        "%126, %127"
+        "}, %128, %129, p, 1, 1;\n}\n"
+        : WS_WGMMA_ACC128(d)
+        : "l"(da), "l"(db), "r"(accumulate));
+  }
+  if constexpr (N == 192) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+        "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+        "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, "
+        "%66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, "
+        "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1;\n}\n"
+        : WS_WGMMA_ACC96(d)
+        : "l"(da), "l"(db), "r"(accumulate));
+  }
+  if constexpr (N == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, "
+        "%34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, "
+        "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1;\n}\n"
+        : WS_WGMMA_ACC64(d)
+        : "l"(da), "l"(db), "r"(accumulate));
+  }
+  if constexpr (N == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
+        "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1;\n}\n"
+        : WS_WGMMA_ACC32(d)
+        : "l"(da), "l"(db), "r"(accumulate));
+  }
+  if constexpr (N == 32) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, p, 1, 1;\n}\n"
+        : WS_WGMMA_ACC16(d)
+        : "l"(da), "l"(db), "r"(accumulate));
+  }
+  if constexpr (N == 16) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, p, 1, 1;\n}\n"
+        : WS_WGMMA_ACC8(d)
+        : "l"(da), "l"(db), "r"(accumulate));
+  }
+}
+
+}  // namespace ws

@@ -1,0 +1,66 @@
+/* warpsmith:plan
+{ "knobs": { "STRATEGY": [1, 0], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+  "tensor_maps": {
+    "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["128", "BN", "1"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "raw_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["64", "128"], "swizzle": 0,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "raw_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
+               "oob_fill": "zero", "l2_promotion": 256 } },
+  "launch": [ { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad",
+                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
+                "block": ["384"],
+                "smem": "min(STAGES, 226304 / ((128 + BN) * (144 + 48 * STRATEGY))) * ((128 + BN) * (144 + 48 * STRATEGY)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "dc_scales", "bt_scales", "offs", "da",
+                         "M", "E", "N", "K"] } ] }
+*/
+// MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
+// sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
+// E8M0 scales per 32 along N. This is mxfp8_grouped_gemm_fwd with N and K renamed (output columns
+// K, contraction N), so it is the same core (ws/mxfp8_grouped_gemm.cuh, kFwd form) with this
+// binding; design, strategies, the paper model and the GPU checklist are in
+// kernels/mxfp8_grouped_gemm_fwd/kernel.cu and NOTES.md. sm_100a runs the same FALLBACK as fwd
+// (dequantize + tcgen05 kind::f16), not the block-scaled MMA.
+// Paper model, DeepSeek-V3 fc1 dgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 0.68 GB of FP8
+// operands + 1.88 GB bf16 out = 2.6 GB: B200 1.71 ms at 4.5 PFLOP/s (bytes 0.34 ms); H200 target
+// as fwd (>= 1.0x torch._grouped_mm BF16, aim 1.3x).
+// Knobs: STRATEGY (0 promote, 1 dequantize; sm_90a only), BN, STAGES, GROUP_M.
+//
+// Evaluate:
+//   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
+// warpsmith:sass sm_90a: HGMMA UTMALDG
+// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+#include "ws/mxfp8_grouped_gemm.cuh"
+
+#ifndef STRATEGY
+#define STRATEGY 1
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+
+namespace {
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M>;
+}  // namespace
+
+// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a); raw_a / raw_b: unswizzled (otherwise).
+extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_dgrad(
+    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+    const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
+    const unsigned char* __restrict__ dc_scales, const unsigned char* __restrict__ bt_scales,
+    const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) {
+  (void)M;
+  const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
+  // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
+  const ws::mxg::Problem p{E, K, N, N / 32};
+  ws::mxg::run<Cfg>(promote ? &tma_a : &raw_a, promote ? &tma_b : &raw_b, dc_scales, bt_scales,
+                    offs, da, p);
+}

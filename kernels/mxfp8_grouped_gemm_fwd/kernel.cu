@@ -1,0 +1,86 @@
+/* warpsmith:plan
+{ "knobs": { "STRATEGY": [1, 0], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+  "tensor_maps": {
+    "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["128", "BN", "1"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "raw_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 0,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "raw_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
+               "oob_fill": "zero", "l2_promotion": 256 } },
+  "launch": [ { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd",
+                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
+                "block": ["384"],
+                "smem": "min(STAGES, 226304 / ((128 + BN) * (144 + 48 * STRATEGY))) * ((128 + BN) * (144 + 48 * STRATEGY)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "a_scales", "b_scales", "offs", "c",
+                         "M", "E", "N", "K"] } ] }
+*/
+// MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
+// sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
+// scales per 32 along K, offs = cumulative group ends. The core is ws/mxfp8_grouped_gemm.cuh
+// (shared with mxfp8_grouped_gemm_dgrad, which is this GEMM with N and K renamed); this file binds
+// the tensors, the plan and the knobs. Design, strategies and the GPU checklist: NOTES.md.
+//
+// How it works: persistent CTAs (384 threads) walk the groups' 128 x BN tiles (tiles never
+// straddle groups: rows past a group's end are computed from the next group's rows and masked at
+// the store; TMA zero-fills past M, N and K). Warp 0 issues TMA into a STAGES-deep mbarrier ring.
+//  - sm_90a STRATEGY=1 (default, §9.2 B, the exact path): warps 1-3 dequantize each raw E4M3
+//    k-block of 64 into bf16 * 2^(S-127) (cvt e4m3x2 -> f16x2 -> fp32 * scale -> bf16x2: exact)
+//    in 128-byte-swizzled tiles; consumer warpgroups 1-2 run HGMMA m64nBNk16, fp32 accumulate.
+//  - sm_90a STRATEGY=0 (§9.2 A): TMA E4M3 k-blocks of 128 (SW128); warps 1-3 stage the scales as
+//    fp32; consumers issue one QGMMA m64nBNk32 per MX block into a fresh fragment (scale-d = 0) and
+//    promote acc += (part * sa) * sb while the next block's QGMMA runs (two fragments).
+//  - sm_100a (both settings): the dequantize path feeding tcgen05.mma kind::f16 (M=128, N=BN) into
+//    a double-buffered TMEM accumulator; warps 4-11 drain it with tcgen05.ld. FALLBACK: the native
+//    block-scaled tcgen05.mma kind::mxf8f6f4.block_scale (scales in TMEM via tcgen05.cp) is not
+//    written yet; this path is correct by construction but runs at BF16 tensor rate.
+// Why fast (model): one read of each operand tile per CTA, FP8 bytes from HBM (half of BF16's),
+// tensor cores fed from a deep TMA ring; B costs (BM+BN)*BK conversions per BM*BN*BK MMA (~3 ops
+// per element on 96 threads: ~55% of the HGMMA time at BN=128, overlapped), A costs 2 FP32 ops per
+// output element per 32-K (= 2x the QGMMA time: its ceiling is ~990 TFLOP/s with full overlap).
+// Paper model, DeepSeek-V3 fc1 (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 1.21 GB.
+//   B200: 7.70 TFLOP / 4.5 PFLOP/s = 1.71 ms (bytes 1.21 GB / 7.7 TB/s = 0.16 ms): compute-bound;
+//         this fallback at the BF16 rate (2.25 PFLOP/s) is 3.4 ms; native block scale is the way.
+//   H200 target: >= 1.0x torch._grouped_mm BF16 on the dequantized operands (572-705 TFLOP/s:
+//         11-13.5 ms), aim 1.3x (8.5-10.4 ms, i.e. 740-900 TFLOP/s: at the BF16 ceiling, so B must
+//         run near peak and A must overlap its promotions); >= 2x torch FP8 rowwise at Qwen3-30B
+//         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
+// Knobs: STRATEGY (0 promote, 1 dequantize; sm_90a only), BN (tile width), STAGES (ring depth,
+// capped to 227 KiB), GROUP_M (band height inside a group).
+//
+// Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
+// warpsmith:sass sm_90a: HGMMA UTMALDG
+// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+#include "ws/mxfp8_grouped_gemm.cuh"
+
+#ifndef STRATEGY
+#define STRATEGY 1
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+
+namespace {
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M>;
+}  // namespace
+
+// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a); raw_a / raw_b: unswizzled (otherwise).
+extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_fwd(
+    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+    const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
+    const unsigned char* __restrict__ a_scales, const unsigned char* __restrict__ b_scales,
+    const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
+  (void)M;
+  const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
+  // The cursor's kFwd view: output columns N, depth K; scale rows of K/32 bytes.
+  const ws::mxg::Problem p{E, N, K, K / 32};
+  ws::mxg::run<Cfg>(promote ? &tma_a : &raw_a, promote ? &tma_b : &raw_b, a_scales, b_scales, offs,
+                    c, p);
+}

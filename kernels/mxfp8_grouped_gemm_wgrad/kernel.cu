@@ -1,0 +1,68 @@
+/* warpsmith:plan
+{ "knobs": { "STRATEGY": [1, 0], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+  "tensor_maps": {
+    "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b": { "tensor": "xt", "dims": ["M", "K", "1"], "box": ["128", "BN", "1"], "swizzle": 128,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "raw_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["64", "128"], "swizzle": 0,
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "raw_b": { "tensor": "xt", "dims": ["M", "K", "1"], "box": ["64", "BN", "1"], "swizzle": 0,
+               "oob_fill": "zero", "l2_promotion": 256 } },
+  "launch": [ { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
+                "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
+                "block": ["384"],
+                "smem": "min(STAGES, 226304 / ((128 + BN) * (144 + 48 * STRATEGY))) * ((128 + BN) * (144 + 48 * STRATEGY)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "dct_scales", "xt_scales", "offs",
+                         "db", "M", "E", "N", "K"] } ] }
+*/
+// MXFP8 grouped GEMM, wgrad (spec.json): db[g, n, k] = f32(sum over the 32-token blocks j of
+// group g of 2^(Sdct-127) 2^(Sxt-127) * sum_{r in block j} dct[n, r] xt[k, r]), dct [N,M] and
+// xt [K,M] E4M3, token-contiguous, E8M0 scales per 32 tokens; db [E,N,K] fp32. The core is
+// ws/mxfp8_grouped_gemm.cuh in its kWgrad form: every group owns ceil(N/128) x ceil(K/BN) tiles
+// whose contraction is the group's tokens [s, e) (multiples of 32, so no MX block straddles two
+// groups; a k-block past e reads the next group's tokens, which are never multiplied: the MMA
+// side stops at the group's depth, and their scales read as factor 1); an empty group's tiles are
+// stored as zeros. Design, strategies and the GPU checklist: kernels/mxfp8_grouped_gemm_fwd.
+// sm_100a runs the same FALLBACK as fwd (dequantize + tcgen05 kind::f16).
+// Paper model, DeepSeek-V3 fc1 wgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP; bytes
+// 1.48 GB of FP8 + 0.94 GB fp32 out: B200 1.71 ms compute (0.31 ms bytes); Qwen3-30B
+// (E=128, N=1536, K=2048): 0.83 TFLOP, 1.61 GB fp32 out + 0.47 GB in: memory-bound, 0.27 ms on
+// B200 and ~0.43 ms at the H200's 4.8 TB/s.
+// Knobs: STRATEGY (0 promote, 1 dequantize; sm_90a only), BN, STAGES, GROUP_M.
+//
+// Evaluate:
+//   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
+// warpsmith:sass sm_90a: HGMMA UTMALDG
+// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+#include "ws/mxfp8_grouped_gemm.cuh"
+
+#ifndef STRATEGY
+#define STRATEGY 1
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef GROUP_M
+#define GROUP_M 8
+#endif
+
+namespace {
+using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M>;
+}  // namespace
+
+// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a); raw_a / raw_b: unswizzled (otherwise).
+extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_wgrad(
+    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+    const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
+    const unsigned char* __restrict__ dct_scales, const unsigned char* __restrict__ xt_scales,
+    const int* __restrict__ offs, float* __restrict__ db, int M, int E, int N, int K) {
+  const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
+  // The kWgrad view: rows N, columns K, depth a group's tokens; scale rows of M/32 bytes.
+  const ws::mxg::Problem p{E, N, K, M / 32};
+  ws::mxg::run<Cfg>(promote ? &tma_a : &raw_a, promote ? &tma_b : &raw_b, dct_scales, xt_scales,
+                    offs, db, p);
+}
