@@ -174,6 +174,10 @@ std::string KernelHash(std::string_view source, const LibraryHeaders& headers) {
   return Sha256Hex(all);
 }
 
+std::string ReferenceLibraryDir(const ProblemSpec& spec) {
+  return (fs::path(spec.dir).parent_path() / "include").string();
+}
+
 std::string KernelLibraryDir(const EvaluatorOptions& opts) {
   return opts.kernel_library.empty() ? KernelLibraryDir() : opts.kernel_library;
 }

@@ -122,7 +122,11 @@ Result<TrustedReference> CompileReference(const ProblemSpec& spec,
   ref.plan = std::move(*plan);
   auto defines = ParamDefines(spec, params);
   for (const auto& [k, v] : ref.plan.knobs) defines[k] = std::to_string(v.front());
-  WS_ASSIGN_OR_RETURN(ref.compile, Compile({source, arch, defines, {}}, copts));
+  // The judge's own library (problems/include, "ref/..."), never the candidates' device library.
+  std::vector<std::string> dirs;
+  const std::string library = ReferenceLibraryDir(spec);
+  if (std::error_code ec; fs::is_directory(library, ec)) dirs.push_back(library);
+  WS_ASSIGN_OR_RETURN(ref.compile, Compile({source, arch, defines, dirs}, copts));
   if (!ref.compile.ok) {
     return Status::Error("the GPU reference {} does not compile: {}", ref.path, ref.compile.log);
   }
@@ -1174,6 +1178,17 @@ std::string DeepModeFailure(const EvalResult& r) {
     if (state.rfind("unavailable", 0) == 0) return tool + ": " + state;
   }
   return "";
+}
+
+Result<CompileResult> CompileGpuReference(const ProblemSpec& spec,
+                                          const std::map<std::string, std::string>& params,
+                                          Arch arch, const EvaluatorOptions& opts) {
+  CompileOptions copts;
+  copts.cache_dir = opts.workspace + "/cache";
+  copts.timeout_s = opts.compile_timeout_s;
+  copts.compile_worker = opts.compile_worker;
+  WS_ASSIGN_OR_RETURN(TrustedReference ref, CompileReference(spec, params, arch, copts));
+  return ref.compile;
 }
 
 Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,

@@ -283,6 +283,10 @@ struct EvaluatorOptions {
 /// else the one of the source tree it was built from. Trusted references never include it, so a
 /// bug there cannot hide in the judge too.
 std::string KernelLibraryDir();
+/// The trusted references' own headers ("ref/...", shared MX rules): `include` beside the
+/// problem's folder (problems/include; a bundle's problem/include).
+std::string ReferenceLibraryDir(const ProblemSpec& spec);
+
 /// `opts.kernel_library`, or KernelLibraryDir() when that is empty.
 std::string KernelLibraryDir(const EvaluatorOptions& opts);
 
@@ -312,6 +316,12 @@ Result<std::optional<DeviceInfo>> ProbeDevice(const EvaluatorOptions& opts,
 
 /// Measures copy bandwidth and BF16/FP8 matrix rates (through the runner).
 Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts);
+
+/// Compiles the problem's trusted GPU reference the way an evaluation does (its plan validated,
+/// the references' library on the include path), without a GPU. An error names the reference.
+Result<CompileResult> CompileGpuReference(const ProblemSpec& spec,
+                                          const std::map<std::string, std::string>& params,
+                                          Arch arch, const EvaluatorOptions& opts);
 
 /// Checks the problem's trusted GPU reference against its CPU reference: the reference runner
 /// generates fresh inputs for every test and hidden shape (and the smallest bench shape), dumps

@@ -94,6 +94,14 @@ Status WriteBundle(const ExportItem& it, const std::string& dir) {
   }
   if (ec)
     return Status::Error("reading {}: {}", it.spec.dir, ec.message());
+  // The references' own headers, where the evaluator looks for them (beside the problem folder).
+  const std::string ref_library = ReferenceLibraryDir(it.spec);
+  if (fs::is_directory(ref_library, ec)) {
+    fs::copy(ref_library, fs::path(dir) / "problem" / "include",
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      return Status::Error("copying {}: {}", ref_library, ec.message());
+  }
 
   int nv_major = 0, nv_minor = 0;
   nvrtcVersion(&nv_major, &nv_minor);

@@ -911,6 +911,7 @@ Status ShipReference(const std::vector<ExportItem>& items, const fs::path& src,
                         "evaluator/runner/tensor_map.h"}) {
     WS_RETURN_IF_ERROR(ship(f));
   }
+  // problems/ includes problems/include: the references' own headers, beside the references.
   for (const char* dir : {"problems", "evaluator/checkers"}) {
     std::error_code ec;
     for (auto e = fs::recursive_directory_iterator(src / dir, ec);
@@ -919,7 +920,8 @@ Status ShipReference(const std::vector<ExportItem>& items, const fs::path& src,
         continue;
       const std::string name = e->path().filename().string();
       const std::string ext = e->path().extension().string();
-      if ((ext != ".h" && ext != ".cc") || name.ends_with("_test.cc"))
+      const bool ref_header = ext == ".cuh";  // problems/include: what the references include
+      if ((ext != ".h" && ext != ".cc" && !ref_header) || name.ends_with("_test.cc"))
         continue;
       WS_RETURN_IF_ERROR(ship(fs::relative(e->path(), src)));
     }

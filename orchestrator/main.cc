@@ -363,7 +363,8 @@ int CmdProblemLint(const Globals& g, const std::vector<std::string>& names) {
 }
 
 int CmdProblemVerify(const Globals& g, const std::string& name,
-                     const std::vector<std::string>& set_args) {
+                     const std::vector<std::string>& set_args, bool compile_only,
+                     const std::string& arch_name) {
   auto spec = FindProblem(g, name);
   if (!spec.ok()) return Fail(spec.status());
   auto sets = ParseSets(set_args);
@@ -372,6 +373,20 @@ int CmdProblemVerify(const Globals& g, const std::string& name,
   if (!params.ok()) return Fail(params.status());
   EvaluatorOptions opts;
   opts.workspace = g.workspace;
+  if (compile_only) {
+    // What a machine without a GPU can check: the reference compiles and its plan is valid.
+    auto arch = ParseArch(arch_name);
+    if (!arch.ok()) return Fail(arch.status());
+    auto c = CompileGpuReference(*spec, *params, *arch, opts);
+    if (!c.ok()) return Fail(c.status());
+    std::cout << fmt::format("{} ({}): the GPU reference compiles for {}; plan valid\n",
+                             spec->name, ParamsJson(*params), arch_name);
+    for (const auto& k : c->resources.kernels) {
+      std::cout << fmt::format("  {}: {} registers, {} B static smem, {} B spill stores\n",
+                               k.name, k.registers, k.smem_static, k.spill_stores);
+    }
+    return kExitOk;
+  }
   std::string why;
   auto device = ProbeDevice(opts, &why);
   if (!device.ok()) return Fail(device.status());
@@ -927,13 +942,20 @@ int Main(int argc, char** argv) {
   show->add_option("NAME", show_name)->required();
   show->add_flag("--json", as_json, "machine-readable output");
   show->callback([&] { rc = CmdProblemShow(g, show_name, as_json); });
-  std::string verify_name;
+  std::string verify_name, verify_arch = "sm_90a";
   std::vector<std::string> verify_sets;
+  bool verify_compile_only = false;
   auto* verify = problems->add_subcommand(
       "verify", "check the GPU reference against the CPU reference on fresh inputs (needs a GPU)");
   verify->add_option("NAME", verify_name)->required();
   verify->add_option("--set", verify_sets, "problem parameter NAME=VALUE");
-  verify->callback([&] { rc = CmdProblemVerify(g, verify_name, verify_sets); });
+  verify->add_flag("--compile-only", verify_compile_only,
+                   "only compile the GPU reference and validate its plan (no GPU needed)");
+  verify->add_option("--arch", verify_arch, "with --compile-only: sm_90a or sm_100a")
+      ->capture_default_str();
+  verify->callback([&] {
+    rc = CmdProblemVerify(g, verify_name, verify_sets, verify_compile_only, verify_arch);
+  });
   std::vector<std::string> lint_names;
   auto* lint = problems->add_subcommand(
       "lint", "reject degenerate problems: spec checks and a CPU-reference run on two seeds");
