@@ -73,10 +73,12 @@
 //   32768,8,7168,2048         656 MB     962    85 / 214           137 / 486
 //   256,2,7168,2048            34 MB     7.5   4.4 / 1.7           7.0 / 3.8
 // Target on the H200: >= 1.0x torch._scaled_grouped_mm (FP8 rowwise, cuBLASLt/CUTLASS inside),
-// i.e. DeepGEMM-class 1.1-1.3 PFLOP/s at the large shapes (55-65% of dense peak; ~1.5-1.75 ms,
-// ~0.8-0.9 ms); the decode shape is latency bound (112 tiles at BN = 128 on 132 SMs).
+// i.e. DeepGEMM-class 1.1-1.3 PFLOP/s at the large shapes (55-65% of dense peak; ~1.5-1.75 ms at
+// K = 7168, ~0.75-0.9 ms at K = 2048); the decode shape is latency bound (112 tiles at
+// BN = 128 on 132 SMs).
 //
-// Evaluate: build/warpsmith eval fp8_blockwise_grouped_gemm kernels/fp8_blockwise_grouped_gemm/kernel.cu
+// Evaluate:
+//   build/warpsmith eval fp8_blockwise_grouped_gemm kernels/fp8_blockwise_grouped_gemm/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCQMMA UTMALDG LDTM
 #include <cuda_bf16.h>
