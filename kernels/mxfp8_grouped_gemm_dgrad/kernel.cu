@@ -21,17 +21,19 @@
 // E8M0 scales per 32 along N. This is mxfp8_grouped_gemm_fwd with N and K renamed (output columns
 // K, contraction N), so it is the same core (ws/mxfp8_grouped_gemm.cuh, kFwd form) with this
 // binding; design, strategies, the paper model and the GPU checklist are in
-// kernels/mxfp8_grouped_gemm_fwd/kernel.cu and NOTES.md. sm_100a runs the same FALLBACK as fwd
-// (dequantize + tcgen05 kind::f16), not the block-scaled MMA.
+// kernels/mxfp8_grouped_gemm_fwd/kernel.cu and NOTES.md. sm_100a runs fwd's block-scaled path
+// (tcgen05.mma kind::mxf8f6f4.block_scale, scales copied into TMEM by tcgen05.cp).
 // Paper model, DeepSeek-V3 fc1 dgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 0.68 GB of FP8
 // operands + 1.88 GB bf16 out = 2.6 GB: B200 1.71 ms at 4.5 PFLOP/s (bytes 0.34 ms); H200 target
 // as fwd (>= 1.0x torch._grouped_mm BF16, aim 1.3x).
-// Knobs: STRATEGY (0 promote, 1 dequantize; sm_90a only), BN, STAGES, GROUP_M.
+// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M.
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UTMALDG
-// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+// The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
+// pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
+// warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -51,7 +53,8 @@ namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M>;
 }  // namespace
 
-// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a); raw_a / raw_b: unswizzled (otherwise).
+// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
+// (sm_90a STRATEGY=1).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_dgrad(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,

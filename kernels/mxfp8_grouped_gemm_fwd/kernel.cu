@@ -31,27 +31,34 @@
 //  - sm_90a STRATEGY=0 (§9.2 A): TMA E4M3 k-blocks of 128 (SW128); warps 1-3 stage the scales as
 //    fp32; consumers issue one QGMMA m64nBNk32 per MX block into a fresh fragment (scale-d = 0) and
 //    promote acc += (part * sa) * sb while the next block's QGMMA runs (two fragments).
-//  - sm_100a (both settings): the dequantize path feeding tcgen05.mma kind::f16 (M=128, N=BN) into
-//    a double-buffered TMEM accumulator; warps 4-11 drain it with tcgen05.ld. FALLBACK: the native
-//    block-scaled tcgen05.mma kind::mxf8f6f4.block_scale (scales in TMEM via tcgen05.cp) is not
-//    written yet; this path is correct by construction but runs at BF16 tensor rate.
+//  - sm_100a (either setting): the native block-scaled MMA. TMA E4M3 k-blocks of 128 (SW128, as
+//    STRATEGY=0); warps 1-2 write the stage's E8M0 scales as two 128x4 blocked tiles (A, B); warp
+//    3 copies them into a per-stage TMEM ring (tcgen05.cp 32x128b.warpx4) and issues
+//    tcgen05.mma kind::mxf8f6f4.block_scale.scale_vec::1X (M=128, N=BN, K=32: one per MX block,
+//    scale-factor ID = block) into a double-buffered TMEM accumulator; warps 4-11 drain it with
+//    tcgen05.ld and store NaN for rows / columns with a 0xFF scale, as the reference does.
 // Why fast (model): one read of each operand tile per CTA, FP8 bytes from HBM (half of BF16's),
 // tensor cores fed from a deep TMA ring; B costs (BM+BN)*BK conversions per BM*BN*BK MMA (~3 ops
 // per element on 96 threads: ~55% of the HGMMA time at BN=128, overlapped), A costs 2 FP32 ops per
 // output element per 32-K (= 2x the QGMMA time: its ceiling is ~990 TFLOP/s with full overlap).
 // Paper model, DeepSeek-V3 fc1 (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 1.21 GB.
-//   B200: 7.70 TFLOP / 4.5 PFLOP/s = 1.71 ms (bytes 1.21 GB / 7.7 TB/s = 0.16 ms): compute-bound;
-//         this fallback at the BF16 rate (2.25 PFLOP/s) is 3.4 ms; native block scale is the way.
+//   B200: 7.70 TFLOP / 4.5 PFLOP/s dense FP8 = 1.71 ms (bytes 1.21 GB / 7.7 TB/s = 0.16 ms):
+//         compute-bound on the block-scaled MMA. NOTE: a 128 x 128 x 32 FP8 MMA reads 8 KiB of
+//         smem per ~65 clocks, about the SM's 128 B/clk, so one CTA's 128 x BN tiles may stop short
+//         of peak; 2-CTA (cta_group::2) 256-wide tiles halve B's reads (next step after a run).
 //   H200 target: >= 1.0x torch._grouped_mm BF16 on the dequantized operands (572-705 TFLOP/s:
 //         11-13.5 ms), aim 1.3x (8.5-10.4 ms, i.e. 740-900 TFLOP/s: at the BF16 ceiling, so B must
 //         run near peak and A must overlap its promotions); >= 2x torch FP8 rowwise at Qwen3-30B
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
-// Knobs: STRATEGY (0 promote, 1 dequantize; sm_90a only), BN (tile width), STAGES (ring depth,
-// capped to 227 KiB), GROUP_M (band height inside a group).
+// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a it only sets the plan's smem budget, in
+// which sm_100a fits (128 + BN) * 144-byte stages: 5 at the defaults), BN (tile width), STAGES
+// (ring depth, capped to 227 KiB), GROUP_M (band height inside a group).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UTMALDG
-// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+// The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
+// pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
+// warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -71,7 +78,8 @@ namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M>;
 }  // namespace
 
-// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a); raw_a / raw_b: unswizzled (otherwise).
+// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
+// (sm_90a STRATEGY=1).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_fwd(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,

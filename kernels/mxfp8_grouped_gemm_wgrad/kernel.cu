@@ -24,17 +24,20 @@
 // groups; a k-block past e reads the next group's tokens, which are never multiplied: the MMA
 // side stops at the group's depth, and their scales read as factor 1); an empty group's tiles are
 // stored as zeros. Design, strategies and the GPU checklist: kernels/mxfp8_grouped_gemm_fwd.
-// sm_100a runs the same FALLBACK as fwd (dequantize + tcgen05 kind::f16).
+// sm_100a runs fwd's block-scaled path (tcgen05.mma kind::mxf8f6f4.block_scale, scales copied
+// into TMEM by tcgen05.cp); its scale tiles start at the group's first token block.
 // Paper model, DeepSeek-V3 fc1 wgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP; bytes
 // 1.48 GB of FP8 + 0.94 GB fp32 out: B200 1.71 ms compute (0.31 ms bytes); Qwen3-30B
 // (E=128, N=1536, K=2048): 0.83 TFLOP, 1.61 GB fp32 out + 0.47 GB in: memory-bound, 0.27 ms on
 // B200 and ~0.43 ms at the H200's 4.8 TB/s.
-// Knobs: STRATEGY (0 promote, 1 dequantize; sm_90a only), BN, STAGES, GROUP_M.
+// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M.
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UTMALDG
-// warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+// The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
+// pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
+// warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -54,7 +57,8 @@ namespace {
 using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M>;
 }  // namespace
 
-// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a); raw_a / raw_b: unswizzled (otherwise).
+// tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
+// (sm_90a STRATEGY=1).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_wgrad(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,

@@ -15,8 +15,14 @@
 //    with the next block's QGMMA already in flight (two fragments) to overlap the FP32 work.
 //  - kDequant (B): TMA loads raw E4M3 k-blocks of 64 (no swizzle); warps 1-3 convert them to bf16
 //    times the block scale (exact) into 128-byte-swizzled tiles; consumers run HGMMA m64nBNk16.
-// sm_100a runs kDequant's transform with tcgen05.mma kind::f16 into a double-buffered TMEM
-// accumulator (warp 3 issues, warps 4-11 drain); the block-scaled kind::mxf8f6f4 path is not here.
+// sm_100a (whatever the knob) loads kPromote's stages and runs the block-scaled MMA: warps 1-2
+// write each stage's scales as two 128x4 blocked tiles (ws/tcgen05_block_scaled.cuh), warp 3
+// copies them into TMEM (tcgen05.cp) and issues tcgen05.mma kind::mxf8f6f4.block_scale (K = 32, one
+// per MX block) into a double-buffered TMEM accumulator that warps 4-11 drain. The tensor core
+// applies 2^(Sa+Sb-254) to each block's dot product: block terms below fp32's normal range may
+// flush to zero where the reference's ldexpf keeps a subnormal (< 2^-126, far under the gemm
+// tolerance's absolute term); 0xFF scales are made NaN rows / columns in the epilogue, not left
+// to the MMA's decoding.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,6 +30,7 @@
 #include "ws/mx_gemm.cuh"
 #include "ws/ptx_sm90.cuh"
 #include "ws/tcgen05.cuh"
+#include "ws/tcgen05_block_scaled.cuh"
 #include "ws/tile_scheduler.cuh"
 #include "ws/wgmma.cuh"
 
@@ -51,8 +58,8 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_>
 struct Config {
   static constexpr int kForm = kForm_;
-  // sm_100a has no wgmma: it always dequantizes and runs tcgen05 kind::f16.
-  static constexpr int kStrategy = kSm100 ? kDequant : kKnobStrategy;
+  // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales).
+  static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
   static constexpr int kBM = 128, kBN = kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -75,7 +82,7 @@ struct Config {
   static constexpr int kXBytes = kStrategy == kPromote ? kScaleA + kScaleB : kRawA + kRawB;
   static constexpr int kMaxE = 1024;  // offs held in shared memory
   // Warp roles. sm_90a: warp 0 TMA; warps 1-3 transform; warpgroups 1-2 consume.
-  // sm_100a: warp 0 TMA; warps 1-2 transform; warp 3 TMEM + MMA; warps 4-11 epilogue.
+  // sm_100a: warp 0 TMA; warps 1-2 scales; warp 3 TMEM + MMA; warps 4-11 epilogue.
   static constexpr int kXformWarps = kSm100 ? 2 : 3;
   static constexpr int kXformThreads = 32 * kXformWarps;
   static constexpr int kAccCols = tmem_columns(2 * kBN);
@@ -404,6 +411,206 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
 }
 #endif
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+// ---- sm_100a: block-scaled tcgen05.mma on kPromote's stages. Stage s: SW128 E4M3 A (128 x 128)
+// and B (BN x 128) tiles; at x(s) the stage's scales as two 128x4 blocked tiles, A then B ----
+
+constexpr int kSfTile = 512;  // bytes of one 128x4 blocked E8M0 tile
+
+/// E8M0 bytes of blocks blk..blk+3 of a scale row (blk in the low byte), `left` of them inside
+/// the depth: 127 past it and for rows outside the operand (scale_byte's rule); one 32-bit load
+/// when all four are inside and aligned.
+__device__ __forceinline__ uint32_t scale_word(const unsigned char* scales, long long row, int sld,
+                                               int blk, int left, bool valid) {
+  if (valid && left >= 4) {
+    const unsigned char* q = scales + row * sld + blk;
+    if ((reinterpret_cast<unsigned long long>(q) & 3) == 0)
+      return __ldg(reinterpret_cast<const unsigned*>(q));
+  }
+  uint32_t w = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    w |= scale_byte(scales, row, sld, blk + k, valid && k < left) << (8 * k);
+  return w;
+}
+
+/// Whether an E8M0 byte of blocks [blk, blk + nblk) of a scale row is 0xFF (NaN).
+__device__ __forceinline__ bool has_nan_scale(const unsigned char* scales, long long row, int sld,
+                                              int blk, int nblk) {
+  const unsigned char* q = scales + row * sld + blk;
+  unsigned hit = 0;
+  int i = 0;
+  for (; i < nblk && (reinterpret_cast<unsigned long long>(q + i) & 3) != 0; ++i)
+    hit |= __ldg(q + i) == 0xFFu;
+#pragma unroll 4
+  for (; i + 4 <= nblk; i += 4) {
+    // A byte is 0xFF iff its top bit is set and its low 7 bits + 1 carry into bit 7.
+    const unsigned w = __ldg(reinterpret_cast<const unsigned*>(q + i));
+    hit |= (w & 0x80808080u) & ((w & 0x7F7F7F7Fu) + 0x01010101u);
+  }
+  for (; i < nblk; ++i) hit |= __ldg(q + i) == 0xFFu;
+  return hit != 0;
+}
+
+/// Warps 1-2: warp 1 writes A's, warp 2 B's scales of each stage's four MX blocks as a 128x4
+/// blocked tile at x(s) + kSfTile * operand. Lane j owns rows j, j+32, j+64, j+96 (B rows past
+/// BN pad the tile with 127): one 16-byte, conflict-free store of blocked row j.
+template <class Cfg>
+__device__ __forceinline__ void stage_scales_sm100(int xt, const Smem<Cfg>& sm, const int* offs,
+                                                   const Problem& p, const unsigned char* a_scales,
+                                                   const unsigned char* b_scales) {
+  static_assert(Cfg::kStrategy == kPromote && Cfg::kBlocks == 4, "one blocked tile per stage");
+  const int op = xt / 32, j = xt % 32;
+  const unsigned char* scales = op == 0 ? a_scales : b_scales;
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
+    const long long row0 = op == 0 ? v.a_row0 : v.b_row0;
+    const int rows = op == 0 ? v.a_rows : cmin(v.b_cols, Cfg::kBN);
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      // Loads first: their latency overlaps the wait for the stage.
+      uint32_t w[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = j + 32 * c;
+        w[c] = scale_word(scales, row0 + r, p.sld, blk0 + 4 * kb, nblk - 4 * kb, r < rows);
+      }
+      mbar_wait(sm.empty + 8 * s, ph ^ 1);  // the copy and MMAs of the stage's last use are done
+      const uint32_t dst = sm.x(s) + op * kSfTile + blocked_scale_offset(j, 0);
+      *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst)) = make_uint4(w[0], w[1], w[2], w[3]);
+      fence_proxy_async_shared();  // tcgen05.cp reads the tile through the async proxy
+      mbar_arrive(sm.ready + 8 * s);
+    }
+  }
+}
+
+/// TMEM columns: two (128, BN) fp32 accumulators, then per stage 4 columns of A scales and 4 of
+/// B scales (a stage's copy may not overwrite scales an earlier stage's MMAs still read).
+template <class Cfg>
+struct TmemMap {
+  static constexpr int kSf = 2 * Cfg::kBN;
+  static constexpr int kUsed = kSf + 8 * Cfg::kStages;
+  static constexpr int kCols = tmem_columns(kUsed);
+  static_assert(kUsed <= 512, "accumulators + scale ring fit in TMEM");
+};
+
+/// Warp 3, one lane: per stage, copy the two scale tiles into the stage's TMEM columns and issue
+/// one block-scaled MMA (M=128, N=BN, K=32) per MX block, SF ID = block; commits free the stage
+/// and hand a finished accumulator to the epilogue.
+template <class Cfg>
+__device__ __forceinline__ void issue_mma_sm100(const Smem<Cfg>& sm, const int* offs,
+                                                const Problem& p, uint32_t tmem_base) {
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0, local = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const int depth = tl.depth(p.n, p.k), kblocks = (depth + Cfg::kBK - 1) / Cfg::kBK;
+    if (kblocks == 0) continue;  // empty wgrad group: the epilogue stores zeros
+    const uint32_t buf = local & 1, aph = (local >> 1) & 1;
+    ++local;
+    mbar_wait(sm.acc_empty + 8 * buf, aph ^ 1);  // the epilogue has drained this buffer
+    tc_fence_after();
+    const uint32_t d_tmem = tmem_base + buf * Cfg::kBN;
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      mbar_wait(sm.full + 8 * s, ph);   // E4M3 tiles landed
+      mbar_wait(sm.ready + 8 * s, ph);  // blocked scale tiles written and fenced
+      tc_fence_after();
+      const uint32_t sfa = tmem_base + TmemMap<Cfg>::kSf + 8 * s, sfb = sfa + 4;
+      tmem_cp_scales(sfa, sm.x(s));
+      tmem_cp_scales(sfb, sm.x(s) + kSfTile);
+      const int nsteps = cmin(Cfg::kBlocks, (depth - kb * Cfg::kBK) / 32);  // depth % 32 == 0
+#pragma unroll
+      for (int k = 0; k < Cfg::kBlocks; ++k) {
+        if (k < nsteps)
+          umma_mxf8f6f4(
+              d_tmem, umma_desc_sw128(sm.a(s) + 32 * k), umma_desc_sw128(sm.b(s) + 32 * k),
+              umma_idesc_mx(kUmmaE4M3, kUmmaE4M3, Cfg::kBM, Cfg::kBN, k), sfa, sfb, (kb | k) != 0);
+      }
+      umma_commit(sm.empty + 8 * s);  // frees the stage (tiles and scales) once all of it is read
+    }
+    umma_commit(sm.acc_full + 8 * buf);
+  }
+}
+
+/// Warps 4-11: warp w drains TMEM lanes 32*(w%4).. (its sub-partition), half (w-4)/4 of the
+/// columns, 32 at a time; rows and columns with a 0xFF scale in the tile's depth store NaN, as
+/// the reference does. An empty wgrad group's tile is stored as zeros.
+template <class Cfg, class Out>
+__device__ __forceinline__ void drain_sm100(const Smem<Cfg>& sm, const int* offs, const Problem& p,
+                                            Out* out, const unsigned char* a_scales,
+                                            const unsigned char* b_scales, uint32_t tmem_base) {
+  static_assert(Cfg::kBN % 64 == 0, "each epilogue warp drains whole 32-column chunks");
+  constexpr int kChunks = Cfg::kBN / 64;  // 32-column chunks per warp
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int q = warp % 4, h = (warp - 4) / 4;
+  const int r = q * 32 + lane;
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t local = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const OutTile o = Cursor<Cfg>::out_tile(tl, p.n, p.k);
+    const TileView v = view_of<Cfg>(tl, p);
+    const bool zero = v.depth == 0;
+    // NaN scales, checked while the MMAs run: this lane's row, and a column mask per chunk.
+    const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
+    const bool row_nan = r < v.a_rows && has_nan_scale(a_scales, v.a_row0 + r, p.sld, blk0, nblk);
+    unsigned col_nan[kChunks];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int col = h * (Cfg::kBN / 2) + 32 * c + lane;
+      col_nan[c] = __ballot_sync(
+          ~0u, col < v.b_cols && has_nan_scale(b_scales, v.b_row0 + col, p.sld, blk0, nblk));
+    }
+    const uint32_t buf = local & 1, aph = (local >> 1) & 1;
+    if (!zero) {
+      ++local;
+      mbar_wait(sm.acc_full + 8 * buf, aph);
+      tc_fence_after();
+    }
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int cc = h * (Cfg::kBN / 2) + 32 * c;
+      uint32_t vals[32];
+      if (zero) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) vals[i] = 0u;
+      } else {
+        tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Cfg::kBN + cc, vals);
+      }
+      if (row_nan || col_nan[c] != 0) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          if (row_nan || ((col_nan[c] >> i) & 1)) vals[i] = 0x7FC00000u;
+        }
+      }
+      const int col = o.col0 + cc;
+      if (r < o.rows_left) {
+        const long long row_idx = (o.row0 + r) * o.ncols + col;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {  // widths are multiples of 16: pairs wholly in or out
+          if (col + 2 * j < o.ncols)
+            store_pair(out, row_idx + 2 * j, __uint_as_float(vals[2 * j]),
+                       __uint_as_float(vals[2 * j + 1]));
+        }
+      }
+    }
+    if (!zero) {
+      tc_fence_before();
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.acc_empty + 8 * buf);
+    }
+  }
+}
+#endif
+
 /// The whole kernel body. tma_a: A as (depth, rows) boxes (BK, 128); tma_b: B as (depth, cols,
 /// experts) boxes (BK, BN, 1), both SW128 for kPromote and unswizzled for kDequant (the plan
 /// passes the pair the strategy needs); offs [E] cumulative group ends; out as the form says.
@@ -447,100 +654,31 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  // ======================= sm_100a: dequantize + tcgen05 kind::f16 =======================
-  if (warp == 3) {  // this warp allocates and later frees the accumulators
-    tmem_alloc(sm.tmem_slot, Cfg::kAccCols);
+  // ============ sm_100a: tcgen05.mma kind::mxf8f6f4.block_scale, scales through TMEM ============
+  if (warp == 3) {  // this warp allocates and later frees the accumulators and the scale ring
+    tmem_alloc(sm.tmem_slot, TmemMap<Cfg>::kCols);
     tmem_relinquish_alloc_permit();
   }
   tc_fence_before();
   __syncthreads();
   tc_fence_after();
   const uint32_t tmem_base = tmem_base_at(sm.tmem_slot);
-  constexpr uint32_t kIdesc = umma_idesc(kUmmaBf16, kUmmaBf16, 0, 0, Cfg::kBM, Cfg::kBN);
 
   if (warp == 0) {
     if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
   } else if (warp <= Cfg::kXformWarps) {
-    dequantize<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
+    stage_scales_sm100<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
   } else if (warp == 3) {
-    if (lane == 0) {
-      Cursor<Cfg> cur;
-      GroupTile<Cfg::kForm> tl;
-      uint32_t it = 0, local = 0;
-      for (int t = blockIdx.x; cur.seek(t, goffs, p.E, p.n, p.k, tl); t += gridDim.x) {
-        const int depth = tl.depth(p.n, p.k), kblocks = (depth + Cfg::kBK - 1) / Cfg::kBK;
-        if (kblocks == 0) continue;  // empty wgrad group: the epilogue stores zeros
-        const uint32_t buf = local & 1, aph = (local >> 1) & 1;
-        ++local;
-        mbar_wait(sm.acc_empty + 8 * buf, aph ^ 1);  // the epilogue has drained this buffer
-        tc_fence_after();
-        const uint32_t d_tmem = tmem_base + buf * Cfg::kBN;
-        for (int kb = 0; kb < kblocks; ++kb, ++it) {
-          const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-          mbar_wait(sm.ready + 8 * s, ph);
-          tc_fence_after();
-          const int ksteps = cmin(4, (depth - kb * Cfg::kBK) / 16);
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            if (k < ksteps)
-              umma_f16(d_tmem, umma_desc_sw128(sm.a(s) + 32 * k), umma_desc_sw128(sm.b(s) + 32 * k),
-                       kIdesc, (kb | k) != 0);
-          }
-          umma_commit(sm.empty + 8 * s);  // frees the stage once these MMAs have read it
-        }
-        umma_commit(sm.acc_full + 8 * buf);
-      }
-    }
-  } else if (warp >= 4) {
-    // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
-    const int q = warp % 4, h = (warp - 4) / 4;
-    Cursor<Cfg> cur;
-    GroupTile<Cfg::kForm> tl;
-    uint32_t local = 0;
-    for (int t = blockIdx.x; cur.seek(t, goffs, p.E, p.n, p.k, tl); t += gridDim.x) {
-      const OutTile o = Cursor<Cfg>::out_tile(tl, p.n, p.k);
-      const bool zero = tl.depth(p.n, p.k) == 0;
-      const uint32_t buf = local & 1, aph = (local >> 1) & 1;
-      if (!zero) {
-        ++local;
-        mbar_wait(sm.acc_full + 8 * buf, aph);
-        tc_fence_after();
-      }
-      const int r = q * 32 + lane;
-#pragma unroll 1
-      for (int c = 0; c < Cfg::kBN / 2; c += 32) {
-        const int cc = h * (Cfg::kBN / 2) + c;
-        uint32_t vals[32];
-        if (zero) {
-#pragma unroll
-          for (int i = 0; i < 32; ++i) vals[i] = 0u;
-        } else {
-          tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Cfg::kBN + cc, vals);
-        }
-        const int col = o.col0 + cc;
-        if (r < o.rows_left) {
-          const long long row_idx = (o.row0 + r) * o.ncols + col;
-#pragma unroll
-          for (int j = 0; j < 16; ++j) {  // widths are multiples of 16: pairs wholly in or out
-            if (col + 2 * j < o.ncols)
-              store_pair(out, row_idx + 2 * j, __uint_as_float(vals[2 * j]),
-                         __uint_as_float(vals[2 * j + 1]));
-          }
-        }
-      }
-      if (!zero) {
-        tc_fence_before();
-        __syncwarp();
-        if (lane == 0) mbar_arrive(sm.acc_empty + 8 * buf);
-      }
-    }
+    if (lane == 0) issue_mma_sm100<Cfg>(sm, goffs, p, tmem_base);
+  } else {
+    drain_sm100<Cfg>(sm, goffs, p, out, a_scales, b_scales, tmem_base);
   }
   __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
   tc_fence_before();
   __syncthreads();
   if (warp == 3) {
     tc_fence_after();
-    tmem_dealloc(tmem_base, Cfg::kAccCols);
+    tmem_dealloc(tmem_base, TmemMap<Cfg>::kCols);
   }
 #else
   // ======================= sm_90a =======================
