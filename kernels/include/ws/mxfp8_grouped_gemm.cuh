@@ -326,8 +326,8 @@ __device__ __forceinline__ void qgmma_block(float (&d)[Cfg::kBN / 2], uint32_t a
 /// Promotes fragment d (MX block j of the stage) once at most kPending groups are in flight: the
 /// caller has committed only groups older than d's, or d's plus one writing the other fragment.
 template <class Cfg, int kPending>
-__device__ __forceinline__ void promote_after(float (&acc)[Cfg::kBN / 2],
-                                              float (&d)[Cfg::kBN / 2], const float* sc, int j) {
+__device__ __forceinline__ void promote_after(float (&acc)[Cfg::kBN / 2], float (&d)[Cfg::kBN / 2],
+                                              const float* sc, int j) {
   wgmma_wait<kPending>();
   fence_operands(d);
   // NOTE: the row and lane come from a fresh %tid.x read: held across the k-loop they are two
@@ -363,12 +363,12 @@ __device__ __forceinline__ void release_stage(const Smem<Cfg>& sm, uint32_t s, i
 /// asynchronous only if on every path the fragment read by a promotion is not written by a
 /// group in flight; a step skipped by a separate `if` breaks that proof (it serialized every
 /// QGMMA). Hence the nesting: each step either issues the next block into the other fragment and
-/// waits to one group, or waits to zero and is the tile's last.
+/// waits to one group, or waits to zero and is the tile's last; only a full stage with more to
+/// come loops (next stage's block 0 in flight), every return has waited to zero.
 template <class Cfg>
-__device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2],
-                                             float (&p0)[Cfg::kBN / 2], float (&p1)[Cfg::kBN / 2],
-                                             const Smem<Cfg>& sm, uint32_t a_off, int nblk,
-                                             uint32_t& it, int cw) {
+__device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2], float (&p0)[Cfg::kBN / 2],
+                                             float (&p1)[Cfg::kBN / 2], const Smem<Cfg>& sm,
+                                             uint32_t a_off, int nblk, uint32_t& it, int cw) {
   static_assert(Cfg::kBlocks == 4, "the steps below are one stage of four MX blocks");
   wait_stage<Cfg>(sm, it);
   qgmma_block<Cfg>(p0, sm.a(it % Cfg::kStages) + a_off, sm.b(it % Cfg::kStages), 0);

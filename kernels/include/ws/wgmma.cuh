@@ -212,8 +212,8 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t da, uint6
 #define WS_WGMMA_OUT8(d) WS_WGMMA_O8(d, 0)
 #define WS_WGMMA_OUT16(d) WS_WGMMA_O8(d, 0), WS_WGMMA_O8(d, 8)
 #define WS_WGMMA_OUT32(d) WS_WGMMA_OUT16(d), WS_WGMMA_O8(d, 16), WS_WGMMA_O8(d, 24)
-#define WS_WGMMA_OUT64(d) WS_WGMMA_OUT32(d), WS_WGMMA_O8(d, 32), WS_WGMMA_O8(d, 40), \
-      WS_WGMMA_O8(d, 48), WS_WGMMA_O8(d, 56)
+#define WS_WGMMA_OUT64(d) \
+  WS_WGMMA_OUT32(d), WS_WGMMA_O8(d, 32), WS_WGMMA_O8(d, 40), WS_WGMMA_O8(d, 48), WS_WGMMA_O8(d, 56)
 
 /// D (64 x N fp32) = A (64x32 e4m3) * B (Nx32 e4m3)^T, N in {16, 32, 64, 128}: scale-d is the
 /// immediate 0 and D is write-only, so D's previous values are dead before the instruction (a
