@@ -312,32 +312,108 @@ __device__ __forceinline__ void promote(float (&acc)[Cfg::kBN / 2],
   }
 }
 
-/// One k-block of kPromote: QGMMA per MX block into alternating fragments p0 / p1; block j+1's
-/// QGMMA runs while block j is promoted.
+/// threadIdx.x, read again (volatile: never merged with another read) so that what derives from it
+/// is recomputed where it is used instead of occupying a register across a loop.
+__device__ __forceinline__ uint32_t tid_fresh() {
+  uint32_t t;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+  return t;
+}
+
+/// Issues MX block j of the stage tiles (a, b) into fragment d as one committed group; scale-d = 0
+/// overwrites d. The fence orders the earlier promotion's reads of d before the QGMMA writes it.
 template <class Cfg>
-__device__ __forceinline__ void mma_promote(float (&acc)[Cfg::kBN / 2], float (&p0)[Cfg::kBN / 2],
-                                            float (&p1)[Cfg::kBN / 2], uint32_t a, uint32_t b,
-                                            const float* sc, int nsteps, int r0, int lane) {
+__device__ __forceinline__ void qgmma_block(float (&d)[Cfg::kBN / 2], uint32_t a, uint32_t b,
+                                            int j) {
   wgmma_fence();
-  wgmma_e4m3<Cfg::kBN>(p0, wgmma_desc_sw128(a), wgmma_desc_sw128(b), 0);
+  wgmma_e4m3_fresh<Cfg::kBN>(d, wgmma_desc_sw128(a + 32 * j), wgmma_desc_sw128(b + 32 * j));
   wgmma_commit();
-#pragma unroll
-  for (int j = 0; j < Cfg::kBlocks; ++j) {
-    if (j < nsteps) {
-      float(&cur)[Cfg::kBN / 2] = j % 2 == 0 ? p0 : p1;
-      float(&nxt)[Cfg::kBN / 2] = j % 2 == 0 ? p1 : p0;
-      if (j + 1 < nsteps) {
-        wgmma_fence();
-        wgmma_e4m3<Cfg::kBN>(nxt, wgmma_desc_sw128(a + 32 * (j + 1)),
-                             wgmma_desc_sw128(b + 32 * (j + 1)), 0);
-        wgmma_commit();
-        wgmma_wait<1>();
+}
+
+/// Promotes fragment d (MX block j of the stage) once at most kPending groups are in flight: the
+/// caller has committed only groups older than d's, or d's plus one writing the other fragment.
+template <class Cfg, int kPending>
+__device__ __forceinline__ void promote_after(float (&acc)[Cfg::kBN / 2], float (&d)[Cfg::kBN / 2],
+                                              const float* sc, int j) {
+  wgmma_wait<kPending>();
+  fence_operands(d);
+  // NOTE: the row and lane come from a fresh %tid.x read: held across the k-loop they are two
+  // of the few registers left beside acc, p0 and p1 (192 of 224), and ptxas spilled them.
+  const int t = static_cast<int>(tid_fresh()), lane = t % 32;
+  const int r0 = (t / 128 - 1) * 64 + 16 * (t % 128 / 32) + lane / 4;
+  promote<Cfg>(acc, d, sc, j, r0, lane);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void wait_stage(const Smem<Cfg>& sm, uint32_t it) {
+  const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+  mbar_wait(sm.full + 8 * s, ph);   // E4M3 tiles
+  mbar_wait(sm.ready + 8 * s, ph);  // fp32 scales
+}
+
+/// Frees stage s for the producers once this consumer warpgroup (cw) is done with it: its
+/// QGMMAs are complete (waited before), and all four warps have read its scales, which the scale
+/// warps rewrite as soon as the stage is free.
+template <class Cfg>
+__device__ __forceinline__ void release_stage(const Smem<Cfg>& sm, uint32_t s, int cw) {
+  if (cw == 0) {
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  } else {
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  }
+  if (threadIdx.x % 128 == 0) mbar_arrive(sm.empty + 8 * s);
+}
+
+/// kPromote over one tile's nblk >= 1 MX blocks, from stage it on (it advances past them): block
+/// b's QGMMA writes p0 (b even) or p1 (b odd) and runs while block b-1 is promoted, across stage
+/// boundaries too (four blocks per stage keep the parity). NOTE: ptxas keeps the QGMMAs
+/// asynchronous only if on every path the fragment read by a promotion is not written by a
+/// group in flight; a step skipped by a separate `if` breaks that proof (it serialized every
+/// QGMMA). Hence the nesting: each step either issues the next block into the other fragment and
+/// waits to one group, or waits to zero and is the tile's last; only a full stage with more to
+/// come loops (next stage's block 0 in flight), every return has waited to zero.
+template <class Cfg>
+__device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2], float (&p0)[Cfg::kBN / 2],
+                                             float (&p1)[Cfg::kBN / 2], const Smem<Cfg>& sm,
+                                             uint32_t a_off, int nblk, uint32_t& it, int cw) {
+  static_assert(Cfg::kBlocks == 4, "the steps below are one stage of four MX blocks");
+  wait_stage<Cfg>(sm, it);
+  qgmma_block<Cfg>(p0, sm.a(it % Cfg::kStages) + a_off, sm.b(it % Cfg::kStages), 0);
+#pragma unroll 1
+  for (int left = nblk;; left -= 4) {  // left: MX blocks from stage it on, >= 1
+    const uint32_t s = it % Cfg::kStages, a = sm.a(s) + a_off, b = sm.b(s);
+    const float* sc = reinterpret_cast<const float*>(__cvta_shared_to_generic(sm.x(s)));
+    if (left > 1) {
+      qgmma_block<Cfg>(p1, a, b, 1);
+      promote_after<Cfg, 1>(acc, p0, sc, 0);
+      if (left > 2) {
+        qgmma_block<Cfg>(p0, a, b, 2);
+        promote_after<Cfg, 1>(acc, p1, sc, 1);
+        if (left > 3) {
+          qgmma_block<Cfg>(p1, a, b, 3);
+          promote_after<Cfg, 1>(acc, p0, sc, 2);
+          if (left > 4) {  // the next stage's block 0 runs while block 3 is promoted
+            const uint32_t sn = (it + 1) % Cfg::kStages;
+            wait_stage<Cfg>(sm, it + 1);
+            qgmma_block<Cfg>(p0, sm.a(sn) + a_off, sm.b(sn), 0);
+            promote_after<Cfg, 1>(acc, p1, sc, 3);
+            release_stage<Cfg>(sm, s, cw);
+            ++it;
+            continue;  // the only path that leaves a group (p0's) in flight
+          }
+          promote_after<Cfg, 0>(acc, p1, sc, 3);
+        } else {
+          promote_after<Cfg, 0>(acc, p0, sc, 2);
+        }
       } else {
-        wgmma_wait<0>();
+        promote_after<Cfg, 0>(acc, p1, sc, 1);
       }
-      fence_operands(cur);
-      promote<Cfg>(acc, cur, sc, j, r0, lane);
+    } else {
+      promote_after<Cfg, 0>(acc, p0, sc, 0);
     }
+    release_stage<Cfg>(sm, s, cw);
+    ++it;
+    return;
   }
 }
 
@@ -359,16 +435,11 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
 #pragma unroll
     for (int i = 0; i < Cfg::kBN / 2; ++i) acc[i] = 0.0f;
     if constexpr (Cfg::kStrategy == kPromote) {
+      // (64, BN) fp32 fragments of the even and odd MX blocks. Depth % 32 == 0 (the specs), so
+      // the tile's ceil(nblk / 4) stages are the producer's kblocks; an empty group has none.
       float p0[Cfg::kBN / 2], p1[Cfg::kBN / 2];
-      for (int kb = 0; kb < kblocks; ++kb, ++it) {
-        const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-        mbar_wait(sm.full + 8 * s, ph);
-        mbar_wait(sm.ready + 8 * s, ph);
-        const int nsteps = cmin(Cfg::kBlocks, (v.depth - kb * Cfg::kBK) / 32);
-        const float* sc = reinterpret_cast<const float*>(__cvta_shared_to_generic(sm.x(s)));
-        mma_promote<Cfg>(acc, p0, p1, sm.a(s) + a_off, sm.b(s), sc, nsteps, r0, lane);
-        if (signal) mbar_arrive(sm.empty + 8 * s);  // wait_group(0) above: the stage is read
-      }
+      const int nblk = v.depth / 32;
+      if (nblk > 0) promote_tile<Cfg>(acc, p0, p1, sm, a_off, nblk, it, cw);
     } else {
       uint32_t prev = 0;
       for (int kb = 0; kb < kblocks; ++kb, ++it) {

@@ -205,4 +205,58 @@ __device__ __forceinline__ void wgmma_e4m3(float (&d)[N / 2], uint64_t da, uint6
   }
 }
 
+// Write-only operand lists: WS_WGMMA_OUT<R>(d) binds d[0..R) as outputs only.
+#define WS_WGMMA_O8(d, i)                                                                     \
+  "=f"(d[i]), "=f"(d[i + 1]), "=f"(d[i + 2]), "=f"(d[i + 3]), "=f"(d[i + 4]), "=f"(d[i + 5]), \
+      "=f"(d[i + 6]), "=f"(d[i + 7])
+#define WS_WGMMA_OUT8(d) WS_WGMMA_O8(d, 0)
+#define WS_WGMMA_OUT16(d) WS_WGMMA_O8(d, 0), WS_WGMMA_O8(d, 8)
+#define WS_WGMMA_OUT32(d) WS_WGMMA_OUT16(d), WS_WGMMA_O8(d, 16), WS_WGMMA_O8(d, 24)
+#define WS_WGMMA_OUT64(d) \
+  WS_WGMMA_OUT32(d), WS_WGMMA_O8(d, 32), WS_WGMMA_O8(d, 40), WS_WGMMA_O8(d, 48), WS_WGMMA_O8(d, 56)
+
+/// D (64 x N fp32) = A (64x32 e4m3) * B (Nx32 e4m3)^T, N in {16, 32, 64, 128}: scale-d is the
+/// immediate 0 and D is write-only, so D's previous values are dead before the instruction (a
+/// fresh fragment per call; with wgmma_e4m3's accumulate = 0 they stay live as inputs).
+template <int N>
+__device__ __forceinline__ void wgmma_e4m3_fresh(float (&d)[N / 2], uint64_t da, uint64_t db) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128, "wgmma N");
+  if constexpr (N == 128) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
+        "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "
+        "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, 0, 1, 1;\n"
+        : WS_WGMMA_OUT64(d)
+        : "l"(da), "l"(db));
+  }
+  if constexpr (N == 64) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+        "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, 0, 1, 1;\n"
+        : WS_WGMMA_OUT32(d)
+        : "l"(da), "l"(db));
+  }
+  if constexpr (N == 32) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+        "}, %16, %17, 0, 1, 1;\n"
+        : WS_WGMMA_OUT16(d)
+        : "l"(da), "l"(db));
+  }
+  if constexpr (N == 16) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7"
+        "}, %8, %9, 0, 1, 1;\n"
+        : WS_WGMMA_OUT8(d)
+        : "l"(da), "l"(db));
+  }
+}
+
 }  // namespace ws
