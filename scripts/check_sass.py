@@ -6,7 +6,9 @@ Each kernels/<problem>/kernel.cu may declare, in its header comment, lines of th
     // warpsmith:sass ARCH [PARAM=VALUE ...]: OPCODE OPCODE ...
 
 ARCH is sm_90a or sm_100a; the PARAM=VALUE filters (the problem's parameters) restrict the claim to
-those settings, else it holds for every parameter setting. An OPCODE matches a SASS instruction
+those settings, else it holds for every parameter setting. A NAME=VALUE whose NAME is not a
+parameter is a knob: the claim is checked with that knob value (e.g. `STRATEGY=0`), the plan's
+defaults for the others. An OPCODE matches a SASS instruction
 whose opcode equals it or starts with it followed by a '.', so `F2FP.SATFINITE.E8` matches
 `F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP`. Each claimed line is checked for every parameter
 setting it covers, with the plan's default knobs, compiled by warpsmith's own NVRTC path
@@ -105,13 +107,15 @@ def matches(claim, ops):
     return any(op == claim or op.startswith(claim + ".") for op in ops)
 
 
-def compile_cubin(args, problem, kernel, arch, setting):
+def compile_cubin(args, problem, kernel, arch, setting, knobs=None):
     """The cubin path of one compile, or raises with warpsmith's message."""
     cmd = [args.warpsmith, "--workspace", os.path.join(args.work, "ws"),
            "--problems-dir", os.path.join(args.root, "problems"),
            "eval", problem, kernel, "--compile-only", "--arch", arch, "--json"]
     for name, value in setting.items():
         cmd += ["--set", f"{name}={value}"]
+    for name, value in (knobs or {}).items():
+        cmd += ["--knob", f"{name}={value}"]
     # The device library of the tree under check, not of the binary's own checkout.
     env = dict(os.environ, WARPSMITH_KERNEL_LIBRARY=os.path.join(args.root, "kernels", "include"))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -168,11 +172,14 @@ def main():
             continue
         if not any(arch == "sm_100a" for arch, _, _ in claims):
             unclaimed.append(problem)
+        params = set(settings[0]) if settings else set()
         for arch, filters, ops in claims:
-            covered = [s for s in settings if all(s.get(k) == v for k, v in filters.items())]
+            knobs = {k: v for k, v in filters.items() if k not in params}
+            covered = [s for s in settings
+                       if all(s.get(k) == v for k, v in filters.items() if k in params)]
             if not covered:
                 failures.append(f"{kernel}: the claim for {arch} {filters} matches no parameter setting")
-            jobs += [(problem, kernel, arch, s, ops) for s in covered]
+            jobs += [(problem, kernel, arch, s, knobs, ops) for s in covered]
     for p in unclaimed:
         print(f"check_sass: note: kernels/{p}/kernel.cu claims nothing for sm_100a (no warpsmith:sass line)")
 
@@ -183,10 +190,11 @@ def main():
         return 1 if require else SKIP
 
     checked = 0
-    for problem, kernel, arch, setting, claimed in jobs:
-        where = f"kernels/{problem}/kernel.cu {arch} {' '.join(f'{k}={v}' for k, v in setting.items())}"
+    for problem, kernel, arch, setting, knobs, claimed in jobs:
+        chosen = {**setting, **knobs}
+        where = f"kernels/{problem}/kernel.cu {arch} {' '.join(f'{k}={v}' for k, v in chosen.items())}"
         try:
-            cubin = compile_cubin(args, problem, kernel, arch, setting)
+            cubin = compile_cubin(args, problem, kernel, arch, setting, knobs)
             lines = disassemble(cuobjdump, cubin)
             ops = sass_opcodes(lines, cubin)
         except RuntimeError as e:
@@ -194,7 +202,7 @@ def main():
             continue
         if args.sass_dir:
             os.makedirs(args.sass_dir, exist_ok=True)
-            tag = "__".join(f"{k}-{v}" for k, v in setting.items()) or "default"
+            tag = "__".join(f"{k}-{v}" for k, v in chosen.items()) or "default"
             with open(os.path.join(args.sass_dir, f"{problem}__{tag}__{arch}.sass"), "w") as f:
                 f.write("\n".join(lines) + "\n")
         missing = [c for c in claimed if not matches(c, ops)]

@@ -31,6 +31,7 @@
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0: QGMMA UTMALDG
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
