@@ -48,6 +48,8 @@
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
+#include "ws/mx_block.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
@@ -75,118 +77,12 @@ struct Config {
   static constexpr int kChunks = CHUNKS;        // 16-byte loads per lane per tile
   static constexpr int kTileChunks = 32 * kChunks;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+  static constexpr bool kStoreCs = STORE_CS != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr unsigned kE8M0NaN = 0xFF;
-constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
-constexpr unsigned kBf16Inf = 0x7F80u;
-
-struct Chunk {
-  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
-};
-
-__device__ __forceinline__ Chunk load_chunk(const unsigned short* p) {
-  Chunk c;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
-}
-
-__device__ __forceinline__ void store_q8(unsigned char* p, unsigned lo, unsigned hi) {
-#if STORE_CS
-  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#else
-  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#endif
-}
-
-// NOTE: explicit mul.rn.f32 (never .ftz): 2^-127 and small d are fp32 subnormals.
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  float d;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xFFFF0000u); }
-
-__device__ __forceinline__ unsigned cvt_bf16x2(float lo, float hi) {
-  unsigned d;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
-  unsigned short d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= amax * fp32(1/448).
-__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
-  const float d = mul_rn(__uint_as_float(amax_bf16 << 16), 1.0f / 448.0f);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  unsigned short pair;  // round up to a power of two; satfinite: +Inf -> 0xFE, 0 -> 0x00
-  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
-  return pair & 0xFFu;
-#else
-  const unsigned bits = __float_as_uint(d);
-  const unsigned e = bits >> 23;
-  const unsigned mant = bits & 0x7FFFFFu;
-  if (e == 0xFF) return 254;
-  if (e == 0) return mant > 0x400000u ? 1 : 0;  // 2^-127 is the subnormal 0x00400000
-  return min(e + (mant != 0 ? 1u : 0u), 254u);
-#endif
-}
-
-__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
-  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
-}
-
-// amax (bf16 magnitude bits) -> scale byte; *special: NaN (or Inf under floor), q all 0x7F.
-__device__ __forceinline__ unsigned block_scale(unsigned amax, bool* special) {
-  *special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
-  return *special ? kE8M0NaN : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
-}
-
-// fp32 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
-__device__ __forceinline__ float scale_reciprocal(unsigned s) {
-  const unsigned biased = 254u - s;
-  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
-}
-
-// Rowwise: a chunk (8 bf16) -> its lane quad's scale and 8 E4M3 bytes. All lanes must call it.
-__device__ __forceinline__ unsigned quantize_row_chunk(const Chunk& c, unsigned& lo,
-                                                       unsigned& hi) {
-  const unsigned m2 = max_u16x2(max_u16x2(c.w[0] & 0x7FFF7FFFu, c.w[1] & 0x7FFF7FFFu),
-                                max_u16x2(c.w[2] & 0x7FFF7FFFu, c.w[3] & 0x7FFF7FFFu));
-  unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
-  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
-  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
-  bool special;
-  const unsigned s = block_scale(amax, &special);
-  const float r = scale_reciprocal(special ? 0u : s);
-  unsigned out[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
-    out[h] = cvt_e4m3x2(mul_rn(bf16_lo(w0), r), mul_rn(bf16_hi(w0), r)) |
-             (cvt_e4m3x2(mul_rn(bf16_lo(w1), r), mul_rn(bf16_hi(w1), r)) << 16);
-  }
-  lo = special ? kE4M3NaNx4 : out[0];
-  hi = special ? kE4M3NaNx4 : out[1];
-  return s;
-}
+using ws::Chunk;
 
 __device__ __forceinline__ void store_zero16(unsigned char* p) {
   asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(0u) : "memory");
@@ -330,8 +226,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #pragma unroll
   for (int u = 0; u < Config::kChunks; ++u) {
     const int ci = u * 32 + lane;
-    next[u] = ci < row_chunks ? load_chunk(reinterpret_cast<const unsigned short*>(xr + ci))
-                              : Chunk{{0u, 0u, 0u, 0u}};
+    next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
   }
   for (int tile = 0; tile < tiles; ++tile) {
     Chunk cur[Config::kChunks];
@@ -341,20 +236,19 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #pragma unroll
       for (int u = 0; u < Config::kChunks; ++u) {
         const int ci = (tile + 1) * Config::kTileChunks + u * 32 + lane;
-        next[u] = ci < row_chunks ? load_chunk(reinterpret_cast<const unsigned short*>(xr + ci))
-                                  : Chunk{{0u, 0u, 0u, 0u}};
+        next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
       }
     }
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
       const int ci = tile * Config::kTileChunks + u * 32 + lane;
       unsigned lo, hi;
-      const unsigned s = quantize_row_chunk(cur[u], lo, hi);
+      const unsigned s = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo, hi);
       // NOTE: the shuffle runs on all lanes (lane j may be past the row); K is warp-uniform.
       for (int j = 0; j < K; ++j) {
         const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
         if (ci < row_chunks) {
-          store_q8(q + row * H + ci * 8, lo, hi);
+          ws::store_global8<Config::kStoreCs>(q + row * H + ci * 8, lo, hi);
           if ((lane & 3) == 0) scales[row * row_blocks + (ci >> 2)] = static_cast<unsigned char>(s);
         }
       }

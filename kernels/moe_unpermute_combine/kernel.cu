@@ -25,6 +25,9 @@
 // loads are in flight together: registers vs. bytes in flight), LOAD_HINT (0: ld.global.nc,
 // 1: ld.global). Arch: the same code on sm_90a and sm_100a (nothing here needs a Blackwell form).
 
+#include "ws/bf16.cuh"
+#include "ws/memory.cuh"
+
 #if !defined(WS_SHARED) || !defined(WS_SHARED_ADD)
 #error "compile with the problem's parameters (-DWS_SHARED=..., -DWS_SHARED_ADD=1)"
 #endif
@@ -50,26 +53,19 @@ struct Config {
   static constexpr int kSlotGroup = SLOT_GROUP; // slots loaded together
   static constexpr int kRoundChunks = 32 * kChunks;
   static constexpr bool kShared = WS_SHARED == WS_SHARED_ADD;
+  static constexpr ws::LoadHint kLoadHint = LOAD_HINT == 0 ? ws::LoadHint::kNc
+                                                           : ws::LoadHint::kPlain;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunks * Config::kSlotGroup <= 64, "registers");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-
-struct Chunk {
-  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
-};
+using ws::bf16_hi;
+using ws::bf16_lo;
+using ws::Chunk;
+using ws::kFullMask;
 
 __device__ __forceinline__ Chunk load_chunk(const unsigned short* p) {
-  Chunk c;
-#if LOAD_HINT == 0
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-#else
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-#endif
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
+  return ws::load_global16<Config::kLoadHint>(p);
 }
 
 __device__ __forceinline__ float bf16_value(unsigned short b) {
@@ -87,8 +83,8 @@ __device__ __forceinline__ unsigned bf16_rne(float v) {
 __device__ __forceinline__ void fma_chunk(float (&acc)[8], float w, const Chunk& c) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    acc[2 * i] = __fmaf_rn(w, __uint_as_float(c.w[i] << 16), acc[2 * i]);
-    acc[2 * i + 1] = __fmaf_rn(w, __uint_as_float(c.w[i] & 0xFFFF0000u), acc[2 * i + 1]);
+    acc[2 * i] = __fmaf_rn(w, bf16_lo(c.w[i]), acc[2 * i]);
+    acc[2 * i + 1] = __fmaf_rn(w, bf16_hi(c.w[i]), acc[2 * i + 1]);
   }
 }
 
@@ -149,9 +145,8 @@ __device__ __forceinline__ void combine_row(const unsigned short* __restrict__ y
       if constexpr (Config::kShared) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          acc[u][2 * i] = __fadd_rn(acc[u][2 * i], __uint_as_float(shared_chunk[u].w[i] << 16));
-          acc[u][2 * i + 1] =
-              __fadd_rn(acc[u][2 * i + 1], __uint_as_float(shared_chunk[u].w[i] & 0xFFFF0000u));
+          acc[u][2 * i] = __fadd_rn(acc[u][2 * i], bf16_lo(shared_chunk[u].w[i]));
+          acc[u][2 * i + 1] = __fadd_rn(acc[u][2 * i + 1], bf16_hi(shared_chunk[u].w[i]));
         }
       }
       unsigned out[4];

@@ -37,6 +37,9 @@
 // warpsmith:sass sm_100a: STG.E.EF.ENL2.256 F2FP.BF16
 // warpsmith:sass sm_90a: F2FP.BF16
 
+#include "ws/memory.cuh"
+#include "ws/mx.cuh"
+
 #ifndef CHUNKS
 #define CHUNKS 4
 #endif
@@ -67,6 +70,7 @@ struct Config {
   static constexpr int kVec = VEC != 0 ? VEC : (kBlackwell ? 16 : 8);  // q bytes per chunk
   static constexpr int kWords = kVec / 4;                               // q words per chunk
   static constexpr int kLanesPerBlock = 32 / kVec;
+  static constexpr bool kStoreCs = STORE_CS != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kVec == 8 || Config::kVec == 16, "chunk width");
@@ -97,18 +101,6 @@ __device__ __forceinline__ unsigned load_scale(const unsigned char* p) {
   return s;
 }
 
-__device__ __forceinline__ void store16(void* p, unsigned a, unsigned b, unsigned c, unsigned d) {
-#if STORE_CS
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
-               "r"(d)
-               : "memory");
-#else
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
-               "r"(d)
-               : "memory");
-#endif
-}
-
 // 2*kVec bytes of y at p (aligned to 2*kVec).
 __device__ __forceinline__ void store_y(unsigned short* p, const unsigned (&y)[2 * Config::kWords]) {
   if constexpr (Config::kWords == 4) {
@@ -125,11 +117,11 @@ __device__ __forceinline__ void store_y(unsigned short* p, const unsigned (&y)[2
                  : "memory");
 #endif
 #else
-    store16(p, y[0], y[1], y[2], y[3]);
-    store16(p + 8, y[4], y[5], y[6], y[7]);
+    ws::store_global16<Config::kStoreCs>(p, y[0], y[1], y[2], y[3]);
+    ws::store_global16<Config::kStoreCs>(p + 8, y[4], y[5], y[6], y[7]);
 #endif
   } else {
-    store16(p, y[0], y[1], y[2], y[3]);
+    ws::store_global16<Config::kStoreCs>(p, y[0], y[1], y[2], y[3]);
   }
 }
 
@@ -147,13 +139,6 @@ __device__ __forceinline__ float f32_from_f16(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
-}
-
-// NOTE: explicit mul.rn.f32 (never .ftz): 2^-127 and the products can be fp32 subnormals.
-__device__ __forceinline__ float mul_rn_no_ftz(float a, float b) {
-  float d;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
 }
 
 // Two fp32 -> bf16x2 (lo in the low half), round to nearest even, subnormals kept. NaN lanes
@@ -188,8 +173,8 @@ __device__ __forceinline__ void dequantize_word(unsigned q4, float r, unsigned& 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const unsigned f2 = cvt_f16x2_from_e4m3x2(q4 >> (16 * h));
-    const float lo = mul_rn_no_ftz(f32_from_f16(static_cast<unsigned short>(f2)), r);
-    const float hi = mul_rn_no_ftz(f32_from_f16(static_cast<unsigned short>(f2 >> 16)), r);
+    const float lo = ws::mx::mul_rn_no_ftz(f32_from_f16(static_cast<unsigned short>(f2)), r);
+    const float hi = ws::mx::mul_rn_no_ftz(f32_from_f16(static_cast<unsigned short>(f2 >> 16)), r);
     const unsigned y = bf16x2_rne(lo, hi);
     // Any NaN half (magnitude above Inf) becomes the canonical positive 0x7FC0.
     const unsigned nan_mask = __vcmpgtu2(y & 0x7FFF7FFFu, 0x7F807F80u);

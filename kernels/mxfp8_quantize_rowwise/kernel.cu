@@ -48,6 +48,8 @@
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
+#include "ws/mx_block.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
@@ -83,6 +85,8 @@ struct Config {
   static constexpr int kTileBlocks = kTileChunks / kLanesPerBlock;  // 8 * kChunks
   static constexpr int kScaleRounds = (kTileBlocks + 31) / 32;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+  static constexpr ws::LoadHint kLoadHint = static_cast<ws::LoadHint>(LOAD_HINT);  // same values
+  static constexpr bool kStoreCs = STORE_CS != 0;
   // CTAS_PER_SM CTAs fit on an SM at once (2048 threads): one wave, next tile prefetched.
   static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
   static constexpr int kMinBlocks = kOneWave ? CTAS_PER_SM : 1;  // per SM, for __launch_bounds__
@@ -92,117 +96,14 @@ static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 static_assert(Config::kLanesPerBlock == 4, "the amax shuffles assume 4 lanes per block");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr unsigned kE8M0NaN = 0xFF;
-constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
-constexpr unsigned kBf16Inf = 0x7F80u;
-
-struct Chunk {
-  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
-};
-
-// ---- memory (streaming: every byte is touched once) ---------------------------------------------
-
-__device__ __forceinline__ Chunk load_chunk_streaming(const Chunk* p) {
-  Chunk c;
-#if LOAD_HINT == 0
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-#elif LOAD_HINT == 1
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-#elif LOAD_HINT == 2
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-#elif LOAD_HINT == 3
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-#elif LOAD_HINT == 4
-  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-#else
-  asm volatile("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
-#endif
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
-}
-
-__device__ __forceinline__ void store_q8_streaming(unsigned char* p, unsigned lo, unsigned hi) {
-#if STORE_CS
-  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#else
-  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#endif
-}
+using ws::Chunk;
+using ws::kFullMask;
+using ws::mx::kBf16Inf;
+using ws::mx::kE4M3NaNx4;
+using ws::mx::kE8M0NaN;
 
 __device__ __forceinline__ void store_scale(unsigned char* p, unsigned s) {
   asm volatile("st.global.u8 [%0], %1;" ::"l"(p), "r"(s) : "memory");
-}
-
-// ---- arithmetic -------------------------------------------------------------------------------
-
-__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-// NOTE: explicit mul.rn.f32 (never .ftz): the scale 2^-127 and d = amax/448 can be subnormal.
-__device__ __forceinline__ float mul_rn_no_ftz(float a, float b) {
-  float d;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-
-// Two fp32 -> two E4M3 bytes (RNE, saturating to +-448), lo in the low byte.
-__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
-  unsigned short d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= d, d = amax * fp32(1/448).
-__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
-  const float amax = __uint_as_float(amax_bf16 << 16);
-  const float d = mul_rn_no_ftz(amax, 1.0f / 448.0f);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  // Round toward +Inf to a power of two; satfinite maps +Inf to 0xFE; d = 0 gives 0x00.
-  unsigned short pair;
-  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
-  return pair & 0xFFu;
-#else
-  const unsigned bits = __float_as_uint(d);
-  const unsigned e = bits >> 23;  // d >= 0
-  const unsigned mant = bits & 0x7FFFFFu;
-  if (e == 0xFF) return 254;                  // d = +Inf
-  if (e == 0) return mant > 0x400000u ? 1 : 0;  // subnormal d: 2^-127 covers up to 2^22 * 2^-149
-  return min(e + (mant != 0 ? 1u : 0u), 254u);
-#endif
-}
-
-// E8M0 floor scale for finite non-NaN amax: clamp(floor(log2(amax)) - 8 + 127, 0, 254). bf16
-// subnormals (exponent field 0) have floor(log2) <= -127, so they clamp to 0 like amax = 0.
-__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
-  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
-}
-
-// fp32 bits of 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
-__device__ __forceinline__ float scale_reciprocal(unsigned s) {
-  const unsigned biased = 254u - s;
-  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
-}
-
-// 8 bf16 (one chunk) -> 8 E4M3 bytes in two words.
-__device__ __forceinline__ void quantize_chunk(const Chunk& c, float r, unsigned& lo,
-                                               unsigned& hi) {
-  unsigned out[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
-    const unsigned b01 = cvt_e4m3x2(mul_rn_no_ftz(__uint_as_float(w0 << 16), r),
-                                    mul_rn_no_ftz(__uint_as_float(w0 & 0xFFFF0000u), r));
-    const unsigned b23 = cvt_e4m3x2(mul_rn_no_ftz(__uint_as_float(w1 << 16), r),
-                                    mul_rn_no_ftz(__uint_as_float(w1 & 0xFFFF0000u), r));
-    out[h] = b01 | (b23 << 16);
-  }
-  lo = out[0];
-  hi = out[1];
 }
 
 // ---- one warp tile: kChunks loads of 32 lanes x 16 B, 8*kChunks blocks -------------------------
@@ -215,7 +116,7 @@ __device__ __forceinline__ void load_tile(Chunk (&c)[Config::kChunks], const Chu
   for (int u = 0; u < Config::kChunks; ++u) {
     const long long ci = chunk0 + u * 32;
     if (ci < num_chunks) {
-      c[u] = load_chunk_streaming(x_chunks + ci);
+      c[u] = ws::load_global16<Config::kLoadHint>(x_chunks + ci);
     } else {
       c[u] = Chunk{{0u, 0u, 0u, 0u}};
     }
@@ -232,22 +133,21 @@ __device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
 #pragma unroll
   for (int u = 0; u < Config::kChunks; ++u) {
     // amax as bf16 bits: |x| is x & 0x7FFF; integer order = magnitude order, NaN above Inf.
-    unsigned m2 = max_u16x2(max_u16x2(c[u].w[0] & 0x7FFF7FFFu, c[u].w[1] & 0x7FFF7FFFu),
-                            max_u16x2(c[u].w[2] & 0x7FFF7FFFu, c[u].w[3] & 0x7FFF7FFFu));
-    unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
-    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
-    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+    const unsigned amax = ws::mx::amax_quad(c[u]);
 
     // NaN always, and Inf under floor, give the NaN scale and all-NaN q.
     const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
     const unsigned s = special ? kE8M0NaN
-                               : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
+                               : (Config::kFloor ? ws::mx::floor_scale(amax)
+                                                 : ws::mx::rceil_scale(amax));
     scale[u] = s;
     unsigned lo, hi;
-    quantize_chunk(c[u], scale_reciprocal(special ? 0u : s), lo, hi);
+    ws::mx::quantize_bf16x8(c[u], ws::mx::scale_reciprocal(special ? 0u : s), lo, hi);
     if (special) lo = hi = kE4M3NaNx4;
     const long long ci = chunk0 + u * 32;
-    if (ci < num_chunks) store_q8_streaming(q + ci * Config::kChunkElems, lo, hi);
+    if (ci < num_chunks) {
+      ws::store_global8<Config::kStoreCs>(q + ci * Config::kChunkElems, lo, hi);
+    }
 #if SCALE_STORE == 1
     // The first lane of each block stores its scale: 8 bytes per warp store, no gather.
     if ((lane & 3) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);

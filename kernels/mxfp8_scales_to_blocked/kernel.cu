@@ -30,6 +30,8 @@
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
+#include "ws/memory.cuh"
+
 #ifndef THREADS
 #define THREADS 256
 #endif
@@ -50,29 +52,17 @@ struct Config {
   static constexpr int kTiles = TILES;  // column tiles (4 scale columns each) per CTA
   static constexpr int kBatch = BATCH;
   static constexpr int kStripeRows = 128;
+  static constexpr bool kStoreCs = STORE_CS != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
+using ws::kFullMask;
 
 __device__ __forceinline__ unsigned load_word(const unsigned char* p) {
   unsigned v;
   asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
-}
-
-__device__ __forceinline__ void store16(unsigned char* p, unsigned a, unsigned b, unsigned c,
-                                        unsigned d) {
-#if STORE_CS
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
-               "r"(d)
-               : "memory");
-#else
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
-               "r"(d)
-               : "memory");
-#endif
 }
 
 struct StripeSource {
@@ -192,6 +182,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const int r = 32 * j + i;
       w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
     }
-    store16(dst + l * 16, w[0], w[1], w[2], w[3]);
+    ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
   }
 }

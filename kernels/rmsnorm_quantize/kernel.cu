@@ -34,6 +34,8 @@
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
+#include "ws/mx_block.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
@@ -54,125 +56,39 @@ struct Config {
   static constexpr int kChunkElems = 8;
   static constexpr int kMaxThreads = 512;  // the plan caps the CTA here: 128 registers per thread
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+  static constexpr ws::LoadHint kLoadHint = LOAD_HINT == 0 ? ws::LoadHint::kNc
+                                                           : ws::LoadHint::kPlain;
+  static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr float kEps = 1e-6f;
 };
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr unsigned kE8M0NaN = 0xFF;
-constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
-constexpr unsigned kBf16Inf = 0x7F80u;
-
-struct Chunk {
-  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
-};
+using ws::bf16_hi;
+using ws::bf16_lo;
+using ws::Chunk;
+using ws::cvt_bf16x2;
+using ws::kFullMask;
+using ws::mx::kBf16Inf;
+using ws::mx::kE4M3NaNx4;
+using ws::mx::kE8M0NaN;
+using ws::mx::mul_rn_no_ftz;
 
 __device__ __forceinline__ Chunk load_chunk(const Chunk* p) {
-  Chunk c;
-#if LOAD_HINT == 0
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-#else
-  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-#endif
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
-}
-
-__device__ __forceinline__ void store_y16(Chunk* p, const Chunk& c) {
-#if STORE_CS
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.w[0]), "r"(c.w[1]),
-               "r"(c.w[2]), "r"(c.w[3]) : "memory");
-#else
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.w[0]), "r"(c.w[1]),
-               "r"(c.w[2]), "r"(c.w[3]) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void store_q8(unsigned char* p, unsigned lo, unsigned hi) {
-#if STORE_CS
-  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#else
-  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#endif
-}
-
-// NOTE: explicit mul.rn.f32 (never .ftz): bf16 subnormals, 2^-127 and small d are fp32 subnormals.
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  float d;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xFFFF0000u); }
-
-// Two fp32 -> packed bf16 (RNE; NaN stays NaN), lo in the low half.
-__device__ __forceinline__ unsigned cvt_bf16x2(float lo, float hi) {
-  unsigned d;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
-  unsigned short d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= amax * fp32(1/448).
-__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
-  const float d = mul_rn(__uint_as_float(amax_bf16 << 16), 1.0f / 448.0f);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  unsigned short pair;  // round up to a power of two; satfinite: +Inf -> 0xFE, 0 -> 0x00
-  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
-  return pair & 0xFFu;
-#else
-  const unsigned bits = __float_as_uint(d);
-  const unsigned e = bits >> 23;
-  const unsigned mant = bits & 0x7FFFFFu;
-  if (e == 0xFF) return 254;
-  if (e == 0) return mant > 0x400000u ? 1 : 0;  // 2^-127 is the subnormal 0x00400000
-  return min(e + (mant != 0 ? 1u : 0u), 254u);
-#endif
-}
-
-// E8M0 floor scale for finite amax; bf16 subnormals and 0 clamp to 0.
-__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
-  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
-}
-
-// fp32 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
-__device__ __forceinline__ float scale_reciprocal(unsigned s) {
-  const unsigned biased = 254u - s;
-  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
+  return ws::load_global16<Config::kLoadHint>(p);
 }
 
 // A chunk of y (8 bf16) -> its block's scale (shared by the lane quad) and 8 E4M3 bytes.
 // Every lane of the warp must call it (shuffles).
+// NOTE: not ws::mx::quantize_quad: equal values, but its form (block_scale) compiles to other
+// sm_100a SASS than this kernel's.
 __device__ __forceinline__ unsigned quantize_chunk(const Chunk& c, unsigned& lo, unsigned& hi) {
-  const unsigned m2 = max_u16x2(max_u16x2(c.w[0] & 0x7FFF7FFFu, c.w[1] & 0x7FFF7FFFu),
-                                max_u16x2(c.w[2] & 0x7FFF7FFFu, c.w[3] & 0x7FFF7FFFu));
-  unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
-  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
-  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+  const unsigned amax = ws::mx::amax_quad(c);
   const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
-  const unsigned s =
-      special ? kE8M0NaN : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
-  const float r = scale_reciprocal(special ? 0u : s);
+  const unsigned s = special ? kE8M0NaN
+                             : (Config::kFloor ? ws::mx::floor_scale(amax)
+                                               : ws::mx::rceil_scale(amax));
   unsigned out[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
-    out[h] = cvt_e4m3x2(mul_rn(bf16_lo(w0), r), mul_rn(bf16_hi(w0), r)) |
-             (cvt_e4m3x2(mul_rn(bf16_lo(w1), r), mul_rn(bf16_hi(w1), r)) << 16);
-  }
+  ws::mx::quantize_bf16x8(c, ws::mx::scale_reciprocal(special ? 0u : s), out[0], out[1]);
   lo = special ? kE4M3NaNx4 : out[0];
   hi = special ? kE4M3NaNx4 : out[1];
   return s;
@@ -193,8 +109,10 @@ __device__ __forceinline__ Chunk normalize(const Chunk& x, const Chunk& w, float
   Chunk y;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const unsigned n = cvt_bf16x2(mul_rn(bf16_lo(x.w[i]), r), mul_rn(bf16_hi(x.w[i]), r));
-    y.w[i] = cvt_bf16x2(mul_rn(bf16_lo(w.w[i]), bf16_lo(n)), mul_rn(bf16_hi(w.w[i]), bf16_hi(n)));
+    const unsigned n =
+        cvt_bf16x2(mul_rn_no_ftz(bf16_lo(x.w[i]), r), mul_rn_no_ftz(bf16_hi(x.w[i]), r));
+    y.w[i] = cvt_bf16x2(mul_rn_no_ftz(bf16_lo(w.w[i]), bf16_lo(n)),
+                        mul_rn_no_ftz(bf16_hi(w.w[i]), bf16_hi(n)));
   }
   return y;
 }
@@ -221,8 +139,8 @@ __device__ __forceinline__ void emit_chunk(const Chunk& xc, const Chunk& wc, flo
   unsigned lo, hi;
   const unsigned s = quantize_chunk(yc, lo, hi);
   if (in_row) {
-    store_y16(y_chunks + ci_global, yc);
-    store_q8(q + ci_global * Config::kChunkElems, lo, hi);
+    ws::store_global16<Config::kStoreCs>(y_chunks + ci_global, yc);
+    ws::store_global8<Config::kStoreCs>(q + ci_global * Config::kChunkElems, lo, hi);
     if ((threadIdx.x & 3) == 0) scales[ci_global >> 2] = static_cast<unsigned char>(s);
   }
 }
@@ -279,7 +197,9 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
   } else {
     // Long rows: the sum in one pass, then a second pass re-reading x (mostly from L2).
     float ss = 0.0f;
-    for (int ci = tid; ci < row_chunks; ci += T) ss += sum_squares(load_chunk(x_chunks + base + ci));
+    for (int ci = tid; ci < row_chunks; ci += T) {
+      ss += sum_squares(load_chunk(x_chunks + base + ci));
+    }
     const float total = block_sum(ss, red);
     const float r = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(total, inv_h), Config::kEps)));
     for (int c0 = 0; c0 < row_chunks; c0 += T) {

@@ -47,6 +47,8 @@
 // warpsmith:sass sm_100a: CREDUX.MAX CREDUX.MIN ATOMS.POPC.INC
 // warpsmith:sass sm_90a: REDUX ATOMS.POPC.INC
 
+#include "ws/router.cuh"
+
 #ifndef WARPS
 #define WARPS 8
 #endif
@@ -79,22 +81,16 @@ static_assert(Config::kMaxGroups <= 64, "kept groups are a 64-bit mask");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
 
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr unsigned kNoKey = 0;  // below every float's key
+using ws::router::float_key;
+using ws::router::key_float;
+using ws::router::kNoKey;
+using ws::router::lane_best;
+
 // NOTE: one kernel holds every capacity, so the largest sets the register count (occupancy) of
 // all; E > 512 (32 slots) skips the prefetch buffer and re-reads the bias (L1 hits) per row.
 constexpr int kMaxPrefetchCap = 16;
 template <int kCap>
 constexpr bool kBiasInRegs = kCap <= 16;
-
-// Order-preserving key of a finite float; -0 and +0 share a key (they compare equal).
-__device__ __forceinline__ unsigned float_key(float v) {
-  const unsigned b = v == 0.0f ? 0u : __float_as_uint(v);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
-__device__ __forceinline__ float key_float(unsigned k) {
-  return __uint_as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
-}
 
 __device__ __forceinline__ float sigmoid(float x) {
 #if FAST_EXP
@@ -146,20 +142,6 @@ __device__ __forceinline__ void load_slots(float (&v)[kCap], const float* __rest
 #pragma unroll
   for (int s = 0; s < kCap; ++s) {
     if (s < S && first + s < E) v[s] = __ldg(p + first + s);
-  }
-}
-
-template <int kCap>
-__device__ __forceinline__ void lane_best(const unsigned (&key)[kCap], unsigned& best,
-                                          int& best_slot) {
-  best = kNoKey;
-  best_slot = 0;
-#pragma unroll
-  for (int s = 0; s < kCap; ++s) {
-    if (key[s] > best) {
-      best = key[s];
-      best_slot = s;
-    }
   }
 }
 
@@ -376,7 +358,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   }
 
   // NOTE: the last-CTA pattern needs every CTA's accumulator atomics visible (fence) before its
-  // ticket; the last CTA reads the accumulator with atomics, which see L2 directly.
+  // ticket; the last CTA reads the accumulator with atomics, which see L2 directly. Not in
+  // ws/router.cuh: as an inlined function it compiles to other SASS than this (register order).
   unsigned* ticket = workspace;
   int* acc = reinterpret_cast<int*>(workspace + 1);  // (E)
   __syncthreads();

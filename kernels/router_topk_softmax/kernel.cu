@@ -47,6 +47,8 @@
 // warpsmith:sass sm_100a: CREDUX.MAX CREDUX.MIN ATOMS.POPC.INC
 // warpsmith:sass sm_90a: REDUX ATOMS.POPC.INC
 
+#include "ws/router.cuh"
+
 #if !defined(WS_WEIGHTS) || !defined(WS_WEIGHTS_RENORMALIZE)
 #error "compile with the problem's parameters (-DWS_WEIGHTS=..., -DWS_WEIGHTS_RENORMALIZE=0)"
 #endif
@@ -81,20 +83,14 @@ static_assert(Config::kThreads <= 1024, "whole CTA");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
 
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr unsigned kNoKey = 0;  // below every float's key
+using ws::router::float_key;
+using ws::router::key_float;
+using ws::router::kNoKey;
+using ws::router::lane_best;
+
 // NOTE: one kernel holds every capacity, so the largest sets the register count (occupancy) of
 // all; E > 512 (32 slots) skips the prefetch buffer to keep that down.
 constexpr int kMaxPrefetchCap = 16;
-
-// Order-preserving key of a finite float; -0 and +0 share a key (they compare equal).
-__device__ __forceinline__ unsigned float_key(float v) {
-  const unsigned b = v == 0.0f ? 0u : __float_as_uint(v);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
-__device__ __forceinline__ float key_float(unsigned k) {
-  return __uint_as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
-}
 
 __device__ __forceinline__ float exp_f32(float x) {
 #if FAST_EXP
@@ -159,21 +155,6 @@ __device__ __forceinline__ void load_slots(float (&v)[kCap], const float* __rest
 #pragma unroll
   for (int s = 0; s < kCap; ++s) {
     if (s < S && first + s < E) v[s] = __ldg(p + s);
-  }
-}
-
-// This lane's best remaining slot: the largest key, the lowest slot (= lowest id) on ties.
-template <int kCap>
-__device__ __forceinline__ void lane_best(const unsigned (&key)[kCap], unsigned& best,
-                                          int& best_slot) {
-  best = kNoKey;
-  best_slot = 0;
-#pragma unroll
-  for (int s = 0; s < kCap; ++s) {
-    if (key[s] > best) {
-      best = key[s];
-      best_slot = s;
-    }
   }
 }
 
@@ -302,7 +283,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   }
 
   // NOTE: the last-CTA pattern needs every CTA's accumulator atomics visible (fence) before its
-  // ticket; the last CTA reads the accumulator with atomics, which see L2 directly.
+  // ticket; the last CTA reads the accumulator with atomics, which see L2 directly. Not in
+  // ws/router.cuh: as an inlined function it compiles to other SASS than this (register order).
   unsigned* ticket = workspace;
   int* acc = reinterpret_cast<int*>(workspace + 1);  // (E)
   __syncthreads();

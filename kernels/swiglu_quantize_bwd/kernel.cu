@@ -36,6 +36,8 @@
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
+#include "ws/mx_block.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1 -DWS_VARIANT=<0|1> -DWS_VARIANT_STANDARD=0 -DWS_VARIANT_CLAMPED=1"
@@ -69,165 +71,16 @@ struct Config {
   static constexpr int kTasksPerThread = (kColTasks + kThreads - 1) / kThreads;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
   static constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
+  static constexpr bool kStoreCs = STORE_CS != 0;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(2 * Config::kBlockM * Config::kBlockI * 2 <= 48 * 1024, "static shared memory");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr unsigned kE8M0NaN = 0xFF;
-constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
-constexpr unsigned kBf16Inf = 0x7F80u;
-
-struct Chunk {
-  unsigned w[4];  // 8 bf16, element 2i in the low half of w[i]
-};
-
-__device__ __forceinline__ Chunk load_chunk(const unsigned short* p) {
-  Chunk c;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
-}
-
-__device__ __forceinline__ void store_q8(unsigned char* p, unsigned lo, unsigned hi) {
-#if STORE_CS
-  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#else
-  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void store_q16(unsigned char* p, unsigned a, unsigned b, unsigned c,
-                                          unsigned d) {
-#if STORE_CS
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
-               "r"(d) : "memory");
-#else
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
-               "r"(d) : "memory");
-#endif
-}
-
-// NOTE: explicit mul.rn.f32 (never .ftz): 2^-127 and small d are fp32 subnormals.
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  float d;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-
-__device__ __forceinline__ float bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_hi(unsigned w) { return __uint_as_float(w & 0xFFFF0000u); }
-
-__device__ __forceinline__ unsigned cvt_bf16x2(float lo, float hi) {
-  unsigned d;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
-__device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
-  unsigned short d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-// E8M0 rceil scale: the smallest S in [0,254] with 2^(S-127) >= amax * fp32(1/448).
-__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
-  const float d = mul_rn(__uint_as_float(amax_bf16 << 16), 1.0f / 448.0f);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  unsigned short pair;  // round up to a power of two; satfinite: +Inf -> 0xFE, 0 -> 0x00
-  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
-  return pair & 0xFFu;
-#else
-  const unsigned bits = __float_as_uint(d);
-  const unsigned e = bits >> 23;
-  const unsigned mant = bits & 0x7FFFFFu;
-  if (e == 0xFF) return 254;
-  if (e == 0) return mant > 0x400000u ? 1 : 0;  // 2^-127 is the subnormal 0x00400000
-  return min(e + (mant != 0 ? 1u : 0u), 254u);
-#endif
-}
-
-__device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
-  return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
-}
-
-// amax (bf16 magnitude bits) -> scale byte; *special: NaN (or Inf under floor), q all 0x7F.
-__device__ __forceinline__ unsigned block_scale(unsigned amax, bool* special) {
-  *special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
-  return *special ? kE8M0NaN : (Config::kFloor ? floor_scale(amax) : rceil_scale(amax));
-}
-
-// fp32 2^(127-S), S in [0,254]; S = 254 gives the subnormal 2^-127.
-__device__ __forceinline__ float scale_reciprocal(unsigned s) {
-  const unsigned biased = 254u - s;
-  return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
-}
-
-// Rowwise: a chunk (8 bf16) -> its lane quad's scale and 8 E4M3 bytes. All lanes must call it.
-__device__ __forceinline__ unsigned quantize_row_chunk(const Chunk& c, unsigned& lo,
-                                                       unsigned& hi) {
-  const unsigned m2 = max_u16x2(max_u16x2(c.w[0] & 0x7FFF7FFFu, c.w[1] & 0x7FFF7FFFu),
-                                max_u16x2(c.w[2] & 0x7FFF7FFFu, c.w[3] & 0x7FFF7FFFu));
-  unsigned amax = max(m2 & 0xFFFFu, m2 >> 16);
-  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
-  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
-  bool special;
-  const unsigned s = block_scale(amax, &special);
-  const float r = scale_reciprocal(special ? 0u : s);
-  unsigned out[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
-    out[h] = cvt_e4m3x2(mul_rn(bf16_lo(w0), r), mul_rn(bf16_hi(w0), r)) |
-             (cvt_e4m3x2(mul_rn(bf16_lo(w1), r), mul_rn(bf16_hi(w1), r)) << 16);
-  }
-  lo = special ? kE4M3NaNx4 : out[0];
-  hi = special ? kE4M3NaNx4 : out[1];
-  return s;
-}
-
-// Columnwise: v[j] holds rows j of two adjacent columns (low half: column 2p, high: 2p+1).
-// Writes each column's 32 E4M3 bytes (two 16-byte stores) and scale.
-__device__ __forceinline__ void quantize_column_pair(const unsigned (&v)[32], unsigned char* qt_lo,
-                                                     unsigned char* qt_hi, unsigned char* s_lo,
-                                                     unsigned char* s_hi) {
-  unsigned m2 = 0;
-#pragma unroll
-  for (int j = 0; j < 32; ++j) m2 = max_u16x2(m2, v[j] & 0x7FFF7FFFu);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const unsigned amax = half == 0 ? (m2 & 0xFFFFu) : (m2 >> 16);
-    bool special;
-    const unsigned s = block_scale(amax, &special);
-    const float r = scale_reciprocal(special ? 0u : s);
-    unsigned out[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const unsigned a = v[4 * k], b = v[4 * k + 1], c = v[4 * k + 2], d = v[4 * k + 3];
-      unsigned lo16, hi16;
-      if (half == 0) {
-        lo16 = cvt_e4m3x2(mul_rn(bf16_lo(a), r), mul_rn(bf16_lo(b), r));
-        hi16 = cvt_e4m3x2(mul_rn(bf16_lo(c), r), mul_rn(bf16_lo(d), r));
-      } else {
-        lo16 = cvt_e4m3x2(mul_rn(bf16_hi(a), r), mul_rn(bf16_hi(b), r));
-        hi16 = cvt_e4m3x2(mul_rn(bf16_hi(c), r), mul_rn(bf16_hi(d), r));
-      }
-      out[k] = special ? kE4M3NaNx4 : (lo16 | (hi16 << 16));
-    }
-    unsigned char* dst = half == 0 ? qt_lo : qt_hi;
-    store_q16(dst, out[0], out[1], out[2], out[3]);
-    store_q16(dst + 16, out[4], out[5], out[6], out[7]);
-    *(half == 0 ? s_lo : s_hi) = static_cast<unsigned char>(s);
-  }
-}
+using ws::bf16_hi;
+using ws::bf16_lo;
+using ws::Chunk;
+using ws::cvt_bf16x2;
 
 // sigmoid(z): FAST_EXP uses ex2.approx and rcp.approx (both MUFU), else expf and division.
 __device__ __forceinline__ float sigmoid(float z) {
@@ -294,9 +147,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     const int r = k / Config::kRowChunks, col = (k % Config::kRowChunks) * 8;
     const bool in = k < Config::kTileChunks && m0 + r < M && i0 + col < I;
     const unsigned short* row = hpre + static_cast<long long>(m0 + r) * two_i + i0 + col;
-    g[c] = in ? load_chunk(row) : Chunk{{0u, 0u, 0u, 0u}};
-    u[c] = in ? load_chunk(row + I) : Chunk{{0u, 0u, 0u, 0u}};
-    d[c] = in ? load_chunk(da + static_cast<long long>(m0 + r) * I + i0 + col)
+    g[c] = in ? ws::load_global16(row) : Chunk{{0u, 0u, 0u, 0u}};
+    u[c] = in ? ws::load_global16(row + I) : Chunk{{0u, 0u, 0u, 0u}};
+    d[c] = in ? ws::load_global16(da + static_cast<long long>(m0 + r) * I + i0 + col)
               : Chunk{{0u, 0u, 0u, 0u}};
   }
 #pragma unroll
@@ -309,10 +162,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       unsigned lo, hi;
-      const unsigned s = quantize_row_chunk(grad[h], lo, hi);
+      const unsigned s = ws::mx::quantize_quad<Config::kFloor>(grad[h], lo, hi);
       if (in) {
         const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
-        store_q8(q + e, lo, hi);
+        ws::store_global8<Config::kStoreCs>(q + e, lo, hi);
         if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
       }
       if (k < Config::kTileChunks) {
@@ -343,6 +196,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
     unsigned char* qt = q_t + out_col * M + mb * 32;
     unsigned char* st = scales_t + out_col * m_blocks + mb;
-    quantize_column_pair(v, qt, qt + M, st, st + m_blocks);
+    ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCs>(v, qt, qt + M, st,
+                                                                   st + m_blocks);
   }
 }

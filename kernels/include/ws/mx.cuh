@@ -33,6 +33,17 @@ __device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
   return d;
 }
 
+// The smallest S in [0,254] with 2^(S-127) >= d, for d >= 0 (+Inf included), from d's bits:
+// what cvt.rp.satfinite.ue8m0x2.f32 computes in hardware from sm_100 on.
+__device__ __forceinline__ unsigned rceil_from_bits(float d) {
+  const unsigned bits = __float_as_uint(d);
+  const unsigned e = bits >> 23;  // d >= 0
+  const unsigned mant = bits & 0x7FFFFFu;
+  if (e == 0xFF) return 254;                    // d = +Inf
+  if (e == 0) return mant > 0x400000u ? 1 : 0;  // subnormal d: 2^-127 covers up to 2^22 * 2^-149
+  return min(e + (mant != 0 ? 1u : 0u), 254u);
+}
+
 // E8M0 rceil scale of a finite, non-NaN amax (bf16 bits): the smallest S in [0,254] with
 // 2^(S-127) >= amax * fp32(1/448).
 __device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
@@ -43,12 +54,21 @@ __device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
   asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
   return pair & 0xFFu;
 #else
-  const unsigned bits = __float_as_uint(d);
-  const unsigned e = bits >> 23;  // d >= 0
-  const unsigned mant = bits & 0x7FFFFFu;
-  if (e == 0xFF) return 254;                    // d = +Inf
-  if (e == 0) return mant > 0x400000u ? 1 : 0;  // subnormal d: 2^-127 covers up to 2^22 * 2^-149
-  return min(e + (mant != 0 ? 1u : 0u), 254u);
+  return rceil_from_bits(d);
+#endif
+}
+
+// rceil_scale of two amax values at once, a in bits 0..7, b in bits 8..15: on sm_100a one
+// conversion serves both.
+__device__ __forceinline__ unsigned rceil_scale_x2(unsigned amax_a, unsigned amax_b) {
+  const float da = mul_rn_no_ftz(__uint_as_float(amax_a << 16), kInvE4M3Max);
+  const float db = mul_rn_no_ftz(__uint_as_float(amax_b << 16), kInvE4M3Max);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  unsigned short pair;
+  asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(db), "f"(da));
+  return pair;
+#else
+  return rceil_from_bits(da) | (rceil_from_bits(db) << 8);
 #endif
 }
 
@@ -56,6 +76,22 @@ __device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
 // 254). bf16 subnormals (exponent field 0) have floor(log2) <= -127 and clamp to 0 like amax = 0.
 __device__ __forceinline__ unsigned floor_scale(unsigned amax_bf16) {
   return static_cast<unsigned>(max(static_cast<int>(amax_bf16 >> 7) - 8, 0));
+}
+
+// A block whose amax (bf16 magnitude bits) is NaN, or Inf under floor rounding, gets the NaN
+// scale and all-NaN elements; under rceil an Inf amax gives 0xFE and saturated elements.
+template <bool kFloor>
+__device__ __forceinline__ bool is_special(unsigned amax_bf16) {
+  return kFloor ? amax_bf16 >= kBf16Inf : amax_bf16 > kBf16Inf;
+}
+
+// The E8M0 scale of a block from its amax (bf16 magnitude bits, NaN above Inf): kE8M0NaN with
+// *special set for a special block (see is_special), else floor_scale or rceil_scale.
+template <bool kFloor>
+__device__ __forceinline__ unsigned block_scale(unsigned amax, bool* special) {
+  // NOTE: the test spelled out, not is_special(): the kernels' SASS was verified in this form.
+  *special = kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
+  return *special ? kE8M0NaN : (kFloor ? floor_scale(amax) : rceil_scale(amax));
 }
 
 // 2^(127-S) as fp32, S in [0,254]: the factor that quantizes; S = 254 gives the subnormal 2^-127.

@@ -1,0 +1,114 @@
+// warpsmith device library: vector loads and stores as explicit PTX, for the memory-bound kernels.
+// Inline asm fixes the instruction and its cache qualifiers, which a plain C++ access leaves to
+// the compiler; the qualifiers are template parameters so a kernel's knob picks them at compile
+// time. Every access is 16, 8 or 4 bytes and must be aligned to its size.
+#pragma once
+
+namespace ws {
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;  // every lane of a warp, for the *_sync intrinsics
+
+/// 16 bytes as four 32-bit words. As bf16 data: 8 elements, element 2i in the low half of w[i].
+struct Chunk {
+  unsigned w[4];
+};
+
+/// Cache qualifiers of a 16-byte global load. The values are those of the rowwise quantizer's
+/// LOAD_HINT knob (kernels/mxfp8_quantize_rowwise, which measured them).
+enum class LoadHint : int {
+  kNc = 0,                  // ld.global.nc: the non-coherent (read-only) path
+  kNcNoAllocate = 1,        // ld.global.nc.L1::no_allocate
+  kNcNoAllocateL2_256 = 2,  // ld.global.nc.L1::no_allocate.L2::256B
+  kPlain = 3,               // ld.global
+  kNcL2_256 = 4,            // ld.global.nc.L2::256B
+  kNcEvictFirst = 5,        // ld.global.nc.L1::evict_first
+};
+
+/// 16 bytes from global memory. The .nc forms require that nothing writes p during the kernel.
+/// volatile: the loads stay in program order, so a kernel that issues them all before their
+/// first use keeps them all in flight.
+template <LoadHint kHint = LoadHint::kNc>
+__device__ __forceinline__ Chunk load_global16(const void* p) {
+  Chunk c;
+  if constexpr (kHint == LoadHint::kNc) {
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p));
+  } else if constexpr (kHint == LoadHint::kNcNoAllocate) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p));
+  } else if constexpr (kHint == LoadHint::kNcNoAllocateL2_256) {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p));
+  } else if constexpr (kHint == LoadHint::kPlain) {
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p));
+  } else if constexpr (kHint == LoadHint::kNcL2_256) {
+    asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p));
+  } else {
+    asm volatile("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p));
+  }
+  return c;
+}
+
+/// 16 bytes to global memory; kStreaming adds .cs (evict first: bytes written once, not re-read).
+template <bool kStreaming>
+__device__ __forceinline__ void store_global16(void* p, unsigned a, unsigned b, unsigned c,
+                                               unsigned d) {
+  if constexpr (kStreaming) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c),
+                 "r"(d)
+                 : "memory");
+  } else {
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d)
+                 : "memory");
+  }
+}
+
+template <bool kStreaming>
+__device__ __forceinline__ void store_global16(void* p, const Chunk& c) {
+  store_global16<kStreaming>(p, c.w[0], c.w[1], c.w[2], c.w[3]);
+}
+
+/// 8 bytes to global memory, lo at p; kStreaming adds .cs.
+template <bool kStreaming>
+__device__ __forceinline__ void store_global8(void* p, unsigned lo, unsigned hi) {
+  if constexpr (kStreaming) {
+    asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+  } else {
+    asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+  }
+}
+
+/// Shared-memory accesses by 32-bit shared address (__cvta_generic_to_shared). The "memory"
+/// clobber orders them against the other shared accesses around them.
+__device__ __forceinline__ void store_shared16(unsigned addr, unsigned a, unsigned b, unsigned c,
+                                               unsigned d) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(a), "r"(b), "r"(c),
+               "r"(d)
+               : "memory");
+}
+
+__device__ __forceinline__ Chunk load_shared16(unsigned addr) {
+  Chunk c;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+               : "r"(addr)
+               : "memory");
+  return c;
+}
+
+__device__ __forceinline__ unsigned load_shared4(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+}  // namespace ws

@@ -1,0 +1,245 @@
+// warpsmith device library: the tile core of the transposing MXFP8 quantizers
+// (kernels/mxfp8_quantize_colwise, _dual, _expert_weights). One CTA quantizes one BM x BK tile of
+// a row-major bf16 matrix x [rows, cols]: colwise into q_t [cols, rows] + scales_t [cols, rows/32]
+// (32-row blocks of each column, stored transposed) and, optionally, rowwise into q [rows, cols] +
+// scales [rows, cols/32] from the same read of x.
+//
+//  - The tile lands in shared memory (row pitch BK*2 bytes), by one cp.async.bulk per tile row on
+//    an mbarrier (kUseTma) or by 8 x 16-byte ld.global.nc per thread, all issued before use.
+//  - Colwise: warp (b, kt) owns rows 32b .. 32b+31 of columns 64kt .. 64kt+63; lane p reads the
+//    32 words of columns 2p, 2p+1 (32 consecutive words per step: conflict-free).
+//  - q_t is staged over the dead x tile in 16-byte chunks XOR-swizzled by (row/2), then leaves as
+//    16-byte coalesced stores of BM bytes per q_t row.
+//  - Rowwise: 4 consecutive lanes hold one 32-element block (8 elements each).
+// Scale rules as ws/mx.cuh; sm_100a takes rceil scales two at a time from the ue8m0x2 conversion.
+#pragma once
+
+#include "ws/bf16.cuh"
+#include "ws/bulk_copy.cuh"
+#include "ws/memory.cuh"
+#include "ws/mx.cuh"
+#include "ws/mx_block.cuh"
+
+namespace ws {
+namespace mx {
+
+/// kUseTma for a kernel's LOAD_PATH knob: 1 bulk copies, 2 vector loads, 0 by arch (bulk copies
+/// from sm_100 on, vector loads on sm_90).
+constexpr bool use_bulk_loads(int load_path) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  return load_path == 1 || load_path == 0;
+#else
+  return load_path == 1;
+#endif
+}
+
+/// kRowBlocks: 32-row blocks per tile (BM = 32 kRowBlocks); kSubtiles: 64-column subtiles (BK =
+/// 64 kSubtiles); one warp per (row block, subtile). kFloor: floor scales, else rceil. kUseTma:
+/// bulk-copy loads, else vector loads. kStoreCs: st.global.cs for q and q_t.
+/// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
+template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs>
+struct DualTile {
+  static constexpr int kBM = 32 * kRowBlocks;  // tile rows
+  static constexpr int kBK = 64 * kSubtiles;   // tile columns
+  static constexpr int kThreads = 32 * kRowBlocks * kSubtiles;
+  static constexpr int kRowChunks = kBK / 8;  // 16-byte chunks per tile row
+  static constexpr int kLoadsPerThread = kBM * kRowChunks / kThreads;  // 8
+  static constexpr int kQtChunks = kBM / 16;  // 16-byte chunks per staged q_t row
+  static constexpr int kSwizzleMask = (kQtChunks < 8 ? kQtChunks : 8) - 1;
+  static constexpr int kStoresPerThread = kBK * kQtChunks / kThreads;  // 4
+  static constexpr int kTileBytes = kBM * kBK * 2;
+  static constexpr int kSmemBytes = kTileBytes + 16;  // the tile, then the mbarrier
+  static_assert(kThreads <= 1024, "kRowBlocks * kSubtiles <= 32");
+  static_assert(kLoadsPerThread == 8 && kStoresPerThread == 4, "tile algebra");
+  static_assert(kBK * kBM <= kTileBytes, "q_t tile fits over the x tile");
+
+  /// Scales of two blocks (a low byte, b next), 0xFF for special blocks (is_special).
+  static __device__ __forceinline__ unsigned scale2(unsigned amax_a, unsigned amax_b) {
+    const bool sa = is_special<kFloor>(amax_a), sb = is_special<kFloor>(amax_b);
+    unsigned s;
+    if constexpr (kFloor) {
+      s = floor_scale(amax_a) | (floor_scale(amax_b) << 8);
+    } else {
+      // NaN magnitudes would not order like values in d: feed 0 and overwrite.
+      s = rceil_scale_x2(sa ? 0u : amax_a, sb ? 0u : amax_b);
+    }
+    if (sa) s = (s & 0xFF00u) | kE8M0NaN;
+    if (sb) s = (s & 0x00FFu) | (kE8M0NaN << 8);
+    return s;
+  }
+
+  /// fp32 2^(127-S), S in [0,254]; 2^0 for the NaN scale (its q is overwritten anyway).
+  static __device__ __forceinline__ float reciprocal(unsigned s) {
+    if (s == kE8M0NaN) return 1.0f;
+    return scale_reciprocal(s);
+  }
+
+  /// Rowwise half for one 16-byte chunk (8 elements; 4 consecutive lanes = one block; all 32
+  /// lanes must call). Stores 8 q bytes and, from the block's first lane, its scale.
+  static __device__ __forceinline__ void rowwise_chunk(const Chunk& c, bool valid,
+                                                       unsigned char* q_dst, unsigned char* s_dst,
+                                                       int lane) {
+    unsigned amax = amax_bf16x8(c);
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+    const unsigned s = scale2(amax, 0u) & 0xFFu;
+    const float r = reciprocal(s);
+    unsigned out[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
+      out[h] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w0), r), mul_rn_no_ftz(bf16_hi(w0), r)) |
+               cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w1), r), mul_rn_no_ftz(bf16_hi(w1), r)) << 16;
+    }
+    if (s == kE8M0NaN) out[0] = out[1] = kE4M3NaNx4;
+    if (valid) {
+      store_global8<kStoreCs>(q_dst, out[0], out[1]);
+      if ((lane & 3) == 0) *s_dst = static_cast<unsigned char>(s);
+    }
+  }
+
+  // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch kBM bytes).
+  static __device__ __forceinline__ unsigned qt_offset(int k, int ch) {
+    return static_cast<unsigned>(k * kBM + ((ch ^ ((k >> 1) & kSwizzleMask)) << 4));
+  }
+
+  // One tile of one [rows, cols] matrix x (row-major). Outputs: q/scales rowwise (skipped when
+  // q == nullptr), q_t [cols, rows] / scales_t [cols, rows/32] colwise. rows, cols % 32 == 0.
+  template <bool kRowwise>
+  static __device__ __forceinline__ void quantize(const unsigned short* __restrict__ x,
+                                                  unsigned char* __restrict__ q,
+                                                  unsigned char* __restrict__ scales,
+                                                  unsigned char* __restrict__ q_t,
+                                                  unsigned char* __restrict__ scales_t,
+                                                  long long rows, long long cols, long long m0,
+                                                  long long k0, unsigned char* smem) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int rows_valid = static_cast<int>(min(static_cast<long long>(kBM), rows - m0));
+    const int cols_valid = static_cast<int>(min(static_cast<long long>(kBK), cols - k0));
+    const unsigned tile = static_cast<unsigned>(__cvta_generic_to_shared(smem));  // (kBM,kBK) bf16
+    const unsigned bar = tile + kTileBytes;
+
+    // ---- load the x tile ----
+    if constexpr (kUseTma) {
+      if (tid == 0) mbarrier_init(bar, 1);
+      __syncthreads();
+      if (warp == 0) {
+        if (lane == 0) mbarrier_arrive_expect_tx(bar, rows_valid * cols_valid * 2);
+        __syncwarp();
+        for (int r = lane; r < rows_valid; r += 32) {
+          bulk_load_1d(tile + r * kBK * 2, x + (m0 + r) * cols + k0, cols_valid * 2, bar);
+        }
+      }
+      mbarrier_wait_parity(bar, 0);
+      if constexpr (kRowwise) {
+#pragma unroll
+        for (int u = 0; u < kLoadsPerThread; ++u) {
+          const int ci = u * kThreads + tid;
+          const int r = ci / kRowChunks, cc = ci % kRowChunks;
+          const bool valid = r < rows_valid && cc * 8 < cols_valid;
+          const Chunk c = load_shared16(tile + ci * 16);  // garbage where !valid: not stored
+          const long long row = m0 + r, col = k0 + cc * 8;
+          rowwise_chunk(c, valid, q + row * cols + col, scales + row * (cols / 32) + col / 32,
+                        lane);
+        }
+      }
+    } else {
+      Chunk c[kLoadsPerThread];  // (8) x 16 B, all in flight before the first use
+#pragma unroll
+      for (int u = 0; u < kLoadsPerThread; ++u) {
+        const int ci = u * kThreads + tid;
+        const int r = ci / kRowChunks, cc = ci % kRowChunks;
+        if (r < rows_valid && cc * 8 < cols_valid) {
+          c[u] = load_global16(x + (m0 + r) * cols + k0 + cc * 8);
+        } else {
+          c[u] = Chunk{{0u, 0u, 0u, 0u}};
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kLoadsPerThread; ++u) {
+        const int ci = u * kThreads + tid;  // row-major chunk index = smem position
+        store_shared16(tile + ci * 16, c[u].w[0], c[u].w[1], c[u].w[2], c[u].w[3]);
+      }
+      if constexpr (kRowwise) {
+#pragma unroll
+        for (int u = 0; u < kLoadsPerThread; ++u) {
+          const int ci = u * kThreads + tid;
+          const int r = ci / kRowChunks, cc = ci % kRowChunks;
+          const bool valid = r < rows_valid && cc * 8 < cols_valid;
+          const long long row = m0 + r, col = k0 + cc * 8;
+          rowwise_chunk(c[u], valid, q + row * cols + col, scales + row * (cols / 32) + col / 32,
+                        lane);
+        }
+      }
+      __syncthreads();
+    }
+
+    // ---- colwise: warp (b, kt), lane p owns columns 64kt + 2p, +1 of rows 32b .. 32b+31 ----
+    const int b = warp % kRowBlocks, kt = warp / kRowBlocks;
+    const int kl = 64 * kt + 2 * lane;  // first of the two tile columns
+    const bool col_valid = 32 * b < rows_valid && kl < cols_valid;
+    unsigned qa[8], qb[8];  // column kl / kl+1: 32 bytes each, row 4j+i in byte i of word j
+    unsigned s2 = 0;
+    if (col_valid) {
+      unsigned w[32];  // (32 rows) x bf16 pair
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
+      }
+      unsigned m2 = 0;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
+      s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
+      const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j]), ra),
+                           mul_rn_no_ftz(bf16_lo(w[4 * j + 1]), ra)) |
+                cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j + 2]), ra),
+                           mul_rn_no_ftz(bf16_lo(w[4 * j + 3]), ra))
+                    << 16;
+        qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j]), rb),
+                           mul_rn_no_ftz(bf16_hi(w[4 * j + 1]), rb)) |
+                cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j + 2]), rb),
+                           mul_rn_no_ftz(bf16_hi(w[4 * j + 3]), rb))
+                    << 16;
+      }
+      if ((s2 & 0xFFu) == kE8M0NaN) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qa[j] = kE4M3NaNx4;
+      }
+      if ((s2 >> 8) == kE8M0NaN) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qb[j] = kE4M3NaNx4;
+      }
+      // scales_t (cols, rows/32): byte stores; M-adjacent CTAs (ORDER 0) fill the same sectors.
+      const long long nb = rows / 32;
+      const long long sb = m0 / 32 + b;
+      scales_t[(k0 + kl) * nb + sb] = static_cast<unsigned char>(s2 & 0xFFu);
+      scales_t[(k0 + kl + 1) * nb + sb] = static_cast<unsigned char>(s2 >> 8);
+    }
+    __syncthreads();  // every colwise read of the x tile is done: stage q_t over it
+    if (col_valid) {
+      store_shared16(tile + qt_offset(kl, 2 * b), qa[0], qa[1], qa[2], qa[3]);
+      store_shared16(tile + qt_offset(kl, 2 * b + 1), qa[4], qa[5], qa[6], qa[7]);
+      store_shared16(tile + qt_offset(kl + 1, 2 * b), qb[0], qb[1], qb[2], qb[3]);
+      store_shared16(tile + qt_offset(kl + 1, 2 * b + 1), qb[4], qb[5], qb[6], qb[7]);
+    }
+    __syncthreads();
+
+    // ---- q_t: staged row k holds q_t[k0 + k][m0 .. m0 + kBM); 16-byte coalesced stores ----
+#pragma unroll
+    for (int u = 0; u < kStoresPerThread; ++u) {
+      const int ci = u * kThreads + tid;
+      const int k = ci / kQtChunks, ch = ci % kQtChunks;
+      if (k < cols_valid && ch * 16 < rows_valid) {
+        const Chunk v = load_shared16(tile + qt_offset(k, ch));
+        store_global16<kStoreCs>(q_t + (k0 + k) * rows + m0 + ch * 16, v);
+      }
+    }
+  }
+
+};
+
+}  // namespace mx
+}  // namespace ws
