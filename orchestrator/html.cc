@@ -434,6 +434,16 @@ std::string KernelPage(const json& k, const PageOptions& o) {
                    DiffHtml(At(k, "diff_parent")));
   b += "<h2>Diff against the baseline</h2>" + DiffHtml(At(k, "diff_baseline")) + "\n";
   b += "<h2>Source</h2><pre class=\"src\">" + E(At(k, "source")) + "</pre>\n";
+  // The device-library headers it includes, as recorded with it: part of the kernel.
+  if (k.contains("library_headers") && k["library_headers"].is_object()) {
+    for (const auto& [name, text] : k["library_headers"].items()) {
+      b += fmt::format("<h2>Device library: {}</h2><details><summary>{} lines</summary>"
+                       "<pre class=\"src\">{}</pre></details>\n",
+                       HtmlEscape(name), std::count(text.get_ref<const std::string&>().begin(),
+                                                    text.get_ref<const std::string&>().end(), '\n'),
+                       E(text));
+    }
+  }
   if (o.can_act) {
     b += fmt::format(
         "<p class=\"muted\">Re-verify: <code>curl -X POST -H 'Authorization: Bearer "

@@ -493,7 +493,7 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
 }
 
 struct EvalArgs {
-  std::string problem, file, arch = "sm_90a";
+  std::string problem, file, arch = "sm_90a", kernel_library;
   bool compile_only = false, as_json = false, no_hidden = false, deep = false;
   std::vector<std::string> sets, knobs;
 };
@@ -526,6 +526,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
 
   EvaluatorOptions opts;
   opts.workspace = g.workspace;
+  opts.kernel_library = a.kernel_library;
   EvalRequest req;
   req.spec = &*spec;
   req.source = source;
@@ -978,6 +979,9 @@ int Main(int argc, char** argv) {
   eval->add_option("--knob", ea.knobs, "knob NAME=VALUE (default: the plan's first value)");
   eval->add_flag("--no-hidden", ea.no_hidden, "skip hidden shapes (such a result is not ranked)");
   eval->add_flag("--json", ea.as_json, "machine-readable output");
+  eval->add_option("--kernel-library", ea.kernel_library,
+                   "the device library (#include \"ws/...\") to compile against; default: "
+                   "kernels/include of this warpsmith");
   eval->add_flag("--deep", ea.deep,
                  "after an ok verdict, run the test shapes under compute-sanitizer memcheck, "
                  "racecheck and initcheck (slow; a finding is wrong_answer)");

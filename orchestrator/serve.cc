@@ -447,6 +447,13 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
     return ErrorReply(500, "cannot create " + dir + ": " + ec.message(), true);
   if (Status st = WriteFileAtomic(stem + ".cu", k->source); !st.ok())
     return ErrorReply(500, st.message(), true);
+  // Re-verified against the library headers it was recorded with, so it stays the same kernel.
+  for (const auto& [name, text] : k->library_headers) {
+    const fs::path to = fs::path(stem + ".library") / name;
+    fs::create_directories(to.parent_path(), ec);
+    if (Status st = WriteFileAtomic(to.string(), text); !st.ok())
+      return ErrorReply(500, st.message(), true);
+  }
   json request = {{"action", "reverify"},   {"kernel_id", kernel_id}, {"problem", k->problem},
                   {"params", params},       {"knobs", knobs},         {"arch", arch},
                   {"source", stem + ".cu"}, {"requested_at_ms", now}};
@@ -465,6 +472,8 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
       if (!opts.problems_dir.empty())
         argv.insert(argv.end(), {"--problems-dir", opts.problems_dir});
       argv.insert(argv.end(), {"eval", k->problem, stem + ".cu", "--arch", arch, "--json"});
+      if (!k->library_headers.empty())
+        argv.insert(argv.end(), {"--kernel-library", stem + ".library"});
       for (const auto& [name, v] : params.items()) {
         argv.insert(argv.end(),
                     {"--set", name + "=" + (v.is_string() ? v.get<std::string>() : v.dump())});

@@ -339,7 +339,8 @@ Result<std::optional<json>> KernelJson(Store& store, int64_t id, const std::stri
   json j = {
       {"kernel_id", k.id},  {"problem", k.problem},          {"hash", k.hash},
       {"origin", k.origin}, {"parent_id", Opt(k.parent_id)}, {"campaign_id", Opt(k.campaign_id)},
-      {"agent", k.agent},   {"created_at", k.created_at},    {"source", k.source}};
+      {"agent", k.agent},   {"created_at", k.created_at},    {"source", k.source},
+      {"library_headers", k.library_headers}};
   const std::string plan = PlanText(k.source);
   j["plan"] = {{"text", plan}, {"json", plan.empty() ? json(nullptr) : ParseOr(plan, nullptr)}};
   j["parent"] = nullptr;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/files.h"
 #include "problems/mxfp8_quantize_rowwise/reference.h"
 #include "problems/problems.h"
 #include "sandbox/sandbox.h"
@@ -201,6 +202,24 @@ TEST_F(CliTest, ABrokenSpecElsewhereDoesNotStopWork) {
   r = WarpsmithIn(set.string(), {"problems"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("zz_broken/spec.json"), std::string::npos) << r.err;
+}
+
+// --kernel-library: a candidate compiles against the device library it names (a bundle's, a
+// re-verification's), and a header only that library holds is found nowhere else.
+TEST_F(CliTest, EvalCompilesAgainstTheNamedKernelLibrary) {
+  const fs::path lib = dir_ / "library";
+  fs::copy(fs::path(WS_SOURCE_DIR) / "kernels" / "include", lib, fs::copy_options::recursive);
+  std::ofstream(lib / "ws" / "only_here.cuh") << "#pragma once\n#define WS_ONLY_HERE 1\n";
+  const std::string kernel =
+      ReadFile(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu").value();
+  const fs::path file = dir_ / "k.cu";
+  std::ofstream(file) << "#include \"ws/only_here.cuh\"\n" << kernel;
+  CliRun with = Warpsmith({"eval", "mxfp8_quantize_rowwise", file.string(), "--compile-only",
+                           "--kernel-library", lib.string()});
+  EXPECT_EQ(with.exit_code, 0) << with.out << with.err;
+  CliRun without = Warpsmith({"eval", "mxfp8_quantize_rowwise", file.string(), "--compile-only"});
+  EXPECT_NE(without.exit_code, 0) << without.out;
+  EXPECT_NE(without.out.find("ws/only_here.cuh"), std::string::npos) << without.out;
 }
 
 TEST_F(CliTest, RejectsBrokenPlansAndCompileErrors) {

@@ -123,6 +123,14 @@ TEST_F(ServeTest, HostileKernelPageShowsItsSourceAsText) {
   EXPECT_THAT(r.body, HasSubstr(">2.000<"));                  // the timing's stdev
   EXPECT_THAT(r.body, HasSubstr("class=\"add\""));            // a diff line added
   EXPECT_THAT(r.body, HasSubstr(fmt::format("href=\"/kernels/{}\"", fx_.fast_kernel)));
+  // The library headers it was recorded with, escaped like the source.
+  EXPECT_THAT(r.body, HasSubstr("Device library: ws/&lt;i&gt;evil&lt;/i&gt;.cuh"));
+  EXPECT_THAT(r.body, HasSubstr("&lt;/pre&gt;&lt;script&gt;alert(2)"));
+  EXPECT_THAT(r.body, Not(HasSubstr("<i>evil")));
+  auto api = Fetch(port, "GET", fmt::format("/api/kernels/{}", fx_.hostile_kernel));
+  ASSERT_EQ(api.status, 200);
+  EXPECT_EQ(json::parse(api.body)["library_headers"]["ws/<i>evil</i>.cuh"],
+            "</pre><script>alert(2)</script>\n");
 }
 
 TEST_F(ServeTest, ProblemPageHasPlotsCandidatesAndLines) {

@@ -92,6 +92,7 @@ inline Fixture Populate(const std::string& root) {
   KernelRecord hostile = kernel("h-hostile", kHostileSource, "agent:<b>model</b>", f.fast_kernel);
   hostile.campaign_id = f.campaign;
   hostile.agent = "openai:<script>x</script>";
+  hostile.library_headers = {{"ws/<i>evil</i>.cuh", "</pre><script>alert(2)</script>\n"}};
   f.hostile_kernel = *store->PutKernel(hostile);
 
   auto eval = [&](int64_t kernel, double time_us, double sol, double stdev, bool in_campaign,
