@@ -381,6 +381,7 @@ int CmdProblemVerify(const Globals& g, const std::string& name,
     if (!c.ok()) return Fail(c.status());
     std::cout << fmt::format("{} ({}): the GPU reference compiles for {}; plan valid\n",
                              spec->name, ParamsJson(*params), arch_name);
+    std::cout << fmt::format("  cubin: {}\n", c->cubin_path);
     for (const auto& k : c->resources.kernels) {
       std::cout << fmt::format("  {}: {} registers, {} B static smem, {} B spill stores\n",
                                k.name, k.registers, k.smem_static, k.spill_stores);

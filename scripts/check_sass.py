@@ -18,8 +18,13 @@ cuobjdump comes from $CUOBJDUMP, PATH, /usr/local/cuda/bin, or else PyPI (nvidia
 nvidia-cuda-nvdisasm, which cuobjdump needs for -sass) installed into a venv under --work. When none
 of these works, the check skips (exit 77) unless WARPSMITH_REQUIRE_SASS=1 (CI), where it fails.
 
+With --references, no claims are checked: the trusted GPU references (problems/*/reference.cu),
+compiled by the evaluator's own reference path (`warpsmith problems verify --compile-only`), have
+their SASS written to --sass-dir, every parameter setting and both architectures, to diff an edit
+of problems/include before and after.
+
 Usage: scripts/check_sass.py --warpsmith build/warpsmith [--root .] [--work build/sass-check]
-       [--only PROBLEM ...] [--sass-dir DIR]
+       [--only PROBLEM ...] [--sass-dir DIR] [--references]
 Exit: 0 every claim holds, 1 a claim does not hold or a kernel does not compile, 77 skipped.
 """
 
@@ -139,6 +144,41 @@ def settings_of(root, problem):
     return [dict(zip(names, vs)) for vs in itertools.product(*(params[n]["values"] for n in names))]
 
 
+def snapshot_references(args):
+    if not args.sass_dir:
+        print("check_sass: --references needs --sass-dir")
+        return 1
+    cuobjdump = find_cuobjdump(args.work)
+    if not cuobjdump:
+        print("check_sass: no cuobjdump: references not snapshot")
+        return 1
+    os.makedirs(args.sass_dir, exist_ok=True)
+    specs = sorted(glob.glob(os.path.join(args.root, "problems", "*", "spec.json")))
+    problems = [os.path.basename(os.path.dirname(s)) for s in specs]
+    problems = [p for p in problems if not args.only or p in args.only]
+    failures = written = 0
+    for problem in problems:
+        for setting in settings_of(args.root, problem):
+            for arch in ("sm_90a", "sm_100a"):
+                cmd = [args.warpsmith, "--workspace", os.path.join(args.work, "ws"),
+                       "--problems-dir", os.path.join(args.root, "problems"),
+                       "problems", "verify", problem, "--compile-only", "--arch", arch]
+                for name, value in setting.items():
+                    cmd += ["--set", f"{name}={value}"]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                m = re.search(r"^\s*cubin: (\S+)$", r.stdout, re.M)
+                if r.returncode != 0 or not m:
+                    print(f"check_sass: FAIL: {' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+                    failures += 1
+                    continue
+                tag = "__".join(f"{k}-{v}" for k, v in setting.items()) or "default"
+                with open(os.path.join(args.sass_dir, f"{problem}__{tag}__{arch}.ref.sass"), "w") as f:
+                    f.write("\n".join(disassemble(cuobjdump, m.group(1))) + "\n")
+                written += 1
+    print(f"check_sass: {written} reference compiles written to {args.sass_dir}; {failures} failures")
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warpsmith", required=True)
@@ -149,12 +189,16 @@ def main():
     ap.add_argument("--sass-dir", default=None,
                     help="also write each compile's SASS there (PROBLEM__SETTING__ARCH.sass), to diff "
                     "a refactor's before and after")
+    ap.add_argument("--references", action="store_true",
+                    help="snapshot the GPU references' SASS into --sass-dir instead of checking claims")
     args = ap.parse_args()
     args.root = os.path.abspath(args.root)
     args.work = os.path.abspath(args.work or os.path.join(args.root, "build", "sass-check"))
     os.makedirs(args.work, exist_ok=True)
     require = os.environ.get("WARPSMITH_REQUIRE_SASS") == "1"
 
+    if args.references:
+        return snapshot_references(args)
     kernels = sorted(glob.glob(os.path.join(args.root, "kernels", "*", "kernel.cu")))
     if args.only:
         kernels = [k for k in kernels if os.path.basename(os.path.dirname(k)) in args.only]
