@@ -55,6 +55,17 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
+/// Inits kCount pairs of ring barriers 8 bytes apart: full + 8s for full_count arrivals, empty + 8s
+/// for empty_count (call fence_mbarrier_init after the last init).
+template <int kCount>
+__device__ __forceinline__ void mbar_init_ring(uint32_t full, uint32_t full_count, uint32_t empty,
+                                               uint32_t empty_count) {
+  for (int s = 0; s < kCount; ++s) {
+    mbar_init(full + 8 * s, full_count);
+    mbar_init(empty + 8 * s, empty_count);
+  }
+}
+
 /// Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it
 /// (wgmma / tcgen05 operands, TMA stores); issue it before the arrive that publishes the data.
 __device__ __forceinline__ void fence_proxy_async_shared() {
