@@ -213,20 +213,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       const int w = t128 / 32;
       const int row0 = tm * Config::kBM + cw * 64 + 16 * w + lane / 4;
       const int colb = tn * Config::kBN + 2 * (lane % 4);
-#pragma unroll
-      for (int j = 0; j < Config::kBN / 8; ++j) {
-        const int col = colb + 8 * j;
-        if (col < N) {
-          if (row0 < M) {
-            *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0) * N + col) =
-                ws::pack_bf16(acc[4 * j], acc[4 * j + 1]);
-          }
-          if (row0 + 8 < M) {
-            *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0 + 8) * N + col) =
-                ws::pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
-          }
-        }
-      }
+      ws::store_fragment_bf16<Config::kBN>(d, acc, 0, row0, M, colb, N);
     }
   }
 #endif

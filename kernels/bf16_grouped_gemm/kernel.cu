@@ -357,19 +357,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
       const int w = t128 / 32;
       const int r = cw * 64 + 16 * w + lane / 4;
-      const int colb = o.col0 + 2 * (lane % 4);
-#pragma unroll
-      for (int j = 0; j < Config::kBN / 8; ++j) {
-        const int col = colb + 8 * j;
-        if (col < o.ncols) {
-          if (r < o.rows_left)
-            *reinterpret_cast<uint32_t*>(out + (o.row0 + r) * o.ncols + col) =
-                ws::pack_bf16(acc[4 * j], acc[4 * j + 1]);
-          if (r + 8 < o.rows_left)
-            *reinterpret_cast<uint32_t*>(out + (o.row0 + r + 8) * o.ncols + col) =
-                ws::pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
-        }
-      }
+      ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
+                                           o.col0 + 2 * (lane % 4), o.ncols);
     }
   }
 #endif

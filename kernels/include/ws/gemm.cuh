@@ -28,6 +28,28 @@ __device__ __forceinline__ uint4 pack_bf16x8(const float* f) {
   return v;
 }
 
+/// Stores a warpgroup's (64, kBN) wgmma fragment as bf16 pairs: register 4j+e of this thread is
+/// row r + 8*(e/2), column colb + 8j + e%2 (colb: the tile's first column + 2*(lane%4)), at
+/// out[(row0 + row) * ncols + column]; rows from rows_left on and columns from ncols on are
+/// skipped (ncols % 16 == 0: a pair is wholly in or out).
+template <int kBN>
+__device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* out, const float (&acc)[kBN / 2],
+                                                    long long row0, int r, int rows_left, int colb,
+                                                    int ncols) {
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const int col = colb + 8 * j;
+    if (col < ncols) {
+      if (r < rows_left)
+        *reinterpret_cast<uint32_t*>(out + (row0 + r) * ncols + col) =
+            pack_bf16(acc[4 * j], acc[4 * j + 1]);
+      if (r + 8 < rows_left)
+        *reinterpret_cast<uint32_t*>(out + (row0 + r + 8) * ncols + col) =
+            pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
 /// Producer loop of a dense GEMM (one thread): tiles blockIdx.x, +gridDim.x, ... in band order,
 /// each k-block's A (kBM rows) and B (kBN rows) boxes into stage it % kStages of the ring (A tiles
 /// at smem, then B tiles), on the full / empty barriers 8 bytes apart; the MMA side walks the same
