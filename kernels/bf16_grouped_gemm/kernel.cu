@@ -56,9 +56,7 @@
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
-#include "ws/ptx_sm90.cuh"
-#include "ws/tcgen05.cuh"
-#include "ws/tile_scheduler.cuh"
+#include "ws/gemm.cuh"
 #include "ws/wgmma.cuh"
 
 #ifndef WS_FORM
@@ -159,10 +157,6 @@ __device__ __forceinline__ uint32_t kstep_bytes(int k) {
   return kTrans ? 2048u * k : 32u * k;
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 // Shared-memory descriptors: K-major operands leave LBO unused; MN-major ones step 8 KiB from one
 // 64-wide MN box to the next.
@@ -200,34 +194,20 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   (void)M;
 
-  // offs read once; E > kMaxE falls back to global reads (L2-resident, forward walk).
-  for (int i = threadIdx.x; i < E && i < Config::kMaxE; i += Config::kThreads)
-    offs_smem[i] = offs[i];
-  const int* goffs = E <= Config::kMaxE ? offs_smem : offs;
+  const int* goffs = ws::stage_offs<Config::kMaxE, Config::kThreads>(offs_smem, offs, E);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
-    for (int s = 0; s < Config::kStages; ++s) {
-      ws::mbar_init(full + 8 * s, 1);
-      ws::mbar_init(empty + 8 * s, 1);  // one tcgen05.commit per stage use
-    }
-    for (int b = 0; b < 2; ++b) {
-      ws::mbar_init(acc_full + 8 * b, 1);   // tcgen05.commit after a tile's last MMA
-      ws::mbar_init(acc_empty + 8 * b, 8);  // one arrive per epilogue warp
-    }
+    ws::mbar_init_ring<Config::kStages>(full, 1, empty, 1);  // empty: one tcgen05.commit
+    // acc_full: the commit after a tile's last MMA; acc_empty: one arrive per epilogue warp.
+    ws::mbar_init_ring<2>(acc_full, 1, acc_empty, 8);
     ws::fence_mbarrier_init();
   }
-  if (warp == 2) {  // this warp allocates and later frees the accumulators
-    ws::tmem_alloc(tmem_slot, Config::kAccCols);
-    ws::tmem_relinquish_alloc_permit();
-  }
-  ws::tc_fence_before();
-  __syncthreads();
-  ws::tc_fence_after();
-  const uint32_t tmem_base = ws::tmem_base_at(tmem_slot);
+  // Warp 2 allocates and later frees the accumulators.
+  const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, Config::kAccCols);
 
   if (warp == 0) {
     if (lane == 0) produce(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
@@ -297,11 +277,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
           for (int j = 0; j < 4; ++j) {
             // widths are multiples of 16: each 8-column piece is wholly in or out.
             if (col + 8 * j < o.ncols) {
+              // NOTE: ws::pack_bf16x8 on v moves registers of the wgrad form: kept as verified.
               uint4 p;
-              p.x = pack_bf16(__uint_as_float(v[8 * j + 0]), __uint_as_float(v[8 * j + 1]));
-              p.y = pack_bf16(__uint_as_float(v[8 * j + 2]), __uint_as_float(v[8 * j + 3]));
-              p.z = pack_bf16(__uint_as_float(v[8 * j + 4]), __uint_as_float(v[8 * j + 5]));
-              p.w = pack_bf16(__uint_as_float(v[8 * j + 6]), __uint_as_float(v[8 * j + 7]));
+              p.x = ws::pack_bf16(__uint_as_float(v[8 * j + 0]), __uint_as_float(v[8 * j + 1]));
+              p.y = ws::pack_bf16(__uint_as_float(v[8 * j + 2]), __uint_as_float(v[8 * j + 3]));
+              p.z = ws::pack_bf16(__uint_as_float(v[8 * j + 4]), __uint_as_float(v[8 * j + 5]));
+              p.w = ws::pack_bf16(__uint_as_float(v[8 * j + 6]), __uint_as_float(v[8 * j + 7]));
               dst[j] = p;
             }
           }
@@ -314,22 +295,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       }
     }
   }
-  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
-  ws::tc_fence_before();
-  __syncthreads();
-  if (warp == 2) {
-    ws::tc_fence_after();
-    ws::tmem_dealloc(tmem_base, Config::kAccCols);
-  }
+  ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
 #else
   // ======================= sm_90a =======================
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
-    for (int s = 0; s < Config::kStages; ++s) {
-      ws::mbar_init(full + 8 * s, 1);
-      ws::mbar_init(empty + 8 * s, 2);  // one arrive per consumer warpgroup
-    }
+    ws::mbar_init_ring<Config::kStages>(full, 1, empty, 2);  // empty: one per consumer warpgroup
     ws::fence_mbarrier_init();
   }
   __syncthreads();
@@ -385,19 +357,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
       const int w = t128 / 32;
       const int r = cw * 64 + 16 * w + lane / 4;
-      const int colb = o.col0 + 2 * (lane % 4);
-#pragma unroll
-      for (int j = 0; j < Config::kBN / 8; ++j) {
-        const int col = colb + 8 * j;
-        if (col < o.ncols) {
-          if (r < o.rows_left)
-            *reinterpret_cast<uint32_t*>(out + (o.row0 + r) * o.ncols + col) =
-                pack_bf16(acc[4 * j], acc[4 * j + 1]);
-          if (r + 8 < o.rows_left)
-            *reinterpret_cast<uint32_t*>(out + (o.row0 + r + 8) * o.ncols + col) =
-                pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
-        }
-      }
+      ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
+                                           o.col0 + 2 * (lane % 4), o.ncols);
     }
   }
 #endif

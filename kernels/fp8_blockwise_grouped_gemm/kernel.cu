@@ -83,9 +83,7 @@
 // warpsmith:sass sm_100a: UTCQMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
-#include "ws/ptx_sm90.cuh"
-#include "ws/tcgen05.cuh"
-#include "ws/tile_scheduler.cuh"
+#include "ws/gemm.cuh"
 #include "ws/wgmma.cuh"
 
 #ifndef BN
@@ -185,10 +183,6 @@ __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::Te
   }
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // RNE
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 // Instruction descriptor, kind::f8f6f4: D f32, A and B E4M3, both K-major, M=128, N=BN.
@@ -269,10 +263,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   (void)M;
 
-  // offs read once; E > kMaxE falls back to global reads (L2-resident, forward walk).
-  for (int i = threadIdx.x; i < E && i < Config::kMaxE; i += Config::kThreads)
-    offs_smem[i] = offs[i];
-  const int* goffs = E <= Config::kMaxE ? offs_smem : offs;
+  const int* goffs = ws::stage_offs<Config::kMaxE, Config::kThreads>(offs_smem, offs, E);
   const int kblocks = K / Config::kBK;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
@@ -281,24 +272,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
     ws::tma_prefetch(&tma_sa);
-    for (int s = 0; s < Config::kStages; ++s) {
-      ws::mbar_init(sm.full + 8 * s, 1);
-      ws::mbar_init(sm.empty + 8 * s, Config::kEmptyArrivesSm100);
-    }
-    for (int b = 0; b < Config::kAccBufs; ++b) {
-      ws::mbar_init(sm.acc_full + 8 * b, 1);   // tcgen05.commit after the block's 4 MMAs
-      ws::mbar_init(sm.acc_empty + 8 * b, 8);  // one arrive per promotion warp
-    }
+    ws::mbar_init_ring<Config::kStages>(sm.full, 1, sm.empty, Config::kEmptyArrivesSm100);
+    // acc_full: the commit after a block's 4 MMAs; acc_empty: one arrive per promotion warp.
+    ws::mbar_init_ring<Config::kAccBufs>(sm.acc_full, 1, sm.acc_empty, 8);
     ws::fence_mbarrier_init();
   }
-  if (warp == 2) {  // this warp allocates and later frees the partial buffers
-    ws::tmem_alloc(sm.tmem_slot, Config::kAccCols);
-    ws::tmem_relinquish_alloc_permit();
-  }
-  ws::tc_fence_before();
-  __syncthreads();
-  ws::tc_fence_after();
-  const uint32_t tmem_base = ws::tmem_base_at(sm.tmem_slot);
+  // Warp 2 allocates and later frees the partial buffers.
+  const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, sm.tmem_slot, Config::kAccCols);
 
   if (warp == 0) {
     produce(&tma_a, &tma_b, &tma_sa, b_scales, sm, goffs, E, N, K);
@@ -370,32 +350,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
       uint4* dst = reinterpret_cast<uint4*>(c + (o.row0 + r) * N + o.col0 + h * kHalf);
 #pragma unroll
       for (int j = 0; j < kHalf / 8; ++j) {
-        uint4 p;
-        p.x = pack_bf16(total[8 * j + 0], total[8 * j + 1]);
-        p.y = pack_bf16(total[8 * j + 2], total[8 * j + 3]);
-        p.z = pack_bf16(total[8 * j + 4], total[8 * j + 5]);
-        p.w = pack_bf16(total[8 * j + 6], total[8 * j + 7]);
-        dst[j] = p;
+        dst[j] = ws::pack_bf16x8(total + 8 * j);
       }
     }
   }
-  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
-  ws::tc_fence_before();
-  __syncthreads();
-  if (warp == 2) {
-    ws::tc_fence_after();
-    ws::tmem_dealloc(tmem_base, Config::kAccCols);
-  }
+  ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
 #else
   // ======================= sm_90a =======================
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
     ws::tma_prefetch(&tma_sa);
-    for (int s = 0; s < Config::kStages; ++s) {
-      ws::mbar_init(sm.full + 8 * s, 1);
-      ws::mbar_init(sm.empty + 8 * s, Config::kEmptyArrivesSm90);
-    }
+    ws::mbar_init_ring<Config::kStages>(sm.full, 1, sm.empty, Config::kEmptyArrivesSm90);
     ws::fence_mbarrier_init();
   }
   __syncthreads();
@@ -453,9 +419,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
       __nv_bfloat16* row_hi = row_lo + 8LL * N;
 #pragma unroll
       for (int j = 0; j < Config::kAcc / 4; ++j) {
-        *reinterpret_cast<uint32_t*>(row_lo + 8 * j) = pack_bf16(total[4 * j], total[4 * j + 1]);
+        *reinterpret_cast<uint32_t*>(row_lo + 8 * j) =
+            ws::pack_bf16(total[4 * j], total[4 * j + 1]);
         *reinterpret_cast<uint32_t*>(row_hi + 8 * j) =
-            pack_bf16(total[4 * j + 2], total[4 * j + 3]);
+            ws::pack_bf16(total[4 * j + 2], total[4 * j + 3]);
       }
     }
   }

@@ -45,9 +45,7 @@
 // warpsmith:sass sm_100a: UTCQMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
-#include "ws/ptx_sm90.cuh"
-#include "ws/tcgen05.cuh"
-#include "ws/tile_scheduler.cuh"
+#include "ws/gemm.cuh"
 #include "ws/wgmma.cuh"
 
 #ifndef BN
@@ -90,31 +88,6 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
   ws::band_tile<Config::kGroupM>(t, tiles_m, tiles_n, tm, tn);
 }
 
-// Producer loop (one thread): the same tile sequence and stage counter as the MMA side.
-__device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::TensorMap* tma_b,
-                                        uint32_t smem, uint32_t full, uint32_t empty, int tiles_m,
-                                        int tiles_n, int kblocks) {
-  uint32_t it = 0;
-  for (int t = blockIdx.x; t < tiles_m * tiles_n; t += gridDim.x) {
-    int tm, tn;
-    tile_coords(t, tiles_m, tiles_n, tm, tn);
-    for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-      ws::mbar_wait(empty + 8 * s, ph ^ 1);
-      ws::mbar_expect_tx(full + 8 * s, Config::kStageBytes);
-      const uint32_t a_dst = smem + s * Config::kABytes;
-      const uint32_t b_dst = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-      ws::tma_load_2d(a_dst, tma_a, full + 8 * s, kb * Config::kBK, tm * Config::kBM);
-      ws::tma_load_2d(b_dst, tma_b, full + 8 * s, kb * Config::kBK, tn * Config::kBN);
-    }
-  }
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // RNE
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 // Instruction descriptor, kind::f8f6f4: D f32, A and B E4M3, both K-major, M=128, N=BN.
 constexpr uint32_t kIdesc =
@@ -147,50 +120,21 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
-    for (int s = 0; s < Config::kStages; ++s) {
-      ws::mbar_init(full + 8 * s, 1);
-      ws::mbar_init(empty + 8 * s, 1);  // one tcgen05.commit per stage use
-    }
-    for (int b = 0; b < 2; ++b) {
-      ws::mbar_init(acc_full + 8 * b, 1);   // tcgen05.commit after a tile's last MMA
-      ws::mbar_init(acc_empty + 8 * b, 8);  // one arrive per epilogue warp
-    }
+    ws::mbar_init_ring<Config::kStages>(full, 1, empty, 1);  // empty: one tcgen05.commit
+    // acc_full: the commit after a tile's last MMA; acc_empty: one arrive per epilogue warp.
+    ws::mbar_init_ring<2>(acc_full, 1, acc_empty, 8);
     ws::fence_mbarrier_init();
   }
-  if (warp == 2) {  // this warp allocates and later frees the accumulators
-    ws::tmem_alloc(tmem_slot, Config::kAccCols);
-    ws::tmem_relinquish_alloc_permit();
-  }
-  ws::tc_fence_before();
-  __syncthreads();
-  ws::tc_fence_after();
-  const uint32_t tmem_base = ws::tmem_base_at(tmem_slot);
+  // Warp 2 allocates and later frees the accumulators.
+  const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, Config::kAccCols);
 
   if (warp == 0) {
-    if (lane == 0) produce(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
+    if (lane == 0)
+      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
   } else if (warp == 1) {
     if (lane == 0) {
-      uint32_t it = 0, local = 0;
-      for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++local) {
-        const uint32_t buf = local & 1, aph = (local >> 1) & 1;
-        ws::mbar_wait(acc_empty + 8 * buf, aph ^ 1);  // the epilogue has drained this buffer
-        ws::tc_fence_after();
-        const uint32_t d_tmem = tmem_base + buf * Config::kBN;
-        for (int kb = 0; kb < kblocks; ++kb, ++it) {
-          const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-          ws::mbar_wait(full + 8 * s, ph);
-          ws::tc_fence_after();
-          const uint32_t a = smem + s * Config::kABytes;
-          const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-#pragma unroll
-          for (int k = 0; k < Config::kBK / 32; ++k) {
-            ws::umma_f8f6f4(d_tmem, ws::umma_desc_sw128(a + 32 * k),
-                            ws::umma_desc_sw128(b + 32 * k), kIdesc, (kb | k) != 0);
-          }
-          ws::umma_commit(empty + 8 * s);  // frees the stage once these MMAs have read it
-        }
-        ws::umma_commit(acc_full + 8 * buf);
-      }
+      ws::issue_mma_band<Config, true, kIdesc>(smem, full, empty, acc_full, acc_empty, tmem_base,
+                                               tiles, kblocks);
     }
   } else if (warp >= 4) {
     // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
@@ -220,10 +164,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
               const float4 s1 = *reinterpret_cast<const float4*>(b_scale + col + 8 * j + 4);
               const float* f = reinterpret_cast<const float*>(r + 8 * j);
               uint4 v;
-              v.x = pack_bf16(f[0] * (sa * s0.x), f[1] * (sa * s0.y));
-              v.y = pack_bf16(f[2] * (sa * s0.z), f[3] * (sa * s0.w));
-              v.z = pack_bf16(f[4] * (sa * s1.x), f[5] * (sa * s1.y));
-              v.w = pack_bf16(f[6] * (sa * s1.z), f[7] * (sa * s1.w));
+              v.x = ws::pack_bf16(f[0] * (sa * s0.x), f[1] * (sa * s0.y));
+              v.y = ws::pack_bf16(f[2] * (sa * s0.z), f[3] * (sa * s0.w));
+              v.z = ws::pack_bf16(f[4] * (sa * s1.x), f[5] * (sa * s1.y));
+              v.w = ws::pack_bf16(f[6] * (sa * s1.z), f[7] * (sa * s1.w));
               dst[j] = v;
             }
           }
@@ -234,29 +178,21 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
       if (lane == 0) ws::mbar_arrive(acc_empty + 8 * buf);
     }
   }
-  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
-  ws::tc_fence_before();
-  __syncthreads();
-  if (warp == 2) {
-    ws::tc_fence_after();
-    ws::tmem_dealloc(tmem_base, Config::kAccCols);
-  }
+  ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
 #else
   // ======================= sm_90a =======================
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
-    for (int s = 0; s < Config::kStages; ++s) {
-      ws::mbar_init(full + 8 * s, 1);
-      ws::mbar_init(empty + 8 * s, 2);  // one arrive per consumer warpgroup
-    }
+    ws::mbar_init_ring<Config::kStages>(full, 1, empty, 2);  // empty: one per consumer warpgroup
     ws::fence_mbarrier_init();
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) produce(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
+    if (threadIdx.x == 0)
+      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
   } else {
     ws::setmaxnreg_inc<232>();
     const int cw = wg - 1;                // consumer warpgroup: rows 64*cw.. of the tile
@@ -319,11 +255,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
           const float2 sb = *reinterpret_cast<const float2*>(b_scale + col);
           if (row0 < M) {
             *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0) * N + col) =
-                pack_bf16(total[4 * j] * (sa0 * sb.x), total[4 * j + 1] * (sa0 * sb.y));
+                ws::pack_bf16(total[4 * j] * (sa0 * sb.x), total[4 * j + 1] * (sa0 * sb.y));
           }
           if (row0 + 8 < M) {
             *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0 + 8) * N + col) =
-                pack_bf16(total[4 * j + 2] * (sa1 * sb.x), total[4 * j + 3] * (sa1 * sb.y));
+                ws::pack_bf16(total[4 * j + 2] * (sa1 * sb.x), total[4 * j + 3] * (sa1 * sb.y));
           }
         }
       }

@@ -121,16 +121,16 @@ struct DualTile {
 
     // ---- load the x tile ----
     if constexpr (kUseTma) {
-      if (tid == 0) mbarrier_init(bar, 1);
+      if (tid == 0) mbar_init_fenced(bar, 1);
       __syncthreads();
       if (warp == 0) {
-        if (lane == 0) mbarrier_arrive_expect_tx(bar, rows_valid * cols_valid * 2);
+        if (lane == 0) mbar_expect_tx(bar, rows_valid * cols_valid * 2);
         __syncwarp();
         for (int r = lane; r < rows_valid; r += 32) {
           bulk_load_1d(tile + r * kBK * 2, x + (m0 + r) * cols + k0, cols_valid * 2, bar);
         }
       }
-      mbarrier_wait_parity(bar, 0);
+      mbar_wait(bar, 0);
       if constexpr (kRowwise) {
 #pragma unroll
         for (int u = 0; u < kLoadsPerThread; ++u) {

@@ -705,6 +705,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   // offs read once; E > kMaxE falls back to global reads (L2-resident, forward walk).
+  // NOTE: ws::stage_offs does the same, but here it moves sm_90a registers: kept as verified.
   for (int i = threadIdx.x; i < p.E && i < Cfg::kMaxE; i += Cfg::kThreads) offs_smem[i] = offs[i];
   const int* goffs = p.E <= Cfg::kMaxE ? offs_smem : offs;
 
@@ -717,23 +718,15 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
       mbar_init(sm.empty + 8 * s, kSm100 ? 1 : 2);
       mbar_init(sm.ready + 8 * s, Cfg::kXformThreads);
     }
-    for (int b = 0; b < 2; ++b) {
-      mbar_init(sm.acc_full + 8 * b, 1);   // tcgen05.commit after a tile's last MMA
-      mbar_init(sm.acc_empty + 8 * b, 8);  // one arrive per epilogue warp
-    }
+    // acc_full: the commit after a tile's last MMA; acc_empty: one arrive per epilogue warp.
+    mbar_init_ring<2>(sm.acc_full, 1, sm.acc_empty, 8);
     fence_mbarrier_init();
   }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ============ sm_100a: tcgen05.mma kind::mxf8f6f4.block_scale, scales through TMEM ============
-  if (warp == 3) {  // this warp allocates and later frees the accumulators and the scale ring
-    tmem_alloc(sm.tmem_slot, TmemMap<Cfg>::kCols);
-    tmem_relinquish_alloc_permit();
-  }
-  tc_fence_before();
-  __syncthreads();
-  tc_fence_after();
-  const uint32_t tmem_base = tmem_base_at(sm.tmem_slot);
+  // Warp 3 allocates and later frees the accumulators and the scale ring.
+  const uint32_t tmem_base = tmem_alloc_cta(warp == 3, sm.tmem_slot, TmemMap<Cfg>::kCols);
 
   if (warp == 0) {
     if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
@@ -744,13 +737,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   } else {
     drain_sm100<Cfg>(sm, goffs, p, out, a_scales, b_scales, tmem_base);
   }
-  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
-  tc_fence_before();
-  __syncthreads();
-  if (warp == 3) {
-    tc_fence_after();
-    tmem_dealloc(tmem_base, TmemMap<Cfg>::kCols);
-  }
+  tmem_free_cta(warp == 3, tmem_base, TmemMap<Cfg>::kCols);
 #else
   // ======================= sm_90a =======================
   __syncthreads();

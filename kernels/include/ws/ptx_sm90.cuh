@@ -29,6 +29,13 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+/// mbar_init then fence_mbarrier_init, for a kernel that inits one barrier and syncs before use.
+/// NOTE: this init clobbers memory and mbar_init does not: each keeps the SASS its kernels (the
+/// bulk-copy quantizers, the GEMMs) were verified with.
+__device__ __forceinline__ void mbar_init_fenced(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+  fence_mbarrier_init();
+}
 /// Arrives once and adds bytes to the transaction count the phase waits for.
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
@@ -46,6 +53,17 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
+}
+
+/// Inits kCount pairs of ring barriers 8 bytes apart: full + 8s for full_count arrivals, empty + 8s
+/// for empty_count (call fence_mbarrier_init after the last init).
+template <int kCount>
+__device__ __forceinline__ void mbar_init_ring(uint32_t full, uint32_t full_count, uint32_t empty,
+                                               uint32_t empty_count) {
+  for (int s = 0; s < kCount; ++s) {
+    mbar_init(full + 8 * s, full_count);
+    mbar_init(empty + 8 * s, empty_count);
+  }
 }
 
 /// Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it

@@ -46,6 +46,31 @@ __device__ __forceinline__ void tc_fence_before() {
   asm volatile("tcgen05.fence::before_thread_sync;\n" ::: "memory");
 }
 
+// ---- a kernel's accumulators: allocated by one warp, published to the CTA, freed at the end ----
+
+/// Every thread of the CTA: the owner warp allocates columns at slot, the CTA syncs, and each
+/// thread returns the base address.
+__device__ __forceinline__ uint32_t tmem_alloc_cta(bool owner, uint32_t slot, uint32_t columns) {
+  if (owner) {
+    tmem_alloc(slot, columns);
+    tmem_relinquish_alloc_permit();
+  }
+  tc_fence_before();
+  __syncthreads();
+  tc_fence_after();
+  return tmem_base_at(slot);
+}
+/// Every thread of the CTA, after its role loop: the CTA syncs, then the owner warp frees base.
+__device__ __forceinline__ void tmem_free_cta(bool owner, uint32_t base, uint32_t columns) {
+  __syncwarp();  // lanes that skipped a role loop rejoin before the CTA barrier
+  tc_fence_before();
+  __syncthreads();
+  if (owner) {
+    tc_fence_after();
+    tmem_dealloc(base, columns);
+  }
+}
+
 // ---- descriptors ----
 
 /// tcgen05 shared-memory descriptor of a 128-byte-swizzled operand, 8-row groups 1024 B apart:

@@ -25,6 +25,15 @@ __device__ __forceinline__ void band_tile(int r, int tiles_m, int tiles_n, int& 
 ///  kWgrad: out[g, n, k] = sum_{r in g} a[r, n] b[r, k]   rows N, cols K, depth: the group's tokens
 enum GroupedForm { kFwd = 0, kDgrad = 1, kWgrad = 2 };
 
+/// The group ends a cursor reads: offs copied once into offs_smem by the CTA's kThreads threads
+/// when E <= kMaxE, else offs itself (global reads, L2-resident, walked forward). The copy is
+/// published by the CTA barrier that follows the barrier inits.
+template <int kMaxE, int kThreads>
+__device__ __forceinline__ const int* stage_offs(int* offs_smem, const int* offs, int E) {
+  for (int i = threadIdx.x; i < E && i < kMaxE; i += kThreads) offs_smem[i] = offs[i];
+  return E <= kMaxE ? offs_smem : offs;
+}
+
 /// One output tile of a grouped GEMM: group g owns token rows [s, e); tile (tm, tn) of its output.
 template <int kForm>
 struct GroupTile {

@@ -1,0 +1,115 @@
+// warpsmith device library: pieces the TMA + mbarrier GEMMs share (bf16_gemm, fp8_rowwise_gemm,
+// bf16_grouped_gemm, fp8_blockwise_grouped_gemm): bf16 output packing, and for the dense GEMMs
+// the producer of the band-ordered ring and the sm_100a MMA loop over it. A kernel's Config
+// supplies the tile sizes and the ring layout (kBM, kBN, kBK, kStages, kABytes, kBBytes, ...).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "ws/ptx_sm90.cuh"
+#include "ws/tcgen05.cuh"
+#include "ws/tile_scheduler.cuh"
+
+namespace ws {
+
+/// Two fp32 -> packed bf16 (RNE), lo in the low half.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+/// Eight fp32 -> eight bf16 (RNE) in one 16-byte piece, f[0] lowest.
+__device__ __forceinline__ uint4 pack_bf16x8(const float* f) {
+  uint4 v;
+  v.x = pack_bf16(f[0], f[1]);
+  v.y = pack_bf16(f[2], f[3]);
+  v.z = pack_bf16(f[4], f[5]);
+  v.w = pack_bf16(f[6], f[7]);
+  return v;
+}
+
+/// Stores a warpgroup's (64, kBN) wgmma fragment as bf16 pairs: register 4j+e of this thread is
+/// row r + 8*(e/2), column colb + 8j + e%2 (colb: the tile's first column + 2*(lane%4)), at
+/// out[(row0 + row) * ncols + column]; rows from rows_left on and columns from ncols on are
+/// skipped (ncols % 16 == 0: a pair is wholly in or out).
+template <int kBN>
+__device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* out, const float (&acc)[kBN / 2],
+                                                    long long row0, int r, int rows_left, int colb,
+                                                    int ncols) {
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const int col = colb + 8 * j;
+    if (col < ncols) {
+      if (r < rows_left)
+        *reinterpret_cast<uint32_t*>(out + (row0 + r) * ncols + col) =
+            pack_bf16(acc[4 * j], acc[4 * j + 1]);
+      if (r + 8 < rows_left)
+        *reinterpret_cast<uint32_t*>(out + (row0 + r + 8) * ncols + col) =
+            pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+/// Producer loop of a dense GEMM (one thread): tiles blockIdx.x, +gridDim.x, ... in band order,
+/// each k-block's A (kBM rows) and B (kBN rows) boxes into stage it % kStages of the ring (A tiles
+/// at smem, then B tiles), on the full / empty barriers 8 bytes apart; the MMA side walks the same
+/// tiles and stage counter.
+template <class Cfg>
+__device__ __forceinline__ void produce_band(const TensorMap* tma_a, const TensorMap* tma_b,
+                                             uint32_t smem, uint32_t full, uint32_t empty,
+                                             int tiles_m, int tiles_n, int kblocks) {
+  uint32_t it = 0;
+  for (int t = blockIdx.x; t < tiles_m * tiles_n; t += gridDim.x) {
+    int tm, tn;
+    band_tile<Cfg::kGroupM>(t, tiles_m, tiles_n, tm, tn);
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      mbar_wait(empty + 8 * s, ph ^ 1);
+      mbar_expect_tx(full + 8 * s, Cfg::kStageBytes);
+      const uint32_t a_dst = smem + s * Cfg::kABytes;
+      const uint32_t b_dst = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
+      tma_load_2d(a_dst, tma_a, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM);
+      tma_load_2d(b_dst, tma_b, full + 8 * s, kb * Cfg::kBK, tn * Cfg::kBN);
+    }
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+/// MMA loop of a dense sm_100a GEMM (one thread), over produce_band's stages: per tile, waits for
+/// its accumulator buffer (two of kBN TMEM columns, drained by the epilogue on acc_empty), issues
+/// each stage's 32-byte K steps (kind::f16, or kind::f8f6f4 when kF8), frees the stage with a
+/// commit, and publishes the tile on acc_full.
+template <class Cfg, bool kF8, uint32_t kIdesc>
+__device__ __forceinline__ void issue_mma_band(uint32_t smem, uint32_t full, uint32_t empty,
+                                               uint32_t acc_full, uint32_t acc_empty,
+                                               uint32_t tmem_base, int tiles, int kblocks) {
+  uint32_t it = 0, local = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++local) {
+    const uint32_t buf = local & 1, aph = (local >> 1) & 1;
+    mbar_wait(acc_empty + 8 * buf, aph ^ 1);  // the epilogue has drained this buffer
+    tc_fence_after();
+    const uint32_t d_tmem = tmem_base + buf * Cfg::kBN;
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      mbar_wait(full + 8 * s, ph);
+      tc_fence_after();
+      const uint32_t a = smem + s * Cfg::kABytes;
+      const uint32_t b = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
+#pragma unroll
+      for (int k = 0; k < Cfg::kBK / (kF8 ? 32 : 16); ++k) {
+        if constexpr (kF8) {
+          umma_f8f6f4(d_tmem, umma_desc_sw128(a + 32 * k), umma_desc_sw128(b + 32 * k), kIdesc,
+                      (kb | k) != 0);
+        } else {
+          umma_f16(d_tmem, umma_desc_sw128(a + 32 * k), umma_desc_sw128(b + 32 * k), kIdesc,
+                   (kb | k) != 0);
+        }
+      }
+      umma_commit(empty + 8 * s);  // frees the stage once these MMAs have read it
+    }
+    umma_commit(acc_full + 8 * buf);
+  }
+}
+#endif
+
+}  // namespace ws
