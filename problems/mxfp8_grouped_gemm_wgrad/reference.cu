@@ -20,8 +20,8 @@
 // added to the fp32 accumulator. Slow by design and never tuned; checked against the fp64 CPU
 // reference by `warpsmith problems verify`.
 #include <cuda_bf16.h>
-
-#include "ref/tiled_gemm.cuh"
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #ifndef BM
 #define BM 64
@@ -44,9 +44,15 @@ namespace {
 constexpr int kBM = BM, kBN = BN, kBK = BK, kTM = TM, kTN = TN;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);
 constexpr int kScaleBlock = 32;  // contraction elements per scale
+static_assert(kScaleBlock % kBK == 0, "slabs never straddle a scale block");
 static_assert(kBM % kTM == 0 && kBN % kTN == 0, "a whole number of micro-tiles per tile");
 static_assert(kThreads >= 1 && kThreads <= 1024, "threads per block");
 static_assert(kBK * (kBM + kBN) * 4 <= 48 * 1024, "static shared memory");
+
+// The exact value of an E4M3 byte (NaN for S.1111.111), through the exact fp16 conversion.
+__device__ __forceinline__ float e4m3_value(unsigned char q) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(q, __NV_E4M3)));
+}
 
 }  // namespace
 
@@ -60,19 +66,74 @@ extern "C" __global__ void __launch_bounds__(kThreads) sm90_mxfp8_grouped_gemm_w
   const long long s = g == 0 ? 0 : offs[g - 1], e = offs[g];
   // Contraction over the group's tokens; an empty group writes zeros.
   const long long rows = N, cols = K, depth = e - s;
-  const auto load_a = [&](long long r, long long k) { return e4m3_value(dct[r * M + s + k]); };
-  const auto load_b = [&](long long c, long long k) { return e4m3_value(xt[c * M + s + k]); };
-  const auto scale_a = [&](long long r, long long kb) {
-    return static_cast<int>(dct_scales[r * (M / 32) + s / 32 + kb]);
-  };
-  const auto scale_b = [&](long long c, long long kb) {
-    return static_cast<int>(xt_scales[c * (M / 32) + s / 32 + kb]);
-  };
-  const auto store = [&](long long r, long long c, float v) { db[(g * N + r) * K + c] = v; };
-  // Every 32 contraction elements (one MX block): the block's partial sum times both scales,
-  // 2^(Sa-127) * 2^(Sb-127) applied as one exact power of two, into the fp32 accumulator; rows
-  // and columns outside the problem take the neutral scale 127.
-  block_scaled_tiled_gemm<kBM, kBN, kBK, kTM, kTN, kScaleBlock>(
-      threadIdx.x, rows, cols, depth, load_a, load_b, scale_a, scale_b, 127,
-      [](float part, int sa, int sb) { return mx_scaled(part, sa, sb); }, store);
+  const long long row0 = static_cast<long long>(blockIdx.y) * kBM;
+  const long long col0 = static_cast<long long>(blockIdx.x) * kBN;
+  if (row0 >= rows || col0 >= cols) return;
+  __shared__ float As[kBK][kBM];
+  __shared__ float Bs[kBK][kBN];
+  const int tid = threadIdx.x;
+  const int tr = tid / (kBN / kTN), tc = tid % (kBN / kTN);
+  float acc[kTM][kTN];
+  float part[kTM][kTN];  // the current scale block's partial sums
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      acc[i][j] = 0.0f;
+      part[i][j] = 0.0f;
+    }
+  }
+  for (long long k0 = 0; k0 < depth; k0 += kBK) {
+    // Consecutive threads take consecutive contraction indices of one row.
+    for (int i = tid; i < kBM * kBK; i += kThreads) {
+      const long long r = row0 + i / kBK, k = k0 + i % kBK;
+      As[i % kBK][i / kBK] = r < rows && k < depth ? e4m3_value(dct[r * M + s + k]) : 0.0f;
+    }
+    for (int i = tid; i < kBN * kBK; i += kThreads) {
+      const long long c = col0 + i / kBK, k = k0 + i % kBK;
+      Bs[i % kBK][i / kBK] = c < cols && k < depth ? e4m3_value(xt[c * M + s + k]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int kk = 0; kk < kBK; ++kk) {
+      float av[kTM], bv[kTN];
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) av[i] = As[kk][tr * kTM + i];
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) bv[j] = Bs[kk][tc * kTN + j];
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) part[i][j] = fmaf(av[i], bv[j], part[i][j]);
+      }
+    }
+    // Every 32 contraction elements (one MX block): the block's partial sum times both scales,
+    // 2^(Sa-127) * 2^(Sb-127) applied as one exact power of two, into the fp32 accumulator.
+    if ((k0 + kBK) % kScaleBlock == 0 || k0 + kBK >= depth) {
+      const long long kb = k0 / kScaleBlock;
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) {
+        const long long r = row0 + tr * kTM + i;
+        const int sa = r < rows ? static_cast<int>(dct_scales[r * (M / 32) + s / 32 + kb]) : 127;
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) {
+          const long long c = col0 + tc * kTN + j;
+          const int sb = c < cols ? static_cast<int>(xt_scales[c * (M / 32) + s / 32 + kb]) : 127;
+          const bool nan = sa == 0xFF || sb == 0xFF;
+          acc[i][j] += nan ? __int_as_float(0x7FC00000) : ldexpf(part[i][j], sa + sb - 254);
+          part[i][j] = 0.0f;
+        }
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      const long long r = row0 + tr * kTM + i, c = col0 + tc * kTN + j;
+      if (r < rows && c < cols)
+        db[(g * N + r) * K + c] = acc[i][j];
+    }
+  }
 }
