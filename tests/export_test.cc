@@ -94,8 +94,7 @@ class ExportTest : public testing::Test {
   // `ranked` gives an ok verdict with hidden shapes and bench timings; otherwise a compile-only
   // not_run.
   void Record(const std::string& file, const std::map<std::string, std::string>& params,
-              const std::map<std::string, int64_t>& knobs, bool ranked,
-              const LibraryHeaders& headers = {}) {
+              const std::map<std::string, int64_t>& knobs, bool ranked) {
     auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
     ASSERT_TRUE(store.ok()) << store.status().message();
     auto source = ReadFile(file);
@@ -109,7 +108,8 @@ class ExportTest : public testing::Test {
     req.compile_only = !ranked;
     EvalResult r;
     r.knobs = knobs;
-    r.library_headers = headers;
+    // What Evaluate reports: the device-library headers the source includes.
+    r.library_headers = LibraryClosure(*source, KernelLibraryDir());
     if (ranked) {
       r.verdict = Verdict::kOk;
       DeviceInfo d;
@@ -312,7 +312,8 @@ TEST_F(ExportTest, CmakePackageBuildsAndIsFound) {
   const json& k = m["kernels"][0];
   EXPECT_EQ(k["problem"], kProblem);
   EXPECT_EQ(k["params"]["rounding"], "rceil");
-  EXPECT_EQ(k["kernel"]["hash"], Sha256Hex(ReadFile(TunedKernel()).value()));
+  const std::string tuned = ReadFile(TunedKernel()).value();
+  EXPECT_EQ(k["kernel"]["hash"], KernelHash(tuned, LibraryClosure(tuned, KernelLibraryDir())));
   EXPECT_EQ(k["evaluation"]["verdict"], "ok");
   EXPECT_EQ(k["evaluation"]["gpu"], "NVIDIA H200");
   EXPECT_EQ(k["knobs"]["CHUNKS"], 4);
@@ -480,7 +481,11 @@ TEST_F(ExportTest, BundleAndVerify) {
   const fs::path b = out / kProblem;
   auto j = json::parse(ReadFile((b / "bundle.json").string()).value());
   EXPECT_EQ(j["format"], "warpsmith-bundle-1");
-  EXPECT_EQ(j["kernel"]["hash"], Sha256Hex(ReadFile((b / "kernel.cu").string()).value()));
+  const std::string source = ReadFile((b / "kernel.cu").string()).value();
+  EXPECT_EQ(j["kernel"]["hash"],
+            KernelHash(source, LibraryClosure(source, (b / "library").string())));
+  EXPECT_FALSE(LibraryClosure(source, (b / "library").string()).empty())
+      << "the hand-tuned kernel includes the device library; the bundle carries it";
   EXPECT_EQ(j["build"]["arch"], "sm_90a");
   EXPECT_EQ(j["build"]["defines"]["CHUNKS"], "4");
   EXPECT_EQ(j["build"]["defines"]["WS_ROUNDING_FLOOR"], "1");
@@ -521,7 +526,7 @@ TEST_F(ExportTest, LibraryHeadersTravelWithTheKernel) {
   ASSERT_TRUE(WriteFileAtomic(file, source).ok());
   const LibraryHeaders headers = LibraryClosure(source, KernelLibraryDir());
   ASSERT_EQ(headers.count("ws/mx.cuh"), 1u);
-  Record(file, {{"rounding", "rceil"}}, {}, /*ranked=*/true, headers);
+  Record(file, {{"rounding", "rceil"}}, {}, /*ranked=*/true);
 
   const fs::path out = dir_ / "bundles";
   Proc x = Warpsmith({"export", "--all", "--out", out.string(), "--format", "bundle"});
