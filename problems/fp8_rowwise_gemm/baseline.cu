@@ -13,6 +13,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "ws/tiled_fma_gemm.cuh"
+
 #ifndef BM
 #define BM 128
 #endif
@@ -34,10 +36,6 @@ namespace {
 constexpr int kBM = BM, kBN = BN, kBK = BK, kTM = TM, kTN = TN;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);
 
-static_assert(kBM % kTM == 0 && kBN % kTN == 0, "a whole number of micro-tiles per tile");
-static_assert(kThreads >= 1 && kThreads <= 1024, "threads per block");
-static_assert(kBK * (kBM + kBN) * 4 <= 48 * 1024, "static shared memory");
-
 // The exact value of an E4M3 byte (NaN for S.1111.111), through the exact fp16 conversion.
 __device__ __forceinline__ float e4m3_value(unsigned char q) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(q, __NV_E4M3)));
@@ -51,57 +49,12 @@ extern "C" __global__ void __launch_bounds__(kThreads) sm90_fp8_rowwise_gemm_bas
     const float* __restrict__ a_scale, const float* __restrict__ b_scale,
     __nv_bfloat16* __restrict__ d, int M, int N, int K) {
   const long long rows = M, cols = N, depth = K;
-  const long long row0 = static_cast<long long>(blockIdx.y) * kBM;
-  const long long col0 = static_cast<long long>(blockIdx.x) * kBN;
-  if (row0 >= rows || col0 >= cols) return;
-  __shared__ float As[kBK][kBM];
-  __shared__ float Bs[kBK][kBN];
-  const int tid = threadIdx.x;
-  const int tr = tid / (kBN / kTN), tc = tid % (kBN / kTN);
-  float acc[kTM][kTN];
-
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      acc[i][j] = 0.0f;
-
-    }
-  }
-  for (long long k0 = 0; k0 < depth; k0 += kBK) {
-    // Consecutive threads take consecutive contraction indices of one row.
-    for (int i = tid; i < kBM * kBK; i += kThreads) {
-      const long long r = row0 + i / kBK, k = k0 + i % kBK;
-      As[i % kBK][i / kBK] = r < rows && k < depth ? e4m3_value(a[r * K + k]) : 0.0f;
-    }
-    for (int i = tid; i < kBN * kBK; i += kThreads) {
-      const long long c = col0 + i / kBK, k = k0 + i % kBK;
-      Bs[i % kBK][i / kBK] = c < cols && k < depth ? e4m3_value(b[c * K + k]) : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll 4
-    for (int kk = 0; kk < kBK; ++kk) {
-      float av[kTM], bv[kTN];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i) av[i] = As[kk][tr * kTM + i];
-#pragma unroll
-      for (int j = 0; j < kTN; ++j) bv[j] = Bs[kk][tc * kTN + j];
-#pragma unroll
-      for (int i = 0; i < kTM; ++i) {
-#pragma unroll
-        for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-      }
-    }
-
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < kTM; ++i) {
-#pragma unroll
-    for (int j = 0; j < kTN; ++j) {
-      const long long r = row0 + tr * kTM + i, c = col0 + tc * kTN + j;
-      if (r < rows && c < cols)
-        d[r * N + c] = __float2bfloat16_rn(acc[i][j] * a_scale[r] * b_scale[c]);
-    }
-  }
+  ws::tiled_fma_gemm<kBM, kBN, kBK, kTM, kTN, 0>(
+      threadIdx.x, rows, cols, depth,
+      [&](long long r, long long k) { return e4m3_value(a[r * K + k]); },
+      [&](long long c, long long k) { return e4m3_value(b[c * K + k]); },
+      nullptr, nullptr,
+      [&](long long r, long long c, float acc) {
+        d[r * N + c] = __float2bfloat16_rn(acc * a_scale[r] * b_scale[c]);
+      });
 }
