@@ -14,6 +14,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include "ws/mx_naive.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
@@ -22,25 +24,7 @@ namespace {
 constexpr int kBlock = 32;  // elements per E8M0 scale
 constexpr unsigned char kScaleNaN = 0xFF;
 constexpr unsigned char kE4M3NaN = 0x7F;
-
-// E8M0 scale of a block from its amax and NaN flag, per the problem's rounding.
-__device__ int block_scale(float amax, bool has_nan) {
-  if (has_nan) return kScaleNaN;
-  if (WS_ROUNDING == WS_ROUNDING_FLOOR) {
-    // OCP: floor(log2(amax)) - emax(E4M3) = 8, biased by 127, clamped.
-    if (isinf(amax)) return kScaleNaN;
-    if (amax == 0.0f) return 0;
-    return min(max(ilogbf(amax) - 8 + 127, 0), 254);
-  }
-  // RCEIL: round amax / 448 up to a power of two.
-  const float d = __fmul_rn(amax, 1.0f / 448.0f);
-  const unsigned bits = __float_as_uint(d);
-  const int e = static_cast<int>(bits >> 23);
-  const unsigned mant = bits & 0x7FFFFF;
-  if (isinf(d)) return 254;
-  if (e == 0) return mant > 0x400000 ? 1 : 0;  // subnormal d
-  return min(e + (mant != 0 ? 1 : 0), 254);
-}
+constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
 }  // namespace
 
 // x (M,K) row-major; q_t (K,M), scales_t (K,M/32) row-major. Thread t: column t % K, block t / K.
@@ -61,7 +45,7 @@ extern "C" __global__ void sm90_bf16_mxfp8_quantize_colwise_thread_per_block(
     has_nan |= isnan(v[i]);
     amax = fmaxf(amax, fabsf(v[i]));
   }
-  const int s = block_scale(amax, has_nan);
+  const int s = ws::mx_naive::block_scale<kFloor>(amax, has_nan);
   scales_t[k * blocks + b] = static_cast<unsigned char>(s);
 
   __nv_fp8_storage_t* q = q_t + k * M + b * kBlock;

@@ -22,6 +22,8 @@
 
 #include <cuda_fp8.h>
 
+#include "ws/mx_naive.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
@@ -52,65 +54,9 @@ static_assert(kTileK % 32 == 0 && kTileK <= 512, "whole blocks");
 static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
 static_assert(kVecBytes == 4 || kVecBytes == 8 || kVecBytes == 16, "load width");
 
-constexpr unsigned kScaleNaN = 0xFF;
-constexpr unsigned kE4M3NaNx4 = 0x7F7F7F7Fu;
-constexpr unsigned kBf16Inf = 0x7F80u;
-
-__device__ __forceinline__ unsigned rceil_scale(unsigned amax_bits) {
-  const float d = __fmul_rn(__uint_as_float(amax_bits << 16), 1.0f / 448.0f);
-  const unsigned bits = __float_as_uint(d);
-  const unsigned e = bits >> 23;
-  const unsigned mant = bits & 0x7FFFFFu;
-  if (e == 0xFF) return 254;                      // d = +Inf
-  if (e == 0) return mant > 0x400000u ? 1u : 0u;  // subnormal d: 2^-127 is 0x400000 * 2^-149
-  return min(e + (mant != 0 ? 1u : 0u), 254u);
-}
-
-__device__ __forceinline__ unsigned floor_scale(unsigned amax_bits) {
-  return static_cast<unsigned>(max(static_cast<int>(amax_bits >> 7) - 8, 0));
-}
-
-__device__ __forceinline__ unsigned to_e4m3x2(float lo, float hi) {
-#if CONVERT == 1
-  unsigned short d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-#else
-  return static_cast<unsigned>(__nv_cvt_float_to_fp8(lo, __NV_SATFINITE, __NV_E4M3)) |
-         static_cast<unsigned>(__nv_cvt_float_to_fp8(hi, __NV_SATFINITE, __NV_E4M3)) << 8;
-#endif
-}
-
-__device__ __forceinline__ float bf16_at(const unsigned short* s, int i, int stride) {
-  return __uint_as_float(static_cast<unsigned>(s[i * stride]) << 16);
-}
-
-// Quantizes the 32 shared-memory values s[i * stride] into qw (byte i in qw[i / 4]); returns S.
-__device__ __forceinline__ unsigned quantize32(const unsigned short* s, int stride,
-                                               unsigned (&qw)[8]) {
-  unsigned amax = 0;
-#pragma unroll
-  for (int i = 0; i < kBlock; ++i) amax = max(amax, s[i * stride] & 0x7FFFu);
-  const bool special = kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
-  const unsigned sc = special ? kScaleNaN : (kFloor ? floor_scale(amax) : rceil_scale(amax));
-  const unsigned r_exp = special ? 127u : 254u - sc;  // 2^(127-S); S = 254 gives a subnormal
-  const float r = __uint_as_float(r_exp != 0 ? r_exp << 23 : 0x00400000u);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const unsigned lo = to_e4m3x2(__fmul_rn(bf16_at(s, 4 * j, stride), r),
-                                  __fmul_rn(bf16_at(s, 4 * j + 1, stride), r));
-    const unsigned hi = to_e4m3x2(__fmul_rn(bf16_at(s, 4 * j + 2, stride), r),
-                                  __fmul_rn(bf16_at(s, 4 * j + 3, stride), r));
-    qw[j] = special ? kE4M3NaNx4 : lo | hi << 16;
-  }
-  return sc;
-}
-
-// 32 bytes to a 16-byte aligned destination.
-__device__ __forceinline__ void store32(unsigned char* dst, const unsigned (&qw)[8]) {
-  reinterpret_cast<uint4*>(dst)[0] = make_uint4(qw[0], qw[1], qw[2], qw[3]);
-  reinterpret_cast<uint4*>(dst)[1] = make_uint4(qw[4], qw[5], qw[6], qw[7]);
-}
+constexpr bool kPackedCvt = CONVERT == 1;  // one cvt.rn.satfinite.e4m3x2.f32 per pair
+using ws::mx_naive::quantize32_bits;
+using ws::mx_naive::store32;
 
 }  // namespace
 
@@ -150,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   for (int u = threadIdx.x; u < kBlock * row_blocks; u += kThreads) {
     const int r = u / row_blocks, j = u % row_blocks;
     unsigned qw[8];
-    const unsigned s = quantize32(tile + r * kPitch + j * kBlock, 1, qw);
+    const unsigned s = quantize32_bits<kFloor, kPackedCvt>(tile + r * kPitch + j * kBlock, 1, qw);
     const long long row = rb * kBlock + r;
     const long long col = k0 + j * kBlock;
     store32(q + row * K + col, qw);
@@ -160,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   // Colwise: column c of the tile, rows 32rb .. 32rb+31.
   for (int c = threadIdx.x; c < cols; c += kThreads) {
     unsigned qw[8];
-    const unsigned s = quantize32(tile + c, kPitch, qw);
+    const unsigned s = quantize32_bits<kFloor, kPackedCvt>(tile + c, kPitch, qw);
     const long long k = k0 + c;
     store32(q_t + k * M + rb * kBlock, qw);
     scales_t[k * (M / kBlock) + rb] = static_cast<unsigned char>(s);

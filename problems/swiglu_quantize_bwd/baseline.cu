@@ -17,6 +17,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include "ws/mx_naive.cuh"
+
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1 -DWS_VARIANT=<0|1> -DWS_VARIANT_STANDARD=0 -DWS_VARIANT_CLAMPED=1"
@@ -24,30 +26,9 @@
 
 namespace {
 constexpr int kBlock = 32;  // elements per E8M0 scale
-constexpr unsigned char kScaleNaN = 0xFF;
-constexpr unsigned char kE4M3NaN = 0x7F;
+constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
+using ws::mx_naive::quantize32;
 
-// E8M0 scale of a block from its amax and NaN flag, per the problem's rounding.
-__device__ int block_scale(float amax, bool has_nan) {
-  if (has_nan) return kScaleNaN;
-  if (WS_ROUNDING == WS_ROUNDING_FLOOR) {
-    // OCP: floor(log2(amax)) - emax(E4M3) = 8, biased by 127, clamped.
-    if (isinf(amax)) return kScaleNaN;
-    if (amax == 0.0f) return 0;
-    return min(max(ilogbf(amax) - 8 + 127, 0), 254);
-  }
-  // RCEIL: round amax / 448 up to a power of two.
-  const float d = __fmul_rn(amax, 1.0f / 448.0f);
-  const unsigned bits = __float_as_uint(d);
-  const int e = static_cast<int>(bits >> 23);
-  const unsigned mant = bits & 0x7FFFFF;
-  if (isinf(d)) return 254;
-  if (e == 0) return mant > 0x400000 ? 1 : 0;  // subnormal d
-  return min(e + (mant != 0 ? 1 : 0), 254);
-}
-}  // namespace
-
-namespace {
 // dhpre[m][c] in fp32, rounded to bf16 and back: dg for c < I, du for c >= I.
 __device__ float dswiglu_bf16(const __nv_bfloat16* hpre, const __nv_bfloat16* da, long long m,
                               long long c, int I) {
@@ -68,28 +49,6 @@ __device__ float dswiglu_bf16(const __nv_bfloat16* hpre, const __nv_bfloat16* da
 #endif
   return __bfloat162float(__float2bfloat16_rn(v));
 }
-
-// Quantizes the 32 values v into q[0..31]; returns the scale.
-__device__ int quantize32(const float (&v)[kBlock], __nv_fp8_storage_t* q) {
-  float amax = 0.0f;
-  bool has_nan = false;
-#pragma unroll
-  for (int i = 0; i < kBlock; ++i) {
-    has_nan |= isnan(v[i]);
-    amax = fmaxf(amax, fabsf(v[i]));
-  }
-  const int s = block_scale(amax, has_nan);
-  if (s == kScaleNaN) {
-    for (int i = 0; i < kBlock; ++i) q[i] = kE4M3NaN;
-    return s;
-  }
-  const float r = ldexpf(1.0f, 127 - s);
-#pragma unroll
-  for (int i = 0; i < kBlock; ++i) {
-    q[i] = __nv_cvt_float_to_fp8(__fmul_rn(v[i], r), __NV_SATFINITE, __NV_E4M3);
-  }
-  return s;
-}
 }  // namespace
 
 // hpre (M,2I), da (M,I); q (M,2I), scales (M,2I/32). Thread: row t / (2I/32), block t % (2I/32).
@@ -103,7 +62,7 @@ extern "C" __global__ void sm90_bf16_dswiglu_mxfp8_quantize_rowwise(
   float v[kBlock];
 #pragma unroll
   for (int j = 0; j < kBlock; ++j) v[j] = dswiglu_bf16(hpre, da, m, b * kBlock + j, I);
-  scales[t] = static_cast<unsigned char>(quantize32(v, q + m * 2 * I + b * kBlock));
+  scales[t] = static_cast<unsigned char>(quantize32<kFloor>(v, q + m * 2 * I + b * kBlock));
 }
 
 // hpre (M,2I), da (M,I); q_t (2I,M), scales_t (2I,M/32). Thread: column t % 2I, block t / 2I.
@@ -118,5 +77,6 @@ extern "C" __global__ void sm90_bf16_dswiglu_mxfp8_quantize_colwise(
   float v[kBlock];
 #pragma unroll
   for (int j = 0; j < kBlock; ++j) v[j] = dswiglu_bf16(hpre, da, b * kBlock + j, c, I);
-  scales_t[c * blocks + b] = static_cast<unsigned char>(quantize32(v, q_t + c * M + b * kBlock));
+  scales_t[c * blocks + b] =
+      static_cast<unsigned char>(quantize32<kFloor>(v, q_t + c * M + b * kBlock));
 }
