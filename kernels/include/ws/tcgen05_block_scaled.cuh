@@ -35,10 +35,10 @@ __device__ __forceinline__ uint64_t umma_desc_rows16(uint32_t addr) {
 /// Instruction descriptor, kind::mxf8f6f4 block-scaled (D is fp32 by definition; bits [4,6) are
 /// the B scale-factor ID here, not a D format): B SF ID [4,6), A format [7,10), B format [10,13)
 /// (0 = E4M3), MN-major bits 15 (A) and 16 (B), N>>3 at [17,23), scale format bit 23
-/// (1 = UE8M0), M>>4 at [24,29), A SF ID [29,31).
+/// (1 = UE8M0), bits [24,27) reserved, M>>7 at [27,29), A SF ID [29,31). M is 128 here.
 constexpr uint32_t umma_idesc_mx(uint32_t a_fmt, uint32_t b_fmt, int m, int n, uint32_t sf_id) {
   return (sf_id << 4) | (a_fmt << 7) | (b_fmt << 10) | (uint32_t(n >> 3) << 17) | (1u << 23) |
-         (uint32_t(m >> 4) << 24) | (sf_id << 29);
+         (uint32_t(m >> 7) << 27) | (sf_id << 29);
 }
 
 /// D (TMEM) = (A * scale_A) (B * scale_B)^T + (accumulate ? D : 0): 8-bit A and B from shared
