@@ -11,7 +11,7 @@
                 "block": ["32 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms))"],
                 "smem":  "4 * (2 * E + 4 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 64 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * min(T, min(64, max(1, 512 / TOPK)))",
                 "args":  ["topk_ids", "w2", "workspace", "y", "T", "E", "TOPK", "H", "I"] } ],
-  "workspace": { "bytes": "2 * T * TOPK * I", "zero": false } }
+  "workspace": { "bytes": "4 * T * TOPK * I", "zero": false } }
 */
 // MoE decode, the fused expert MLP of a small batch, hand-tuned ("warp decode": organized around
 // outputs, no per-expert buffers, no gather, no padding): x [T,H] bf16, topk_ids/topk_weights
@@ -27,34 +27,42 @@
 //   Mixtral 8                    7.2    2536 MB     604 us          352 us          2.2
 //   DSV3-EP8 1,32,8,7168,2048    8.0    705 MB      168 us           98 us          1.0
 //   gpt-oss 32,128,4,2880,2880   81.7   4064 MB     968 us          565 us          1.6
-// (x, y, routing and h add < 1.5 MB.) Math on tensor cores (mma.sync m16n8k16, fp32 accumulate):
-// one mma per 8-token n-tile per 512 weight bytes = 8 FLOP/B executed (6TKHI useful, at most
-// 5.6 GFLOP), 34 TFLOP/s at 4.2 TB/s per n-tile in use: under 15% of mma.sync's rate.
+// (x, y, routing and h add < 3 MB.) Math on tensor cores (mma.sync m16n8k16, fp32 accumulate):
+// one mma per n-tile in use per 512 weight bytes = 8 FLOP/B executed (6TKHI useful, at most
+// 5.6 GFLOP), 34 TFLOP/s at 4.2 TB/s per n-tile: under 15% of mma.sync's rate. An n-tile is 8
+// tokens in kernel 1, 4 in kernel 2 (h hi and lo columns), so kernel 2 issues the same mma as a
+// bf16 h would at <= 4 tokens per expert (decode), at most twice as many beyond (never more
+// than a second mma per step for lo would issue).
 //
 // Design:
 //  - Both kernels build, in shared memory, the per-expert token lists of a window of tokens (all
 //    64 at decode): a histogram of topk_ids, one scan, and a scatter in pair order by one warp
 //    (__match_any_sync), so every CTA gets the same lists. An item is (expert, up to 8*NTILES of
-//    its tokens): the mma's n dimension. An expert with more tokens gets more items (re-read).
+//    its tokens; 4*NTILES in kernel 2): the mma's n dimension. An expert with more tokens gets
+//    more items (re-read).
 //  - mma fragments straight from global memory: lane (g = lane/4, q = lane%4) loads 16 bytes (8
 //    consecutive k) of row g and of row g+8; the two halves of the chunk are two k16 steps with k
 //    permuted consistently in A and B (B: the same 16 bytes of token g's activation row). A warp
 //    group is CHUNKS such chunks per row: 32*CHUNKS columns, 64*CHUNKS contiguous bytes per row.
 //  - Kernel 1 (gate/up): a unit is (item, 8 rows r0..r0+7): logical rows 0-7 are the gate rows,
 //    8-15 the up rows r0..r0+7, so each lane holds g and u of the same (row, token) in its
-//    accumulator and h = silu(g) * u * topk_weight is formed in registers, rounded to bf16 and
-//    stored to workspace h [T*K, I]. Persistent grid (16 warps per SM); units are dealt to teams
-//    of KS warps across CTAs first; KS (runtime, power of 2) splits H inside a team when there
-//    are fewer units than warps (batch 1), partial sums reduced in shared memory in warp order.
+//    accumulator and h = silu(g) * u * topk_weight is formed in registers and stored to the
+//    workspace h [T*K, 2, I] as bf16 hi = bf16(h), lo = bf16(h - hi). Persistent grid (16 warps
+//    per SM); units are dealt to teams of KS warps across CTAs first; KS (runtime, power of 2)
+//    splits H inside a team when there are fewer units than warps (batch 1), partial sums
+//    reduced in shared memory in warp order.
 //  - Kernel 2 (down, PDL): output-stationary. A CTA owns 16 rows of H for every token; its warps
-//    deal units (item, column group of I) round-robin, accumulate in registers per item and add
-//    into a per-warp [tokens,16] fp32 tile in shared memory; at the end the CTA sums the warp
-//    tiles in order and writes y once in bf16. No atomics, deterministic. Block size is chosen
-//    by the plan so that all ceil(H/16) CTAs are resident at once (16 warps per SM). Before
-//    griddepcontrol.wait it builds its lists and bulk-prefetches (PREFETCH) the first 64 KB of
-//    its w2 rows into L2, which fills the bubble between the two kernels.
-//  - Numerics: products exact (bf16 x bf16), fp32 accumulation (tensor cores), h rounded once to
-//    bf16 (the spec allows it), the routing weight folded into h, one bf16 rounding of y.
+//    deal units (item, column group of I) round-robin, accumulate in registers per item (B column
+//    2m: hi of token m, 2m+1: its lo; a lane sums the two) and add into a per-warp [tokens,16]
+//    fp32 tile in shared memory; at the end the CTA sums the warp tiles in order and writes y
+//    once in bf16. No atomics, deterministic. Block size is chosen by the plan so that all
+//    ceil(H/16) CTAs are resident at once (16 warps per SM). Before griddepcontrol.wait it
+//    builds its lists and bulk-prefetches (PREFETCH) the first 64 KB of its w2 rows into L2,
+//    which fills the bubble between the two kernels.
+//  - Numerics: products exact (bf16 x bf16), fp32 accumulation (tensor cores), the routing weight
+//    folded into h, h kept to 16 bits as hi + lo (a bf16 h alone fails the element rule in ~1%
+//    of random cases at the test shapes), one bf16 rounding of y. Cost of lo: h bytes (L2) per w2
+//    byte count/8 rather than count/16 for an item of count tokens; mma count above.
 // Why it should be fast: each distinct expert's weights leave HBM once (per token window),
 // 16-byte loads, 64-128 KB in flight per SM from registers alone, no atomics, and tensor cores
 // keep the ALU work per byte near zero even at 16+ tokens per expert.
@@ -97,7 +105,8 @@ typedef unsigned short uint16_t;
 struct Config {
   static constexpr int kChunks = TILE / 10;          // 16-byte chunks per row per lane and group
   static constexpr int kNTiles = TILE % 10;          // 8-token n-tiles per item
-  static constexpr int kItemTokens = 8 * kNTiles;    // tokens one pass over an expert serves
+  static constexpr int kItemTokens = 8 * kNTiles;    // kernel 1: tokens one pass serves
+  static constexpr int kItemTokens2 = 4 * kNTiles;   // kernel 2: 2 mma columns a token (h hi, lo)
   static constexpr int kGroupCols = 32 * kChunks;    // columns (k) a warp covers per group
   static constexpr int kWarps1 = WARPS;              // kernel 1 warps per CTA
   static constexpr int kWarpsPerSm = 16;             // both kernels: 16 warps x <= 128 registers
@@ -200,12 +209,16 @@ __device__ __forceinline__ uint16_t bf16_rne(float v) {
   return static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
 
+__device__ __forceinline__ float bf16_to_float(uint16_t v) {
+  return __uint_as_float(static_cast<uint32_t>(v) << 16);
+}
+
 // Tokens per window; the plan's smem expressions use the same formula.
 __device__ __forceinline__ int window_tokens(int T, int K) {
   return min(T, min(Config::kWindowTokens, max(1, Config::kWindowPairs / K)));
 }
 
-// The routing of one token window, in shared memory. An item is (expert, up to kItemTokens of
+// The routing of one token window, in shared memory. An item is (expert, up to kItem of
 // its pairs): item_e[i], item_sc[i] = start << 8 | count, its pairs plist[start .. start+count),
 // a pair index p = (t - t0) * K + j local to the window, in increasing p within an expert.
 struct Routing {
@@ -232,6 +245,7 @@ __device__ __forceinline__ Routing carve_routing(int* base, int E, int pairs_max
 
 // Builds the routing of tokens [t0, t0 + n_tok); returns the number of items. Every thread of
 // the CTA calls it; it ends with a __syncthreads. wt (optional) receives the pairs' weights.
+template <int kItem>
 __device__ int build_routing(const Routing& r, const int* __restrict__ topk_ids,
                              const float* __restrict__ topk_weights, float* wt, int t0, int n_tok,
                              int K, int E) {
@@ -257,7 +271,7 @@ __device__ int build_routing(const Routing& r, const int* __restrict__ topk_ids,
   int local = 0;
   for (int e = e0; e < e1; ++e) {
     const int c = r.cnt[e];
-    local += ((c + Config::kItemTokens - 1) / Config::kItemTokens) << 16 | c;
+    local += ((c + kItem - 1) / kItem) << 16 | c;
   }
   int incl = local;
 #pragma unroll
@@ -283,16 +297,16 @@ __device__ int build_routing(const Routing& r, const int* __restrict__ topk_ids,
   for (int e = e0; e < e1; ++e) {
     const int c = r.cnt[e];
     r.pre[e] = run;
-    run += ((c + Config::kItemTokens - 1) / Config::kItemTokens) << 16 | c;
+    run += ((c + kItem - 1) / kItem) << 16 | c;
   }
   __syncthreads();
   for (int e = tid; e < E; e += nthreads) {
     const int c = r.cnt[e];
     const int start = r.pre[e] & 0xFFFF, item0 = r.pre[e] >> 16;
-    for (int i = 0; i * Config::kItemTokens < c; ++i) {
-      const int first = i * Config::kItemTokens;
+    for (int i = 0; i * kItem < c; ++i) {
+      const int first = i * kItem;
       r.item_e[item0 + i] = e;
-      r.item_sc[item0 + i] = (start + first) << 8 | min(Config::kItemTokens, c - first);
+      r.item_sc[item0 + i] = (start + first) << 8 | min(kItem, c - first);
     }
     r.cnt[e] = 0;  // now the scatter cursor
   }
@@ -322,8 +336,9 @@ __device__ __forceinline__ void team_barrier(int id, int threads) {
 
 }  // namespace
 
-// Kernel 1: h[p, r] = bf16(silu(w13[e, r] . x[t]) * (w13[e, I + r] . x[t]) * topk_weights[p])
-// for every pair p = (t, j), e = topk_ids[p], r < I. h is the workspace, [T*K, I] bf16.
+// Kernel 1: v = silu(w13[e, r] . x[t]) * (w13[e, I + r] . x[t]) * topk_weights[p] for every pair
+// p = (t, j), e = topk_ids[p], r < I, stored as h[p, 0, r] = bf16(v), h[p, 1, r] = bf16(v - that).
+// h is the workspace, [T*K, 2, I] bf16.
 extern "C" __global__ void
 __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
     sm90_bf16_moe_decode_gate_up_mma(const uint16_t* __restrict__ x,
@@ -348,7 +363,8 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
 
   for (int t0 = 0; t0 < T; t0 += tw) {
     const int n_tok = min(tw, T - t0);
-    const int n_items = build_routing(rt, topk_ids, topk_weights, wt, t0, n_tok, K, E);
+    const int n_items =
+        build_routing<Config::kItemTokens>(rt, topk_ids, topk_weights, wt, t0, n_tok, K, E);
     const long long n_units = static_cast<long long>(n_items) * row_blocks;
     // Team size: split H over ks warps while the units leave warps idle.
     int ks = 1;
@@ -435,7 +451,14 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
               const int p = rt.plist[start + slot];
               const float gv = acc[nt][j], uv = acc[nt][2 + j];
               const float hv = gv / (1.0f + __expf(-gv)) * uv * wt[p];
-              h[(static_cast<long long>(t0) * K + p) * I + r0 + g] = bf16_rne(hv);
+              // NOTE: a bf16 h alone fails the element rule in ~1% of random cases at the test
+              // shapes; hi + lo carries 16 bits (hv - hi is exact in fp32). Inf/NaN keep lo = 0.
+              const uint16_t hb = bf16_rne(hv);
+              const float rest = hv - bf16_to_float(hb);
+              uint16_t* hp = h + ((static_cast<long long>(t0) * K + p) * 2) * I + r0 + g;
+              hp[0] = hb;
+              const bool finite = (__float_as_uint(rest) & 0x7F800000u) != 0x7F800000u;
+              hp[I] = finite ? bf16_rne(rest) : uint16_t{0};
             }
           }
         }
@@ -445,8 +468,10 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
   }
 }
 
-// Kernel 2: y[t, c] = bf16(sum over pairs p of t: w2[e_p, c] . h[p]) (weights already in h).
-// CTA b owns rows c in [16b, 16b + 16) for every token.
+// Kernel 2: y[t, c] = bf16(sum over pairs p of t: w2[e_p, c] . (h[p, 0] + h[p, 1])) (weights
+// already in h). CTA b owns rows c in [16b, 16b + 16) for every token. mma column 2m is the hi
+// part of the item's token m, column 2m + 1 its lo part: one lane's accumulator holds both, and
+// at decode (<= 4 tokens per expert) the lo parts ride in columns that were idle.
 extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
     sm90_bf16_moe_decode_down_mma(const int* __restrict__ topk_ids,
                                   const uint16_t* __restrict__ w2, const uint16_t* h,
@@ -468,7 +493,8 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
   for (int t0 = 0; t0 < T; t0 += tw) {
     const int n_tok = min(tw, T - t0);
     for (int i = tid; i < nwarps * tw * kR; i += blockDim.x) ys[i] = 0.0f;
-    const int n_items = build_routing(rt, topk_ids, nullptr, nullptr, t0, n_tok, K, E);
+    const int n_items =
+        build_routing<Config::kItemTokens2>(rt, topk_ids, nullptr, nullptr, t0, n_tok, K, E);
     if (Config::kPrefetchBytes > 0 && t0 == 0) {
       // The first items' rows (their leading 4 KB) into L2 while kernel 1 drains.
       const int rows = hi_ok ? kR : kR / 2;
@@ -499,18 +525,16 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
     }
-    // Adds the finished item's partial sums into this warp's tile.
+    // Adds the finished item's partial sums into this warp's tile: acc[nt] = {row g, row g + 8}
+    // x {hi, lo} of token slot nt * 4 + q.
     auto flush = [&]() {
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int slot = nt * 8 + 2 * q + j;
-          if (slot < count) {
-            const int tt = rt.plist[start + slot] / K;
-            my_ys[tt * kR + g] += acc[nt][j];
-            if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2 + j];
-          }
+        const int slot = nt * 4 + q;
+        if (slot < count) {
+          const int tt = rt.plist[start + slot] / K;
+          my_ys[tt * kR + g] += acc[nt][0] + acc[nt][1];
+          if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2] + acc[nt][3];
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
@@ -527,15 +551,15 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
         const int e = rt.item_e[item];
         start = rt.item_sc[item] >> 8;
         count = rt.item_sc[item] & 0xFF;
-        n_tiles = (count + 7) / 8;
+        n_tiles = (2 * count + 7) / 8;
         wlo = w2 + (static_cast<long long>(e) * H + row0 + g) * I;
         whi = wlo + 8LL * I;
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-          const int slot = nt * 8 + g;
+          const int slot = nt * 4 + (g >> 1);  // B column g of n-tile nt: (token, hi/lo)
           has_tok[nt] = slot < count;
           const int p = has_tok[nt] ? rt.plist[start + slot] : 0;
-          hrow[nt] = h + (pair_base + p) * I;
+          hrow[nt] = h + ((pair_base + p) * 2 + (g & 1)) * I;
         }
       }
       const int c0 = kg * Config::kGroupCols + 8 * q;
