@@ -102,12 +102,16 @@ ResourceReport ResourcesFromJson(const json& arr) {
   return r;
 }
 
+std::string SourceTreePath(const std::string& rel) {
+  fs::path beside = fs::path(SelfDir()).parent_path() / rel;
+  std::error_code ec;
+  if (fs::exists(beside, ec)) return beside.string();
+  return std::string(WS_SOURCE_DIR) + "/" + rel;
+}
+
 std::string KernelLibraryDir() {
   if (const char* env = std::getenv("WARPSMITH_KERNEL_LIBRARY"); env && *env) return env;
-  fs::path beside = fs::path(SelfDir()).parent_path() / "kernels" / "include";
-  std::error_code ec;
-  if (fs::is_directory(beside, ec)) return beside.string();
-  return std::string(WS_SOURCE_DIR) + "/kernels/include";
+  return SourceTreePath("kernels/include");
 }
 
 // The headers are trusted and plain: a line-wise scan of their #include lines suffices (the
@@ -134,6 +138,17 @@ LibraryHeaders LibraryClosure(std::string_view source, const std::string& librar
     }
   }
   return headers;
+}
+
+Status WriteLibraryHeaders(const LibraryHeaders& headers, const std::string& library_dir) {
+  for (const auto& [name, text] : headers) {
+    const fs::path to = fs::path(library_dir) / name;
+    std::error_code ec;
+    fs::create_directories(to.parent_path(), ec);
+    if (ec) return Status::Error("cannot create {}: {}", to.parent_path().string(), ec.message());
+    WS_RETURN_IF_ERROR(WriteFileAtomic(to.string(), text));
+  }
+  return Status::Ok();
 }
 
 static void InlineInto(std::string_view text, bool is_header, const LibraryHeaders& headers,
@@ -214,6 +229,7 @@ std::vector<std::string> DefaultIncludeDirs() {
 Result<CompileResult> Compile(const CompileRequest& req, const CompileOptions& opts) {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
+  // An extra folder that does not exist (a tree without that library) finds nothing, harmlessly.
   std::vector<std::string> includes = DefaultIncludeDirs();
   includes.insert(includes.end(), req.include_dirs.begin(), req.include_dirs.end());
 

@@ -74,6 +74,10 @@ extern "C" __global__ void k(const float* x, float* y) { y[threadIdx.x] = ws_sca
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->ok);
   EXPECT_NE(c->log.find("device library"), std::string::npos) << c->log;
+  // A library folder that does not exist is left out, not an error.
+  auto absent = Compile({kKernel, Arch::kSm90a, {{"SCALE", "2.0f"}}, {lib + "/nowhere"}}, o);
+  ASSERT_TRUE(absent.ok()) << absent.status().message();
+  EXPECT_TRUE(absent->ok) << absent->log;
   auto d = Compile({"#include \"ws/../ws/scale.cuh\"\n", Arch::kSm90a, {}, {lib}}, o);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->ok) << "'..' stays refused inside the library";

@@ -110,6 +110,14 @@ struct TrustedReference {
   CompileResult compile;
 };
 
+CompileOptions CompileOptionsFor(const EvaluatorOptions& opts) {
+  CompileOptions copts;
+  copts.cache_dir = opts.workspace + "/cache";
+  copts.timeout_s = opts.compile_timeout_s;
+  copts.compile_worker = opts.compile_worker;
+  return copts;
+}
+
 Result<TrustedReference> CompileReference(const ProblemSpec& spec,
                                           const std::map<std::string, std::string>& params,
                                           Arch arch, const CompileOptions& copts) {
@@ -123,10 +131,8 @@ Result<TrustedReference> CompileReference(const ProblemSpec& spec,
   auto defines = ParamDefines(spec, params);
   for (const auto& [k, v] : ref.plan.knobs) defines[k] = std::to_string(v.front());
   // The judge's own library (problems/include, "ref/..."), never the candidates' device library.
-  std::vector<std::string> dirs;
-  const std::string library = ReferenceLibraryDir(spec);
-  if (std::error_code ec; fs::is_directory(library, ec)) dirs.push_back(library);
-  WS_ASSIGN_OR_RETURN(ref.compile, Compile({source, arch, defines, dirs}, copts));
+  WS_ASSIGN_OR_RETURN(ref.compile,
+                      Compile({source, arch, defines, {ReferenceLibraryDir(spec)}}, copts));
   if (!ref.compile.ok) {
     return Status::Error("the GPU reference {} does not compile: {}", ref.path, ref.compile.log);
   }
@@ -577,22 +583,15 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   // 2. Compile.
   std::map<std::string, std::string> defines = ParamDefines(spec, req.params);
   for (const auto& [k, v] : res.knobs) defines[k] = std::to_string(v);
-  CompileOptions copts;
-  copts.cache_dir = opts.workspace + "/cache";
-  copts.timeout_s = opts.compile_timeout_s;
-  copts.compile_worker = opts.compile_worker;
+  const CompileOptions copts = CompileOptionsFor(opts);
   if (library) {
     res.compile.ok = true;
     res.compile.hash = req.library;
   } else {
     // Candidates may include the trusted device library; the trusted references may not.
     const std::string library = KernelLibraryDir(opts);
-    std::vector<std::string> dirs;
-    if (std::error_code ec; fs::is_directory(library, ec)) {
-      dirs.push_back(library);
-      res.library_headers = LibraryClosure(req.source, library);
-    }
-    WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, dirs}, copts));
+    res.library_headers = LibraryClosure(req.source, library);
+    WS_ASSIGN_OR_RETURN(res.compile, Compile({req.source, req.arch, defines, {library}}, copts));
   }
   phase("compile");
   if (!res.compile.sandbox_layers.empty()) {
@@ -1183,11 +1182,8 @@ std::string DeepModeFailure(const EvalResult& r) {
 Result<CompileResult> CompileGpuReference(const ProblemSpec& spec,
                                           const std::map<std::string, std::string>& params,
                                           Arch arch, const EvaluatorOptions& opts) {
-  CompileOptions copts;
-  copts.cache_dir = opts.workspace + "/cache";
-  copts.timeout_s = opts.compile_timeout_s;
-  copts.compile_worker = opts.compile_worker;
-  WS_ASSIGN_OR_RETURN(TrustedReference ref, CompileReference(spec, params, arch, copts));
+  WS_ASSIGN_OR_RETURN(TrustedReference ref,
+                      CompileReference(spec, params, arch, CompileOptionsFor(opts)));
   return ref.compile;
 }
 
@@ -1195,11 +1191,8 @@ Result<std::vector<Shape>> VerifyGpuReference(const ProblemSpec& spec,
                                               const std::map<std::string, std::string>& params,
                                               Arch arch, const DeviceInfo& device,
                                               const EvaluatorOptions& opts) {
-  CompileOptions copts;
-  copts.cache_dir = opts.workspace + "/cache";
-  copts.timeout_s = opts.compile_timeout_s;
-  copts.compile_worker = opts.compile_worker;
-  WS_ASSIGN_OR_RETURN(TrustedReference ref, CompileReference(spec, params, arch, copts));
+  WS_ASSIGN_OR_RETURN(TrustedReference ref,
+                      CompileReference(spec, params, arch, CompileOptionsFor(opts)));
 
   std::vector<Shape> shapes = spec.test_shapes;
   shapes.insert(shapes.end(), spec.hidden_shapes.begin(), spec.hidden_shapes.end());

@@ -134,8 +134,9 @@ struct CompileRequest {
   std::string source;
   Arch arch = Arch::kSm90a;
   std::map<std::string, std::string> defines;  // -DNAME=VALUE (knobs, parameters)
-  std::vector<std::string> include_dirs;       // extra allowed include directories; their
-                                               // files' contents go into the cache key
+  std::vector<std::string> include_dirs;       // extra allowed include directories (absent
+                                               // ones find nothing); their files' contents go
+                                               // into the cache key
 };
 
 struct CompileResult {
@@ -278,6 +279,10 @@ struct EvaluatorOptions {
                                                // include ("ws/..."); empty: KernelLibraryDir()
 };
 
+/// `rel` in the source tree beside this binary (build/ sits in the repository; the GPU machine's
+/// carried tree) when it exists there, else in the tree the binary was built from.
+std::string SourceTreePath(const std::string& rel);
+
 /// The trusted device library (kernels/include: headers under ws/ that every candidate may
 /// include): $WARPSMITH_KERNEL_LIBRARY, else kernels/include beside the binary's source tree,
 /// else the one of the source tree it was built from. Trusted references never include it, so a
@@ -293,6 +298,10 @@ std::string KernelLibraryDir(const EvaluatorOptions& opts);
 /// The library headers `source` includes ("ws/..."), directly or through one another, read from
 /// `library_dir`. A header that is not there is left out: the compile step names it.
 LibraryHeaders LibraryClosure(std::string_view source, const std::string& library_dir);
+
+/// Writes `headers` under `library_dir` (ws/... paths), a library folder to compile against:
+/// LibraryClosure's inverse, for bundles and re-verification.
+Status WriteLibraryHeaders(const LibraryHeaders& headers, const std::string& library_dir);
 
 /// A kernel's identity: the sha256 of its source, and of the library headers it includes when it
 /// includes any, so a kernel verified against one version of a header is not confused with the

@@ -76,11 +76,7 @@ Status WriteBundle(const ExportItem& it, const std::string& dir) {
   WS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/kernel.cu", it.kernel.source));
   // The device-library headers it was verified with (library/ws/...): verify compiles against
   // these, not against whatever the verifying tree holds.
-  for (const auto& [name, text] : it.kernel.library_headers) {
-    const fs::path to = fs::path(dir) / "library" / name;
-    fs::create_directories(to.parent_path(), ec);
-    WS_RETURN_IF_ERROR(WriteFileAtomic(to.string(), text));
-  }
+  WS_RETURN_IF_ERROR(WriteLibraryHeaders(it.kernel.library_headers, dir + "/library"));
   WS_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plan.json", PlanJson(it.plan) + "\n"));
   // The problem as the evaluator needs it: spec (hidden shapes included: a verdict covers them),
   // GPU reference and the other kernels it names.

@@ -437,11 +437,11 @@ std::string KernelPage(const json& k, const PageOptions& o) {
   // The device-library headers it includes, as recorded with it: part of the kernel.
   if (k.contains("library_headers") && k["library_headers"].is_object()) {
     for (const auto& [name, text] : k["library_headers"].items()) {
+      const std::string body = Text(text);
       b += fmt::format("<h2>Device library: {}</h2><details><summary>{} lines</summary>"
                        "<pre class=\"src\">{}</pre></details>\n",
-                       HtmlEscape(name), std::count(text.get_ref<const std::string&>().begin(),
-                                                    text.get_ref<const std::string&>().end(), '\n'),
-                       E(text));
+                       HtmlEscape(name), std::count(body.begin(), body.end(), '\n'),
+                       HtmlEscape(body));
     }
   }
   if (o.can_act) {

@@ -42,10 +42,7 @@ struct Globals {
 
 std::string DefaultProblemsDir() {
   if (const char* env = std::getenv("WARPSMITH_PROBLEMS")) return env;
-  // Next to the binary's source tree (build/ sits in the repository), else the compiled-in path.
-  fs::path beside = fs::path(SelfDir()).parent_path() / "problems";
-  if (fs::is_directory(beside)) return beside.string();
-  return std::string(WS_SOURCE_DIR) + "/problems";
+  return SourceTreePath("problems");
 }
 
 int Fail(const Status& s) {

@@ -448,12 +448,8 @@ Reply Server::Impl::Reverify(Store& store, int64_t kernel_id) {
   if (Status st = WriteFileAtomic(stem + ".cu", k->source); !st.ok())
     return ErrorReply(500, st.message(), true);
   // Re-verified against the library headers it was recorded with, so it stays the same kernel.
-  for (const auto& [name, text] : k->library_headers) {
-    const fs::path to = fs::path(stem + ".library") / name;
-    fs::create_directories(to.parent_path(), ec);
-    if (Status st = WriteFileAtomic(to.string(), text); !st.ok())
-      return ErrorReply(500, st.message(), true);
-  }
+  if (Status st = WriteLibraryHeaders(k->library_headers, stem + ".library"); !st.ok())
+    return ErrorReply(500, st.message(), true);
   json request = {{"action", "reverify"},   {"kernel_id", kernel_id}, {"problem", k->problem},
                   {"params", params},       {"knobs", knobs},         {"arch", arch},
                   {"source", stem + ".cu"}, {"requested_at_ms", now}};
