@@ -41,7 +41,9 @@ import sys
 SKIP = 77
 CLAIM = re.compile(r"^\s*//\s*warpsmith:sass\s+(sm_\d+a?)((?:\s+[A-Za-z_]\w*=\S+)*)\s*:\s*(.*)$")
 # A SASS line: /*0740*/  @!P3 F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP R27, RZ, R27, RZ ;
-SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)")
+SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*)$")
+# An instruction without its address: @!P3 F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP R27, ...
+OPCODE = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)")
 PYPI_PACKAGES = ["nvidia-cuda-cuobjdump>=13,<14", "nvidia-cuda-nvdisasm>=13,<14"]
 
 
@@ -96,13 +98,13 @@ def disassemble(cuobjdump, cubin):
     for line in r.stdout.splitlines():
         if "Function :" in line:
             lines.append(line.strip())
-        elif SASS_LINE.match(line):
-            lines.append(re.sub(r"/\*[0-9a-f]+\*/", "", line).split(";")[0].strip())
+        elif m := SASS_LINE.match(line):
+            lines.append(m.group(1).split(";")[0].strip())
     return lines
 
 
 def sass_opcodes(lines, cubin):
-    ops = {m.group(1) for m in (SASS_LINE.match("/*0000*/ " + l) for l in lines) if m}
+    ops = {m.group(1) for m in map(OPCODE.match, lines) if m and not m.string.startswith("Function")}
     if not ops:
         raise RuntimeError(f"cuobjdump -sass {cubin} printed no instructions")
     return ops
@@ -112,13 +114,27 @@ def matches(claim, ops):
     return any(op == claim or op.startswith(claim + ".") for op in ops)
 
 
+def warpsmith_cmd(args, *words, setting=None):
+    """warpsmith on the checked tree's problems, with --set for each parameter of `setting`."""
+    cmd = [args.warpsmith, "--workspace", os.path.join(args.work, "ws"),
+           "--problems-dir", os.path.join(args.root, "problems"), *words]
+    for name, value in (setting or {}).items():
+        cmd += ["--set", f"{name}={value}"]
+    return cmd
+
+
+def write_sass(args, problem, chosen, arch, lines, suffix=".sass"):
+    """PROBLEM__NAME-VALUE...__ARCH.sass under --sass-dir."""
+    os.makedirs(args.sass_dir, exist_ok=True)
+    tag = "__".join(f"{k}-{v}" for k, v in chosen.items()) or "default"
+    with open(os.path.join(args.sass_dir, f"{problem}__{tag}__{arch}{suffix}"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def compile_cubin(args, problem, kernel, arch, setting, knobs=None):
     """The cubin path of one compile, or raises with warpsmith's message."""
-    cmd = [args.warpsmith, "--workspace", os.path.join(args.work, "ws"),
-           "--problems-dir", os.path.join(args.root, "problems"),
-           "eval", problem, kernel, "--compile-only", "--arch", arch, "--json"]
-    for name, value in setting.items():
-        cmd += ["--set", f"{name}={value}"]
+    cmd = warpsmith_cmd(args, "eval", problem, kernel, "--compile-only", "--arch", arch, "--json",
+                        setting=setting)
     for name, value in (knobs or {}).items():
         cmd += ["--knob", f"{name}={value}"]
     # The device library of the tree under check, not of the binary's own checkout.
@@ -152,7 +168,6 @@ def snapshot_references(args):
     if not cuobjdump:
         print("check_sass: no cuobjdump: references not snapshot")
         return 1
-    os.makedirs(args.sass_dir, exist_ok=True)
     specs = sorted(glob.glob(os.path.join(args.root, "problems", "*", "spec.json")))
     problems = [os.path.basename(os.path.dirname(s)) for s in specs]
     problems = [p for p in problems if not args.only or p in args.only]
@@ -160,20 +175,16 @@ def snapshot_references(args):
     for problem in problems:
         for setting in settings_of(args.root, problem):
             for arch in ("sm_90a", "sm_100a"):
-                cmd = [args.warpsmith, "--workspace", os.path.join(args.work, "ws"),
-                       "--problems-dir", os.path.join(args.root, "problems"),
-                       "problems", "verify", problem, "--compile-only", "--arch", arch]
-                for name, value in setting.items():
-                    cmd += ["--set", f"{name}={value}"]
+                cmd = warpsmith_cmd(args, "problems", "verify", problem, "--compile-only", "--arch",
+                                    arch, setting=setting)
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 m = re.search(r"^\s*cubin: (\S+)$", r.stdout, re.M)
                 if r.returncode != 0 or not m:
                     print(f"check_sass: FAIL: {' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}")
                     failures += 1
                     continue
-                tag = "__".join(f"{k}-{v}" for k, v in setting.items()) or "default"
-                with open(os.path.join(args.sass_dir, f"{problem}__{tag}__{arch}.ref.sass"), "w") as f:
-                    f.write("\n".join(disassemble(cuobjdump, m.group(1))) + "\n")
+                write_sass(args, problem, setting, arch, disassemble(cuobjdump, m.group(1)),
+                           ".ref.sass")
                 written += 1
     print(f"check_sass: {written} reference compiles written to {args.sass_dir}; {failures} failures")
     return 1 if failures else 0
@@ -245,10 +256,7 @@ def main():
             failures.append(f"{where}: {e}")
             continue
         if args.sass_dir:
-            os.makedirs(args.sass_dir, exist_ok=True)
-            tag = "__".join(f"{k}-{v}" for k, v in chosen.items()) or "default"
-            with open(os.path.join(args.sass_dir, f"{problem}__{tag}__{arch}.sass"), "w") as f:
-                f.write("\n".join(lines) + "\n")
+            write_sass(args, problem, chosen, arch, lines)
         missing = [c for c in claimed if not matches(c, ops)]
         if missing:
             failures.append(f"{where}: claimed SASS instructions missing: {' '.join(missing)} "
