@@ -97,6 +97,8 @@
 #define PREFETCH 1
 #endif
 
+#include "ws/memory.cuh"
+
 namespace {
 
 typedef unsigned int uint32_t;
@@ -127,35 +129,13 @@ static_assert(Config::kChunks * (2 + Config::kNTiles) <= 24 &&
               "TILE: CHUNKS * (2 + NTILES) <= 24 and CHUNKS * NTILES <= 8");
 static_assert(Config::kWarps1 == 8 || Config::kWarps1 == 16, "16 / WARPS CTAs per SM");
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
+using ws::Chunk;
+using ws::kFullMask;
 
-struct Chunk {
-  uint32_t w[4];  // 8 bf16, element 2i in the low half of w[i]
-};
-
-// Weight rows: streamed once, read-only for the kernel's life.
-__device__ __forceinline__ Chunk load_weight(const uint16_t* p) {
-  Chunk c;
-#if LOAD_HINT == 1
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-#elif LOAD_HINT == 2
-  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-#else
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-#endif
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
-}
-
-// x: read-only, reused by many warps (L1 allowed).
-__device__ __forceinline__ Chunk load_x(const uint16_t* p) {
-  Chunk c;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
-               : "l"(p));
-  return c;
-}
+// Weight rows: streamed once, read-only for the kernel's life (the LOAD_HINT knob's qualifiers).
+constexpr ws::LoadHint kWeightHint = LOAD_HINT == 1   ? ws::LoadHint::kNcNoAllocate
+                                     : LOAD_HINT == 2 ? ws::LoadHint::kNcL2_256
+                                                      : ws::LoadHint::kNc;
 
 // h: written by kernel 1, which may still be finishing when kernel 2 starts (PDL): L2 only.
 __device__ __forceinline__ Chunk load_h(const uint16_t* p) {
@@ -406,8 +386,8 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
           lo[u] = zero_chunk();
           hi[u] = zero_chunk();
           if (col < H) {  // H % 8 == 0: a chunk is wholly inside or outside
-            lo[u] = load_weight(gate + col);
-            hi[u] = load_weight(up + col);
+            lo[u] = ws::load_global16<kWeightHint>(gate + col);
+            hi[u] = ws::load_global16<kWeightHint>(up + col);
           }
         }
 #pragma unroll
@@ -416,7 +396,7 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
           for (int u = 0; u < kC; ++u) {
             const int col = c0 + 32 * u;
             b[nt][u] = zero_chunk();
-            if (nt < n_tiles && has_tok[nt] && col < H) b[nt][u] = load_x(xrow[nt] + col);
+            if (nt < n_tiles && has_tok[nt] && col < H) b[nt][u] = ws::load_global16(xrow[nt] + col);  // x: reused, L1 allowed
           }
         }
         mma_group(acc, lo, hi, b, n_tiles);
@@ -570,8 +550,8 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
         lo[u] = zero_chunk();
         hi[u] = zero_chunk();
         if (col < I) {  // I % 8 == 0: a chunk is wholly inside or outside
-          lo[u] = load_weight(wlo + col);
-          if (hi_ok) hi[u] = load_weight(whi + col);
+          lo[u] = ws::load_global16<kWeightHint>(wlo + col);
+          if (hi_ok) hi[u] = ws::load_global16<kWeightHint>(whi + col);
         }
       }
 #pragma unroll
