@@ -225,6 +225,22 @@ TEST(CheckGemmTest, RelativeFrobenius) {
   EXPECT_EQ(CompareGemm("d", {100, 100}, DType::kF32, F32(got), F32(want), loose), "");
 }
 
+// A bf16 output rounded to the neighbouring value (a sum near a rounding midpoint) is one spacing
+// off: at 10 rms that is beyond worst_rms alone, and still correct. Two spacings are not.
+TEST(CheckGemmTest, WorstRmsAllowsOneOutputSpacing) {
+  std::vector<float> want = Normal(10000, 5);
+  for (float& x : want) x = ws_bf16_to_f32(ws_f32_to_bf16(x));
+  want[777] = 32.0f;  // about 10 rms (3); bf16 spacing 0.25 here, beyond 0.05 rms
+  std::vector<float> got = want;
+  got[777] = 32.25f;
+  EXPECT_EQ(CompareGemm("d", {100, 100}, DType::kBF16, Bf16Values(got), Bf16Values(want), Tolerance{}), "");
+  got[777] = 32.5f;
+  const std::string msg =
+      CompareGemm("d", {100, 100}, DType::kBF16, Bf16Values(got), Bf16Values(want), Tolerance{});
+  EXPECT_TRUE(Has(msg, "beyond worst_rms 0.05")) << msg;
+  EXPECT_TRUE(Has(msg, "at d[7, 77]")) << msg;
+}
+
 TEST(CheckGemmTest, OneWildElementFailsWorstRms) {
   const std::vector<float> want = Normal(10000, 3);
   double sq = 0;
