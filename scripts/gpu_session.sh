@@ -122,6 +122,9 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
         p=$(basename "$(dirname "$k")")
         [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
         for v in $(variants "problems/$p/spec.json"); do
+          # SETTINGS limits the parameter settings: words like form=wgrad or
+          # rounding=floor+variant=clamped (a setting's pairs joined by +).
+          [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
           setting "$p" "$v"
           timeout 150 $ws eval "$p" "$k" "${sets[@]}" --json \
             >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"

@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [1, 0], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+{ "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -25,12 +25,13 @@
 // How it works: persistent CTAs (384 threads) walk the groups' 128 x BN tiles (tiles never
 // straddle groups: rows past a group's end are computed from the next group's rows and masked at
 // the store; TMA zero-fills past M, N and K). Warp 0 issues TMA into a STAGES-deep mbarrier ring.
-//  - sm_90a STRATEGY=1 (default, §9.2 B, the exact path): warps 1-3 dequantize each raw E4M3
+//  - sm_90a STRATEGY=1 (§9.2 B, the exact path): warps 1-3 dequantize each raw E4M3
 //    k-block of 64 into bf16 * 2^(S-127) (cvt e4m3x2 -> f16x2 -> fp32 * scale -> bf16x2: exact)
 //    in 128-byte-swizzled tiles; consumer warpgroups 1-2 run HGMMA m64nBNk16, fp32 accumulate.
-//  - sm_90a STRATEGY=0 (§9.2 A): TMA E4M3 k-blocks of 128 (SW128); warps 1-3 stage the scales as
-//    fp32; consumers issue one QGMMA m64nBNk32 per MX block into a fresh fragment (scale-d = 0) and
-//    promote acc += (part * sa) * sb while the next block's QGMMA runs (two fragments).
+//  - sm_90a STRATEGY=0 (the default: 1.8x STRATEGY=1 on the H200; §9.2 A): TMA E4M3 k-blocks
+//    of 128 (SW128); warps 1-3 stage the scales as fp32; consumers issue one QGMMA m64nBNk32
+//    per MX block into a fresh fragment (scale-d = 0) and promote acc += (part * sa) * sb while
+//    the next block's QGMMA runs (two fragments).
 //  - sm_100a (either setting): the native block-scaled MMA. TMA E4M3 k-blocks of 128 (SW128, as
 //    STRATEGY=0); warps 1-2 write the stage's E8M0 scales as two 128x4 blocked tiles (A, B); warp
 //    3 copies them into a per-stage TMEM ring (tcgen05.cp 32x128b.warpx4) and issues
@@ -55,8 +56,8 @@
 // (ring depth, capped to 227 KiB), GROUP_M (band height inside a group).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
-// warpsmith:sass sm_90a: HGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=0: QGMMA UTMALDG
+// warpsmith:sass sm_90a: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM

@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [1, 0], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+{ "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -34,8 +34,8 @@
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
-// warpsmith:sass sm_90a: HGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=0: QGMMA UTMALDG
+// warpsmith:sass sm_90a: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM

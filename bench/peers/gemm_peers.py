@@ -1,0 +1,166 @@
+# Peers of the GEMM problems on the GPU at hand, at each problem's bench shapes (read from its
+# spec.json): the library call a torch user makes for the same product.
+#   bf16_gemm:               torch.mm (cuBLAS)
+#   fp8_rowwise_gemm:        torch._scaled_mm, rowwise fp32 scales (cuBLASLt)
+#   bf16_grouped_gemm:       torch._grouped_mm, in the problem's form (fwd, dgrad, wgrad)
+#   mxfp8_grouped_gemm_*:    torch._grouped_mm on the operands dequantized to bf16 beforehand
+#                            ("bf16", the issue's 1.0x mark), and torch._scaled_grouped_mm with
+#                            one fp32 scale per row and column ("fp8_rowwise", a coarser recipe)
+# Eager only (one library call each: torch.compile adds nothing), timed by warpsmith's protocol
+# (common.protocol_time_us); dequantization and layout changes are done once, untimed. Groups as
+# the specs draw them: skewed sizes, multiples of the spec's alignment, about 15% empty.
+# Figures per shape: microseconds, TFLOP/s of 2*M*N*K, TB/s of the spec's cost.bytes.
+# Usage: python3 gemm_peers.py PROBLEM OUT.json   (the per-problem scripts call main(PROBLEM))
+
+import json, os, re, sys
+
+import torch
+
+from common import header, protocol_time_us
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def spec_of(problem):
+    with open(os.path.join(ROOT, "problems", problem, "spec.json")) as f:
+        return json.load(f)
+
+
+def bench_shapes(spec):
+    shapes = spec["shapes"]
+    shapes = shapes["bench"] if isinstance(shapes, dict) else [s for s in shapes if s.get("bench")]
+    return [{k: v for k, v in s.items() if isinstance(v, int)} for s in shapes]
+
+
+def cost(expr, syms):
+    """The spec's int64 cost expression (C division) under the symbols."""
+    return int(eval(re.sub(r"(?<![/])/(?![/])", "//", expr), {}, dict(syms)))
+
+
+def group_offsets(m, e, align, seed):
+    """Cumulative END offsets (int32, device): multiples of `align` summing to m, skewed sizes,
+    about 15% of the groups empty (the last nonempty group takes the remainder)."""
+    gen = torch.Generator().manual_seed(seed)
+    blocks = m // align
+    w = torch.rand(e, generator=gen) ** 2 + 0.05
+    w[torch.rand(e, generator=gen) < 0.15] = 0.0
+    if w.sum() == 0:
+        w[-1] = 1.0
+    sizes = (w / w.sum() * blocks).floor().long()
+    sizes[torch.nonzero(w).flatten()[-1]] += blocks - sizes.sum()
+    return (torch.cumsum(sizes, 0) * align).to(torch.int32).cuda()
+
+
+def randn(shape, std=1.0, dtype=torch.bfloat16):
+    return (torch.randn(shape, device="cuda") * std).to(dtype)
+
+
+def e4m3(shape):
+    return (torch.randn(shape, device="cuda") * 100).clamp(-448, 448).to(torch.float8_e4m3fn)
+
+
+def rowscale(n):
+    return torch.rand(n, device="cuda") * 1e-3 + 1e-4
+
+
+# Each maker returns {peer: (fn, outputs)} for one input set; fn takes no arguments.
+def make_bf16_gemm(s, form):
+    a, b = randn((s["M"], s["K"])), randn((s["N"], s["K"]))
+    return {"cublas_bf16": lambda: torch.mm(a, b.t())}
+
+
+def make_fp8_rowwise_gemm(s, form):
+    a, b = e4m3((s["M"], s["K"])), e4m3((s["N"], s["K"]))
+    sa, sb = rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
+    return {"cublaslt_fp8_rowwise": lambda: torch._scaled_mm(a, b.t(), sa, sb,
+                                                              out_dtype=torch.bfloat16)}
+
+
+def grouped(form, m, e, n, k, align, dtype_fp8):
+    """The grouped product in the problem's form, as torch's grouped calls take it:
+    fwd [M,K] x [E,N,K]^T -> [M,N]; dgrad [M,N] x [E,N,K] -> [M,K] (contraction N);
+    wgrad [N,M] x [M,K] -> [E,N,K] (contraction over each group's rows)."""
+    offs = group_offsets(m, e, align, 0)
+    peers = {}
+    if form == "fwd":
+        a, b = randn((m, k)), randn((e, n, k))
+        peers["bf16"] = lambda: torch._grouped_mm(a, b.transpose(-2, -1), offs=offs)
+        if dtype_fp8:
+            qa, qb = e4m3((m, k)), e4m3((e, n, k))
+            sa, sb = rowscale(m), rowscale(e * n).view(e, n)
+            peers["fp8_rowwise"] = lambda: torch._scaled_grouped_mm(
+                qa, qb.transpose(-2, -1), sa, sb, offs=offs, out_dtype=torch.bfloat16)
+    elif form == "dgrad":
+        a = randn((m, n))
+        # torch wants the second operand's inner dim contiguous: [E, K, N] viewed as [E, N, K].
+        bt = randn((e, k, n))
+        peers["bf16"] = lambda: torch._grouped_mm(a, bt.transpose(-2, -1), offs=offs)
+        if dtype_fp8:
+            qa, qbt = e4m3((m, n)), e4m3((e, k, n))
+            sa, sb = rowscale(m), rowscale(e * k).view(e, k)
+            peers["fp8_rowwise"] = lambda: torch._scaled_grouped_mm(
+                qa, qbt.transpose(-2, -1), sa, sb, offs=offs, out_dtype=torch.bfloat16)
+    else:  # wgrad
+        at, x = randn((n, m)), randn((k, m))
+        peers["bf16"] = lambda: torch._grouped_mm(at, x.t(), offs=offs)
+        if dtype_fp8:
+            qa, qx = e4m3((n, m)), e4m3((k, m))
+            sa, sb = rowscale(e * n), rowscale(e * k)
+            peers["fp8_rowwise"] = lambda: torch._scaled_grouped_mm(
+                qa, qx.t(), sa, sb, offs=offs, out_dtype=torch.bfloat16)
+    return peers
+
+
+def make_bf16_grouped_gemm(s, form):
+    return grouped(form, s["M"], s["E"], s["N"], s["K"], 16, False)
+
+
+def make_mxfp8(form):
+    return lambda s, _: grouped(form, s["M"], s["E"], s["N"], s["K"], 32, True)
+
+
+MAKERS = {
+    "bf16_gemm": (make_bf16_gemm, [None]),
+    "fp8_rowwise_gemm": (make_fp8_rowwise_gemm, [None]),
+    "bf16_grouped_gemm": (make_bf16_grouped_gemm, ["fwd", "dgrad", "wgrad"]),
+    "mxfp8_grouped_gemm_fwd": (make_mxfp8("fwd"), [None]),
+    "mxfp8_grouped_gemm_dgrad": (make_mxfp8("dgrad"), [None]),
+    "mxfp8_grouped_gemm_wgrad": (make_mxfp8("wgrad"), [None]),
+}
+FORM_CODE = {None: 0, "fwd": 0, "dgrad": 1, "wgrad": 2}
+
+
+def main(problem, out_path):
+    spec = spec_of(problem)
+    maker, forms = MAKERS[problem]
+    res = header()
+    res["problem"] = problem
+    for form in forms:
+        for s in bench_shapes(spec):
+            syms = dict(s, form=FORM_CODE[form])
+            key = ",".join(f"{k}={v}" for k, v in s.items()) + (f",form={form}" if form else "")
+            flops, nbytes = 2 * s["M"] * s["N"] * s["K"], cost(spec["cost"]["bytes"], syms)
+            r = {}
+            try:
+                peers = maker(s, form)
+                for name, fn in peers.items():
+                    try:
+                        fn()
+                        torch.cuda.synchronize()
+                        us = protocol_time_us(lambda i: fn(), [], iters=50)
+                        r[name] = {"protocol_us": us, "TFLOPs": flops / us / 1e6,
+                                   "TBps": nbytes / us / 1e6}
+                    except Exception as ex:  # keep the other peers' figures
+                        r[name] = {"error": repr(ex)[:400]}
+            except Exception as ex:
+                r = {"error": repr(ex)[:400]}
+            print(key, json.dumps(r), flush=True)
+            res["shapes"][key] = r
+            peers = None
+            torch.cuda.empty_cache()
+    with open(out_path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
