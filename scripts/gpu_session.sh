@@ -136,7 +136,7 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
           echo "peers $p: rc $?"; tail -2 "$OUT/kernels/$p.peers.log"
         fi
       done
-      ( cd "$OUT" && tar czf kernels.tgz kernels && rm -rf kernels ) ;;
+      ( cd "$OUT" && tar czf "kernels-$(date -u +%H%M%S).tgz" kernels && rm -rf kernels ) ;;
     peers)
       # Only the peers of the hand-tuned set (KERNELS limits the problems), raw JSON to $OUT/peers.
       mkdir -p "$OUT/peers"
