@@ -27,7 +27,8 @@
 // Paper model, DeepSeek-V3 fc1 dgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 0.68 GB of FP8
 // operands + 1.88 GB bf16 out = 2.6 GB: B200 1.71 ms at 4.5 PFLOP/s (bytes 0.34 ms); H200 target
 // as fwd (>= 1.0x torch._grouped_mm BF16, aim 1.3x).
-// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M.
+// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M,
+// SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu

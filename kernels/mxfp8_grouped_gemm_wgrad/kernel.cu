@@ -31,7 +31,8 @@
 // 1.48 GB of FP8 + 0.94 GB fp32 out: B200 1.71 ms compute (0.31 ms bytes); Qwen3-30B
 // (E=128, N=1536, K=2048): 0.83 TFLOP, 1.61 GB fp32 out + 0.47 GB in: memory-bound, 0.27 ms on
 // B200 and ~0.43 ms at the H200's 4.8 TB/s.
-// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M.
+// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M,
+// SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
