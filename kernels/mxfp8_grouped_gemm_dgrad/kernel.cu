@@ -1,5 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+{ "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+             "SCALE_PIPE": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -26,12 +27,16 @@
 // Paper model, DeepSeek-V3 fc1 dgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 0.68 GB of FP8
 // operands + 1.88 GB bf16 out = 2.6 GB: B200 1.71 ms at 4.5 PFLOP/s (bytes 0.34 ms); H200 target
 // as fwd (>= 1.0x torch._grouped_mm BF16, aim 1.3x).
-// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M.
+// Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a only the smem budget), BN, STAGES, GROUP_M,
+// SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
+// warpsmith:sass sm_90a SCALE_PIPE=1: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=1: HGMMA UTMALDG
+// warpsmith:sass sm_100a SCALE_PIPE=1: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
@@ -49,9 +54,12 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef SCALE_PIPE
+#define SCALE_PIPE 0
+#endif
 
 namespace {
-using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M>;
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 }  // namespace
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

@@ -1,5 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1] },
+{ "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+             "SCALE_PIPE": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -53,11 +54,15 @@
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
 // Knobs: STRATEGY (0 promote, 1 dequantize; on sm_100a it only sets the plan's smem budget, in
 // which sm_100a fits (128 + BN) * 144-byte stages: 5 at the defaults), BN (tile width), STAGES
-// (ring depth, capped to 227 KiB), GROUP_M (band height inside a group).
+// (ring depth, capped to 227 KiB), GROUP_M (band height inside a group), SCALE_PIPE (sm_90a: 0 the
+// scale loads as first verified, 1 word loads ahead of the wait and vector scale reads; NOTES.md).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
+// warpsmith:sass sm_90a SCALE_PIPE=1: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=1: HGMMA UTMALDG
+// warpsmith:sass sm_100a SCALE_PIPE=1: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
@@ -75,9 +80,12 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef SCALE_PIPE
+#define SCALE_PIPE 0
+#endif
 
 namespace {
-using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M>;
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 }  // namespace
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

@@ -55,9 +55,15 @@ constexpr int stage_bytes(int strategy, int bn) {
 constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304
 constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs table
 
-template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_>
+/// kScalePipe (knob SCALE_PIPE, sm_90a only): 0 = the scale paths as first verified on the H200
+/// (kPromote: one byte load and store per scale, serialized; kDequant: a stage's bytes loaded right
+/// before its conversion); 1 = scale loads issued one stage ahead, kPromote's as one 32-bit word
+/// per row (four blocks) into the paired layouts that the consumers read with LDS.64 / LDS.128.
+template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
+          int kScalePipe_ = 0>
 struct Config {
   static constexpr int kForm = kForm_;
+  static constexpr bool kScalePipe = kScalePipe_ != 0;
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
   static constexpr int kBM = 128, kBN = kBN_, kGroupM = kGroupM_;
@@ -177,11 +183,112 @@ __device__ __forceinline__ unsigned scale_byte(const unsigned char* scales, long
   return valid ? __ldg(scales + row * sld + blk) : 127u;
 }
 
+/// E8M0 bytes of blocks blk..blk+3 of a scale row (blk in the low byte), `left` of them inside
+/// the depth: 127 past it and for rows outside the operand (scale_byte's rule); one 32-bit load
+/// when all four are inside and aligned.
+__device__ __forceinline__ uint32_t scale_word(const unsigned char* scales, long long row, int sld,
+                                               int blk, int left, bool valid) {
+  if (valid && left >= 4) {
+    const unsigned char* q = scales + row * sld + blk;
+    if ((reinterpret_cast<unsigned long long>(q) & 3) == 0)
+      return __ldg(reinterpret_cast<const unsigned*>(q));
+  }
+  uint32_t w = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    w |= scale_byte(scales, row, sld, blk + k, valid && k < left) << (8 * k);
+  return w;
+}
+
 // ---- kPromote: warps 1-3 stage the fp32 block scales of each stage ----
+
+/// SCALE_PIPE=1 layouts of a stage's fp32 scales, per MX block j: A (blocks, BM) with rows r and
+/// r + 8 adjacent (a consumer thread's two fragment rows: one LDS.64), B (blocks, BN) with
+/// columns 16h + 2l + e and 16h + 8 + 2l + e at 16h + 4l + {0, 1, 2, 3} (a thread's four columns
+/// of fragment quads 2h, 2h + 1: one LDS.128; lanes with equal l % 4 share the address).
+__device__ __forceinline__ int sa_slot(int r) {
+  return (r & ~15) | ((r & 7) << 1) | ((r >> 3) & 1);
+}
+__device__ __forceinline__ int sb_slot(int c) {
+  return (c & ~15) | ((c & 6) << 1) | ((c >> 2) & 2) | (c & 1);
+}
+
+/// SCALE_PIPE=1: the words' fp32 factors into stage scales sc (the sa_slot / sb_slot layouts).
+template <class Cfg, int kPer>
+__device__ __forceinline__ void store_scale_words(const uint32_t (&w)[kPer], int xt, float* sc) {
+#pragma unroll
+  for (int q = 0; q < kPer; ++q) {
+    const int row = xt + q * Cfg::kXformThreads;
+    if (row < Cfg::kBM + Cfg::kBN) {
+      float* dst = row < Cfg::kBM ? sc + sa_slot(row)
+                                  : sc + Cfg::kBlocks * Cfg::kBM + sb_slot(row - Cfg::kBM);
+      const int stride = row < Cfg::kBM ? Cfg::kBM : Cfg::kBN;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dst[j * stride] = mx::e8m0_to_f32((w[q] >> (8 * j)) & 0xFFu);
+    }
+  }
+}
+
+/// SCALE_PIPE=1: per stage three (BN=64: two) 32-bit word loads per thread (rows xt,
+/// xt + 96, ...: A rows, then B columns), issued before the wait for `empty`, instead of ~11
+/// serialized byte loads (the first H200 run's STRATEGY=0 took ~2 us per stage, about 11 load
+/// latencies). The row pointers are set up once per tile: these warps run with 56 registers.
+template <class Cfg>
+__device__ __forceinline__ void stage_scales_pipelined(int xt, const Smem<Cfg>& sm,
+                                                       const int* offs, const Problem& p,
+                                                       const unsigned char* a_scales,
+                                                       const unsigned char* b_scales) {
+  static_assert(Cfg::kStrategy != kPromote || Cfg::kBlocks == 4, "one word: four blocks");
+  constexpr int kRows = Cfg::kBM + Cfg::kBN;
+  constexpr int kPer = (kRows + Cfg::kXformThreads - 1) / Cfg::kXformThreads;
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK, nblk = v.depth / 32;
+    const unsigned char* src[kPer];  // block depth0/32 of each row; null: outside the operand
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      const int row = xt + q * Cfg::kXformThreads, c = row - Cfg::kBM;
+      src[q] = row < Cfg::kBM
+                   ? (row < v.a_rows ? a_scales + (v.a_row0 + row) * p.sld + v.depth0 / 32 : nullptr)
+                   : (row < kRows && c < v.b_cols
+                          ? b_scales + (v.b_row0 + c) * p.sld + v.depth0 / 32
+                          : nullptr);
+    }
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      const int left = nblk - 4 * kb;  // >= 1
+      uint32_t w[kPer];
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        const unsigned char* r = src[q] + 4 * kb;
+        if (src[q] != nullptr && left >= 4 && (reinterpret_cast<unsigned long long>(r) & 3) == 0) {
+          w[q] = __ldg(reinterpret_cast<const unsigned*>(r));
+        } else {  // unaligned row, depth tail, or outside the operand: 127 where invalid
+          w[q] = 0;
+#pragma unroll
+          for (int k = 0; k < 4; ++k)
+            w[q] |= (src[q] != nullptr && k < left ? unsigned(__ldg(r + k)) : 127u) << (8 * k);
+        }
+      }
+      mbar_wait(sm.empty + 8 * s, ph ^ 1);  // the consumers are done with this stage's scales
+      store_scale_words<Cfg>(w, xt, reinterpret_cast<float*>(__cvta_shared_to_generic(sm.x(s))));
+      mbar_arrive(sm.ready + 8 * s);
+    }
+  }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void stage_scales(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
                                              const unsigned char* b_scales) {
+  if constexpr (Cfg::kScalePipe) {
+    stage_scales_pipelined<Cfg>(xt, sm, offs, p, a_scales, b_scales);
+    return;
+  }
   constexpr int kItems = Cfg::kBlocks * (Cfg::kBM + Cfg::kBN);
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
@@ -240,13 +347,10 @@ __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const in
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
     const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
-#pragma unroll 1
-    for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+    // The stage's scale bytes of this thread's rows (MX block 2 kb + c / 2).
+    auto load_bytes = [&](unsigned (&sb)[kPer], int kb) {
       const int blk = kb * 2 + c / 2;
       const bool in_depth = blk < nblk;  // past the depth: zero-filled or never multiplied
-      // Scale bytes first: their latency overlaps the wait for the TMA.
-      unsigned sb[kPer];
 #pragma unroll
       for (int q = 0; q < kPer; ++q) {
         const int row = row_first + q * kRowStep;
@@ -257,6 +361,36 @@ __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const in
           const int col = row - Cfg::kBM;
           sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
                              in_depth && row < kRows && col < v.b_cols);
+        }
+      }
+    };
+    // SCALE_PIPE=1: the next stage's bytes are loaded while this stage converts.
+    unsigned sb_next[kPer];
+    if (Cfg::kScalePipe && kblocks > 0) load_bytes(sb_next, 0);
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      unsigned sb[kPer];
+      if constexpr (Cfg::kScalePipe) {
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) sb[q] = sb_next[q];
+        if (kb + 1 < kblocks) load_bytes(sb_next, kb + 1);
+      } else {
+        // NOTE: spelled out (not load_bytes) to keep SCALE_PIPE=0's SASS as verified on the H200.
+        const int blk = kb * 2 + c / 2;
+        const bool in_depth = blk < nblk;  // past the depth: zero-filled or never multiplied
+        // Scale bytes first: their latency overlaps the wait for the TMA.
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) {
+          const int row = row_first + q * kRowStep;
+          if (row < Cfg::kBM) {
+            sb[q] = scale_byte(a_scales, v.a_row0 + row, p.sld, blk0 + blk,
+                               in_depth && row < v.a_rows);
+          } else {
+            const int col = row - Cfg::kBM;
+            sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
+                               in_depth && row < kRows && col < v.b_cols);
+          }
         }
       }
       mbar_wait(sm.full + 8 * s, ph);
@@ -300,6 +434,30 @@ template <class Cfg>
 __device__ __forceinline__ void promote(float (&acc)[Cfg::kBN / 2],
                                         const float (&part)[Cfg::kBN / 2], const float* sc, int j,
                                         int r0, int lane) {
+  if constexpr (Cfg::kScalePipe) {
+    // sa_slot / sb_slot layouts: 1 LDS.64 + BN/16 LDS.128 per block (the plain ones: 2 + BN/8).
+    // r0 % 16 < 8, so sa_slot(r0) is even and holds (sa[r0], sa[r0 + 8]).
+    const float2 sa = *reinterpret_cast<const float2*>(sc + j * Cfg::kBM + sa_slot(r0));
+    const float* sbj = sc + Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + 4 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < Cfg::kBN / 16; ++h) {
+      // Two float2 loads of adjacent slots: ptxas merges them into one LDS.128 (sm_90a SASS).
+      const float2 b0 = *reinterpret_cast<const float2*>(sbj + 16 * h);
+      const float2 b1 = *reinterpret_cast<const float2*>(sbj + 16 * h + 2);
+      const float4 b = make_float4(b0.x, b0.y, b1.x, b1.y);
+      float* a = acc + 8 * h;
+      const float* d = part + 8 * h;
+      a[0] = fmaf(d[0] * sa.x, b.x, a[0]);
+      a[1] = fmaf(d[1] * sa.x, b.y, a[1]);
+      a[2] = fmaf(d[2] * sa.y, b.x, a[2]);
+      a[3] = fmaf(d[3] * sa.y, b.y, a[3]);
+      a[4] = fmaf(d[4] * sa.x, b.z, a[4]);
+      a[5] = fmaf(d[5] * sa.x, b.w, a[5]);
+      a[6] = fmaf(d[6] * sa.y, b.z, a[6]);
+      a[7] = fmaf(d[7] * sa.y, b.w, a[7]);
+    }
+    return;
+  }
   const float sa0 = sc[j * Cfg::kBM + r0], sa1 = sc[j * Cfg::kBM + r0 + 8];
   const float* sbj = sc + Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + 2 * (lane % 4);
 #pragma unroll
@@ -487,23 +645,6 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
 // and B (BN x 128) tiles; at x(s) the stage's scales as two 128x4 blocked tiles, A then B ----
 
 constexpr int kSfTile = 512;  // bytes of one 128x4 blocked E8M0 tile
-
-/// E8M0 bytes of blocks blk..blk+3 of a scale row (blk in the low byte), `left` of them inside
-/// the depth: 127 past it and for rows outside the operand (scale_byte's rule); one 32-bit load
-/// when all four are inside and aligned.
-__device__ __forceinline__ uint32_t scale_word(const unsigned char* scales, long long row, int sld,
-                                               int blk, int left, bool valid) {
-  if (valid && left >= 4) {
-    const unsigned char* q = scales + row * sld + blk;
-    if ((reinterpret_cast<unsigned long long>(q) & 3) == 0)
-      return __ldg(reinterpret_cast<const unsigned*>(q));
-  }
-  uint32_t w = 0;
-#pragma unroll
-  for (int k = 0; k < 4; ++k)
-    w |= scale_byte(scales, row, sld, blk + k, valid && k < left) << (8 * k);
-  return w;
-}
 
 /// Whether an E8M0 byte of blocks [blk, blk + nblk) of a scale row is 0xFF (NaN).
 __device__ __forceinline__ bool has_nan_scale(const unsigned char* scales, long long row, int sld,
