@@ -13,6 +13,9 @@
 // slices with __ldcg (ld.global.cg: L2), never a stale L1 line.
 #pragma once
 
+#include <cuda_bf16.h>
+
+#include "ws/gemm.cuh"
 #include "ws/ptx_sm90.cuh"
 
 namespace ws {
@@ -158,6 +161,27 @@ __device__ __forceinline__ void reduce_row32_f32(float* f, const float* src, lon
       f[4 * j + 1] = s == 0 ? v[j].y : f[4 * j + 1] + v[j].y;
       f[4 * j + 2] = s == 0 ? v[j].z : f[4 * j + 2] + v[j].z;
       f[4 * j + 3] = s == 0 ? v[j].w : f[4 * j + 3] + v[j].w;
+    }
+  }
+}
+
+/// Stores 32 fp32 (f) times sa * sb[i] as bf16 (RNE) at dst, columns from col on, in 8-column
+/// pieces (16 bytes; those at or past ncols skipped): the rowwise-scaled FP8 GEMM's output.
+__device__ __forceinline__ void store_row32_scaled_bf16(__nv_bfloat16* dst, const float* f,
+                                                        float sa, const float* sb, int col,
+                                                        int ncols) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (col + 8 * j < ncols) {
+      const float4 s0 = *reinterpret_cast<const float4*>(sb + 8 * j);
+      const float4 s1 = *reinterpret_cast<const float4*>(sb + 8 * j + 4);
+      const float* g = f + 8 * j;
+      uint4 v;
+      v.x = pack_bf16(g[0] * (sa * s0.x), g[1] * (sa * s0.y));
+      v.y = pack_bf16(g[2] * (sa * s0.z), g[3] * (sa * s0.w));
+      v.z = pack_bf16(g[4] * (sa * s1.x), g[5] * (sa * s1.y));
+      v.w = pack_bf16(g[6] * (sa * s1.z), g[7] * (sa * s1.w));
+      reinterpret_cast<uint4*>(dst)[j] = v;
     }
   }
 }
