@@ -46,7 +46,8 @@
 //    bf16 rows in 16-byte pieces while the MMA warp works on the next tile.
 // Knobs: BN (tile N: 256 fills the tensor cores; smaller gives small problems more CTAs),
 // STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order).
-// Not done: TMA multicast over a cluster, 2-CTA tcgen05, split-K for decode shapes, TMA stores.
+// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off) and the plan's two launches (NOTES.md).
+// Not done: TMA multicast over a cluster, 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
 // warpsmith:sass sm_90a: HGMMA UTMALDG

@@ -49,7 +49,8 @@
 //    no promotion); warps 4..11 drain it with tcgen05.ld 32x32b.x32, apply the scales, store bf16.
 // Knobs: BN (tile N; 128 default: 2 x 64 accumulator registers fit the consumers' budget),
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group).
-// Not done: epilogue/MMA overlap on sm_90a, TMA multicast, split-K for decode shapes, TMA stores.
+// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off) and the plan's two launches (NOTES.md).
+// Not done: epilogue/MMA overlap on sm_90a, TMA multicast, TMA stores.
 //
 // Evaluate: build/warpsmith eval fp8_rowwise_gemm kernels/fp8_rowwise_gemm/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG
