@@ -1,15 +1,25 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1] },
+{ "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
+             "SPLIT_M": [0, 128, 64, 256], "SBN": [128, 64, 256], "SPLIT_KB": [4, 2, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_b": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN"], "swizzle": 128,
-               "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_sm100_bf16_gemm_tma",
-                "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "SBN"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 } },
+  "workspace": { "bytes": "(M <= SPLIT_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
+                 "zero": true },
+  "launch": [ { "kernel": "sm90_sm100_bf16_gemm_splitk",
+                "grid": ["max(1, (M <= SPLIT_M) * (ceil_div(M, 128) * ceil_div(N, SBN)) * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))))"],
+                "block": ["384"],
+                "smem": "(M <= SPLIT_M) * (min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048)",
+                "args": ["tma_a", "tma_bs", "d", "workspace", "(M <= SPLIT_M) * M", "N", "K", "(max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB)))"] },
+              { "kernel": "sm90_sm100_bf16_gemm_tma", "pdl": true,
+                "grid": ["max(1, (M > SPLIT_M) * min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 230400 / (16384 + 128 * BN)) * (16384 + 128 * BN) + 2048",
-                "args": ["tma_a", "tma_b", "d", "M", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "d", "(M > SPLIT_M) * M", "N", "K"] } ] }
 */
 // Dense BF16 GEMM, hand-tuned: d [M,N] = a [M,K] * b [N,K]^T, bf16 in and out, fp32 accumulation.
 //
@@ -36,7 +46,8 @@
 //    bf16 rows in 16-byte pieces while the MMA warp works on the next tile.
 // Knobs: BN (tile N: 256 fills the tensor cores; smaller gives small problems more CTAs),
 // STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order).
-// Not done: TMA multicast over a cluster, 2-CTA tcgen05, split-K for decode shapes, TMA stores.
+// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off) and the plan's two launches (NOTES.md).
+// Not done: TMA multicast over a cluster, 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
 // warpsmith:sass sm_90a: HGMMA UTMALDG
@@ -44,6 +55,7 @@
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
+#include "ws/split_k.cuh"
 #include "ws/wgmma.cuh"
 
 #ifndef BN
@@ -54,6 +66,9 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
+#endif
+#ifndef SBN
+#define SBN 128
 #endif
 
 namespace {
@@ -76,6 +91,18 @@ static_assert(Config::kBN % 64 == 0 && Config::kBN <= 256, "BN: 64..256 in steps
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
+// The split-K kernel's tiles: 128 x SBN, as deep a ring as fits (up to 8 stages).
+struct SplitConfig {
+  static constexpr int kBM = 128, kBN = SBN, kBK = 64;
+  static constexpr int kABytes = kBM * kBK * 2;
+  static constexpr int kBBytes = kBN * kBK * 2;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kStages = 8 < Config::kSmemCap / kStageBytes ? 8 : Config::kSmemCap / kStageBytes;
+  static constexpr int kAccCols = ws::tmem_columns(kBN);  // one accumulator
+};
+static_assert(SplitConfig::kBN % 64 == 0 && SplitConfig::kBN <= 256, "SBN: 64..256 in steps of 64");
+static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
+
 // Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
   ws::band_tile<Config::kGroupM>(t, tiles_m, tiles_n, tm, tn);
@@ -85,6 +112,8 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // Instruction descriptor, kind::f16: D f32, A and B bf16, both K-major, M=128, N=BN.
 constexpr uint32_t kIdesc =
     ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, Config::kBM, Config::kBN);
+constexpr uint32_t kIdescSplit =
+    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, SplitConfig::kBM, SplitConfig::kBN);
 #endif
 
 }  // namespace
@@ -214,6 +243,168 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       const int row0 = tm * Config::kBM + cw * 64 + 16 * w + lane / 4;
       const int colb = tn * Config::kBN + 2 * (lane % 4);
       ws::store_fragment_bf16<Config::kBN>(d, acc, 0, row0, M, colb, N);
+    }
+  }
+#endif
+}
+
+// Split-K for small M (the plan launches it when M <= SPLIT_M, else with M = 0, when it does
+// nothing): CTA u computes output tile u / splits (128 x SBN) over the k-blocks of split
+// u % splits (ws/split_k.cuh: split_range). splits == 1 stores bf16 directly; else each unit
+// stores its fp32 partial into slice `split` of the workspace (after 8 * tiles bytes of counters,
+// rounded up to 256) and the last unit of a tile (a consumer warpgroup's 64 rows on sm_90a) sums
+// the slices in split order and stores bf16. Same ring, barriers and MMAs as the kernel above,
+// one unit per CTA (not persistent); a consumer warpgroup whose 64 rows are all past M idles.
+// It triggers the plan's next launch at once (they share no memory).
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
+    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+    __nv_bfloat16* __restrict__ d, unsigned char* workspace, int M, int N, int K, int splits) {
+  using C = SplitConfig;
+  ws::griddep_launch_dependents();
+  const int tiles_m = (M + C::kBM - 1) / C::kBM;
+  const int tiles_n = (N + C::kBN - 1) / C::kBN;
+  const int kblocks = (K + C::kBK - 1) / C::kBK;
+  const int tiles = tiles_m * tiles_n;
+  const int plan_splits = splits;
+  splits = max(1, min(splits, kblocks));  // every split non-empty
+  if (static_cast<int>(blockIdx.x) >= tiles * splits) return;
+  const int tile = blockIdx.x / plan_splits, split = blockIdx.x % plan_splits;
+  if (split >= splits) return;
+  const int tm = tile % tiles_m, tn = tile / tiles_m;
+  int kb0, kb1;
+  ws::split_range(split, splits, kblocks, kb0, kb1);
+  int* counters = reinterpret_cast<int*>(workspace);
+  float* part = reinterpret_cast<float*>(workspace + ((8 * tiles + 255) & ~255));
+  const long long slice = static_cast<long long>(M) * N;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t smem = (ws::smem_u32(smem_raw) + 1023) & ~1023u;
+  const uint32_t bars = smem + C::kStages * C::kStageBytes;
+  const uint32_t full = bars, empty = bars + 8 * C::kStages;
+  const uint32_t acc_full = bars + 16 * C::kStages, acc_empty = acc_full + 16;
+  const uint32_t tmem_slot = acc_empty + 16;
+  // Two "last unit" words after the TMEM slot (one per consumer warpgroup on sm_90a).
+  int* last_flag = reinterpret_cast<int*>(smem_raw + (tmem_slot + 16 - ws::smem_u32(smem_raw)));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  // ======================= sm_100a =======================
+  if (threadIdx.x == 0) {
+    ws::tma_prefetch(&tma_a);
+    ws::tma_prefetch(&tma_b);
+    ws::mbar_init_ring<C::kStages>(full, 1, empty, 1);
+    ws::mbar_init_ring<1>(acc_full, 1, acc_empty, 8);
+    ws::fence_mbarrier_init();
+  }
+  const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, C::kAccCols);
+  if (warp == 0) {
+    if (lane == 0) ws::produce_range<C>(&tma_a, &tma_b, smem, full, empty, tm, tn, kb0, kb1);
+  } else if (warp == 1) {
+    // issue_mma_band over "tiles = blockIdx.x + 1": exactly this CTA's one unit, buffer 0.
+    if (lane == 0) {
+      ws::issue_mma_band<C, false, kIdescSplit>(smem, full, empty, acc_full, acc_empty, tmem_base,
+                                                blockIdx.x + 1, kb1 - kb0);
+    }
+  } else if (warp >= 4) {
+    const int q = warp % 4, h = (warp - 4) / 4;
+    const int row = tm * C::kBM + q * 32 + lane;
+    const long long row_off = static_cast<long long>(row) * N;
+    ws::mbar_wait(acc_full, 0);
+    ws::tc_fence_after();
+#pragma unroll 1
+    for (int c = 0; c < C::kBN / 2; c += 32) {
+      const int col0 = h * (C::kBN / 2) + c;
+      uint32_t r[32];
+      ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + col0, r);
+      const int col = tn * C::kBN + col0;
+      if (row < M) {
+        if (splits == 1) {
+          uint4* dst = reinterpret_cast<uint4*>(d + row_off + col);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            if (col + 8 * j < N) dst[j] = ws::pack_bf16x8(reinterpret_cast<const float*>(r + 8 * j));
+          }
+        } else {
+          ws::store_row32_f32(part + split * slice + row_off + col,
+                              reinterpret_cast<const float*>(r), col, N);
+        }
+      }
+    }
+    if (splits > 1 &&
+        ws::split_arrive<256>(counters + 2 * tile, splits, 1, threadIdx.x == 128, &last_flag[0])) {
+#pragma unroll 1
+      for (int c = 0; c < C::kBN / 2; c += 32) {
+        const int col = tn * C::kBN + h * (C::kBN / 2) + c;
+        if (row < M) {
+          float f[32];
+          ws::reduce_row32_f32(f, part + row_off + col, slice, splits, col, N);
+          uint4* dst = reinterpret_cast<uint4*>(d + row_off + col);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            if (col + 8 * j < N) dst[j] = ws::pack_bf16x8(f + 8 * j);
+          }
+        }
+      }
+    }
+  }
+  ws::tmem_free_cta(warp == 2, tmem_base, C::kAccCols);
+#else
+  // ======================= sm_90a =======================
+  // Consumer warpgroups with rows in the tile: the second only when more than 64 rows remain.
+  const int active = M - tm * C::kBM > 64 ? 2 : 1;
+  if (threadIdx.x == 0) {
+    ws::tma_prefetch(&tma_a);
+    ws::tma_prefetch(&tma_b);
+    ws::mbar_init_ring<C::kStages>(full, 1, empty, active);
+    ws::fence_mbarrier_init();
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    ws::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) ws::produce_range<C>(&tma_a, &tma_b, smem, full, empty, tm, tn, kb0, kb1);
+  } else {
+    ws::setmaxnreg_inc<232>();
+    const int cw = wg - 1;
+    if (cw >= active) return;
+    const int t128 = threadIdx.x % 128;
+    const bool signal = t128 == 0;
+    float acc[C::kBN / 2];
+#pragma unroll
+    for (int i = 0; i < C::kBN / 2; ++i) acc[i] = 0.0f;
+    uint32_t prev = 0;
+    for (int kb = 0; kb < kb1 - kb0; ++kb) {
+      const uint32_t s = kb % C::kStages, ph = (kb / C::kStages) & 1;
+      ws::mbar_wait(full + 8 * s, ph);
+      const uint32_t a = smem + s * C::kABytes + cw * 64 * 128;
+      const uint32_t b = smem + C::kStages * C::kABytes + s * C::kBBytes;
+      ws::wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < C::kBK / 16; ++k) {
+        ws::wgmma_bf16<C::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
+                               ws::wgmma_desc_sw128(b + 32 * k), 1);
+      }
+      ws::wgmma_commit();
+      if (kb > 0) {
+        ws::wgmma_wait<1>();
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+      }
+      prev = s;
+    }
+    ws::wgmma_wait<0>();
+    ws::fence_operands(acc);
+    const int w = t128 / 32;
+    const int row = tm * C::kBM + cw * 64 + 16 * w + lane / 4;
+    const int colb = tn * C::kBN + 2 * (lane % 4);
+    if (splits == 1) {
+      ws::store_fragment_bf16<C::kBN>(d, acc, 0, row, M, colb, N);
+    } else {
+      ws::store_fragment_f32<C::kBN>(part + split * slice, acc, 0, row, M, colb, N);
+      if (ws::split_arrive<128>(counters + 2 * tile + cw, splits, 1 + cw, signal,
+                                &last_flag[cw])) {
+        ws::reduce_fragment_f32<C::kBN>(acc, part, slice, splits, 0, row, M, colb, N);
+        ws::store_fragment_bf16<C::kBN>(d, acc, 0, row, M, colb, N);
+      }
     }
   }
 #endif

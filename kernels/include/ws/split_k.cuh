@@ -1,0 +1,189 @@
+// warpsmith device library: split-K for the dense TMA GEMMs' small-M (decode) path. A launch of
+// tiles x splits CTAs, one (tile, k-range) unit each; every unit stores its fp32 partial tile into
+// a workspace slice (splits slices of M x N fp32, row-major), then counts itself on the tile's
+// counter; the unit that arrives last sums the slices in split order 0, 1, ... (its own included,
+// read back), so the result does not depend on which unit finishes last (deterministic), and
+// writes the output. The counter is reset by that last unit, so it is zero again after the run;
+// the plan also asks the runner to zero the workspace ("zero": true), so a counter never depends
+// on an earlier run.
+//
+// Memory ordering (the CUDA threadFenceReduction pattern): each storing thread issues
+// __threadfence() before the CTA-side barrier, the leader's atomicAdd then publishes the unit; the
+// last unit's leader fences again before the barrier that releases the readers, which read the
+// slices with __ldcg (ld.global.cg: L2), never a stale L1 line.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "ws/gemm.cuh"
+#include "ws/ptx_sm90.cuh"
+
+namespace ws {
+
+/// The k-blocks [kb0, kb1) of split s of splits over kblocks (balanced, each non-empty when
+/// splits <= kblocks).
+__device__ __forceinline__ void split_range(int s, int splits, int kblocks, int& kb0, int& kb1) {
+  kb0 = static_cast<int>(static_cast<long long>(s) * kblocks / splits);
+  kb1 = static_cast<int>(static_cast<long long>(s + 1) * kblocks / splits);
+}
+
+/// Lets the plan's next launch (pdl) start now: this kernel shares no memory with it.
+__device__ __forceinline__ void griddep_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+/// Named barrier id (1..15) over count threads (a multiple of 32).
+__device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+/// Producer of one unit (one thread): k-blocks [kb0, kb1) of output tile (tm, tn) into the ring,
+/// A (kBM rows) then B (kBN rows) per stage, as produce_band lays them out.
+template <class Cfg>
+__device__ __forceinline__ void produce_range(const TensorMap* tma_a, const TensorMap* tma_b,
+                                              uint32_t smem, uint32_t full, uint32_t empty, int tm,
+                                              int tn, int kb0, int kb1) {
+  uint32_t it = 0;
+  for (int kb = kb0; kb < kb1; ++kb, ++it) {
+    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+    mbar_wait(empty + 8 * s, ph ^ 1);
+    mbar_expect_tx(full + 8 * s, Cfg::kStageBytes);
+    const uint32_t a_dst = smem + s * Cfg::kABytes;
+    const uint32_t b_dst = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
+    tma_load_2d(a_dst, tma_a, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM);
+    tma_load_2d(b_dst, tma_b, full + 8 * s, kb * Cfg::kBK, tn * Cfg::kBN);
+  }
+}
+
+/// Counts this unit on counter once its kThreads threads (named barrier bar_id) have stored their
+/// partials; true in every thread of the unit that arrived last (the counter is then reset).
+/// flag: a shared word of this thread group.
+template <int kThreads>
+__device__ __forceinline__ bool split_arrive(int* counter, int splits, uint32_t bar_id, bool leader,
+                                             volatile int* flag) {
+  __threadfence();  // this thread's partial stores, before the leader publishes the unit
+  named_bar_sync(bar_id, kThreads);
+  if (leader) {
+    const int old = atomicAdd(counter, 1);
+    const bool last = old == splits - 1;
+    if (last) *reinterpret_cast<volatile int*>(counter) = 0;  // zero again for the next run
+    __threadfence();  // the other units' partials, before this group reads them
+    *flag = last;
+  }
+  named_bar_sync(bar_id, kThreads);
+  return *flag != 0;
+}
+
+// ---- sm_90a: the (64, kBN) wgmma fragment (register 4j+e: row r + 8*(e/2), column colb + 8j +
+// e%2, as store_fragment_bf16) ----
+
+/// Stores the fragment's fp32 pairs at part[(row0 + r) * ncols + col] (rows < rows_left only).
+template <int kBN>
+__device__ __forceinline__ void store_fragment_f32(float* part, const float (&acc)[kBN / 2],
+                                                   long long row0, int r, int rows_left, int colb,
+                                                   int ncols) {
+#pragma unroll
+  for (int j = 0; j < kBN / 8; ++j) {
+    const int col = colb + 8 * j;
+    if (col < ncols) {
+      if (r < rows_left)
+        *reinterpret_cast<float2*>(part + (row0 + r) * ncols + col) =
+            make_float2(acc[4 * j], acc[4 * j + 1]);
+      if (r + 8 < rows_left)
+        *reinterpret_cast<float2*>(part + (row0 + r + 8) * ncols + col) =
+            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+/// The fragment's sum over splits slices of part (slice s at part + s * slice), in split order,
+/// into acc (elements outside (rows_left, ncols) end up meaningless; they are never stored).
+/// Predicated loads, no branches, so a slice's loads are all in flight together.
+template <int kBN>
+__device__ __forceinline__ void reduce_fragment_f32(float (&acc)[kBN / 2], const float* part,
+                                                    long long slice, int splits, long long row0,
+                                                    int r, int rows_left, int colb, int ncols) {
+  const bool in0 = r < rows_left, in1 = r + 8 < rows_left;
+  // Chunks of up to 16 column groups (64 registers of loads) keep kBN = 256 within the budget.
+  constexpr int kChunk = kBN / 8 < 16 ? kBN / 8 : 16;
+#pragma unroll
+  for (int j0 = 0; j0 < kBN / 8; j0 += kChunk) {
+    const float* p = part + (row0 + r) * ncols + colb + 8 * j0;
+#pragma unroll 1
+    for (int s = 0; s < splits; ++s, p += slice) {
+      float2 v[2 * kChunk];
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) {
+        const bool c = colb + 8 * (j0 + j) < ncols;
+        v[2 * j] = in0 && c ? __ldcg(reinterpret_cast<const float2*>(p + 8 * j)) : make_float2(0, 0);
+        v[2 * j + 1] = in1 && c ? __ldcg(reinterpret_cast<const float2*>(p + 8ll * ncols + 8 * j))
+                                : make_float2(0, 0);
+      }
+#pragma unroll
+      for (int j = 0; j < 2 * kChunk; ++j) {
+        float* a = acc + 4 * j0 + 2 * j;
+        a[0] = s == 0 ? v[j].x : a[0] + v[j].x;
+        a[1] = s == 0 ? v[j].y : a[1] + v[j].y;
+      }
+    }
+  }
+}
+
+// ---- sm_100a: one thread's row, 32 consecutive columns (a tcgen05.ld 32x32b.x32) ----
+
+/// Stores 32 fp32 (f) at dst (16-byte aligned), columns from col on, skipping 4-column pieces at
+/// or past ncols.
+__device__ __forceinline__ void store_row32_f32(float* dst, const float* f, int col, int ncols) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if (col + 4 * j < ncols) {
+      *reinterpret_cast<float4*>(dst + 4 * j) = make_float4(f[4 * j], f[4 * j + 1], f[4 * j + 2],
+                                                            f[4 * j + 3]);
+    }
+  }
+}
+
+/// f[0..32) = the sum over splits slices (slice s at src + s * slice) of 32 fp32, in split order
+/// (4-column pieces at or past ncols end up meaningless).
+__device__ __forceinline__ void reduce_row32_f32(float* f, const float* src, long long slice,
+                                                 int splits, int col, int ncols) {
+#pragma unroll 1
+  for (int s = 0; s < splits; ++s, src += slice) {
+    float4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      v[j] = col + 4 * j < ncols ? __ldcg(reinterpret_cast<const float4*>(src + 4 * j))
+                                 : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      f[4 * j] = s == 0 ? v[j].x : f[4 * j] + v[j].x;
+      f[4 * j + 1] = s == 0 ? v[j].y : f[4 * j + 1] + v[j].y;
+      f[4 * j + 2] = s == 0 ? v[j].z : f[4 * j + 2] + v[j].z;
+      f[4 * j + 3] = s == 0 ? v[j].w : f[4 * j + 3] + v[j].w;
+    }
+  }
+}
+
+/// Stores 32 fp32 (f) times sa * sb[i] as bf16 (RNE) at dst, columns from col on, in 8-column
+/// pieces (16 bytes; those at or past ncols skipped): the rowwise-scaled FP8 GEMM's output.
+__device__ __forceinline__ void store_row32_scaled_bf16(__nv_bfloat16* dst, const float* f,
+                                                        float sa, const float* sb, int col,
+                                                        int ncols) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (col + 8 * j < ncols) {
+      const float4 s0 = *reinterpret_cast<const float4*>(sb + 8 * j);
+      const float4 s1 = *reinterpret_cast<const float4*>(sb + 8 * j + 4);
+      const float* g = f + 8 * j;
+      uint4 v;
+      v.x = pack_bf16(g[0] * (sa * s0.x), g[1] * (sa * s0.y));
+      v.y = pack_bf16(g[2] * (sa * s0.z), g[3] * (sa * s0.w));
+      v.z = pack_bf16(g[4] * (sa * s1.x), g[5] * (sa * s1.y));
+      v.w = pack_bf16(g[6] * (sa * s1.z), g[7] * (sa * s1.w));
+      reinterpret_cast<uint4*>(dst)[j] = v;
+    }
+  }
+}
+
+}  // namespace ws
