@@ -228,14 +228,16 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
           args=(); [[ $set != - ]] && args+=(--set "$set")
           for kv in $knobs; do args+=(--knob "$kv"); done
           key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g")
-          $ws eval "$sp" "$sk" --no-hidden "${args[@]}" --json >"$OUT/sweep/$key.json" 2>/dev/null
+          # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default).
+          [[ ${SWEEP_HIDDEN:-0} == 1 ]] || args+=(--no-hidden)
+          $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
           python3 -c "
 import json,sys; j=json.load(open(sys.argv[1]))
 print(sys.argv[2], j.get('verdict'), ' '.join('%.2f' % c['timing']['median_us'] for c in j.get('cases', []) if 'timing' in c))" \
-            "$OUT/sweep/$key.json" "$key"
+            "$OUT/sweep/$sp$key.json" "$sp$key"
         done
       done
-      ( cd "$OUT" && tar czf sweep.tgz sweep && rm -rf sweep ) ;;
+      ( cd "$OUT" && tar czf "sweep-$sp.tgz" sweep && rm -rf sweep ) ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.
       for mode in strict off; do
