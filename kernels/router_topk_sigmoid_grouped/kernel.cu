@@ -1,8 +1,10 @@
 /* warpsmith:plan
-{ "knobs":  { "WARPS": [8, 4, 16, 2], "CTAS_PER_SM": [4, 2, 8, 16, 1048576],
-              "PREFETCH": [1, 0], "FAST_EXP": [0, 1], "MIN_WARPS_PER_SM": [0, 32] },
+{ "knobs":  { "WARPS": [8, 4, 16, 2], "CTAS_PER_SM": [4, 2, 3, 8, 16, 1048576],
+              "PREFETCH": [1, 0], "FAST_EXP": [0, 1], "MIN_WARPS_PER_SM": [0, 32, 24],
+              "CLUSTER": [1, 8] },
   "launch": [ { "kernel": "sm90_f32_router_topk_sigmoid_grouped",
-                "grid":  ["min(ceil_div(T, WARPS), num_sms * CTAS_PER_SM)"],
+                "grid":  ["round_up(min(ceil_div(T, WARPS), num_sms * CTAS_PER_SM), CLUSTER)"],
+                "cluster": ["CLUSTER"],
                 "block": ["32 * WARPS"], "smem": "min(NG - 1, 1) * 4 * WARPS * E",
                 "args":  ["logits", "bias", "idx", "w", "counts", "workspace", "T", "E", "K",
                           "NG", "TG", "SCALE_MILLI"] } ],
@@ -37,6 +39,24 @@
 // PREFETCH (double-buffer the next row), FAST_EXP (__expf in the sigmoid: about 1e-7 absolute,
 // inside the checker's 1e-6 near-tie margin), MIN_WARPS_PER_SM (cap the registers so that many
 // warps fit per SM). Not yet measured on the H200.
+// Occupancy (H200 first run, MIN_WARPS_PER_SM 0): the E > 512 capacity (32 slots) set the
+// registers of the whole kernel, 154 per thread on sm_90a, so 8 warps per SM were resident
+// while the grid asked for 32 (CTAS_PER_SM 4 x 8 warps): 4 waves of CTAs, each ending in the
+// counts flush, and a dependent chain of redux / shuffle / rescan per row with 2-4 warps per
+// scheduler to hide it. The capacities alone need (sm_90a, ptxas -v on single-capacity copies)
+// 48 / 40 / 55 / 66 / 94 / 146 registers for 1 / 2 / 4 / 8 / 16 / 32 slots, so MIN_WARPS_PER_SM 32 (now the
+// default: 64 registers, 4 CTAs of 8 warps per SM, the whole grid in one wave) costs spills only
+// in the E > 512 path; E 257-512 (S 9-16) spills 104 / 52 bytes at 64 registers (MIN_WARPS_PER_SM 24: 80 registers, none; pair it with CTAS_PER_SM 3). Expected at 16k tokens: latency hidden by 4x
+// (8 -> 32 warps per SM), toward the issue floor (about 900 warp instructions per row at E
+// 256, K 8: ~14 us at 124 rows per SM).
+// Decode (T 64: 8 CTAs): the counts flush is a serial chain of global round trips (reds into
+// the accumulator, a fence, the ticket atomic, the last CTA's fence and atomicExch), about
+// 2-3 us of the 11-12 us measured. CLUSTER 8 (knob; not yet run) launches the grid as clusters
+// of 8 CTAs: each CTA adds its non-zero bins into rank 0's shared histogram (mapa + red over
+// distributed shared memory) between two cluster barriers; a grid of one cluster (T <= 8 *
+// WARPS) writes counts straight from rank 0's shared memory, larger grids flush one histogram
+// per cluster through the accumulator (the ticket counts clusters). Expected at decode: the
+// chain becomes two cluster barriers (~0.5 us), about 1.5-2 us off.
 //
 // Evaluate: build/warpsmith eval router_topk_sigmoid_grouped
 //   kernels/router_topk_sigmoid_grouped/kernel.cu [--knob WARPS=4 ...];
@@ -61,8 +81,11 @@
 #ifndef FAST_EXP
 #define FAST_EXP 0
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1  // CTAs per cluster; > 1: histograms fold through distributed shared memory
+#endif
 #ifndef MIN_WARPS_PER_SM
-#define MIN_WARPS_PER_SM 0  // 0: let ptxas choose the registers
+#define MIN_WARPS_PER_SM 32  // 0: let ptxas choose the registers
 #endif
 
 namespace {
@@ -318,6 +341,31 @@ __device__ __forceinline__ void route_rows(const float* __restrict__ logits,
   }
 }
 
+// Cluster helpers (CLUSTER > 1): the CTAs of a cluster fold their histograms into rank 0's
+// through distributed shared memory; a grid of one cluster then writes counts directly, with no
+// global atomics, fence or ticket (the decode case: T = 64, 8 CTAs).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Adds v to the u32 at shared address `local` (this CTA's layout) in cluster CTA `rank`.
+__device__ __forceinline__ void cluster_red_add(unsigned local, unsigned rank, unsigned v) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("red.relaxed.cluster.shared::cluster.add.u32 [%0], %1;" ::"r"(remote), "r"(v)
+               : "memory");
+}
+
 }  // namespace
 
 // logits (T,E) f32, bias (E) f32, idx (T,K) i32, w (T,K) f32, counts (E) i32; workspace: ticket
@@ -334,6 +382,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   extern __shared__ float group_smem[];      // (WARPS,E) when NG > 1
   for (int e = threadIdx.x; e < E; e += Config::kThreads) hist[e] = 0;
   __syncthreads();
+  if constexpr (CLUSTER > 1) cluster_arrive_relaxed();  // this CTA's hist is zero
 
   RowShape rs{};
   rs.T = T;
@@ -363,12 +412,29 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   unsigned* ticket = workspace;
   int* acc = reinterpret_cast<int*>(workspace + 1);  // (E)
   __syncthreads();
+  if constexpr (CLUSTER > 1) {
+    cluster_wait();  // every hist of the cluster is zeroed (the arrive above)
+    const unsigned rank = cluster_rank();
+    if (rank != 0) {
+      const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(hist));
+      for (int e = threadIdx.x; e < E; e += Config::kThreads) {
+        if (hist[e] != 0) cluster_red_add(local + 4u * e, 0u, static_cast<unsigned>(hist[e]));
+      }
+    }
+    cluster_arrive_release();
+    cluster_wait();  // rank 0's hist holds the cluster's counts
+    if (rank != 0) return;
+    if (gridDim.x == CLUSTER) {  // one cluster: its counts are the counts
+      for (int e = threadIdx.x; e < E; e += Config::kThreads) counts[e] = hist[e];
+      return;
+    }
+  }
   for (int e = threadIdx.x; e < E; e += Config::kThreads) {
     if (hist[e] != 0) atomicAdd(&acc[e], hist[e]);
   }
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+  if (threadIdx.x == 0) is_last = atomicAdd(ticket, 1u) == gridDim.x / CLUSTER - 1;
   __syncthreads();
   if (is_last) {
     __threadfence();
