@@ -68,7 +68,9 @@ for stage in "$@"; do
         tail -3 "$OUT/$(basename "$t").log"
       done ;;
     hostile)
-      build/tests/hostile_gpu_test --gtest_brief=1 >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
+      # HOSTILE_FILTER: a gtest filter (e.g. '*g21*'); default every case but the soak.
+      build/tests/hostile_gpu_test --gtest_brief=1 --gtest_filter="${HOSTILE_FILTER:-*}" \
+        >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
     soak)
       WS_HOSTILE_SOAK=${SOAK_N:-500} WS_HOSTILE_SOAK_JOBS=${SOAK_JOBS:-1} build/tests/hostile_gpu_test \
@@ -224,7 +226,9 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}; sk=${SWEEP_KERNEL:-kernels/$sp/kernel.cu}
       IFS=';' read -ra settings <<<"${SWEEP:-}"
       for set in ${SWEEP_SETS:--}; do
-        for knobs in "" "${settings[@]}"; do
+        # SWEEP_CONTROL=0 leaves out the default setting (already measured in this run).
+        controls=(""); [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
+        for knobs in "${controls[@]}" "${settings[@]}"; do
           args=(); [[ $set != - ]] && args+=(--set "$set")
           for kv in $knobs; do args+=(--knob "$kv"); done
           key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g")
