@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""The hand-tuned set's table: `warpsmith eval --json` results of kernels/<problem>/kernel.cu (the
+`kernels` and `sweep` stages of scripts/gpu_session.sh) beside the peers (bench/peers/*.py JSON).
+
+Usage: kernel_table.py --run LABEL=DIR [--run ...] [--json OUT] [--markdown OUT]
+  DIR holds eval JSON (any *.json with "problem" and "cases") and peer JSON (*.peers.json) at any
+  depth. A later --run's figures replace an earlier one's for the same kernel setting.
+
+Per problem and parameter setting the row shows the evaluation whose knobs are today's defaults
+(the first value of each knob in the kernel's plan); where no run used them, the latest one, marked.
+A peer matches a bench shape when every number in its shape key is one of the shape's values
+(bench/peers/*.py name shapes their own way); the best peer is the fastest protocol time among
+every peer and mode of that shape and setting. ratio = best peer time / ours (above 1: ours wins).
+"""
+import argparse, glob, json, math, os, re, sys
+from collections import Counter
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def default_knobs(problem):
+    try:
+        with open(os.path.join(ROOT, "kernels", problem, "kernel.cu")) as f:
+            src = f.read()
+        plan = json.loads(src.split("warpsmith:plan", 1)[1].split("*/", 1)[0])
+        return {k: v[0] for k, v in plan.get("knobs", {}).items()}
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def load(paths):
+    evals, peers = {}, {}
+    for label, d in paths:
+        for path in sorted(glob.glob(os.path.join(d, "**", "*.json"), recursive=True)):
+            try:
+                with open(path) as f:
+                    j = json.load(f)
+            except (OSError, ValueError):
+                continue  # a run cut short leaves empty files
+            if path.endswith(".peers.json"):
+                problem = os.path.basename(path)[:-len(".peers.json")]
+                peers[problem] = dict(j, run=label)
+            elif isinstance(j, dict) and "problem" in j and "cases" in j:
+                hidden = any(c.get("kind") == "hidden" for c in j["cases"])
+                key = (j["problem"], json.dumps(j.get("params", {}), sort_keys=True),
+                       json.dumps(j.get("knobs", {}), sort_keys=True), hidden)
+                evals.pop(key, None)  # keep the dict in run order: the latest last
+                evals[key] = dict(j, run=label, file=os.path.relpath(path, d))
+    return evals, peers
+
+
+def peer_leaves(node, path=()):
+    """(path, microseconds) for every protocol time in a peer shape entry."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k.endswith("protocol_us") and isinstance(v, (int, float)):
+                yield path + ((k[:-len("protocol_us")].rstrip("_") or None),), float(v)
+            else:
+                yield from peer_leaves(v, path + (k,))
+
+
+def matching_peers(peer_json, shape, params):
+    """{peer label: fastest protocol us} of the peer entries for this shape and setting."""
+    values = Counter(v for v in shape.values() if isinstance(v, int))
+    param_values = set(str(v) for v in params.values())
+    found = {}
+    for key, entry in peer_json.get("shapes", {}).items():
+        nums = Counter(int(n) for n in re.findall(r"\d+", key))
+        if not nums or nums - values:
+            continue
+        # A setting word in the key (form=wgrad) must be ours.
+        words = set(re.findall(r"=([a-z]+)", key))
+        if words - param_values:
+            continue
+        for path, us in peer_leaves(entry):
+            named = [p for p in path if p]
+            # A path element that names another setting of ours (rceil vs floor) is not ours.
+            if any(p in ALL_PARAM_VALUES and p not in param_values for p in named):
+                continue
+            label = " ".join(p for p in named if p not in param_values and p != "default") or "peer"
+            found[label] = min(us, found.get(label, us))
+    return found
+
+
+ALL_PARAM_VALUES = set()
+
+
+def gemm_flops(shape):
+    """2*M*N*K where the shape is a GEMM's (M, N, K and maybe E), else None."""
+    if {"M", "N", "K"} <= set(shape) and set(shape) <= {"M", "N", "K", "E"}:
+        return 2 * shape["M"] * shape["N"] * shape["K"]
+    return None
+
+
+def gemm_lines(rows):
+    """The GEMM table: our TF/s beside every peer's, with the ratio to each."""
+    lines = ["| problem | setting | shape | verdict | ours us | ours TF/s | of SOL | peers: TF/s "
+             "(peer time / ours: above 1, ours wins) | run |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "tflops" not in r:
+            continue
+        flops = r["tflops"] * r["us"] * 1e6
+        peers = "; ".join(f"{k} {flops / us / 1e6:.0f} ({us / r['us']:.2f}x)"
+                          for k, us in sorted(r.get("peers", {}).items()))
+        setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
+        shape = " ".join(f"{k}{v}" for k, v in r["shape"].items())
+        lines.append(f"| {r['problem']} | {setting} | {shape} | {r['case_verdict']} | "
+                     f"{r['us']:.1f} | {r['tflops']:.0f} | {r.get('of_sol', 0):.2f} | {peers} | "
+                     f"{r['run']} |")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--run", action="append", default=[], required=True)
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    ap.add_argument("--gemm", action="store_true", help="the GEMM table (TF/s, every peer)")
+    a = ap.parse_args()
+    runs = [r.split("=", 1) for r in a.run]
+    evals, peers = load(runs)
+    for problem in {k[0] for k in evals}:
+        spec = os.path.join(ROOT, "problems", problem, "spec.json")
+        if os.path.exists(spec):
+            with open(spec) as f:
+                for p in json.load(f).get("params", {}).values():
+                    ALL_PARAM_VALUES.update(str(v) for v in p["values"])
+    chosen = {}
+    # Per setting: today's default knobs first, then an evaluation with hidden shapes (the
+    # complete verdict), then the latest.
+    for (problem, params, knobs, hidden), j in evals.items():
+        defaults = default_knobs(problem)
+        # A knob the evaluation does not list was added after it ran, at its first value.
+        is_default = defaults is not None and all(
+            j.get("knobs", {}).get(k, v) == v for k, v in defaults.items())
+        rank = (is_default, hidden)
+        cur = chosen.get((problem, params))
+        if cur is None or rank >= cur[1]:
+            chosen[(problem, params)] = (j, rank)
+    rows = []
+    for (problem, params), (j, (is_default, _)) in sorted(chosen.items()):
+        p = json.loads(params)
+        for c in j["cases"]:
+            if c.get("kind") != "bench":
+                continue
+            us = c.get("timing", {}).get("median_us")
+            row = {"problem": problem, "params": p, "shape": c.get("shape"), "verdict": j["verdict"],
+                   "case_verdict": c.get("verdict"), "us": us, "sol_us": c.get("sol_us"),
+                   "knobs": j.get("knobs"), "default_knobs": is_default, "run": j["run"]}
+            if us and c.get("sol_us"):
+                row["of_sol"] = c["sol_us"] / us
+            found = matching_peers(peers.get(problem, {}), c.get("shape") or {}, p)
+            if found and us:
+                label = min(found, key=found.get)
+                row.update(peers=found, peer=label, peer_us=found[label],
+                           peer_run=peers[problem]["run"], ratio=found[label] / us)
+            flops = gemm_flops(c.get("shape") or {})
+            if flops and us:
+                row["tflops"] = flops / us / 1e6
+            rows.append(row)
+    sweeps = [{"problem": k[0], "params": json.loads(k[1]), "knobs": j.get("knobs"),
+               "verdict": j["verdict"], "geomean_us": j.get("geomean_us"), "run": j["run"],
+               "hidden": k[3]}
+              for k, j in sorted(evals.items())]
+    out = {"runs": dict(runs), "rows": rows, "evaluations": sweeps}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    lines = ["| problem | setting | shape | verdict | ours us | of SOL | best peer | peer us | ratio | run |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
+        shape = " ".join(f"{k}{v}" for k, v in (r["shape"] or {}).items())
+        f = lambda x, d=1: "" if x is None else f"{x:.{d}f}"
+        mark = "" if r["default_knobs"] else " (other knobs)"
+        lines.append(f"| {r['problem']}{mark} | "
+                     f"{setting} | {shape} | {r['case_verdict']} | {f(r['us'])} | "
+                     f"{f(r.get('of_sol'), 2)} | {r.get('peer', '')} | {f(r.get('peer_us'))} | "
+                     f"{f(r.get('ratio'), 2)} | {r['run']} |")
+    if a.gemm:
+        lines = gemm_lines(rows)
+    text = "\n".join(lines) + "\n"
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
