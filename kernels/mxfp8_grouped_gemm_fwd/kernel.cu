@@ -29,7 +29,7 @@
 //  - sm_90a STRATEGY=1 (§9.2 B, the exact path): warps 1-3 dequantize each raw E4M3
 //    k-block of 64 into bf16 * 2^(S-127) (cvt e4m3x2 -> f16x2 -> fp32 * scale -> bf16x2: exact)
 //    in 128-byte-swizzled tiles; consumer warpgroups 1-2 run HGMMA m64nBNk16, fp32 accumulate.
-//  - sm_90a STRATEGY=0 (the default: 1.8x STRATEGY=1 on the H200; §9.2 A): TMA E4M3 k-blocks
+//  - sm_90a STRATEGY=0 (the default: 1.6x STRATEGY=1 on the H200; §9.2 A): TMA E4M3 k-blocks
 //    of 128 (SW128); warps 1-3 stage the scales as fp32; consumers issue one QGMMA m64nBNk32
 //    per MX block into a fresh fragment (scale-d = 0) and promote acc += (part * sa) * sb while
 //    the next block's QGMMA runs (two fragments).
