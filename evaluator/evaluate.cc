@@ -675,8 +675,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       while (sets > 2 && sets * in_bytes > (int64_t{24} << 30)) --sets;
       for (int64_t s = 1; s < sets; ++s) pc.seeds.push_back(SecureRandom64());
       double est_us = pc.cost.sol_us > 0 ? pc.cost.sol_us : pc.cost.bytes / 2e12 * 1e6;
-      int iters = opts.timing_iterations > 0
-                      ? opts.timing_iterations
+      int iters = req.timing_iterations > 0
+                      ? req.timing_iterations
                       : static_cast<int>(std::clamp(300000.0 / std::max(est_us, 1.0), 20.0, 200.0));
       // The last timed run must not reuse input set 0 (the check run's): a kernel that kept the
       // check run's inputs or outputs (by pointer or in a global) then fails the last run's check.

@@ -220,6 +220,8 @@ struct EvalRequest {
   bool compile_only = false;
   bool time_bench = true;                      // time the bench shapes
   bool include_hidden = true;
+  int timing_iterations = 0;                   // timed launches per bench shape; 0: chosen from
+                                               // the speed-of-light time (the ranked protocol)
   std::optional<DeviceCeilings> ceilings;      // for speed-of-light
   std::optional<DeviceInfo> device;            // from ProbeDevice; probed here when empty
   /// Deep mode: after an ok verdict, run the test shapes again (untimed) under compute-sanitizer
@@ -268,7 +270,6 @@ struct EvaluatorOptions {
   double startup_timeout_s = 30;               // runner start-up allowance (module loads, NVRTC)
   double case_timeout_s = 5;                   // added per correctness case to the runner's limit
   double compile_timeout_s = 60;
-  int timing_iterations = 0;                   // 0: chosen from the speed-of-light time
   bool keep_scratch = false;                   // keep runner dumps (for debugging)
   std::string compute_sanitizer;               // deep mode; default: FindComputeSanitizer()
   double deep_time_factor = 20;                // a sanitizer run's allowance per case, in

@@ -239,6 +239,7 @@ std::string JobSpecJson(const JobSpec& s) {
               {"compile_only", s.compile_only},
               {"time_bench", s.time_bench},
               {"include_hidden", s.include_hidden},
+              {"timing_iterations", s.timing_iterations},
               {"deep", s.deep},
               {"ceilings", ceilings},
               {"device", s.device ? DeviceJson(*s.device) : json(nullptr)},
@@ -268,6 +269,7 @@ Result<JobSpec> ParseJobSpec(const std::string& text) {
     s.compile_only = j.value("compile_only", false);
     s.time_bench = j.value("time_bench", true);
     s.include_hidden = j.value("include_hidden", true);
+    s.timing_iterations = j.value("timing_iterations", 0);
     s.deep = j.value("deep", false);
     for (const auto& c : j.value("ceilings", json::array())) s.ceilings.push_back(CeilingsFrom(c));
     if (j.contains("device") && j["device"].is_object())
@@ -323,6 +325,7 @@ JobSpec JobFromRequest(const EvalRequest& req, JobKind kind, const std::string& 
   s.compile_only = req.compile_only || kind == JobKind::kCompile;
   s.time_bench = req.time_bench;
   s.include_hidden = req.include_hidden;
+  s.timing_iterations = req.timing_iterations;
   s.deep = req.deep;
   if (req.ceilings)
     s.ceilings.push_back(*req.ceilings);
@@ -366,6 +369,7 @@ JobResult RunJobInProcess(const JobSpec& spec, const EvaluatorOptions& base,
   req.compile_only = spec.compile_only || spec.kind == JobKind::kCompile;
   req.time_bench = spec.time_bench;
   req.include_hidden = spec.include_hidden;
+  req.timing_iterations = spec.timing_iterations;
   req.deep = spec.deep;
   EvaluatorOptions opts = base;
   if (!spec.workspace.empty())

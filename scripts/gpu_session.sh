@@ -106,7 +106,10 @@ for stage in "$@"; do
           for which in baseline starting; do
             file=$base; [[ $which == starting ]] && file=problems/$p/$(python3 -c "
 import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') or s['baseline'])" "$spec")
-            timeout 150 $ws eval "$p" "$file" "${sets[@]}" --json \
+            # PROBLEM_ITERS timed launches per bench shape (0: the protocol's own count): the
+            # table needs medians, not a ranking, and naive baselines run 100x under SOL.
+            iters=(); [[ ${PROBLEM_ITERS:-20} != 0 ]] && iters=(--iterations "${PROBLEM_ITERS:-20}")
+            timeout 150 $ws eval "$p" "$file" "${sets[@]}" "${iters[@]}" --json \
               >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
             echo "$(date -u +%T) eval $key $which: rc $? $(verdict "$OUT/problems/$key.$which.json")"
           done

@@ -241,6 +241,36 @@ TEST_F(CampaignTest, TunerCampaignCompileOnlyEndToEnd) {
   EXPECT_TRUE(CampaignStatusText(*store, *id).ok());
 }
 
+// A run timed with other than the protocol's iteration count (`eval --iterations`, for quick
+// tables of slow baselines) is kept but never ranked; the same result timed by the protocol is.
+TEST_F(CampaignTest, ResultsTimedOutsideTheProtocolAreNotRanked) {
+  auto spec = LoadProblem(kSourceDir + "/problems/mxfp8_quantize_rowwise/spec.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  fs::create_directories(dir_ / "ws");
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EvalRequest req;
+  req.spec = &*spec;
+  req.source = kKnobKernel;
+  req.include_hidden = true;
+  EvalResult r;
+  r.verdict = Verdict::kOk;
+  r.device = FakeDevice();
+  r.ran_on_gpu = true;
+  r.geomean_us = 100;
+  r.sol_fraction = 0.9;
+  req.timing_iterations = 20;
+  auto quick = RecordEvaluation(*store, req, r, RecordContext{}, 1);
+  ASSERT_TRUE(quick.ok()) << quick.status().message();
+  EXPECT_FALSE(quick->ranked);
+  EXPECT_TRUE(store->Leaderboard("")->empty());
+  req.timing_iterations = 0;
+  auto full = RecordEvaluation(*store, req, r, RecordContext{}, 1);
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_TRUE(full->ranked);
+  EXPECT_EQ(store->Leaderboard("")->size(), 1u);
+}
+
 // The planner with a fake evaluator: the problem far from speed-of-light gets most of the
 // budget, the tuner finds the fake cost model's optimum, and only evaluations with hidden shapes
 // are ranked.
