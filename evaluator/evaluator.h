@@ -46,6 +46,7 @@ struct PlanLaunch {
   std::string smem = "0";
   std::vector<PlanArg> args;
   bool pdl = false;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+  std::string when;  // launched only where this is nonzero; empty: always
 };
 
 /// A TMA descriptor over a whole contiguous row-major tensor (docs/problem-format.md).

@@ -16,7 +16,7 @@ constexpr std::string_view kPlanTag = "warpsmith:plan";
 const std::set<std::string, std::less<>> kPlanKeys = {"knobs", "launch", "workspace", "problem",
                                                       "tensor_maps"};
 const std::set<std::string, std::less<>> kLaunchKeys = {"kernel", "grid", "block", "cluster",
-                                                        "smem", "args", "pdl"};
+                                                        "smem", "args", "pdl", "when"};
 const std::set<std::string, std::less<>> kTensorMapKeys = {
     "tensor", "dims", "box", "element_strides", "swizzle", "oob_fill", "l2_promotion"};
 constexpr size_t kMaxTensorMaps = 16;
@@ -245,6 +245,9 @@ Result<Plan> ParsePlanJson(const json& root) {
       if (!l["pdl"].is_boolean()) return Status::Error("{}.pdl: expected true or false", base);
       pl.pdl = l["pdl"].get<bool>();
     }
+    if (l.contains("when")) {
+      WS_ASSIGN_OR_RETURN(pl.when, ExprField(l["when"], base + ".when"));
+    }
     if (!l.contains("args") || !l["args"].is_array()) {
       return Status::Error("{}.args: expected an array", base);
     }
@@ -406,6 +409,7 @@ Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
     WS_RETURN_IF_ERROR(check_dims(l.block, "block"));
     WS_RETURN_IF_ERROR(check_dims(l.cluster, "cluster"));
     WS_RETURN_IF_ERROR(CheckExpr(l.smem, base + ".smem", names));
+    if (!l.when.empty()) WS_RETURN_IF_ERROR(CheckExpr(l.when, base + ".when", names));
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
       const PlanArg& a = l.args[ai];
       std::string field = fmt::format("{}.args[{}]", base, ai);
@@ -474,6 +478,11 @@ Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, cons
   for (size_t li = 0; li < plan.launches.size(); ++li) {
     const PlanLaunch& l = plan.launches[li];
     std::string base = fmt::format("launch[{}]", li);
+    if (!l.when.empty()) {
+      // A launch for other shapes (a small-M path, say) is left out here, geometry and all.
+      WS_ASSIGN_OR_RETURN(int64_t on, eval(l.when, base + ".when"));
+      if (on == 0) continue;
+    }
     ResolvedLaunch rl;
     rl.kernel = l.kernel;
     auto dims = [&](const std::vector<std::string>& exprs, int64_t* dst, const char* what,
@@ -533,6 +542,9 @@ Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, cons
     }
     rl.pdl = l.pdl;
     out.launches.push_back(std::move(rl));
+  }
+  if (out.launches.empty()) {
+    return Status::Error("launch: no launch's \"when\" holds at this shape, so nothing would run");
   }
   WS_ASSIGN_OR_RETURN(out.workspace_bytes, eval(plan.workspace_bytes, "workspace.bytes"));
   if (out.workspace_bytes < 0 || out.workspace_bytes > limits.max_workspace) {

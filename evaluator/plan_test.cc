@@ -57,6 +57,56 @@ TEST(PlanTest, DefaultKnobIsTheFirstValue) {
   EXPECT_EQ(rp->launches[0].grid[0], 10);
 }
 
+// "when" picks launches by shape: the small-M path below M = 64, the main kernel from there;
+// a skipped launch is left out whole (its grid may be 0 there), and no launch at all is an error.
+TEST(PlanTest, WhenPicksLaunchesByShape) {
+  constexpr char kTwoPaths[] = R"P(/* warpsmith:plan
+{ "knobs": { "SMALL": [64, 0] },
+  "launch": [ { "kernel": "small", "grid": ["ceil_div(M, 8) * (M < SMALL)"], "block": [128],
+                "when": "M < SMALL", "args": ["x", "q", "scales", "M", "K"] },
+              { "kernel": "big", "grid": ["ceil_div(M, 128)"], "block": [256], "pdl": true,
+                "when": "M >= SMALL", "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void small() {}
+extern "C" __global__ void big() {}
+)P";
+  auto plan = ParsePlan(kTwoPaths);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ProblemSpec spec = QuantizeSpec();
+  ASSERT_TRUE(ValidatePlan(*plan, spec).ok());
+  auto small = ResolvePlan(*plan, spec, {{"M", 16}, {"K", 64}}, {}, {});
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  ASSERT_EQ(small->launches.size(), 1u);
+  EXPECT_EQ(small->launches[0].kernel, "small");
+  EXPECT_EQ(small->launches[0].grid[0], 2);
+  auto big = ResolvePlan(*plan, spec, {{"M", 1000}, {"K", 64}}, {}, {});
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  ASSERT_EQ(big->launches.size(), 1u);
+  EXPECT_EQ(big->launches[0].kernel, "big");
+  EXPECT_EQ(big->launches[0].grid[0], 8);
+  // With the small path switched off every shape takes the big kernel.
+  auto off = ResolvePlan(*plan, spec, {{"M", 16}, {"K", 64}}, {{"SMALL", 0}}, {});
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off->launches[0].kernel, "big");
+
+  std::string none = kTwoPaths;
+  none.replace(none.find("\"M >= SMALL\""), 12, "\"M > 4096\"");
+  auto gap = ParsePlan(none);
+  ASSERT_TRUE(gap.ok()) << gap.status().message();
+  auto r = ResolvePlan(*gap, spec, {{"M", 100}, {"K", 64}}, {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing would run"), std::string::npos)
+      << r.status().message();
+  // Its expression is checked like any other: unknown names are plan errors.
+  std::string unknown = kTwoPaths;
+  unknown.replace(unknown.find("\"M < SMALL\", \"args\""), 11, "\"M < BIGGS\"");
+  auto bad = ParsePlan(unknown);
+  ASSERT_TRUE(bad.ok()) << bad.status().message();
+  Status v = ValidatePlan(*bad, spec);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.message().find("launch[0].when"), std::string::npos) << v.message();
+}
+
 struct BadPlan {
   const char* body;
   const char* expected;  // a substring of the error

@@ -736,9 +736,21 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
   out += "  }\n";
   WS_ASSIGN_OR_RETURN(std::string maps, TensorMapCode(it));
   out += maps;
+  const bool conditional = std::any_of(it.plan.launches.begin(), it.plan.launches.end(),
+                                       [](const PlanLaunch& l) { return !l.when.empty(); });
+  if (conditional) out += "  bool launched = false;  // some launch has run (PDL may follow it)\n";
   for (size_t li = 0; li < it.plan.launches.size(); ++li) {
     const PlanLaunch& l = it.plan.launches[li];
     const std::string where = fmt::format("launch[{}] ({})", li, l.kernel);
+    if (!l.when.empty()) {
+      // As in ResolvePlan: a launch whose "when" is 0 at this shape is left out.
+      WS_ASSIGN_OR_RETURN(std::string w, ExprToCpp(l.when));
+      out += fmt::format(
+          "  const bool run_{0} = ({1}) != 0;\n"
+          "  if (e.error != nullptr) return wsd::Error(\"{2}\", {3}, e.error);\n"
+          "  if (run_{0})\n",
+          li, w, fn, CString(where + ".when"));
+    }
     out += fmt::format("  {{  // {}\n    wsd::Launch l;\n", CommentText(where));
     auto dims = [&](const std::vector<std::string>& exprs, const char* what) -> Status {
       for (size_t d = 0; d < exprs.size(); ++d) {
@@ -753,7 +765,11 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
     WS_ASSIGN_OR_RETURN(std::string smem, ExprToCpp(l.smem));
     out += fmt::format("    l.smem = {};\n", smem);
     // As in the runner: the first launch must not overlap the caller's earlier stream work.
-    if (l.pdl && li > 0) out += "    l.pdl = true;\n";
+    if (l.pdl && conditional) {
+      out += "    l.pdl = launched;\n";
+    } else if (l.pdl && li > 0) {
+      out += "    l.pdl = true;\n";
+    }
     std::vector<std::string> arg_refs;
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
       const PlanArg& a = l.args[ai];
@@ -785,9 +801,15 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
         "    if (e.error != nullptr) return wsd::Error(\"{0}\", {1}, e.error);\n"
         "    void* args[] = {{{2}}};\n"
         "    err = wsd::LaunchKernel(\"{0}\", {1}, {3}(), l, args, stream);\n"
-        "    if (err != cudaSuccess) return err;\n  }}\n",
+        "    if (err != cudaSuccess) return err;\n{4}  }}\n",
         fn, CString(where), arg_refs.empty() ? "nullptr" : Join(arg_refs, ", "),
-        KernelSymbol(it, kernel_index));
+        KernelSymbol(it, kernel_index), conditional ? "    launched = true;\n" : "");
+  }
+  if (conditional) {
+    out += fmt::format(
+        "  if (!launched) return wsd::Error(\"{}\", \"launch\", \"no launch's when holds at this "
+        "shape\");\n",
+        fn);
   }
   out += "  return cudaSuccess;\n}\n\n}  // namespace warpsmith\n";
   return out;
@@ -2006,7 +2028,15 @@ std::string PlanJson(const Plan& plan) {
         {"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}, {"smem", l.smem}, {"args", a}};
     if (!l.cluster.empty())
       lj["cluster"] = l.cluster;
+    if (l.pdl) lj["pdl"] = true;
+    if (!l.when.empty()) lj["when"] = l.when;
     j["launch"].push_back(lj);
+  }
+  for (const auto& [name, m] : plan.tensor_maps) {
+    json mj = {{"tensor", m.tensor}, {"dims", m.dims}, {"box", m.box}, {"swizzle", m.swizzle},
+               {"oob_fill", m.oob_nan ? "nan" : "zero"}, {"l2_promotion", m.l2_promotion}};
+    if (!m.element_strides.empty()) mj["element_strides"] = m.element_strides;
+    j["tensor_maps"][name] = mj;
   }
   j["workspace"] = {{"bytes", plan.workspace_bytes}, {"zero", plan.workspace_zero}};
   return j.dump(2);

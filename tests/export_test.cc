@@ -146,6 +146,47 @@ class ExportTest : public testing::Test {
     ASSERT_EQ(rec->ranked, ranked);
   }
 
+  // Records `source` as an unverified bf16_gemm kernel, exports it as a CMake package under
+  // OUT_NAME and returns its generated launcher, after checking it compiles as plain C++ (-Wall).
+  std::string ExportBf16GemmLauncher(const std::string& source, const std::string& out_name) {
+    const std::string file = (dir_ / (out_name + ".cu")).string();
+    auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/bf16_gemm/spec.json");
+    auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
+    if (!WriteFileAtomic(file, source).ok() || !spec.ok() || !store.ok()) {
+      ADD_FAILURE() << "setting up " << file;
+      return "";
+    }
+    EvalRequest req;
+    req.spec = &*spec;
+    req.source = source;
+    req.arch = Arch::kSm90a;
+    req.compile_only = true;
+    EvalResult r;
+    r.verdict = Verdict::kNotRun;
+    RecordContext ctx;
+    ctx.origin = "file:" + file;
+    EXPECT_TRUE(RecordEvaluation(**store, req, r, ctx, 0).ok());
+    store->reset();  // the export below opens the store itself
+    const fs::path out = dir_ / out_name;
+    Proc x = Warpsmith({"export", "--problem", "bf16_gemm", "--include-unverified", "--out",
+                        out.string(), "--format", "cmake"});
+    EXPECT_EQ(x.exit_code, 0) << x.out << x.err;
+    auto manifest = ReadFile((out / "MANIFEST.json").string());
+    auto m = json::parse(manifest.ok() ? *manifest : std::string("{}"));
+    if (m["kernels"].size() != 1u) {
+      ADD_FAILURE() << "expected one exported kernel: " << m.dump();
+      return "";
+    }
+    const std::string fn = m["kernels"][0]["function"].get<std::string>();
+    const fs::path launcher = out / "src" / (fn + ".launch.cc");
+    Proc cc = Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-Wall", "-I",
+                    (out / "include").string(), "-I", "/usr/local/cuda/include",
+                    launcher.string(), (out / "src" / "common.cc").string()});
+    EXPECT_EQ(cc.exit_code, 0) << cc.err.substr(0, 5000);
+    auto text = ReadFile(launcher.string());
+    return text.ok() ? *text : std::string();
+  }
+
   std::string TunedKernel() const {
     return std::string(WS_SOURCE_DIR) + "/kernels/" + kProblem + "/kernel.cu";
   }
@@ -639,33 +680,7 @@ extern "C" __global__ void tma_gemm(const __grid_constant__ CUtensorMap tma_a,
                                     const __grid_constant__ CUtensorMap tma_b,
                                     __nv_bfloat16* d, int M, int N, int K) {}
 )CU";
-  const std::string file = (dir_ / "tma_gemm.cu").string();
-  ASSERT_TRUE(WriteFileAtomic(file, source).ok());
-  {
-    auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/bf16_gemm/spec.json");
-    ASSERT_TRUE(spec.ok()) << spec.status().message();
-    auto store = Store::Open((dir_ / "ws" / "warpsmith.db").string());
-    ASSERT_TRUE(store.ok());
-    EvalRequest req;
-    req.spec = &*spec;
-    req.source = source;
-    req.arch = Arch::kSm90a;
-    req.compile_only = true;
-    EvalResult r;
-    r.verdict = Verdict::kNotRun;
-    RecordContext ctx;
-    ctx.origin = "file:" + file;
-    ASSERT_TRUE(RecordEvaluation(**store, req, r, ctx, 0).ok());
-  }
-  const fs::path out = dir_ / "tma";
-  Proc x = Warpsmith({"export", "--problem", "bf16_gemm", "--include-unverified", "--out",
-                      out.string(), "--format", "cmake"});
-  ASSERT_EQ(x.exit_code, 0) << x.out << x.err;
-  auto m = json::parse(ReadFile((out / "MANIFEST.json").string()).value());
-  ASSERT_EQ(m["kernels"].size(), 1u);
-  const std::string fn = m["kernels"][0]["function"].get<std::string>();
-  const fs::path launcher = out / "src" / (fn + ".launch.cc");
-  const std::string text = ReadFile(launcher.string()).value();
+  const std::string text = ExportBf16GemmLauncher(source, "tma");
   EXPECT_NE(text.find("wsd::EncodeTensorMap"), std::string::npos) << text;
   EXPECT_NE(text.find("&map_tma_a, &map_tma_b"), std::string::npos) << text;
   EXPECT_NE(text.find("CU_TENSOR_MAP_SWIZZLE_128B"), std::string::npos) << text;
@@ -674,10 +689,31 @@ extern "C" __global__ void tma_gemm(const __grid_constant__ CUtensorMap tma_a,
   EXPECT_NE(pdl, std::string::npos) << text;
   EXPECT_EQ(text.find("l.pdl = true", pdl + 1), std::string::npos) << text;
   EXPECT_LT(text.find("launch[1]"), pdl) << text;
-  Proc cc = Exec({"/usr/bin/c++", "-std=c++17", "-fsyntax-only", "-Wall", "-I",
-                  (out / "include").string(), "-I", "/usr/local/cuda/include",
-                  launcher.string(), (out / "src" / "common.cc").string()});
-  EXPECT_EQ(cc.exit_code, 0) << cc.err.substr(0, 5000);
+}
+
+// Launches with "when": each is guarded by its condition, PDL only follows a launch that ran,
+// and a shape where none runs is an error, not a silent success with unwritten outputs.
+TEST_F(ExportTest, ConditionalLaunchersCompile) {
+  const std::string source = R"CU(/* warpsmith:plan
+{ "knobs": { "SPLIT_M": [128, 0] },
+  "launch": [ { "kernel": "small_m", "grid": ["ceil_div(N, 64)"], "block": [128],
+                "when": "M <= SPLIT_M", "args": ["a", "b", "d", "M", "N", "K"] },
+              { "kernel": "big_m", "grid": ["ceil_div(N, 128)", "ceil_div(M, 128)"],
+                "block": [256], "pdl": true, "when": "M > SPLIT_M",
+                "args": ["a", "b", "d", "M", "N", "K"] } ] }
+*/
+#include <cuda_bf16.h>
+extern "C" __global__ void small_m(const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                   __nv_bfloat16* d, int M, int N, int K) {}
+extern "C" __global__ void big_m(const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                 __nv_bfloat16* d, int M, int N, int K) {}
+)CU";
+  const std::string text = ExportBf16GemmLauncher(source, "when");
+  EXPECT_NE(text.find("const bool run_0 = "), std::string::npos) << text;
+  EXPECT_NE(text.find("const bool run_1 = "), std::string::npos) << text;
+  EXPECT_NE(text.find("l.pdl = launched;"), std::string::npos) << text;
+  EXPECT_EQ(text.find("l.pdl = true"), std::string::npos) << text;
+  EXPECT_NE(text.find("if (!launched)"), std::string::npos) << text;
 }
 
 TEST(TimeWithinSpreadTest, UsesTheLargerOfTheSpreads) {
