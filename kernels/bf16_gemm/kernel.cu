@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8] },
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
+             "EPI": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -18,7 +19,7 @@
               { "kernel": "sm90_sm100_bf16_gemm_tma", "pdl": true,
                 "grid": ["max(1, (M > SPLIT_M) * min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 230400 / (16384 + 128 * BN)) * (16384 + 128 * BN) + 2048",
+                "smem": "min(STAGES, (230400 - EPI * (256 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (256 * BN + 2048) + 2048",
                 "args": ["tma_a", "tma_b", "d", "(M > SPLIT_M) * M", "N", "K"] } ] }
 */
 // Dense BF16 GEMM, hand-tuned: d [M,N] = a [M,K] * b [N,K]^T, bf16 in and out, fp32 accumulation.
@@ -52,6 +53,8 @@
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+// warpsmith:sass sm_90a EPI=1: HGMMA UTMALDG UBLKCP
+// warpsmith:sass sm_100a EPI=1: UTCHMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
@@ -70,6 +73,9 @@
 #ifndef SBN
 #define SBN 128
 #endif
+#ifndef EPI
+#define EPI 0
+#endif
 
 namespace {
 
@@ -83,12 +89,22 @@ struct Config {
   static constexpr int kBBytes = kBN * kBK * 2;  // (BN,BK) bf16, 128B-swizzled
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kSmemCap = 227 * 1024 - 2048;  // 230400, the plan's cap (barriers, align)
-  static constexpr int kStages = STAGES < kSmemCap / kStageBytes ? STAGES : kSmemCap / kStageBytes;
+  // EPI = 1 (sm_90a): per consumer warpgroup, 64 staged bf16 output rows of 2*BN + 16 bytes (the
+  // pad makes the fragment writes conflict-free), after the ring.
+  static constexpr int kEpi = EPI;
+  static constexpr int kOutPitch = 2 * kBN + 16;
+  static constexpr int kEpiWgBytes = 64 * kOutPitch;
+  static constexpr int kEpiBytes = EPI ? 2 * kEpiWgBytes : 0;  // = EPI * (256 * BN + 2048)
+  static constexpr int kStages = STAGES < (kSmemCap - kEpiBytes) / kStageBytes
+                                     ? STAGES
+                                     : (kSmemCap - kEpiBytes) / kStageBytes;
   static constexpr int kGroupM = GROUP_M;
   static constexpr int kAccCols = ws::tmem_columns(2 * kBN);  // double-buffered accumulator
 };
 static_assert(Config::kBN % 64 == 0 && Config::kBN <= 256, "BN: 64..256 in steps of 64");
 static_assert(Config::kStages >= 2, "at least two stages fit");
+static_assert(Config::kEpi == 0 || Config::kEpi == 1, "EPI: 0 or 1");
+static_assert(Config::kEpiBytes == Config::kEpi * (256 * Config::kBN + 2048), "the plan's smem");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
 // The split-K kernel's tiles: 128 x SBN, as deep a ring as fits (up to 8 stages).
@@ -118,6 +134,82 @@ constexpr uint32_t kIdescSplit =
 
 }  // namespace
 
+#if EPI != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// sm_90a consumer warpgroup cw (rows 64*cw.. of each 128 x BN tile) with EPI = 1: today's main
+// loop, then a staged epilogue: each thread writes its bf16 pairs into 64 staged rows (pitch
+// 2*BN + 16: conflict-free), and 64 threads store one row each with cp.async.bulk (shared ->
+// global, clipped to N, rows < M only), so the warpgroup returns to its MMAs at once; before the
+// staging is rewritten (next tile) each issuing thread waits for its bulk group to have read it.
+__device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t full,
+                                                         uint32_t empty,
+                                                         __nv_bfloat16* __restrict__ d, int M,
+                                                         int N, int tiles, int tiles_m,
+                                                         int tiles_n, int kblocks, int cw, int lane,
+                                                         unsigned char* smem_raw) {
+  ws::setmaxnreg_inc<232>();
+  const int t128 = threadIdx.x % 128;  // thread in the warpgroup
+  const int w = t128 / 32;
+  const bool signal = t128 == 0;
+  const uint32_t stage_out =
+      smem + Config::kStages * Config::kStageBytes + cw * Config::kEpiWgBytes;
+  unsigned char* out_rows = smem_raw + (stage_out - ws::smem_u32(smem_raw));
+  float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
+  uint32_t it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, tm, tn);
+#pragma unroll
+    for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
+    uint32_t prev = 0;
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+      ws::mbar_wait(full + 8 * s, ph);
+      const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
+      const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+      ws::wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < Config::kBK / 16; ++k) {
+        ws::wgmma_bf16<Config::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
+                                    ws::wgmma_desc_sw128(b + 32 * k), 1);
+      }
+      ws::wgmma_commit();
+      if (kb > 0) {
+        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+      }
+      prev = s;
+    }
+    ws::wgmma_wait<0>();
+    ws::fence_operands(acc);
+    if (signal) ws::mbar_arrive(empty + 8 * prev);
+    if (t128 < 64) ws::bulk_wait_group_read<0>();  // the previous tile's row left the staging
+    ws::named_bar_sync(1 + cw, 128);
+    // Fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
+    // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
+    unsigned char* r0 = out_rows + (16 * w + lane / 4) * Config::kOutPitch + 4 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < Config::kBN / 8; ++j) {
+      *reinterpret_cast<uint32_t*>(r0 + 16 * j) = ws::pack_bf16(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<uint32_t*>(r0 + 8 * Config::kOutPitch + 16 * j) =
+          ws::pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    ws::fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
+    ws::named_bar_sync(1 + cw, 128);
+    if (t128 < 64) {
+      const int row = tm * Config::kBM + cw * 64 + t128;
+      const int col0 = tn * Config::kBN;
+      const int cols = min(Config::kBN, N - col0);  // N % 16 == 0: 32-byte multiples
+      if (row < M) {
+        ws::bulk_store_1d(d + static_cast<long long>(row) * N + col0,
+                          stage_out + t128 * Config::kOutPitch, 2 * cols);
+        ws::bulk_commit_group();
+      }
+    }
+  }
+  if (t128 < 64) ws::bulk_wait_group<0>();  // shared memory stays until the stores have read it
+}
+#endif
+
 // tma_a: a [M,K] as (K,M) boxes (64,128); tma_b: b [N,K] as (K,N) boxes (64,BN); d [M,N].
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
@@ -125,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Tiles need 1024-byte alignment (swizzle atoms); barriers follow the ring.
   const uint32_t smem = (ws::smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t bars = smem + Config::kStages * Config::kStageBytes;
+  const uint32_t bars = smem + Config::kStages * Config::kStageBytes + Config::kEpiBytes;
   const uint32_t full = bars, empty = bars + 8 * Config::kStages;
   const uint32_t acc_full = bars + 16 * Config::kStages, acc_empty = acc_full + 16;
   const uint32_t tmem_slot = acc_empty + 16;
@@ -205,6 +297,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     if (threadIdx.x == 0)
       ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
   } else {
+#if EPI == 0
     ws::setmaxnreg_inc<232>();
     const int cw = wg - 1;                  // consumer warpgroup: rows 64*cw.. of the tile
     const int t128 = threadIdx.x % 128;     // thread in the warpgroup
@@ -244,6 +337,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       const int colb = tn * Config::kBN + 2 * (lane % 4);
       ws::store_fragment_bf16<Config::kBN>(d, acc, 0, row0, M, colb, N);
     }
+#else
+    consumer_staged_epilogue(smem, full, empty, d, M, N, tiles, tiles_m, tiles_n, kblocks, wg - 1,
+                             lane, smem_raw);
+#endif
   }
 #endif
 }

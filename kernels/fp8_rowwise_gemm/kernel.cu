@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8] },
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -20,7 +20,7 @@
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma", "pdl": true,
                 "grid": ["max(1, (M > SPLIT_M) * min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 230400 / (16384 + 128 * BN)) * (16384 + 128 * BN) + 2048",
+                "smem": "min(STAGES, (230400 - (EPI > 0) * (264 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (EPI > 0) * (264 * BN + 2048) + 2048",
                 "args": ["tma_a", "tma_b", "a_scale", "b_scale", "d", "(M > SPLIT_M) * M", "N", "K"] } ] }
 */
 // FP8 rowwise GEMM, hand-tuned: d [M,N] = bf16_rne(a_scale[m] * b_scale[n] * sum_k a[m,k] b[n,k]),
@@ -55,6 +55,9 @@
 // Evaluate: build/warpsmith eval fp8_rowwise_gemm kernels/fp8_rowwise_gemm/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCQMMA UTMALDG LDTM
+// warpsmith:sass sm_90a EPI=1: QGMMA UTMALDG UBLKCP
+// warpsmith:sass sm_90a EPI=2: QGMMA UTMALDG UBLKCP
+// warpsmith:sass sm_100a EPI=1: UTCQMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
@@ -76,6 +79,9 @@
 #ifndef SBN
 #define SBN 128
 #endif
+#ifndef EPI
+#define EPI 0
+#endif
 
 namespace {
 
@@ -89,13 +95,25 @@ struct Config {
   static constexpr int kBBytes = kBN * kBK;  // (BN,BK) e4m3, 128B-swizzled
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kSmemCap = 227 * 1024 - 2048;  // 230400, the plan's cap (barriers, align)
-  static constexpr int kStages = STAGES < kSmemCap / kStageBytes ? STAGES : kSmemCap / kStageBytes;
+  // EPI = 1 (sm_90a): per consumer warpgroup, 64 staged bf16 output rows of 2*BN + 16 bytes (the
+  // pad makes the fragment writes conflict-free) and BN fp32 column scales, after the ring.
+  static constexpr int kEpi = EPI;
+  static constexpr int kOutPitch = 2 * kBN + 16;
+  static constexpr int kEpiWgBytes = 64 * kOutPitch + 4 * kBN;
+  static constexpr int kEpiBytes = EPI ? 2 * kEpiWgBytes : 0;  // = (EPI > 0) * (264 * BN + 2048)
+  static constexpr int kStages = STAGES < (kSmemCap - kEpiBytes) / kStageBytes
+                                     ? STAGES
+                                     : (kSmemCap - kEpiBytes) / kStageBytes;
   static constexpr int kPromote = PROMOTE;
   static constexpr int kGroupM = GROUP_M;
   static constexpr int kAccCols = ws::tmem_columns(2 * kBN);  // double-buffered accumulator
 };
 static_assert(Config::kBN % 64 == 0 && Config::kBN <= 192, "BN: 64, 128 or 192");
 static_assert(Config::kStages >= 2, "at least two stages fit");
+static_assert(Config::kEpi >= 0 && Config::kEpi <= 2, "EPI: 0, 1 or 2");
+static_assert(Config::kEpi < 2 || Config::kBN <= 128, "EPI=2: three accumulators of BN/2 fp32");
+static_assert(Config::kEpi < 2 || Config::kPromote == 1, "EPI=2 promotes every k-block");
+static_assert(Config::kEpiBytes == (Config::kEpi > 0) * (264 * Config::kBN + 2048), "plan's smem");
 static_assert(Config::kPromote >= 1, "promote at least once per tile");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
@@ -124,6 +142,171 @@ constexpr uint32_t kIdescSplit =
     ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, SplitConfig::kBM, SplitConfig::kBN);
 #endif
 
+#if EPI != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// One k-block of consumer warpgroup cw into the wgmma accumulator cur (restarted at an interval's
+// first k-block), committed as one group.
+__device__ __forceinline__ void issue_kblock(float (&cur)[Config::kBN / 2], uint32_t smem,
+                                             uint32_t s, int cw, bool restart) {
+  const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
+  const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+  ws::wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < Config::kBK / 32; ++k) {
+    ws::wgmma_e4m3<Config::kBN>(cur, ws::wgmma_desc_sw128(a + 32 * k),
+                                ws::wgmma_desc_sw128(b + 32 * k), k != 0 || !restart);
+  }
+  ws::wgmma_commit();
+}
+
+// EPI = 2, one k-block after the first: issues it into cur (restarted: PROMOTE = 1), waits for
+// the previous k-block (wait_group 1: only this one may still run; it wrote other), frees that
+// stage and promotes other into total while cur's wgmmas run.
+__device__ __forceinline__ void kblock_acc2(float (&cur)[Config::kBN / 2],
+                                            float (&other)[Config::kBN / 2],
+                                            float (&total)[Config::kBN / 2], uint32_t smem,
+                                            uint32_t full, uint32_t empty, uint32_t& it,
+                                            uint32_t& prev, int cw, bool signal) {
+  const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+  ws::mbar_wait(full + 8 * s, ph);
+  issue_kblock(cur, smem, s, cw, true);
+  ws::wgmma_wait<1>();
+  ws::fence_operands(other);
+  if (signal) ws::mbar_arrive(empty + 8 * prev);
+#pragma unroll
+  for (int i = 0; i < Config::kBN / 2; ++i) total[i] += other[i];
+  prev = s;
+  ++it;
+}
+
+// sm_90a consumer warpgroup cw (rows 64*cw.. of each 128 x BN tile) with EPI != 0: the main loop
+// (EPI = 1: today's; EPI = 2, PROMOTE = 1 only: two wgmma accumulators, each k-block's promotion
+// overlapped with the next k-block's wgmmas)
+// and a staged epilogue: the tile's a_scale / b_scale values are loaded when the tile starts (their
+// latency hides under the main loop); after it, b_scale goes to shared memory, each thread writes
+// its scaled bf16 pairs into 64 staged rows (pitch 2*BN + 16: conflict-free) and 64 threads store
+// one row each with cp.async.bulk (shared -> global, clipped to N, rows < M only), so the
+// warpgroup returns to its MMAs at once; before the staging is rewritten (next tile) each issuing
+// thread waits for its bulk group to have read it. Same numerics as EPI = 0, bit for bit.
+__device__ __forceinline__ void consumer_staged_epilogue(
+    uint32_t smem, uint32_t full, uint32_t empty, const float* __restrict__ a_scale,
+    const float* __restrict__ b_scale, __nv_bfloat16* __restrict__ d, int M, int N, int tiles,
+    int tiles_m, int tiles_n, int kblocks, int cw, int lane, unsigned char* smem_raw) {
+  ws::setmaxnreg_inc<232>();
+  const int t128 = threadIdx.x % 128;  // thread in the warpgroup
+  const int w = t128 / 32;
+  const bool signal = t128 == 0;
+  const uint32_t stage_out =
+      smem + Config::kStages * Config::kStageBytes + cw * Config::kEpiWgBytes;
+  unsigned char* out_rows = smem_raw + (stage_out - ws::smem_u32(smem_raw));
+  float* sb_smem = reinterpret_cast<float*>(out_rows + 64 * Config::kOutPitch);
+  constexpr int kSbPer = (Config::kBN + 127) / 128;  // b_scale values per thread
+  float acc[Config::kBN / 2];    // (64, BN) wgmma accumulator of the current promotion interval
+  float acc1[Config::kBN / 2];   // EPI = 2: the other interval's accumulator
+  float total[Config::kBN / 2];  // (64, BN) fp32 sum of the promoted intervals
+  uint32_t it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, tm, tn);
+    // Scales first: their loads complete during the main loop.
+    const int row0 = tm * Config::kBM + cw * 64 + 16 * w + lane / 4;
+    const float sa0 = row0 < M ? a_scale[row0] : 0.0f;
+    const float sa1 = row0 + 8 < M ? a_scale[row0 + 8] : 0.0f;
+    const int col0 = tn * Config::kBN;
+    float sbv[kSbPer];
+#pragma unroll
+    for (int i = 0; i < kSbPer; ++i) {
+      const int c = t128 + 128 * i;
+      sbv[i] = c < Config::kBN && col0 + c < N ? b_scale[col0 + c] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
+    if constexpr (Config::kEpi == 1) {
+      uint32_t prev = 0;
+      bool has_prev = false;  // a stage whose wgmmas may still be reading it
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+        ws::mbar_wait(full + 8 * s, ph);
+        issue_kblock(acc, smem, s, cw, kb % Config::kPromote == 0);
+        if ((kb + 1) % Config::kPromote == 0 || kb + 1 == kblocks) {
+          ws::wgmma_wait<0>();
+          ws::fence_operands(acc);
+          if (signal) {
+            if (has_prev) ws::mbar_arrive(empty + 8 * prev);
+            ws::mbar_arrive(empty + 8 * s);
+          }
+          has_prev = false;
+#pragma unroll
+          for (int i = 0; i < Config::kBN / 2; ++i) total[i] += acc[i];
+        } else {
+          if (has_prev) {
+            ws::wgmma_wait<1>();
+            if (signal) ws::mbar_arrive(empty + 8 * prev);
+          }
+          prev = s;
+          has_prev = true;
+        }
+      }
+    } else {
+      // Even k-blocks into acc, odd ones into acc1 (straight-line pairs: ptxas keeps the wgmmas
+      // asynchronous only when each accumulator's in-flight span is unambiguous).
+      uint32_t prev = it % Config::kStages;
+      ws::mbar_wait(full + 8 * prev, (it / Config::kStages) & 1);
+      issue_kblock(acc, smem, prev, cw, true);
+      ++it;
+      int kb = 1;
+      for (; kb + 1 < kblocks; kb += 2) {
+        kblock_acc2(acc1, acc, total, smem, full, empty, it, prev, cw, signal);
+        kblock_acc2(acc, acc1, total, smem, full, empty, it, prev, cw, signal);
+      }
+      if (kb < kblocks) {  // an even count: one more (odd) k-block, then acc1 is the last
+        kblock_acc2(acc1, acc, total, smem, full, empty, it, prev, cw, signal);
+        ws::wgmma_wait<0>();
+        ws::fence_operands(acc1);
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+#pragma unroll
+        for (int i = 0; i < Config::kBN / 2; ++i) total[i] += acc1[i];
+      } else {
+        ws::wgmma_wait<0>();
+        ws::fence_operands(acc);
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+#pragma unroll
+        for (int i = 0; i < Config::kBN / 2; ++i) total[i] += acc[i];
+      }
+    }
+    // Staged epilogue. The previous tile's readers of sb_smem all passed its second barrier.
+#pragma unroll
+    for (int i = 0; i < kSbPer; ++i) {
+      if (t128 + 128 * i < Config::kBN) sb_smem[t128 + 128 * i] = sbv[i];
+    }
+    if (t128 < 64) ws::bulk_wait_group_read<0>();  // the previous tile's row left the staging
+    ws::named_bar_sync(1 + cw, 128);
+    // Fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
+    // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
+    unsigned char* r0 = out_rows + (16 * w + lane / 4) * Config::kOutPitch + 4 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < Config::kBN / 8; ++j) {
+      const float2 sb = *reinterpret_cast<const float2*>(sb_smem + 8 * j + 2 * (lane % 4));
+      *reinterpret_cast<uint32_t*>(r0 + 16 * j) =
+          ws::pack_bf16(total[4 * j] * (sa0 * sb.x), total[4 * j + 1] * (sa0 * sb.y));
+      *reinterpret_cast<uint32_t*>(r0 + 8 * Config::kOutPitch + 16 * j) =
+          ws::pack_bf16(total[4 * j + 2] * (sa1 * sb.x), total[4 * j + 3] * (sa1 * sb.y));
+    }
+    ws::fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
+    ws::named_bar_sync(1 + cw, 128);
+    if (t128 < 64) {
+      const int row = tm * Config::kBM + cw * 64 + t128;
+      const int cols = min(Config::kBN, N - col0);  // N % 16 == 0: 32-byte multiples
+      if (row < M) {
+        ws::bulk_store_1d(d + static_cast<long long>(row) * N + col0,
+                          stage_out + t128 * Config::kOutPitch, 2 * cols);
+        ws::bulk_commit_group();
+      }
+    }
+  }
+  if (t128 < 64) ws::bulk_wait_group<0>();  // shared memory stays until the stores have read it
+}
+#endif
+
 }  // namespace
 
 // tma_a: a [M,K] as (K,M) boxes (128,128); tma_b: b [N,K] as (K,N) boxes (128,BN);
@@ -135,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Tiles need 1024-byte alignment (swizzle atoms); barriers follow the ring.
   const uint32_t smem = (ws::smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t bars = smem + Config::kStages * Config::kStageBytes;
+  const uint32_t bars = smem + Config::kStages * Config::kStageBytes + Config::kEpiBytes;
   const uint32_t full = bars, empty = bars + 8 * Config::kStages;
   const uint32_t acc_full = bars + 16 * Config::kStages, acc_empty = acc_full + 16;
   const uint32_t tmem_slot = acc_empty + 16;
@@ -224,6 +407,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
     if (threadIdx.x == 0)
       ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
   } else {
+#if EPI == 0
     ws::setmaxnreg_inc<232>();
     const int cw = wg - 1;                // consumer warpgroup: rows 64*cw.. of the tile
     const int t128 = threadIdx.x % 128;   // thread in the warpgroup
@@ -294,6 +478,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
         }
       }
     }
+#else
+    consumer_staged_epilogue(smem, full, empty, a_scale, b_scale, d, M, N, tiles, tiles_m, tiles_n,
+                             kblocks, wg - 1, lane, smem_raw);
+#endif
   }
 #endif
 }

@@ -97,6 +97,31 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const TensorMap* map, 
       : "memory");
 }
 
+// ---- bulk (non-tensor) stores: shared -> global, tracked per thread in bulk groups ----
+
+/// Copies bytes (a multiple of 16; both addresses 16-byte aligned) from shared src to global dst
+/// through the async proxy; publish src's generic writes first (fence_proxy_async_shared + a
+/// barrier), then bulk_commit_group.
+__device__ __forceinline__ void bulk_store_1d(void* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(
+                   reinterpret_cast<uint64_t>(dst)),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+/// Waits until at most N of this thread's bulk groups still read their shared source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+/// Waits until at most N of this thread's bulk groups are pending (writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // ---- warpgroup register reallocation (sm_90+; every thread of the warpgroup executes it) ----
 
 template <int kRegs>
