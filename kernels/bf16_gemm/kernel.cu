@@ -12,15 +12,17 @@
   "workspace": { "bytes": "(M <= SPLIT_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_splitk",
-                "grid": ["max(1, (M <= SPLIT_M) * (ceil_div(M, 128) * ceil_div(N, SBN)) * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))))"],
+                "when": "M <= SPLIT_M",
+                "grid": ["ceil_div(M, 128) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))"],
                 "block": ["384"],
-                "smem": "(M <= SPLIT_M) * (min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048)",
-                "args": ["tma_a", "tma_bs", "d", "workspace", "(M <= SPLIT_M) * M", "N", "K", "(max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB)))"] },
-              { "kernel": "sm90_sm100_bf16_gemm_tma", "pdl": true,
-                "grid": ["max(1, (M > SPLIT_M) * min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)))"],
+                "smem": "min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048",
+                "args": ["tma_a", "tma_bs", "d", "workspace", "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))"] },
+              { "kernel": "sm90_sm100_bf16_gemm_tma",
+                "when": "M > SPLIT_M",
+                "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (230400 - EPI * (256 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (256 * BN + 2048) + 2048",
-                "args": ["tma_a", "tma_b", "d", "(M > SPLIT_M) * M", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "d", "M", "N", "K"] } ] }
 */
 // Dense BF16 GEMM, hand-tuned: d [M,N] = a [M,K] * b [N,K]^T, bf16 in and out, fp32 accumulation.
 //
@@ -47,7 +49,7 @@
 //    bf16 rows in 16-byte pieces while the MMA warp works on the next tile.
 // Knobs: BN (tile N: 256 fills the tensor cores; smaller gives small problems more CTAs),
 // STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order).
-// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off) and the plan's two launches (NOTES.md).
+// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Not done: TMA multicast over a cluster, 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
@@ -345,8 +347,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 #endif
 }
 
-// Split-K for small M (the plan launches it when M <= SPLIT_M, else with M = 0, when it does
-// nothing): CTA u computes output tile u / splits (128 x SBN) over the k-blocks of split
+// Split-K for small M (the plan launches it alone where M <= SPLIT_M; with M = 0 it would
+// return at once): CTA u computes output tile u / splits (128 x SBN) over the k-blocks of split
 // u % splits (ws/split_k.cuh: split_range). splits == 1 stores bf16 directly; else each unit
 // stores its fp32 partial into slice `split` of the workspace (after 8 * tiles bytes of counters,
 // rounded up to 256) and the last unit of a tile (a consumer warpgroup's 64 rows on sm_90a) sums

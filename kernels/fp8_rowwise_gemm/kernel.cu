@@ -12,16 +12,18 @@
   "workspace": { "bytes": "(M <= SPLIT_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk",
-                "grid": ["max(1, (M <= SPLIT_M) * (ceil_div(M, 128) * ceil_div(N, SBN)) * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))))"],
+                "when": "M <= SPLIT_M",
+                "grid": ["ceil_div(M, 128) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"],
                 "block": ["384"],
-                "smem": "(M <= SPLIT_M) * (min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048)",
+                "smem": "min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048",
                 "args": ["tma_a", "tma_bs", "a_scale", "b_scale", "d", "workspace",
-                         "(M <= SPLIT_M) * M", "N", "K", "(max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB)))"] },
-              { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma", "pdl": true,
-                "grid": ["max(1, (M > SPLIT_M) * min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)))"],
+                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"] },
+              { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma",
+                "when": "M > SPLIT_M",
+                "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (230400 - (EPI > 0) * (264 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (EPI > 0) * (264 * BN + 2048) + 2048",
-                "args": ["tma_a", "tma_b", "a_scale", "b_scale", "d", "(M > SPLIT_M) * M", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
 */
 // FP8 rowwise GEMM, hand-tuned: d [M,N] = bf16_rne(a_scale[m] * b_scale[n] * sum_k a[m,k] b[n,k]),
 // a [M,K] and b [N,K] E4M3, both K-contiguous; fp32 scales; fp32 accumulation.
@@ -49,7 +51,7 @@
 //    no promotion); warps 4..11 drain it with tcgen05.ld 32x32b.x32, apply the scales, store bf16.
 // Knobs: BN (tile N; 128 default: 2 x 64 accumulator registers fit the consumers' budget),
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group).
-// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off) and the plan's two launches (NOTES.md).
+// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Not done: epilogue/MMA overlap on sm_90a, TMA multicast, TMA stores.
 //
 // Evaluate: build/warpsmith eval fp8_rowwise_gemm kernels/fp8_rowwise_gemm/kernel.cu
@@ -486,8 +488,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
 #endif
 }
 
-// Split-K for small M (the plan launches it when M <= SPLIT_M, else with M = 0, when it does
-// nothing): CTA u computes output tile u / splits (128 x SBN) over the k-blocks of split
+// Split-K for small M (the plan launches it alone where M <= SPLIT_M; with M = 0 it would
+// return at once): CTA u computes output tile u / splits (128 x SBN) over the k-blocks of split
 // u % splits (ws/split_k.cuh: split_range). splits == 1 stores the scaled bf16 directly; else each
 // unit stores its unscaled fp32 partial into slice `split` of the workspace (after 8 * tiles bytes
 // of counters, rounded up to 256) and the last unit of a tile (a consumer warpgroup's 64 rows on
