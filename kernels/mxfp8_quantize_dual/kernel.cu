@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "GROUP_K": [0, 2, 4, 8, 16], "SCALE_WORDS": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16",
+                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["x", "q", "scales", "q_t", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 dual quantization, hand-tuned: BF16 x [M,K] -> rowwise q [M,K] + scales [M,K/32] and
@@ -62,11 +62,19 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef GROUP_K
+#define GROUP_K 0
+#endif
+#ifndef SCALE_WORDS
+#define SCALE_WORDS 0
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0>;
+                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                              SCALE_WORDS != 0>;
+static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
@@ -81,7 +89,14 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-#if ORDER == 0
+#if GROUP_K > 0
+  // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
+  // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K apart.
+  const long long per_group = tiles_m * GROUP_K;
+  const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
+  const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
+#elif ORDER == 0
   const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
 #else
   const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;

@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "GROUP_K": [0, 2, 4, 8, 16], "SCALE_WORDS": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16",
+                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["w", "q_k", "s_k", "q_n", "s_n", "E", "N", "K"] } ] }
 */
 // MXFP8 expert-weight quantization, hand-tuned: BF16 w [E,N,K] -> along-K q_k [E,N,K] + s_k
@@ -59,11 +59,19 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef GROUP_K
+#define GROUP_K 0
+#endif
+#ifndef SCALE_WORDS
+#define SCALE_WORDS 0
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0>;
+                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                              SCALE_WORDS != 0>;
+static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
@@ -81,7 +89,13 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long per_expert = tiles_n * tiles_k;
   const long long e = blockIdx.x / per_expert, t = blockIdx.x % per_expert;
   if (e >= E) return;
-#if ORDER == 0
+#if GROUP_K > 0
+  // Within the expert: groups of GROUP_K k tiles, k fastest inside a group, then n.
+  const long long per_group = tiles_n * GROUP_K;
+  const long long group = t / per_group, in_group = t % per_group;
+  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
+  const long long tn = in_group / width, tk = group * GROUP_K + in_group % width;
+#elif ORDER == 0
   const long long tn = t % tiles_n, tk = t / tiles_n;
 #else
   const long long tk = t % tiles_k, tn = t / tiles_k;
