@@ -26,6 +26,18 @@
 //
 // Knobs: RB, KT (tile shape), ORDER (0: N fastest within an expert, 1: K fastest), LOAD_PATH
 // (0: by arch, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
+// launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
+// byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
+// aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
+// tile and written one word per q_t row by one thread).
+// DRAM runs (defaults RB 4, KT 2, ORDER 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
+// 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
+// tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
+// measured 0.69 of SOL (geomean SOL 326.5 us / 474.9 us) between the isolated model (0.55) and
+// all-long (0.95). GROUP_K 8 / 16 (within an expert) makes w and q_k runs 2-4 KB / 1-2 KB from
+// launch-order neighbours: ~0.92-0.96 predicted. KT 4 without SCALE_WORDS takes 102-108
+// registers on sm_90a with GROUP_K (1 CTA per SM): pair KT 4 with SCALE_WORDS 1 (<= 64).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 474.9 us (rceil)
 //   / 466.9 us (floor).
