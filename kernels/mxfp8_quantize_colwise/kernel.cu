@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "GROUP_K": [0, 2, 4, 8, 16], "SCALE_WORDS": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16",
+                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["x", "q_t", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
@@ -29,6 +29,24 @@
 // read run per x row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t rows and scales_t
 // sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long runs),
 // LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
+// launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
+// byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
+// aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
+// tile and written one word per q_t row by one thread).
+// DRAM runs (defaults RB 4, KT 2, ORDER 0; the run model of swiglu_quantize_bwd: an isolated run
+// costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
+//   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
+//              is tiles_m CTAs later (128-1024 at the bench shapes): isolated 256-B runs, 1.7x.
+//   q_t      : 128 B per q_t row per CTA (a whole line; a warp store: 4 whole lines); the M
+//              neighbour is the next CTA: long runs.
+//   scales_t : 4 B per row per CTA, one byte per lane (a warp store: 32 lines); 32 consecutive
+//              CTAs fill a line in L2.
+// Model: (2 x 1.7 + 1.03) / 3.03 = 0.68 of SOL (measured 0.69 / 0.67): the reads are what is
+// short. GROUP_K 4-16 makes them GROUP_K x 256 B (1-4 KB, ~1.05-1.2x) while the M neighbours
+// stay GROUP_K CTAs apart: 0.89-0.96 predicted if q_t still merges at that distance; KT 4
+// SCALE_WORDS 1 (512-B reads per CTA; SCALE_WORDS keeps it at <= 64 registers) 0.81, with
+// GROUP_K 2 / 4 0.89 / 0.94.
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 258.1 us (rceil) /
 //   266.2 us (floor), 0.69 / 0.67 of speed-of-light: below the 0.90 target.
@@ -62,11 +80,19 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef GROUP_K
+#define GROUP_K 0
+#endif
+#ifndef SCALE_WORDS
+#define SCALE_WORDS 0
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0>;
+                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                              SCALE_WORDS != 0>;
+static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
@@ -79,7 +105,14 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-#if ORDER == 0
+#if GROUP_K > 0
+  // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
+  // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K apart.
+  const long long per_group = tiles_m * GROUP_K;
+  const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
+  const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
+#elif ORDER == 0
   const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
 #else
   const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;

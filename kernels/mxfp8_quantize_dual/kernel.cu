@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "GROUP_K": [0, 2, 4, 8, 16], "SCALE_WORDS": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16",
+                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["x", "q", "scales", "q_t", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 dual quantization, hand-tuned: BF16 x [M,K] -> rowwise q [M,K] + scales [M,K/32] and
@@ -29,6 +29,25 @@
 // read run per row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t rows and scales_t
 // sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long runs),
 // LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
+// launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
+// byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
+// aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
+// tile and written one word per q_t row by one thread).
+// DRAM runs (defaults RB 4, KT 2, ORDER 0; the run model of swiglu_quantize_bwd: an isolated run
+// costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
+//   x read   : 256 B per tile row per CTA (warp load: 2 rows, 4 lines); K neighbour tiles_m
+//              (128-1024) CTAs later: isolated, 1.7x.
+//   q        : 128 B per row per CTA (warp store: 8 B per lane, 2 whole lines); isolated, 2.9x.
+//   scales   : 4 B per row per CTA, 4 byte stores (warp store: 8 bytes in 2 rows); isolated.
+//   q_t      : 128 B per row per CTA (a whole line; warp store: 4 lines); M neighbour is the
+//              next CTA: long.
+//   scales_t : 4 B per row per CTA, byte stores (warp store: 32 lines); filled by 32 CTAs.
+// Model: (2 x 1.7 + 2.9 + 1.0 + 0.06) / 4.06 = 0.55 of SOL (measured 0.55): the reads and q
+// are short. GROUP_K 8 / 16: reads 2 / 4 KB, q 1 / 2 KB, q_t M neighbours 8 / 16 CTAs apart:
+// 0.92 / 0.96 predicted (0.85 at GROUP_K 4); SCALE_WORDS 1 cuts the scale stores 4x (1024 byte
+// stores per tile, as many L2 requests as q and q_t's sectors together, to 256 words) and
+// takes sm_90a rceil from 79 to 64 registers (3 -> 4 CTAs per SM).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 443.3 us (rceil) /
 //   433.9 us (floor).
@@ -62,11 +81,19 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef GROUP_K
+#define GROUP_K 0
+#endif
+#ifndef SCALE_WORDS
+#define SCALE_WORDS 0
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0>;
+                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                              SCALE_WORDS != 0>;
+static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
@@ -81,7 +108,14 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-#if ORDER == 0
+#if GROUP_K > 0
+  // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
+  // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K apart.
+  const long long per_group = tiles_m * GROUP_K;
+  const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
+  const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
+#elif ORDER == 0
   const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
 #else
   const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;

@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "GROUP_K": [0, 2, 4, 8, 16], "SCALE_WORDS": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16",
+                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["w", "q_k", "s_k", "q_n", "s_n", "E", "N", "K"] } ] }
 */
 // MXFP8 expert-weight quantization, hand-tuned: BF16 w [E,N,K] -> along-K q_k [E,N,K] + s_k
@@ -26,6 +26,18 @@
 //
 // Knobs: RB, KT (tile shape), ORDER (0: N fastest within an expert, 1: K fastest), LOAD_PATH
 // (0: by arch, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
+// launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
+// byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
+// aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
+// tile and written one word per q_t row by one thread).
+// DRAM runs (defaults RB 4, KT 2, ORDER 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
+// 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
+// tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
+// measured 0.69 of SOL (geomean SOL 326.5 us / 474.9 us) between the isolated model (0.55) and
+// all-long (0.95). GROUP_K 8 / 16 (within an expert) makes w and q_k runs 2-4 KB / 1-2 KB from
+// launch-order neighbours: ~0.92-0.96 predicted. KT 4 without SCALE_WORDS takes 102-108
+// registers on sm_90a with GROUP_K (1 CTA per SM): pair KT 4 with SCALE_WORDS 1 (<= 64).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 474.9 us (rceil)
 //   / 466.9 us (floor).
@@ -59,11 +71,19 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef GROUP_K
+#define GROUP_K 0
+#endif
+#ifndef SCALE_WORDS
+#define SCALE_WORDS 0
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0>;
+                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                              SCALE_WORDS != 0>;
+static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
@@ -81,7 +101,13 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long per_expert = tiles_n * tiles_k;
   const long long e = blockIdx.x / per_expert, t = blockIdx.x % per_expert;
   if (e >= E) return;
-#if ORDER == 0
+#if GROUP_K > 0
+  // Within the expert: groups of GROUP_K k tiles, k fastest inside a group, then n.
+  const long long per_group = tiles_n * GROUP_K;
+  const long long group = t / per_group, in_group = t % per_group;
+  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
+  const long long tn = in_group / width, tk = group * GROUP_K + in_group % width;
+#elif ORDER == 0
   const long long tn = t % tiles_n, tk = t / tiles_n;
 #else
   const long long tk = t % tiles_k, tn = t / tiles_k;

@@ -111,4 +111,15 @@ __device__ __forceinline__ unsigned load_shared4(unsigned addr) {
   return v;
 }
 
+/// One byte (the low 8 bits of v) to / from shared memory.
+__device__ __forceinline__ void store_shared1(unsigned addr, unsigned v) {
+  asm volatile("st.shared.u8 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned char load_shared1(unsigned addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
+  return static_cast<unsigned char>(v);
+}
+
 }  // namespace ws

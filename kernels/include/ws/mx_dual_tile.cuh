@@ -35,9 +35,14 @@ constexpr bool use_bulk_loads(int load_path) {
 
 /// kRowBlocks: 32-row blocks per tile (BM = 32 kRowBlocks); kSubtiles: 64-column subtiles (BK =
 /// 64 kSubtiles); one warp per (row block, subtile). kFloor: floor scales, else rceil. kUseTma:
-/// bulk-copy loads, else vector loads. kStoreCs: st.global.cs for q and q_t.
+/// bulk-copy loads, else vector loads. kStoreCs: st.global.cs for q and q_t. kScaleWords: scales
+/// and scales_t leave as 32-bit words (4 blocks of one row per store) where whole and aligned,
+/// else as bytes: rowwise, the 4 quad leaders of 16 lanes gather by shuffles; colwise, scales_t
+/// is staged in shared memory after the tile (kBK rows of kRowBlocks bytes) and thread k writes
+/// staged row k. false: one byte store per block, as the first H200 run.
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
-template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs>
+template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
+          bool kScaleWords = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -49,6 +54,9 @@ struct DualTile {
   static constexpr int kStoresPerThread = kBK * kQtChunks / kThreads;  // 4
   static constexpr int kTileBytes = kBM * kBK * 2;
   static constexpr int kSmemBytes = kTileBytes + 16;  // the tile, then the mbarrier
+  // kScaleWords: the staged scales_t, (kBK, kRowBlocks) bytes after the mbarrier.
+  static constexpr int kScaleStageBytes = kScaleWords ? kBK * kRowBlocks : 0;
+  static constexpr int kSmemBytesTotal = kSmemBytes + kScaleStageBytes;
   static_assert(kThreads <= 1024, "kRowBlocks * kSubtiles <= 32");
   static_assert(kLoadsPerThread == 8 && kStoresPerThread == 4, "tile algebra");
   static_assert(kBK * kBM <= kTileBytes, "q_t tile fits over the x tile");
@@ -98,6 +106,57 @@ struct DualTile {
     }
   }
 
+  /// rowwise_chunk with the scales as 32-bit words (kScaleWords; kRowChunks % 16 == 0, so 16
+  /// lanes lie in one tile row and hold 4 consecutive blocks). The 16 lanes' leader stores the
+  /// word of its 4 blocks when `word_ok` (all 4 blocks valid; same for the 16 lanes) and the
+  /// word's address is 4-byte aligned; otherwise each block's first lane stores its byte. q and
+  /// the scale values are rowwise_chunk's.
+  static __device__ __forceinline__ void rowwise_chunk_words(const Chunk& c, bool valid,
+                                                             bool word_ok, unsigned char* q_dst,
+                                                             unsigned char* s_dst, int lane) {
+    unsigned amax = amax_bf16x8(c);
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 2));
+    const unsigned s = scale2(amax, 0u) & 0xFFu;
+    const float r = reciprocal(s);
+    unsigned out[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned w0 = c.w[2 * h], w1 = c.w[2 * h + 1];
+      out[h] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w0), r), mul_rn_no_ftz(bf16_hi(w0), r)) |
+               cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w1), r), mul_rn_no_ftz(bf16_hi(w1), r)) << 16;
+    }
+    if (s == kE8M0NaN) out[0] = out[1] = kE4M3NaNx4;
+    // Blocks of lanes l, l+4, l+8, l+12 into one word (bytes 0..3), valid at l % 16 == 0.
+    const unsigned word = s | (__shfl_down_sync(kFullMask, s, 4) << 8) |
+                          (__shfl_down_sync(kFullMask, s, 8) << 16) |
+                          (__shfl_down_sync(kFullMask, s, 12) << 24);
+    unsigned char* w_dst = s_dst - ((lane & 15) >> 2);  // the leader's byte: block 0 of the 4
+    const bool as_word = word_ok && (reinterpret_cast<size_t>(w_dst) & 3) == 0;
+    if (valid) {
+      store_global8<kStoreCs>(q_dst, out[0], out[1]);
+      if (as_word) {
+        if ((lane & 15) == 0) *reinterpret_cast<unsigned*>(w_dst) = word;
+      } else if ((lane & 3) == 0) {
+        *s_dst = static_cast<unsigned char>(s);
+      }
+    }
+  }
+
+  // One rowwise chunk by the kScaleWords rule: words where kRowChunks allows (KT >= 2).
+  static __device__ __forceinline__ void rowwise_any(const Chunk& c, bool valid, int r, int cc,
+                                                     int rows_valid, int cols_valid,
+                                                     unsigned char* q_dst, unsigned char* s_dst,
+                                                     int lane) {
+    if constexpr (kScaleWords && kRowChunks % 16 == 0) {
+      // The 16 lanes' chunks (cc & ~15) .. +15: 128 columns = 4 blocks, all valid or not.
+      const bool word_ok = r < rows_valid && ((cc & ~15) + 16) * 8 <= cols_valid;
+      rowwise_chunk_words(c, valid, word_ok, q_dst, s_dst, lane);
+    } else {
+      rowwise_chunk(c, valid, q_dst, s_dst, lane);
+    }
+  }
+
   // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch kBM bytes).
   static __device__ __forceinline__ unsigned qt_offset(int k, int ch) {
     return static_cast<unsigned>(k * kBM + ((ch ^ ((k >> 1) & kSwizzleMask)) << 4));
@@ -139,8 +198,8 @@ struct DualTile {
           const bool valid = r < rows_valid && cc * 8 < cols_valid;
           const Chunk c = load_shared16(tile + ci * 16);  // garbage where !valid: not stored
           const long long row = m0 + r, col = k0 + cc * 8;
-          rowwise_chunk(c, valid, q + row * cols + col, scales + row * (cols / 32) + col / 32,
-                        lane);
+          rowwise_any(c, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
+                      scales + row * (cols / 32) + col / 32, lane);
         }
       }
     } else {
@@ -167,8 +226,16 @@ struct DualTile {
           const int r = ci / kRowChunks, cc = ci % kRowChunks;
           const bool valid = r < rows_valid && cc * 8 < cols_valid;
           const long long row = m0 + r, col = k0 + cc * 8;
-          rowwise_chunk(c[u], valid, q + row * cols + col, scales + row * (cols / 32) + col / 32,
-                        lane);
+          if constexpr (kScaleWords) {
+            // Read back this thread's own chunk (no barrier needed): c[] dies at the st.shared,
+            // which keeps the word path within 64 registers at 512 threads (KT 4).
+            const Chunk cs = load_shared16(tile + ci * 16);
+            rowwise_any(cs, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
+                        scales + row * (cols / 32) + col / 32, lane);
+          } else {
+            rowwise_any(c[u], valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
+                        scales + row * (cols / 32) + col / 32, lane);
+          }
         }
       }
       __syncthreads();
@@ -212,11 +279,18 @@ struct DualTile {
 #pragma unroll
         for (int j = 0; j < 8; ++j) qb[j] = kE4M3NaNx4;
       }
-      // scales_t (cols, rows/32): byte stores; M-adjacent CTAs (ORDER 0) fill the same sectors.
-      const long long nb = rows / 32;
-      const long long sb = m0 / 32 + b;
-      scales_t[(k0 + kl) * nb + sb] = static_cast<unsigned char>(s2 & 0xFFu);
-      scales_t[(k0 + kl + 1) * nb + sb] = static_cast<unsigned char>(s2 >> 8);
+      if constexpr (kScaleWords) {
+        // Staged scales_t row k: byte b is block b of tile column k (written out below).
+        const unsigned stage = tile + kSmemBytes;
+        store_shared1(stage + kl * kRowBlocks + b, s2 & 0xFFu);
+        store_shared1(stage + (kl + 1) * kRowBlocks + b, s2 >> 8);
+      } else {
+        // scales_t (cols, rows/32): byte stores; M-adjacent CTAs (ORDER 0) fill the same sectors.
+        const long long nb = rows / 32;
+        const long long sb = m0 / 32 + b;
+        scales_t[(k0 + kl) * nb + sb] = static_cast<unsigned char>(s2 & 0xFFu);
+        scales_t[(k0 + kl + 1) * nb + sb] = static_cast<unsigned char>(s2 >> 8);
+      }
     }
     __syncthreads();  // every colwise read of the x tile is done: stage q_t over it
     if (col_valid) {
@@ -235,6 +309,30 @@ struct DualTile {
       if (k < cols_valid && ch * 16 < rows_valid) {
         const Chunk v = load_shared16(tile + qt_offset(k, ch));
         store_global16<kStoreCs>(q_t + (k0 + k) * rows + m0 + ch * 16, v);
+      }
+    }
+    if constexpr (kScaleWords) {
+      // scales_t: thread k writes staged row k, the tile's blocks of column k0 + k (kThreads >=
+      // kBK since kRowBlocks >= 2), as words where whole and aligned.
+      static_assert(kThreads >= kBK, "one thread per staged scales_t row");
+      const int k = tid;
+      const int blocks_valid = rows_valid / 32;
+      if (k < kBK && k < cols_valid) {
+        const unsigned src = tile + kSmemBytes + k * kRowBlocks;
+        unsigned char* dst = scales_t + (k0 + k) * (rows / 32) + m0 / 32;
+        bool done = false;
+        if constexpr (kRowBlocks % 4 == 0) {
+          if (blocks_valid == kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
+#pragma unroll
+            for (int w = 0; w < kRowBlocks; w += 4) {
+              *reinterpret_cast<unsigned*>(dst + w) = load_shared4(src + w);
+            }
+            done = true;
+          }
+        }
+        if (!done) {
+          for (int w = 0; w < blocks_valid; ++w) dst[w] = load_shared1(src + w);
+        }
       }
     }
   }
