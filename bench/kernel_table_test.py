@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Tests of bench/kernel_table.py on synthetic runs: which evaluation a row shows, how peers match
+shapes and settings, the ratio's direction. Usage: kernel_table_test.py (exit 1 on a failure)."""
+import json, os, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kernel_table  # noqa: E402
+
+
+def case(shape, us, sol, kind="bench"):
+    return {"kind": kind, "shape": shape, "timing": {"median_us": us}, "sol_us": sol,
+            "verdict": "ok"}
+
+
+def evaluation(problem, params, knobs, cases, hidden=True, verdict="ok"):
+    cs = list(cases) + ([{"kind": "hidden", "verdict": "ok"}] if hidden else [])
+    return {"problem": problem, "params": params, "knobs": knobs, "cases": cs, "verdict": verdict,
+            "geomean_us": 1.0}
+
+
+def write(d, name, obj):
+    os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
+    with open(os.path.join(d, name), "w") as f:
+        json.dump(obj, f)
+
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def main():
+    defaults = {k: v for k, v in kernel_table.default_knobs("bf16_gemm").items()}
+    other = dict(defaults, BN=128)
+    shape = {"M": 8192, "N": 8192, "K": 8192}
+    with tempfile.TemporaryDirectory() as tmp:
+        run1, run2 = os.path.join(tmp, "r1"), os.path.join(tmp, "r2")
+        # Run 1: the default knobs (1000 us); run 2: other knobs (900 us, faster) and the default
+        # again without hidden shapes (800 us): the row must show run 1's complete default.
+        write(run1, "kernels/bf16_gemm.json",
+              evaluation("bf16_gemm", {}, defaults, [case(shape, 1000.0, 800.0)]))
+        write(run2, "sweep/a.json", evaluation("bf16_gemm", {}, other, [case(shape, 900.0, 800.0)]))
+        write(run2, "sweep/b.json",
+              evaluation("bf16_gemm", {}, defaults, [case(shape, 800.0, 800.0)], hidden=False))
+        # A peer keyed the gemm_peers way, and one at another shape that must not match.
+        write(run2, "peers/bf16_gemm.peers.json", {"shapes": {
+            "M=8192,N=8192,K=8192": {"cublas_bf16": {"protocol_us": 1250.0}},
+            "M=16,N=4096,K=7168": {"cublas_bf16": {"protocol_us": 1.0}}}})
+        # A parameterized problem: the peer entry of the other rounding must not match.
+        qshape = {"M": 16384, "K": 2880}
+        write(run1, "kernels/q.json", evaluation("mxfp8_quantize_rowwise", {"rounding": "floor"},
+                                                  {}, [case(qshape, 40.0, 36.0)]))
+        write(run1, "kernels/mxfp8_quantize_rowwise.peers.json", {"shapes": {"16384x2880": {
+            "rceil": {"torch_compile_protocol_us": 10.0},
+            "floor": {"torch_compile_protocol_us": 80.0, "eager_protocol_us": 200.0}}}})
+        out = os.path.join(tmp, "t.json")
+        p = subprocess.run([sys.executable, os.path.join(HERE, "kernel_table.py"),
+                            "--run", f"one={run1}", "--run", f"two={run2}", "--json", out],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"kernel_table.py failed: {p.stderr}")
+        rows = json.load(open(out))["rows"] if p.returncode == 0 else []
+        gemm = [r for r in rows if r["problem"] == "bf16_gemm"]
+        check(len(gemm) == 1, f"one bf16_gemm row, got {len(gemm)}")
+        if gemm:
+            r = gemm[0]
+            check(r["us"] == 1000.0 and r["run"] == "one",
+                  f"the default with hidden shapes is shown, got {r['us']} from {r['run']}")
+            check(r["peer"] == "cublas_bf16" and r["peer_us"] == 1250.0,
+                  f"the peer at this shape, got {r.get('peer')} {r.get('peer_us')}")
+            check(abs(r["ratio"] - 1.25) < 1e-9, f"ratio = peer / ours, got {r.get('ratio')}")
+            check(abs(r["tflops"] - 2 * 8192 ** 3 / 1000.0 / 1e6) < 1e-6, "TF/s of 2MNK")
+            check(abs(r["of_sol"] - 0.8) < 1e-9, f"of SOL = sol / ours, got {r.get('of_sol')}")
+        q = [r for r in rows if r["problem"] == "mxfp8_quantize_rowwise"]
+        check(len(q) == 1, f"one quantizer row, got {len(q)}")
+        if q:
+            check(q[0]["peer_us"] == 80.0 and q[0]["peer"] == "torch_compile",
+                  f"floor's best peer, not rceil's: got {q[0].get('peer')} {q[0].get('peer_us')}")
+    if failures:
+        print("kernel_table_test: FAILED\n  " + "\n  ".join(failures))
+        return 1
+    print("kernel_table_test: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
