@@ -15,22 +15,10 @@ import json, sys
 import torch
 
 from common import header, time_peer
+from gemm_peers import group_offsets
 
 SHAPES = [(32768, 4, 4096, 7168), (32768, 4, 7168, 2048), (32768, 8, 4096, 7168),
           (32768, 8, 7168, 2048), (256, 2, 7168, 2048)]  # spec bench (M, E, N, K)
-
-
-def group_offsets(m, e, gen):
-    """Cumulative END offsets (int32, device): multiples of 128 summing to m, skewed sizes,
-    about 15% of the groups empty (the last group takes the remainder)."""
-    blocks = m // 128
-    w = torch.rand(e, generator=gen) ** 2 + 0.05
-    w[torch.rand(e, generator=gen) < 0.15] = 0.0
-    if w.sum() == 0:
-        w[-1] = 1.0
-    sizes = (w / w.sum() * blocks).floor().long()
-    sizes[torch.nonzero(w).flatten()[-1]] += blocks - sizes.sum()
-    return (torch.cumsum(sizes, 0) * 128).to(torch.int32).cuda()
 
 
 def cost_bytes(m, e, n, k):
@@ -49,7 +37,7 @@ def make_set(m, e, n, k, seed):
     b = e4m3((e, n, k), gen)
     a_scales = torch.rand(k // 128, m, generator=gen, device="cuda") * 3.5e-3 + 5e-4
     b_scales = torch.rand(e, n // 128, k // 128, generator=gen, device="cuda") * 1.8e-3 + 2e-4
-    offs = group_offsets(m, e, torch.Generator().manual_seed(seed))
+    offs = group_offsets(m, e, 128, seed)
     # Rowwise stand-ins for the block scales: one per token row, one per expert column.
     sa_row = a_scales.mean(0).contiguous()                                   # [M]
     sb_col = b_scales.mean(2).repeat_interleave(128, dim=1).contiguous()     # [E, N]
