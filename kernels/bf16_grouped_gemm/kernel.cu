@@ -1,5 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [256, 128, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1] },
+{ "knobs": { "BN": [256, 128, 64, 192], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
+             "PP": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -48,12 +49,18 @@
 //    the previous stage; bf16 pairs stored from the accumulator fragment.
 //  - sm_100a: warp 0 TMA, warp 1 issues tcgen05.mma (M=128, N=BN, a/b major bits per form) into
 //    a double-buffered TMEM accumulator; warps 4..11 drain it (tcgen05.ld 32x32b.x32) and store.
-// Knobs: BN (output tile width), STAGES (ring depth, capped to fit), GROUP_M (band height).
+// Knobs: BN (output tile width; 192 tiles K = 2880 exactly, where 256 wastes 6.7% of the MMAs on
+// zero-filled columns), STAGES (ring depth, capped to fit), GROUP_M (band height).
+// PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
+// ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
+// runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
+// 64 KiB register-to-global epilogue per 128x256 tile); order barriers in acc_full's slots.
 // Not done: TMA multicast / 2-CTA MMA, TMA-store epilogue, stream-K for the decode shape.
 //
 // Evaluate: build/warpsmith eval bf16_grouped_gemm kernels/bf16_grouped_gemm/kernel.cu --set form=dgrad
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
+// warpsmith:sass sm_90a PP=1 BN=128: HGMMA UTMALDG
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
@@ -70,6 +77,9 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
+#endif
+#ifndef PP
+#define PP 0
 #endif
 
 namespace {
@@ -93,10 +103,18 @@ struct Config {
   // MN-major (transposed) operands: A in wgrad, B in dgrad and wgrad.
   static constexpr int kTransA = kForm == 2 ? 1 : 0;
   static constexpr int kTransB = kForm != 0 ? 1 : 0;
+  // PP = 1 (sm_90a): ping-pong consumers, each warpgroup a whole 128 x BN tile (alternate tiles),
+  // so one warpgroup's epilogue overlaps the other's MMAs; one arrival frees a stage.
+  static constexpr int kPingPong = PP;
+  static constexpr int kEmptyArrivals = PP ? 1 : 2;
 };
 static_assert(Config::kForm >= 0 && Config::kForm <= 2, "WS_FORM: 0 fwd, 1 dgrad, 2 wgrad");
-static_assert(Config::kBN == 64 || Config::kBN == 128 || Config::kBN == 256, "BN: 64, 128, 256");
+static_assert(Config::kBN == 64 || Config::kBN == 128 || Config::kBN == 192 || Config::kBN == 256,
+              "BN: 64, 128, 192, 256");
 static_assert(Config::kStages >= 2, "at least two stages fit");
+static_assert(Config::kPingPong == 0 || Config::kPingPong == 1, "PP: 0 or 1");
+static_assert(Config::kPingPong == 0 || Config::kBN <= 128,
+              "PP: a warpgroup holds a 128 x BN fp32 tile (BN registers): BN <= 128");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 constexpr int kTransA = Config::kTransA, kTransB = Config::kTransB;
 
@@ -178,6 +196,96 @@ __device__ __forceinline__ void wgmma_step(float (&acc)[Config::kBN / 2], uint32
 #endif
 
 }  // namespace
+
+#if PP != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// sm_90a consumer warpgroup cw with PP = 1: the CTA's tiles alternate between the two consumer
+// warpgroups (local tile j goes to warpgroup j % 2), each computing the whole 128 x BN tile as two
+// m64 halves (A rows 0..63 at the stage, rows 64..127 8 KiB on: K-major rows and MN-major boxes
+// alike). Both walk every tile so their stage counters match the producer's: a tile of the other
+// warpgroup only advances it by its k-blocks. The ring hands stages out in tile order, so the
+// warpgroups' MMAs follow each other and one's epilogue (stores from registers) overlaps the
+// other's main loop; a stage is freed by its one consumer (empty count 1).
+// Order barriers (order + 8w, count 1: warpgroup w arrives after each of its main loops): a
+// warpgroup starts a tile's main loop only once the other has finished the previous tile's.
+// Besides the ping-pong this keeps a full-barrier wait at most one phase ahead: without it a
+// warpgroup that skipped the other's tile could wait on a stage two fills behind and pass on the
+// parity of an older fill.
+template <int cw>
+__device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, uint32_t empty,
+                                                 uint32_t order,
+                                                 const int* offs, __nv_bfloat16* __restrict__ out,
+                                                 int E, int N, int K, int lane) {
+  ws::setmaxnreg_inc<232>();
+  const int t128 = threadIdx.x % 128;  // thread in the warpgroup
+  const bool signal = t128 == 0;
+  Cursor cur;
+  Tile tl;
+  float acc0[Config::kBN / 2], acc1[Config::kBN / 2];  // rows 0..63 and 64..127, fp32
+  // Warpgroup 1 starts past warpgroup 0's first tile; each then skips the other's next tile.
+  // cw is a template argument: a tile walk that depends on threadIdx makes ptxas serialize the
+  // wgmmas (C7520 "WG.AR in divergent path").
+  const int first = cur.seek(blockIdx.x, offs, E, N, K, tl)
+                        ? (tl.depth(N, K) + Config::kBK - 1) / Config::kBK
+                        : 0;
+  uint32_t it = cw * first;
+  int t = blockIdx.x + cw * gridDim.x;
+  for (uint32_t n = 0; cur.seek(t, offs, E, N, K, tl); t += 2 * gridDim.x, ++n) {
+    const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
+    // The previous tile's main loop (the other warpgroup's): its n-1-th (cw 0) or n-th (cw 1).
+    if (cw == 1)
+      ws::mbar_wait(order, n & 1);
+    else if (n > 0)
+      ws::mbar_wait(order + 8, (n - 1) & 1);
+#pragma unroll
+    for (int i = 0; i < Config::kBN / 2; ++i) acc0[i] = acc1[i] = 0.0f;
+    uint32_t prev = 0;
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+      ws::mbar_wait(full + 8 * s, ph);
+      const uint32_t a = smem + s * Config::kABytes;
+      const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+      const int ksteps = ksteps_of(depth, kb);
+      ws::wgmma_fence();
+      if (ksteps == Config::kBK / 16) {  // whole k-block: straight-line wgmmas
+#pragma unroll
+        for (int k = 0; k < Config::kBK / 16; ++k) {
+          wgmma_step(acc0, a, b, k);
+          wgmma_step(acc1, a + Config::kBoxBytes, b, k);
+        }
+      } else {  // the contraction's tail (one guarded wgmma per branch: none serialized)
+#pragma unroll
+        for (int k = 0; k < Config::kBK / 16; ++k) {
+          if (k < ksteps) wgmma_step(acc0, a, b, k);
+        }
+#pragma unroll
+        for (int k = 0; k < Config::kBK / 16; ++k) {
+          if (k < ksteps) wgmma_step(acc1, a + Config::kBoxBytes, b, k);
+        }
+      }
+      ws::wgmma_commit();
+      if (kb > 0) {
+        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+      }
+      prev = s;
+    }
+    ws::wgmma_wait<0>();
+    ws::fence_operands(acc0);
+    ws::fence_operands(acc1);
+    if (signal && kblocks > 0) ws::mbar_arrive(empty + 8 * prev);
+    if (signal) ws::mbar_arrive(order + 8 * cw);  // this main loop is done: the other may start
+    // Fragment of each half: register 4j+e of thread (warp w, lane l) is row 16w + l/4 + 8*(e/2)
+    // (+64 in acc1), column 8j + 2*(l%4) + e%2. Empty wgrad groups store their zeros.
+    const ws::OutTile o = Cursor::out_tile(tl, N, K);
+    const int r = 16 * (t128 / 32) + lane / 4, colb = o.col0 + 2 * (lane % 4);
+    ws::store_fragment_bf16<Config::kBN>(out, acc0, o.row0, r, o.rows_left, colb, o.ncols);
+    ws::store_fragment_bf16<Config::kBN>(out, acc1, o.row0, r + 64, o.rows_left, colb, o.ncols);
+    Tile other;  // the other warpgroup's next tile: its k-blocks pass by this one's counter
+    if (cur.seek(t + gridDim.x, offs, E, N, K, other))
+      it += (other.depth(N, K) + Config::kBK - 1) / Config::kBK;
+  }
+}
+#endif
 
 // tma_a / tma_b: see the plan (boxes per form); offs [E] cumulative group ends; out as spec.json.
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
@@ -301,7 +409,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
-    ws::mbar_init_ring<Config::kStages>(full, 1, empty, 2);  // empty: one per consumer warpgroup
+    // empty: one arrival per consumer warpgroup (PP: the tile's owner only)
+    ws::mbar_init_ring<Config::kStages>(full, 1, empty, Config::kEmptyArrivals);
+#if PP != 0
+    // PP: the consumers' order barriers, in sm_100a's acc_full slots (unused on sm_90a).
+    ws::mbar_init(acc_full, 1);
+    ws::mbar_init(acc_full + 8, 1);
+#endif
     ws::fence_mbarrier_init();
   }
   __syncthreads();
@@ -310,6 +424,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     ws::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) produce(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else {
+#if PP != 0
+    if (wg == 1)
+      consume_pingpong<0>(smem, full, empty, acc_full, goffs, out, E, N, K, lane);
+    else
+      consume_pingpong<1>(smem, full, empty, acc_full, goffs, out, E, N, K, lane);
+#else
     ws::setmaxnreg_inc<232>();
     const int cw = wg - 1;               // consumer warpgroup: rows 64*cw.. of the tile
     const int t128 = threadIdx.x % 128;  // thread in the warpgroup
@@ -360,6 +480,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
                                            o.col0 + 2 * (lane % 4), o.ncols);
     }
+#endif  // PP
   }
 #endif
 }
