@@ -1,11 +1,11 @@
 /* warpsmith:plan
 { "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [0, 1, 2],
-              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2] },
+              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2], "W2PF": [0, 16, 8, 24] },
   "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
                 "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
                 "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
                 "args":  ["x", "topk_ids", "topk_weights", "w13", "workspace",
-                          "T", "E", "TOPK", "H", "I"] },
+                          "T", "E", "TOPK", "H", "I", "w2"] },
               { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true,
                 "grid":  ["ceil_div(H, 16)"],
                 "block": ["32 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms))"],
@@ -75,7 +75,14 @@
 // item (2: 16 tokens per expert in one pass; 24 for DeepSeek-V3 EP8 at 64 tokens, ~16 per
 // expert; a second pass mostly hits L2 since both passes run at the same time). WARPS (kernel 1
 // CTA size), LOAD_HINT (weight loads: 0 ld.global.nc, 1 + L1::no_allocate, 2 + L2::256B
-// prefetch), PREFETCH (kernel 2's L2 prefetch before griddepcontrol.wait).
+// prefetch), PREFETCH (kernel 2's L2 prefetch before griddepcontrol.wait). STAGES (0 = the
+// register path above): weights through a per-warp cp.async ring in shared memory, STAGES groups
+// deep (<= 8 KB per warp; clamped to 8 / CHUNKS, TILE=8x stays on the register path), issued
+// STAGES - 1 groups ahead across units and items, kernel 2's first groups before
+// griddepcontrol.wait; LOAD_HINT 0 and 1 are then the same (cp.async.cg), 2 adds L2::256B.
+// W2PF (MB, 0 = off): kernel 1's last warps L2-prefetch, at their last group, the first W2PF MB
+// of w2 that kernel 2 reads (whole rows of the first items, then a prefix of every row), to keep
+// the DRAM busy between the kernels. NOTES.md ("Why 0.41-0.78") has the model behind both.
 //
 // Evaluate: build/warpsmith eval moe_decode_fused kernels/moe_decode_fused/kernel.cu
 //   [--knob TILE=81 ...]; peers: bench/peers/moe_decode_fused.py. Notes: NOTES.md beside this.
@@ -100,6 +107,9 @@
 #endif
 #ifndef STAGES
 #define STAGES 0
+#endif
+#ifndef W2PF
+#define W2PF 0
 #endif
 
 #include "ws/memory.cuh"
@@ -129,6 +139,9 @@ struct Config {
   static constexpr int kStagesMax = STAGES * kChunks <= 8 ? STAGES : 8 / kChunks;
   static constexpr int kStages = kStagesMax >= 2 ? kStagesMax : 0;
   static constexpr int kStageBytes = 2 * kChunks * 512;  // a warp's group: 2 rows x kChunks x 32 lanes
+  // W2PF > 0: kernel 1's last warps prefetch into L2, at their last group, the first W2PF MB of
+  // w2 that kernel 2 reads, to keep the DRAM busy between the kernels (0: no prefetch).
+  static constexpr long long kW2PfBytes = static_cast<long long>(W2PF) << 20;
 };
 static_assert(Config::kChunks == 2 || Config::kChunks == 4 || Config::kChunks == 8, "chunks");
 static_assert(Config::kNTiles >= 1 && Config::kNTiles <= 4, "item tokens fit the 8-bit count");
@@ -325,6 +338,63 @@ __device__ __forceinline__ void team_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ---- W2PF > 0: kernel 1 warms L2 with the w2 bytes kernel 2 reads first ----
+// The DRAM idles between the kernels: kernel 1's tail, the CTA switch (kernel 2 cannot be
+// resident beside kernel 1: both fill the register file), kernel 2's routing prologue and
+// griddepcontrol.wait. Prefetches issued by kernel 1's last warps at their last group are
+// fire-and-forget, so the DRAM serves them in that gap; issuing them earlier would only share
+// the saturated stream (no gain) and risk eviction. Kernel 2 walks items in order, all of an
+// item's columns before the next, every CTA its own 16 rows; so its first bytes are whole w2[e]
+// matrices of the first items, then a column prefix of every row of the next (never a subset of
+// rows: that would speed up some CTAs only).
+
+// Warps finishing last (those with the most units) share the prefetch: the number of shares,
+// and this warp's share index and the consumer step (0-based over its units and groups) that
+// issues it, step -1: not a sharer.
+__device__ __forceinline__ long long w2pf_sharers(long long n_units, long long n_teams) {
+  const long long n_my_max = (n_units + n_teams - 1) / n_teams;
+  return n_units - (n_my_max - 1) * n_teams;  // teams with n_my_max units: unit0 below this
+}
+
+__device__ __forceinline__ long long w2pf_step(long long n_units, long long unit0,
+                                               long long n_teams, int kw, int ks, int n_groups) {
+  if (unit0 >= w2pf_sharers(n_units, n_teams)) return -1;
+  const long long n_my = (n_units + n_teams - 1) / n_teams;
+  const long long per_unit = kw < n_groups ? (n_groups - 1 - kw) / ks + 1 : 0;
+  return max(0LL, n_my * per_unit - 1);  // the last group (0 without groups: after the loop)
+}
+
+// This warp's share (kernel 1's unit0 = team * gridDim.x + blockIdx.x): recomputed at the call so
+// that only a countdown stays live through the loop.
+__device__ __forceinline__ void w2pf_issue(const Routing&, const uint16_t*, int, int, int,
+                                           long long, long long, int);
+__device__ __forceinline__ void w2pf_issue_warp(const Routing& rt, const uint16_t* w2,
+                                                int n_items, int H, int I, long long n_units,
+                                                long long n_teams, int team, int ks, int kw,
+                                                int lane) {
+  const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
+  w2pf_issue(rt, w2, n_items, H, I, unit0 * ks + kw, w2pf_sharers(n_units, n_teams) * ks, lane);
+}
+
+// Share `share` of n_shares: rows of the first items' w2 (whole rows, then a 16-byte-multiple
+// prefix of every row of the next item) as cp.async.bulk.prefetch.L2, one per lane.
+__device__ __forceinline__ void w2pf_issue(const Routing& rt, const uint16_t* w2, int n_items,
+                                           int H, int I, long long share, long long n_shares,
+                                           int lane) {
+  const long long item_bytes = 2LL * H * I;
+  const long long n_full = min(static_cast<long long>(n_items), Config::kW2PfBytes / item_bytes);
+  long long prefix = 0;
+  if (n_full < n_items)
+    prefix = min(2LL * I, ((Config::kW2PfBytes - n_full * item_bytes) / H) & ~15LL);
+  const long long n_rows = n_full * H + (prefix > 0 ? H : 0);
+  for (long long j = share * 32 + lane; j < n_rows; j += n_shares * 32) {
+    const int item = static_cast<int>(j / H), row = static_cast<int>(j % H);
+    const uint16_t* p = w2 + (static_cast<long long>(rt.item_e[item]) * H + row) * I;
+    const uint32_t len = item < n_full ? 2u * I : static_cast<uint32_t>(prefix);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(len) : "memory");
+  }
+}
+
 // ---- STAGES > 0: the weight chunks through a per-warp cp.async ring in shared memory ----
 // Each lane copies and later reads back only its own 16-byte slots (ring + (slot * 32 + lane) *
 // 16), so cp.async.wait_group alone orders a lane's copy before its read; no warp barrier. A
@@ -363,7 +433,7 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
                                              const float* __restrict__ topk_weights,
                                              const uint16_t* __restrict__ w13,
                                              uint16_t* __restrict__ h, int T, int E, int K, int H,
-                                             int I) {
+                                             int I, const uint16_t* __restrict__ w2) {
   constexpr int kNT = Config::kNTiles, kC = Config::kChunks, kS = Config::kStages;
   constexpr int kSB = Config::kStageBytes;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -428,6 +498,10 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
 #pragma unroll
     for (int i = 0; i < kS - 1; ++i) issue();
     int c_stage = 0;
+    // W2PF: groups left before this warp's share is issued (-1: none).
+    int pf_left = -1;
+    if (Config::kW2PfBytes > 0 && t0 + tw >= T)
+      pf_left = static_cast<int>(w2pf_step(n_units, unit0, n_teams, kw, ks, n_groups));
 
     for (long long unit = unit0; unit < n_units; unit += n_teams) {
       const int item = static_cast<int>(unit / row_blocks);
@@ -451,6 +525,10 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
       }
       for (int kg = kw; kg < n_groups; kg += ks) {
         issue();
+        if (Config::kW2PfBytes > 0) {
+          if (pf_left-- == 0)
+            w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
+        }
         const int c0 = kg * Config::kGroupCols + 8 * q;
         Chunk lo[kC], hi[kC], b[kNT][kC];
         // x first (L1 / L2): its latency overlaps the wait for the weights.
@@ -512,6 +590,8 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
         }
       }
     }
+    if (Config::kW2PfBytes > 0 && pf_left >= 0)  // a sharer without groups
+      w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
     cp_async_wait<0>();  // only empty groups remain; the next window reuses the slots
     __syncthreads();
   }
@@ -676,11 +756,12 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
                                      const int* __restrict__ topk_ids,
                                      const float* __restrict__ topk_weights,
                                      const uint16_t* __restrict__ w13, uint16_t* __restrict__ h,
-                                     int T, int E, int K, int H, int I) {
+                                     int T, int E, int K, int H, int I,
+                                     const uint16_t* __restrict__ w2) {
   // Kernel 2 may be scheduled as soon as SMs free up; it waits for our completion itself.
   asm volatile("griddepcontrol.launch_dependents;");
   if constexpr (Config::kStages > 0) {
-    gate_up_ring(x, topk_ids, topk_weights, w13, h, T, E, K, H, I);
+    gate_up_ring(x, topk_ids, topk_weights, w13, h, T, E, K, H, I, w2);
     return;
   }
   constexpr int kNT = Config::kNTiles, kC = Config::kChunks;
@@ -706,6 +787,12 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
     while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
     const int team = warp / ks, kw = warp % ks;
     const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
+    int pf_left = -1;  // W2PF: groups left before this warp's share is issued (-1: none)
+    if constexpr (Config::kW2PfBytes > 0) {
+      const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
+      if (t0 + tw >= T)
+        pf_left = static_cast<int>(w2pf_step(n_units, unit0, n_teams, kw, ks, n_groups));
+    }
     // Units are dealt across CTAs first, so a small batch still spreads over every SM.
     for (long long unit = static_cast<long long>(team) * gridDim.x + blockIdx.x; unit < n_units;
          unit += n_teams) {
@@ -733,6 +820,10 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
         for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
       }
       for (int kg = kw; kg < n_groups; kg += ks) {
+        if constexpr (Config::kW2PfBytes > 0) {
+          if (pf_left-- == 0)
+            w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
+        }
         const int c0 = kg * Config::kGroupCols + 8 * q;
         Chunk lo[kC], hi[kC], b[kNT][kC];
 #pragma unroll
@@ -798,6 +889,10 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
           }
         }
       }
+    }
+    if constexpr (Config::kW2PfBytes > 0) {
+      if (pf_left >= 0)  // a sharer without groups
+        w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
     }
     __syncthreads();  // the routing is rebuilt for the next window
   }
