@@ -1,15 +1,15 @@
 /* warpsmith:plan
 { "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [0, 1, 2],
-              "PREFETCH": [1, 0] },
+              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2], "W2PF": [0, 16, 8, 24] },
   "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
                 "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
-                "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10)",
+                "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
                 "args":  ["x", "topk_ids", "topk_weights", "w13", "workspace",
-                          "T", "E", "TOPK", "H", "I"] },
+                          "T", "E", "TOPK", "H", "I", "w2"] },
               { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true,
                 "grid":  ["ceil_div(H, 16)"],
                 "block": ["32 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms))"],
-                "smem":  "4 * (2 * E + 4 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 64 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * min(T, min(64, max(1, 512 / TOPK)))",
+                "smem":  "4 * (2 * E + 4 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 64 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * min(T, min(64, max(1, 512 / TOPK))) + 1024 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
                 "args":  ["topk_ids", "w2", "workspace", "y", "T", "E", "TOPK", "H", "I"] } ],
   "workspace": { "bytes": "4 * T * TOPK * I", "zero": false } }
 */
@@ -75,7 +75,14 @@
 // item (2: 16 tokens per expert in one pass; 24 for DeepSeek-V3 EP8 at 64 tokens, ~16 per
 // expert; a second pass mostly hits L2 since both passes run at the same time). WARPS (kernel 1
 // CTA size), LOAD_HINT (weight loads: 0 ld.global.nc, 1 + L1::no_allocate, 2 + L2::256B
-// prefetch), PREFETCH (kernel 2's L2 prefetch before griddepcontrol.wait).
+// prefetch), PREFETCH (kernel 2's L2 prefetch before griddepcontrol.wait). STAGES (0 = the
+// register path above): weights through a per-warp cp.async ring in shared memory, STAGES groups
+// deep (<= 8 KB per warp; clamped to 8 / CHUNKS, TILE=8x stays on the register path), issued
+// STAGES - 1 groups ahead across units and items, kernel 2's first groups before
+// griddepcontrol.wait; LOAD_HINT 0 and 1 are then the same (cp.async.cg), 2 adds L2::256B.
+// W2PF (MB, 0 = off): kernel 1's last warps L2-prefetch, at their last group, the first W2PF MB
+// of w2 that kernel 2 reads (whole rows of the first items, then a prefix of every row), to keep
+// the DRAM busy between the kernels. NOTES.md ("Why 0.41-0.78") has the model behind both.
 //
 // Evaluate: build/warpsmith eval moe_decode_fused kernels/moe_decode_fused/kernel.cu
 //   [--knob TILE=81 ...]; peers: bench/peers/moe_decode_fused.py. Notes: NOTES.md beside this.
@@ -83,6 +90,8 @@
 // SASS claims: the bf16 tensor-core mma and the 128-bit read-only weight loads.
 // warpsmith:sass sm_90a: HMMA.16816.F32.BF16 LDG.E.128.CONSTANT MATCH.ANY
 // warpsmith:sass sm_100a: HMMA.16816.F32.BF16 LDG.E.128.CONSTANT MATCH.ANY
+// warpsmith:sass sm_90a TILE=22 STAGES=4: HMMA.16816.F32.BF16 LDGSTS LDGDEPBAR DEPBAR MATCH.ANY
+// warpsmith:sass sm_100a TILE=22 STAGES=4: HMMA.16816.F32.BF16 LDGSTS LDGDEPBAR DEPBAR MATCH.ANY
 
 #ifndef TILE
 #define TILE 42
@@ -95,6 +104,12 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1
+#endif
+#ifndef STAGES
+#define STAGES 0
+#endif
+#ifndef W2PF
+#define W2PF 0
 #endif
 
 #include "ws/memory.cuh"
@@ -118,6 +133,15 @@ struct Config {
   static constexpr int kWindowPairs = 512;
   static constexpr int kPrefetchBytes = PREFETCH ? 64 * 1024 : 0;  // kernel 2's L2 prefetch per CTA
   static constexpr int kPrefetchRowBytes = 4096;
+  // STAGES > 0: weight chunks go through a per-warp cp.async ring in shared memory, kStages
+  // groups deep (<= 8 KB per warp: STAGES is clamped to 8 / CHUNKS; a ring of one is none, so
+  // TILE=8x keeps the register path). 0: the register path (loads straight into the fragments).
+  static constexpr int kStagesMax = STAGES * kChunks <= 8 ? STAGES : 8 / kChunks;
+  static constexpr int kStages = kStagesMax >= 2 ? kStagesMax : 0;
+  static constexpr int kStageBytes = 2 * kChunks * 512;  // a warp's group: 2 rows x kChunks x 32 lanes
+  // W2PF > 0: kernel 1's last warps prefetch into L2, at their last group, the first W2PF MB of
+  // w2 that kernel 2 reads, to keep the DRAM busy between the kernels (0: no prefetch).
+  static constexpr long long kW2PfBytes = static_cast<long long>(W2PF) << 20;
 };
 static_assert(Config::kChunks == 2 || Config::kChunks == 4 || Config::kChunks == 8, "chunks");
 static_assert(Config::kNTiles >= 1 && Config::kNTiles <= 4, "item tokens fit the 8-bit count");
@@ -314,6 +338,413 @@ __device__ __forceinline__ void team_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ---- W2PF > 0: kernel 1 warms L2 with the w2 bytes kernel 2 reads first ----
+// The DRAM idles between the kernels: kernel 1's tail, the CTA switch (kernel 2 cannot be
+// resident beside kernel 1: both fill the register file), kernel 2's routing prologue and
+// griddepcontrol.wait. Prefetches issued by kernel 1's last warps at their last group are
+// fire-and-forget, so the DRAM serves them in that gap; issuing them earlier would only share
+// the saturated stream (no gain) and risk eviction. Kernel 2 walks items in order, all of an
+// item's columns before the next, every CTA its own 16 rows; so its first bytes are whole w2[e]
+// matrices of the first items, then a column prefix of every row of the next (never a subset of
+// rows: that would speed up some CTAs only).
+
+// Warps finishing last (those with the most units) share the prefetch: the number of shares,
+// and this warp's share index and the consumer step (0-based over its units and groups) that
+// issues it, step -1: not a sharer.
+__device__ __forceinline__ long long w2pf_sharers(long long n_units, long long n_teams) {
+  const long long n_my_max = (n_units + n_teams - 1) / n_teams;
+  return n_units - (n_my_max - 1) * n_teams;  // teams with n_my_max units: unit0 below this
+}
+
+__device__ __forceinline__ long long w2pf_step(long long n_units, long long unit0,
+                                               long long n_teams, int kw, int ks, int n_groups) {
+  if (unit0 >= w2pf_sharers(n_units, n_teams)) return -1;
+  const long long n_my = (n_units + n_teams - 1) / n_teams;
+  const long long per_unit = kw < n_groups ? (n_groups - 1 - kw) / ks + 1 : 0;
+  return max(0LL, n_my * per_unit - 1);  // the last group (0 without groups: after the loop)
+}
+
+// This warp's share (kernel 1's unit0 = team * gridDim.x + blockIdx.x): recomputed at the call so
+// that only a countdown stays live through the loop.
+__device__ __forceinline__ void w2pf_issue(const Routing&, const uint16_t*, int, int, int,
+                                           long long, long long, int);
+__device__ __forceinline__ void w2pf_issue_warp(const Routing& rt, const uint16_t* w2,
+                                                int n_items, int H, int I, long long n_units,
+                                                long long n_teams, int team, int ks, int kw,
+                                                int lane) {
+  const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
+  w2pf_issue(rt, w2, n_items, H, I, unit0 * ks + kw, w2pf_sharers(n_units, n_teams) * ks, lane);
+}
+
+// Share `share` of n_shares: rows of the first items' w2 (whole rows, then a 16-byte-multiple
+// prefix of every row of the next item) as cp.async.bulk.prefetch.L2, one per lane.
+__device__ __forceinline__ void w2pf_issue(const Routing& rt, const uint16_t* w2, int n_items,
+                                           int H, int I, long long share, long long n_shares,
+                                           int lane) {
+  const long long item_bytes = 2LL * H * I;
+  const long long n_full = min(static_cast<long long>(n_items), Config::kW2PfBytes / item_bytes);
+  long long prefix = 0;
+  if (n_full < n_items)
+    prefix = min(2LL * I, ((Config::kW2PfBytes - n_full * item_bytes) / H) & ~15LL);
+  const long long n_rows = n_full * H + (prefix > 0 ? H : 0);
+  for (long long j = share * 32 + lane; j < n_rows; j += n_shares * 32) {
+    const int item = static_cast<int>(j / H), row = static_cast<int>(j % H);
+    const uint16_t* p = w2 + (static_cast<long long>(rt.item_e[item]) * H + row) * I;
+    const uint32_t len = item < n_full ? 2u * I : static_cast<uint32_t>(prefix);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(len) : "memory");
+  }
+}
+
+// ---- STAGES > 0: the weight chunks through a per-warp cp.async ring in shared memory ----
+// Each lane copies and later reads back only its own 16-byte slots (ring + (slot * 32 + lane) *
+// 16), so cp.async.wait_group alone orders a lane's copy before its read; no warp barrier. A
+// group (kStageBytes per warp: slot 2u = chunk u of row g, 2u + 1 = chunk u of row g + 8) is
+// issued kStages - 1 groups ahead of its use, across unit and item boundaries, so a warp keeps
+// kStages - 1 to kStages groups of weights in flight instead of one group then a stall.
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, L2 only (.cg); bytes = 0 zero-fills the slot and reads nothing.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, uint32_t bytes) {
+#if LOAD_HINT == 2
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(bytes)
+               : "memory");
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Kernel 1 with the ring (same units, teams, numerics and stores as the register path).
+__device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
+                                             const int* __restrict__ topk_ids,
+                                             const float* __restrict__ topk_weights,
+                                             const uint16_t* __restrict__ w13,
+                                             uint16_t* __restrict__ h, int T, int E, int K, int H,
+                                             int I, const uint16_t* __restrict__ w2) {
+  constexpr int kNT = Config::kNTiles, kC = Config::kChunks, kS = Config::kStages;
+  constexpr int kSB = Config::kStageBytes;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tw = window_tokens(T, K);
+  const int pairs_max = tw * K;
+  // [WARPS][kS] ring stages first (16-byte aligned), then the register path's layout.
+  float* red = reinterpret_cast<float*>(smem + Config::kWarps1 * kS * kSB);
+  float* wt = red + Config::kWarps1 * 4 * kNT * 32;
+  const Routing rt = carve_routing(reinterpret_cast<int*>(wt + pairs_max), E, pairs_max);
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const uint32_t ring = smem_addr(smem) + warp * kS * kSB + lane * 16;
+  const int row_blocks = I / 8;
+  const int n_groups = (H + Config::kGroupCols - 1) / Config::kGroupCols;
+  const long long total_warps = static_cast<long long>(gridDim.x) * Config::kWarps1;
+
+  for (int t0 = 0; t0 < T; t0 += tw) {
+    const int n_tok = min(tw, T - t0);
+    const int n_items =
+        build_routing<Config::kItemTokens>(rt, topk_ids, topk_weights, wt, t0, n_tok, K, E);
+    const long long n_units = static_cast<long long>(n_items) * row_blocks;
+    int ks = 1;
+    while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
+    const int team = warp / ks, kw = warp % ks;
+    const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
+    const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
+
+    // Producer: this warp's (unit, group) sequence, the consumer's order, kS - 1 groups ahead.
+    long long p_unit = kw < n_groups ? unit0 : n_units;
+    int p_kg = kw, p_stage = 0;
+    const uint16_t* p_gate = w13;
+    auto p_rows = [&]() {
+      const int item = static_cast<int>(p_unit / row_blocks);
+      const int r0 = static_cast<int>(p_unit % row_blocks) * 8;
+      p_gate = w13 + (static_cast<long long>(rt.item_e[item]) * 2 * I + r0 + g) * H;
+    };
+    if (p_unit < n_units) p_rows();
+    auto issue = [&]() {
+      if (p_unit < n_units) {
+        const uint16_t* p_up = p_gate + static_cast<long long>(I) * H;
+        const int c0 = p_kg * Config::kGroupCols + 8 * q;
+        const uint32_t s = ring + p_stage * kSB;
+#pragma unroll
+        for (int u = 0; u < kC; ++u) {
+          const int col = c0 + 32 * u;
+          const bool ok = col < H;  // H % 8 == 0: a chunk is wholly inside or outside
+          const int off = ok ? col : 0;
+          const uint32_t n = ok ? 16u : 0u;
+          cp_async16(s + (2 * u) * 512, p_gate + off, n);
+          cp_async16(s + (2 * u + 1) * 512, p_up + off, n);
+        }
+        p_kg += ks;
+        if (p_kg >= n_groups) {
+          p_kg = kw;
+          p_unit += n_teams;
+          if (p_unit < n_units) p_rows();
+        }
+      }
+      cp_async_commit();  // empty past the end: keeps one group per step
+      p_stage = p_stage + 1 == kS ? 0 : p_stage + 1;
+    };
+#pragma unroll
+    for (int i = 0; i < kS - 1; ++i) issue();
+    int c_stage = 0;
+    // W2PF: groups left before this warp's share is issued (-1: none).
+    int pf_left = -1;
+    if (Config::kW2PfBytes > 0 && t0 + tw >= T)
+      pf_left = static_cast<int>(w2pf_step(n_units, unit0, n_teams, kw, ks, n_groups));
+
+    for (long long unit = unit0; unit < n_units; unit += n_teams) {
+      const int item = static_cast<int>(unit / row_blocks);
+      const int r0 = static_cast<int>(unit % row_blocks) * 8;
+      const int start = rt.item_sc[item] >> 8, count = rt.item_sc[item] & 0xFF;
+      const int n_tiles = (count + 7) / 8;
+      const uint16_t* xrow[kNT];
+      bool has_tok[kNT];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const int slot = nt * 8 + g;
+        has_tok[nt] = slot < count;
+        const int p = has_tok[nt] ? rt.plist[start + slot] : 0;
+        xrow[nt] = x + static_cast<long long>(t0 + p / K) * H;
+      }
+      float acc[kNT][4];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+      }
+      for (int kg = kw; kg < n_groups; kg += ks) {
+        issue();
+        if (Config::kW2PfBytes > 0) {
+          if (pf_left-- == 0)
+            w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
+        }
+        const int c0 = kg * Config::kGroupCols + 8 * q;
+        Chunk lo[kC], hi[kC], b[kNT][kC];
+        // x first (L1 / L2): its latency overlaps the wait for the weights.
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int u = 0; u < kC; ++u) {
+            const int col = c0 + 32 * u;
+            b[nt][u] = zero_chunk();
+            if (nt < n_tiles && has_tok[nt] && col < H) b[nt][u] = ws::load_global16(xrow[nt] + col);
+          }
+        }
+        cp_async_wait<kS - 1>();  // this step's group (the oldest but kS - 1) has landed
+        const uint32_t s = ring + c_stage * kSB;
+#pragma unroll
+        for (int u = 0; u < kC; ++u) {
+          lo[u] = ws::load_shared16(s + (2 * u) * 512);
+          hi[u] = ws::load_shared16(s + (2 * u + 1) * 512);
+        }
+        c_stage = c_stage + 1 == kS ? 0 : c_stage + 1;
+        mma_group(acc, lo, hi, b, n_tiles);
+      }
+      if (ks > 1) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) red[((warp * kNT + nt) * 4 + i) * 32 + lane] = acc[nt][i];
+        }
+        team_barrier(1 + team, 32 * ks);
+        if (kw == 0) {
+          for (int w = warp + 1; w < warp + ks; ++w) {
+#pragma unroll
+            for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[nt][i] += red[((w * kNT + nt) * 4 + i) * 32 + lane];
+            }
+          }
+        }
+        team_barrier(1 + team, 32 * ks);
+      }
+      if (kw == 0) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int slot = nt * 8 + 2 * q + j;
+            if (slot < count) {
+              const int p = rt.plist[start + slot];
+              const float gv = acc[nt][j], uv = acc[nt][2 + j];
+              const float hv = gv / (1.0f + __expf(-gv)) * uv * wt[p];
+              const uint16_t hb = bf16_rne(hv);
+              const float rest = hv - bf16_to_float(hb);
+              uint16_t* hp = h + ((static_cast<long long>(t0) * K + p) * 2) * I + r0 + g;
+              hp[0] = hb;
+              const bool finite = (__float_as_uint(rest) & 0x7F800000u) != 0x7F800000u;
+              hp[I] = finite ? bf16_rne(rest) : uint16_t{0};
+            }
+          }
+        }
+      }
+    }
+    if (Config::kW2PfBytes > 0 && pf_left >= 0)  // a sharer without groups
+      w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
+    cp_async_wait<0>();  // only empty groups remain; the next window reuses the slots
+    __syncthreads();
+  }
+}
+
+// Kernel 2 with the ring. The first kS - 1 groups of weights are issued before
+// griddepcontrol.wait: w2 does not depend on kernel 1, only h does.
+__device__ __forceinline__ void down_ring(const int* __restrict__ topk_ids,
+                                          const uint16_t* __restrict__ w2, const uint16_t* h,
+                                          uint16_t* __restrict__ y, int T, int E, int K, int H,
+                                          int I) {
+  constexpr int kNT = Config::kNTiles, kC = Config::kChunks, kR = Config::kRows2;
+  constexpr int kS = Config::kStages, kSB = Config::kStageBytes;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tw = window_tokens(T, K);
+  const int pairs_max = tw * K;
+  const int nwarps = blockDim.x >> 5;
+  float* ys = reinterpret_cast<float*>(smem + nwarps * kS * kSB);  // ring first
+  const Routing rt = carve_routing(reinterpret_cast<int*>(ys + nwarps * tw * kR), E, pairs_max);
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
+  const uint32_t ring = smem_addr(smem) + warp * kS * kSB + lane * 16;
+  const int row0 = blockIdx.x * kR;
+  const bool hi_ok = row0 + kR <= H;
+  const int n_groups = (I + Config::kGroupCols - 1) / Config::kGroupCols;
+  float* my_ys = ys + warp * tw * kR;
+
+  for (int t0 = 0; t0 < T; t0 += tw) {
+    const int n_tok = min(tw, T - t0);
+    for (int i = tid; i < nwarps * tw * kR; i += blockDim.x) ys[i] = 0.0f;
+    const int n_items =
+        build_routing<Config::kItemTokens2>(rt, topk_ids, nullptr, nullptr, t0, n_tok, K, E);
+    if (Config::kPrefetchBytes > 0 && t0 == 0) {
+      const int rows = hi_ok ? kR : kR / 2;
+      const int row_bytes = min(2 * I, Config::kPrefetchRowBytes);
+      const int n_pf = min(n_items, max(1, Config::kPrefetchBytes / (rows * row_bytes)));
+      for (int i = tid; i < n_pf * rows; i += blockDim.x) {
+        const int e = rt.item_e[i / rows];
+        const uint16_t* p = w2 + (static_cast<long long>(e) * H + row0 + i % rows) * I;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(row_bytes)
+                     : "memory");
+      }
+    }
+    const long long pair_base = static_cast<long long>(t0) * K;
+    const long long n_units = static_cast<long long>(n_items) * n_groups;
+
+    long long p_unit = warp;
+    int p_stage = 0;
+    auto issue = [&]() {
+      if (p_unit < n_units) {
+        const int item = static_cast<int>(p_unit / n_groups);
+        const int kg = static_cast<int>(p_unit % n_groups);
+        const uint16_t* plo = w2 + (static_cast<long long>(rt.item_e[item]) * H + row0 + g) * I;
+        const uint16_t* phi = hi_ok ? plo + 8LL * I : plo;  // absent rows: zero-filled
+        const int c0 = kg * Config::kGroupCols + 8 * q;
+        const uint32_t s = ring + p_stage * kSB;
+#pragma unroll
+        for (int u = 0; u < kC; ++u) {
+          const int col = c0 + 32 * u;
+          const bool ok = col < I;  // I % 8 == 0: a chunk is wholly inside or outside
+          const int off = ok ? col : 0;
+          const uint32_t n = ok ? 16u : 0u;
+          cp_async16(s + (2 * u) * 512, plo + off, n);
+          cp_async16(s + (2 * u + 1) * 512, phi + off, hi_ok ? n : 0u);
+        }
+        p_unit += nwarps;
+      }
+      cp_async_commit();
+      p_stage = p_stage + 1 == kS ? 0 : p_stage + 1;
+    };
+#pragma unroll
+    for (int i = 0; i < kS - 1; ++i) issue();  // weights only: before the wait
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+
+    int cur = -1, start = 0, count = 0, n_tiles = 0, c_stage = 0;
+    const uint16_t* hrow[kNT];
+    bool has_tok[kNT];
+    float acc[kNT][4];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      hrow[nt] = h;
+      has_tok[nt] = false;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+    }
+    auto flush = [&]() {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const int slot = nt * 4 + q;
+        if (slot < count) {
+          const int tt = rt.plist[start + slot] / K;
+          my_ys[tt * kR + g] += acc[nt][0] + acc[nt][1];
+          if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2] + acc[nt][3];
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+      }
+      __syncwarp();
+    };
+    for (long long unit = warp; unit < n_units; unit += nwarps) {
+      issue();
+      const int item = static_cast<int>(unit / n_groups);
+      const int kg = static_cast<int>(unit % n_groups);
+      if (item != cur) {
+        if (cur >= 0) flush();
+        cur = item;
+        start = rt.item_sc[item] >> 8;
+        count = rt.item_sc[item] & 0xFF;
+        n_tiles = (2 * count + 7) / 8;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          const int slot = nt * 4 + (g >> 1);
+          has_tok[nt] = slot < count;
+          const int p = has_tok[nt] ? rt.plist[start + slot] : 0;
+          hrow[nt] = h + ((pair_base + p) * 2 + (g & 1)) * I;
+        }
+      }
+      const int c0 = kg * Config::kGroupCols + 8 * q;
+      Chunk lo[kC], hi[kC], b[kNT][kC];
+      // h first (L2): its latency overlaps the wait for the weights.
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int u = 0; u < kC; ++u) {
+          const int col = c0 + 32 * u;
+          b[nt][u] = zero_chunk();
+          if (nt < n_tiles && has_tok[nt] && col < I) b[nt][u] = load_h(hrow[nt] + col);
+        }
+      }
+      cp_async_wait<kS - 1>();
+      const uint32_t s = ring + c_stage * kSB;
+#pragma unroll
+      for (int u = 0; u < kC; ++u) {
+        lo[u] = ws::load_shared16(s + (2 * u) * 512);
+        hi[u] = ws::load_shared16(s + (2 * u + 1) * 512);
+      }
+      c_stage = c_stage + 1 == kS ? 0 : c_stage + 1;
+      mma_group(acc, lo, hi, b, n_tiles);
+    }
+    if (cur >= 0) flush();
+    cp_async_wait<0>();
+    __syncthreads();
+    for (int i = tid; i < n_tok * kR; i += blockDim.x) {
+      const int tt = i / kR, r = i % kR;
+      if (row0 + r >= H) continue;
+      float s = 0.0f;
+      for (int w = 0; w < nwarps; ++w) s += ys[w * tw * kR + i];
+      y[static_cast<long long>(t0 + tt) * H + row0 + r] = bf16_rne(s);
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 // Kernel 1: v = silu(w13[e, r] . x[t]) * (w13[e, I + r] . x[t]) * topk_weights[p] for every pair
@@ -325,9 +756,14 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
                                      const int* __restrict__ topk_ids,
                                      const float* __restrict__ topk_weights,
                                      const uint16_t* __restrict__ w13, uint16_t* __restrict__ h,
-                                     int T, int E, int K, int H, int I) {
+                                     int T, int E, int K, int H, int I,
+                                     const uint16_t* __restrict__ w2) {
   // Kernel 2 may be scheduled as soon as SMs free up; it waits for our completion itself.
   asm volatile("griddepcontrol.launch_dependents;");
+  if constexpr (Config::kStages > 0) {
+    gate_up_ring(x, topk_ids, topk_weights, w13, h, T, E, K, H, I, w2);
+    return;
+  }
   constexpr int kNT = Config::kNTiles, kC = Config::kChunks;
   extern __shared__ __align__(16) unsigned char smem[];
   const int tw = window_tokens(T, K);
@@ -351,6 +787,12 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
     while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
     const int team = warp / ks, kw = warp % ks;
     const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
+    int pf_left = -1;  // W2PF: groups left before this warp's share is issued (-1: none)
+    if constexpr (Config::kW2PfBytes > 0) {
+      const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
+      if (t0 + tw >= T)
+        pf_left = static_cast<int>(w2pf_step(n_units, unit0, n_teams, kw, ks, n_groups));
+    }
     // Units are dealt across CTAs first, so a small batch still spreads over every SM.
     for (long long unit = static_cast<long long>(team) * gridDim.x + blockIdx.x; unit < n_units;
          unit += n_teams) {
@@ -378,6 +820,10 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
         for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
       }
       for (int kg = kw; kg < n_groups; kg += ks) {
+        if constexpr (Config::kW2PfBytes > 0) {
+          if (pf_left-- == 0)
+            w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
+        }
         const int c0 = kg * Config::kGroupCols + 8 * q;
         Chunk lo[kC], hi[kC], b[kNT][kC];
 #pragma unroll
@@ -444,6 +890,10 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
         }
       }
     }
+    if constexpr (Config::kW2PfBytes > 0) {
+      if (pf_left >= 0)  // a sharer without groups
+        w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
+    }
     __syncthreads();  // the routing is rebuilt for the next window
   }
 }
@@ -456,6 +906,10 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
     sm90_bf16_moe_decode_down_mma(const int* __restrict__ topk_ids,
                                   const uint16_t* __restrict__ w2, const uint16_t* h,
                                   uint16_t* __restrict__ y, int T, int E, int K, int H, int I) {
+  if constexpr (Config::kStages > 0) {
+    down_ring(topk_ids, w2, h, y, T, E, K, H, I);
+    return;
+  }
   constexpr int kNT = Config::kNTiles, kC = Config::kChunks, kR = Config::kRows2;
   extern __shared__ __align__(16) unsigned char smem[];
   const int tw = window_tokens(T, K);
