@@ -268,31 +268,6 @@ __device__ __forceinline__ void route_rows(const float* __restrict__ logits, int
   }
 }
 
-// Cluster helpers (CLUSTER > 1): the CTAs of a cluster fold their histograms into rank 0's
-// through distributed shared memory; a grid of one cluster then writes counts directly, with no
-// global atomics, fence or ticket (the decode case: T = 64, 8 CTAs).
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_arrive_release() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// Adds v to the u32 at shared address `local` (this CTA's layout) in cluster CTA `rank`.
-__device__ __forceinline__ void cluster_red_add(unsigned local, unsigned rank, unsigned v) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  asm volatile("red.relaxed.cluster.shared::cluster.add.u32 [%0], %1;" ::"r"(remote), "r"(v)
-               : "memory");
-}
-
 }  // namespace
 
 // logits (T,E) f32, idx (T,K) i32, w (T,K) f32, counts (E) i32; workspace: ticket (1) u32 and
@@ -305,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   __shared__ bool is_last;
   for (int e = threadIdx.x; e < E; e += Config::kThreads) hist[e] = 0;
   __syncthreads();
-  if constexpr (CLUSTER > 1) cluster_arrive_relaxed();  // this CTA's hist is zero
+  if constexpr (CLUSTER > 1) ws::router::cluster_arrive_relaxed();  // this CTA's hist is zero
 
   if (E <= 1) {
     route_rows<1, 1>(logits, idx, w, hist, T, E, K);
@@ -338,21 +313,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   int* acc = reinterpret_cast<int*>(workspace + 1);  // (E)
   __syncthreads();
   if constexpr (CLUSTER > 1) {
-    cluster_wait();  // every hist of the cluster is zeroed (the arrive above)
-    const unsigned rank = cluster_rank();
-    if (rank != 0) {
-      const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(hist));
-      for (int e = threadIdx.x; e < E; e += Config::kThreads) {
-        if (hist[e] != 0) cluster_red_add(local + 4u * e, 0u, static_cast<unsigned>(hist[e]));
-      }
-    }
-    cluster_arrive_release();
-    cluster_wait();  // rank 0's hist holds the cluster's counts
-    if (rank != 0) return;
-    if (gridDim.x == CLUSTER) {  // one cluster: its counts are the counts
-      for (int e = threadIdx.x; e < E; e += Config::kThreads) counts[e] = hist[e];
-      return;
-    }
+    if (ws::router::cluster_fold_hist<Config::kThreads, CLUSTER>(hist, counts, E)) return;
   }
   for (int e = threadIdx.x; e < E; e += Config::kThreads) {
     if (hist[e] != 0) atomicAdd(&acc[e], hist[e]);

@@ -50,6 +50,40 @@ __device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* out, const fl
   }
 }
 
+/// Shared memory of a dense GEMM: the ring (1024-byte aligned for the swizzle atoms) at smem, then
+/// extra bytes (a staged epilogue), then the barriers: full / empty (kStages each), acc_full /
+/// acc_empty (two each, sm_100a), the TMEM slot.
+struct RingSmem {
+  uint32_t smem, full, empty, acc_full, acc_empty, tmem_slot;
+};
+template <class Cfg>
+__device__ __forceinline__ RingSmem ring_smem(unsigned char* smem_raw, int extra) {
+  RingSmem r;
+  r.smem = (smem_u32(smem_raw) + 1023) & ~1023u;
+  const uint32_t bars = r.smem + Cfg::kStages * Cfg::kStageBytes + extra;
+  r.full = bars;
+  r.empty = bars + 8 * Cfg::kStages;
+  r.acc_full = bars + 16 * Cfg::kStages;
+  r.acc_empty = r.acc_full + 16;
+  r.tmem_slot = r.acc_empty + 16;
+  return r;
+}
+
+/// Thread 0: prefetches both tensor maps' descriptors and initialises the ring (full: one
+/// expect_tx arrive; empty: empty_count arrives) and kAccBufs accumulator barrier pairs
+/// (acc_full: one commit; acc_empty: one arrive per epilogue warp; none on sm_90a).
+template <int kStages, int kAccBufs>
+__device__ __forceinline__ void init_ring(const TensorMap* tma_a, const TensorMap* tma_b,
+                                          const RingSmem& r, uint32_t empty_count) {
+  if (threadIdx.x == 0) {
+    tma_prefetch(tma_a);
+    tma_prefetch(tma_b);
+    mbar_init_ring<kStages>(r.full, 1, r.empty, empty_count);
+    if constexpr (kAccBufs > 0) mbar_init_ring<kAccBufs>(r.acc_full, 1, r.acc_empty, 8);
+    fence_mbarrier_init();
+  }
+}
+
 /// Producer loop of a dense GEMM (one thread): tiles blockIdx.x, +gridDim.x, ... in band order,
 /// each k-block's A (kBM rows) and B (kBN rows) boxes into stage it % kStages of the ring (A tiles
 /// at smem, then B tiles), on the full / empty barriers 8 bytes apart; the MMA side walks the same

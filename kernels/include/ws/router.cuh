@@ -1,6 +1,7 @@
 // warpsmith device library: pieces of the MoE router kernels (kernels/router_topk_softmax,
 // kernels/router_topk_sigmoid_grouped): order-preserving integer keys for float scores, so a top-k
-// selection runs on integer max/min reductions (redux.sync).
+// selection runs on integer max/min reductions (redux.sync); the cluster fold of the per-CTA
+// expert histograms (CLUSTER > 1).
 #pragma once
 
 namespace ws {
@@ -34,6 +35,54 @@ __device__ __forceinline__ void lane_best(const unsigned (&key)[kCap], unsigned&
       best_slot = s;
     }
   }
+}
+
+// Cluster helpers (CLUSTER > 1): the CTAs of a cluster fold their histograms into rank 0's
+// through distributed shared memory; a grid of one cluster then writes counts directly, with no
+// global atomics, fence or ticket (the decode case: T = 64, 8 CTAs).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+/// Adds v to the u32 at shared address `local` (this CTA's layout) in cluster CTA `rank`.
+__device__ __forceinline__ void cluster_red_add(unsigned local, unsigned rank, unsigned v) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("red.relaxed.cluster.shared::cluster.add.u32 [%0], %1;" ::"r"(remote), "r"(v)
+               : "memory");
+}
+
+/// After the CTA's barrier that follows its routing: folds the cluster's histograms (E entries,
+/// each zeroed before cluster_arrive_relaxed) into rank 0's. True where this CTA is done: every
+/// rank but 0, and rank 0 of a one-cluster grid (kCluster CTAs), which has written counts itself.
+template <int kThreads, int kCluster>
+__device__ __forceinline__ bool cluster_fold_hist(int* hist, int* counts, int E) {
+  cluster_wait();  // every hist of the cluster is zeroed (the arrive after zeroing)
+  const unsigned rank = cluster_rank();
+  if (rank != 0) {
+    const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(hist));
+    for (int e = threadIdx.x; e < E; e += kThreads) {
+      if (hist[e] != 0) cluster_red_add(local + 4u * e, 0u, static_cast<unsigned>(hist[e]));
+    }
+  }
+  cluster_arrive_release();
+  cluster_wait();  // rank 0's hist holds the cluster's counts
+  if (rank != 0) return true;
+  if (gridDim.x == kCluster) {  // one cluster: its counts are the counts
+    for (int e = threadIdx.x; e < E; e += kThreads) counts[e] = hist[e];
+    return true;
+  }
+  return false;
 }
 
 }  // namespace router

@@ -37,6 +37,17 @@ __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+/// A CTA's split-K unit: output tile `tile` = (tm, tn), m fastest, over the k-blocks [kb0, kb1)
+/// of split `split` (splits clamped so every split is non-empty); the workspace holds 2 counters
+/// per tile (rounded up to 256 bytes), then splits slices of M x N fp32 partials. The kernels fill
+/// it inline: NOTE a filling function returning "no unit" compiles to other SASS (merged exits).
+struct SplitUnit {
+  int splits, tile, split, tm, tn, kb0, kb1;
+  int* counters;
+  float* part;
+  long long slice;
+};
+
 /// Producer of one unit (one thread): k-blocks [kb0, kb1) of output tile (tm, tn) into the ring,
 /// A (kBM rows) then B (kBN rows) per stage, as produce_band lays them out.
 template <class Cfg>
@@ -185,5 +196,60 @@ __device__ __forceinline__ void store_row32_scaled_bf16(__nv_bfloat16* dst, cons
     }
   }
 }
+
+/// Stores 32 fp32 (f) as bf16 (RNE) at dst, columns from col on, in 8-column pieces (16 bytes;
+/// those at or past ncols skipped).
+__device__ __forceinline__ void store_row32_bf16(__nv_bfloat16* dst, const float* f, int col,
+                                                 int ncols) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    if (col + 8 * j < ncols) reinterpret_cast<uint4*>(dst)[j] = pack_bf16x8(f + 8 * j);
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+/// sm_100a epilogue warp (4..11) of unit u: drains the single TMEM accumulator (lanes of its
+/// sub-partition, half of the columns); splits == 1 stores the output through
+/// store(row * N + col, f, col) (32 fp32 at f), else stores the fp32 partial, counts the unit
+/// (named barrier 1 over the 256 epilogue threads) and, in the last unit, stores the slices' sum
+/// through store. The scale (if any) is the caller's, inside store: applied after the sum.
+template <class Cfg, class Store>
+__device__ __forceinline__ void split_epilogue_sm100(const SplitUnit& u, uint32_t tmem_base,
+                                                     uint32_t acc_full, volatile int* flag, int M,
+                                                     int N, int warp, int lane, Store store) {
+  const int q = warp % 4, h = (warp - 4) / 4;
+  const int row = u.tm * Cfg::kBM + q * 32 + lane;
+  const long long row_off = static_cast<long long>(row) * N;
+  mbar_wait(acc_full, 0);
+  tc_fence_after();
+#pragma unroll 1
+  for (int c = 0; c < Cfg::kBN / 2; c += 32) {
+    const int col0 = h * (Cfg::kBN / 2) + c;
+    uint32_t r[32];
+    tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + col0, r);
+    const int col = u.tn * Cfg::kBN + col0;
+    if (row < M) {
+      if (u.splits == 1) {
+        store(row_off + col, reinterpret_cast<const float*>(r), col);
+      } else {
+        store_row32_f32(u.part + u.split * u.slice + row_off + col,
+                        reinterpret_cast<const float*>(r), col, N);
+      }
+    }
+  }
+  if (u.splits > 1 &&
+      split_arrive<256>(u.counters + 2 * u.tile, u.splits, 1, threadIdx.x == 128, flag)) {
+#pragma unroll 1
+    for (int c = 0; c < Cfg::kBN / 2; c += 32) {
+      const int col = u.tn * Cfg::kBN + h * (Cfg::kBN / 2) + c;
+      if (row < M) {
+        float f[32];
+        reduce_row32_f32(f, u.part + row_off + col, u.slice, u.splits, col, N);
+        store(row_off + col, f, col);
+      }
+    }
+  }
+}
+#endif
 
 }  // namespace ws
