@@ -1,9 +1,9 @@
 /* warpsmith:plan
-{ "knobs":  { "BLOCK_M": [64, 32, 128], "BLOCK_I": [64, 32, 128], "THREADS": [256, 128, 512],
-              "FAST_EXP": [1, 0], "STORE_CS": [1, 0] },
+{ "knobs":  { "BLOCK_M": [64, 128, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
+              "FAST_EXP": [1, 0], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32] },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "0",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU backward + MXFP8 in both orientations, hand-tuned: hpre [M,2I] (g || u) and dA [M,I]
@@ -12,7 +12,8 @@
 // element of I; one pass, dhpre never leaves the SM.
 //
 // Design (swiglu_quantize_fwd's kernel with two outputs per element): one CTA per BLOCK_M x
-// BLOCK_I tile of I (column tiles fastest).
+// BLOCK_I tile of I; GROUP_I = 0: column tiles fastest; else groups of GROUP_I column tiles with
+// the M tiles fastest inside a group (see "CTA order" below).
 //  - Loads: thread k of the tile's 16-byte chunks (8 columns of I) reads g, u and dA of its row;
 //    all before any math.
 //  - dg, du in fp32 in the reference's order (FAST_EXP: __expf and an approximate reciprocal for
@@ -21,14 +22,41 @@
 //  - Rowwise straight from registers: a row block (32 columns, all dg or all du since I % 32 == 0)
 //    is a lane quad; two shuffles for amax, 8-byte q stores at column c (dg) and I + c (du).
 //  - dg and du tiles go to shared memory (16-byte stores, conflict-free); after one barrier each
-//    thread takes a column pair x 32-row block of one of them (32-bit reads, conflict-free) and
-//    writes two 32-byte runs of q_t (rows c or I + c) and two scales.
+//    thread takes a column pair x 32-row block of one of them (32-bit reads, conflict-free).
+//  - QT_STAGE 1: the 2 x 32 q_t bytes and the two scales are staged in shared memory
+//    (over the dead dhpre tile; 16-byte chunks XOR-swizzled by row/2 as ws/mx_dual_tile.cuh), then
+//    each q_t row leaves as BLOCK_M contiguous bytes by BLOCK_M/16 consecutive lanes (full 128-byte
+//    lines at BLOCK_M 128) and each scales_t row as BLOCK_M/32 bytes from one thread (one 32-bit
+//    store when aligned). QT_STAGE 0 (the first H200 run's kernel, BLOCK_M 64): each thread
+//    stores its two 32-byte q_t runs (16-byte stores, 32 different lines per warp instruction) and
+//    two scale bytes straight from registers.
 //  - Scale rules as kernels/mxfp8_quantize_rowwise (sm_100a: cvt.rp.satfinite.ue8m0x2.f32 for
 //    rceil; sm_90a: from the bits of d).
-// Why it should be fast: one DRAM read of hpre and dA, full-sector writes, BLOCK_M*BLOCK_I*6
-// bytes of loads in flight per CTA, 2*BLOCK_M*BLOCK_I*2 bytes of shared memory (16 KB default).
+// Measured on the H200 (first run, QT_STAGE 0, BLOCK_M 64, THREADS 256, rceil): 1251 / 435 / 4987
+// / 838 us at the bench shapes, 0.51 of SOL everywhere (SOL 637 / 239 / 2547 / 448 us), with the
+// rowwise-only kernels of the same library at 0.92-0.99. What differs is the transposed output:
+// 4 of the 10.1 bytes per element of I are q_t, written as 16-byte halves of 32-byte sectors (two
+// stores per sector, 32 lines per warp instruction, .cs = evict-first) and 64 bytes per q_t row
+// per CTA, plus single scale bytes. The model that fits colwise (0.69), dual (0.55) and this
+// kernel (0.51) together: each short, isolated DRAM run of a stream costs about 350-400 bytes
+// of copy time (a row activation), whatever its length below that; 2 bytes of q_t in 64-byte
+// runs then cost about 11 bytes. Staging q_t into full lines per CTA (and scales_t into one
+// store per row) removes the partial-sector writes and doubles the run per CTA; GROUP_I makes
+// the CTAs resident together write long q_t runs (M fastest) while still reading GROUP_I x 128
+// bytes of each hpre / dA row. Expected with both: about 0.85-0.9 of SOL (the next H200 run
+// sweeps QT_STAGE, GROUP_I and STORE_CS to say which part pays). Bytes in flight: the first
+// kernel held 64 registers x 256 threads, so 4 CTAs x 24 KB = 96 KB of loads per SM; the staged
+// setting k-mem proposed (QT_STAGE 1, BLOCK_M 128, THREADS 256) holds 80 registers, 3 CTAs x 48 KB
+// = 144 KB per SM, 33 KB of shared memory per CTA (tile 32 KB + staged scales).
 // Knobs: BLOCK_M (rows per tile; the q_t run length per CTA), BLOCK_I (columns of I per tile),
-// THREADS, FAST_EXP, STORE_CS (st.global.cs for q and q_t).
+// THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
+// whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
+// STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
+// next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
+// only q_t, whole lines per CTA when staged, streams with .cs.
+// Defaults: the first form (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, THREADS 256, STORE_CS 1), its
+// SASS identical to the H200-verified kernel (WS_FIRST_FORM below) until a GPU run of the staged
+// settings says which to promote.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -57,6 +85,18 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef QT_STAGE
+#define QT_STAGE 0
+#endif
+#ifndef GROUP_I
+#define GROUP_I 0
+#endif
+// WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
+// 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
+// the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
+// shared memory (the plan's smem is 0 exactly for the first form) and tile_of for the CTA order.
+#define WS_FIRST_FORM \
+  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
 
 namespace {
 
@@ -64,18 +104,31 @@ struct Config {
   static constexpr int kBlockM = BLOCK_M;
   static constexpr int kBlockI = BLOCK_I;
   static constexpr int kThreads = THREADS;
+  static constexpr int kRowBlocks = kBlockM / 32;
   static constexpr int kRowChunks = kBlockI / 8;                  // 16-byte chunks per tile row
   static constexpr int kTileChunks = kBlockM * kRowChunks;
   static constexpr int kChunksPerThread = (kTileChunks + kThreads - 1) / kThreads;
-  static constexpr int kColTasks = 2 * (kBlockI / 2) * (kBlockM / 32);  // {dg,du} x pair x row block
+  static constexpr int kColTasks = 2 * (kBlockI / 2) * kRowBlocks;  // {dg,du} x pair x row block
   static constexpr int kTasksPerThread = (kColTasks + kThreads - 1) / kThreads;
+  static constexpr int kTileBytes = 2 * kBlockM * kBlockI * 2;      // dg, du tiles (bf16)
+  // Staged q_t: 2 BLOCK_I rows (dg's columns, then du's) of BLOCK_M bytes, over the tile.
+  static constexpr int kQtRows = 2 * kBlockI;
+  static constexpr int kQtChunks = kBlockM / 16;                    // 16-byte chunks per row
+  static constexpr int kSwizzleMask = (kQtChunks < 8 ? kQtChunks : 8) - 1;
+  static constexpr int kQtStores = kQtRows * kQtChunks;
+  static constexpr int kQtStoresPerThread = (kQtStores + kThreads - 1) / kThreads;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
   static constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
-  static constexpr bool kStoreCs = STORE_CS != 0;
+  static constexpr bool kStoreCsQ = STORE_CS == 1;
+  static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
+  static constexpr bool kStage = QT_STAGE != 0;
+  static constexpr int kGroupI = GROUP_I;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
-static_assert(2 * Config::kBlockM * Config::kBlockI * 2 <= 48 * 1024, "static shared memory");
+static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
+static_assert(Config::kGroupI >= 0, "GROUP_I");
+static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -120,10 +173,35 @@ __device__ __forceinline__ void grad_chunk(const Chunk& g, const Chunk& u, const
   }
 }
 
+// Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch BLOCK_M bytes): lanes p
+// write rows 2p and 2p+1 at the same ch, so row/2 picks the chunk slot (8 lanes, 8 bank groups).
+__device__ __forceinline__ int qt_offset(int k, int ch) {
+  return k * Config::kBlockM + ((ch ^ ((k >> 1) & Config::kSwizzleMask)) << 4);
+}
+
+// CTA order: (M tile, I tile) of this CTA. GROUP_I 0: I tiles fastest over the whole row (the
+// CTAs resident together read whole hpre / dA rows, and write each q_t row in pieces of
+// BLOCK_M bytes from CTAs col_tiles apart). Else groups of GROUP_I I tiles, M tiles fastest
+// inside a group: the resident CTAs read GROUP_I * BLOCK_I * 2 contiguous bytes of each row of
+// g, u and dA and write runs of (resident CTAs / GROUP_I) * BLOCK_M bytes of each q_t row.
+__device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
+  if constexpr (Config::kGroupI == 0) {
+    mt = bid / col_tiles;
+    it = bid % col_tiles;
+  } else {
+    const int per_group = m_tiles * Config::kGroupI;
+    const int group = bid / per_group, in_group = bid % per_group;
+    const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
+    mt = in_group / width;
+    it = group * Config::kGroupI + in_group % width;
+  }
+}
+
 }  // namespace
 
 // hpre (M,2I), da (M,I) bf16 bits; q (M,2I), scales (M,2I/32); q_t (2I,M), scales_t (2I,M/32).
-// CTA: one tile of I.
+// CTA: one tile of I. Shared memory (dynamic but for WS_FIRST_FORM): the dg, du tiles, then
+// (QT_STAGE) the staged scales.
 extern "C" __global__ void __launch_bounds__(Config::kThreads)
     sm90_bf16_dswiglu_mxfp8_quantize_dual(const unsigned short* __restrict__ hpre,
                                           const unsigned short* __restrict__ da,
@@ -131,10 +209,26 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                           unsigned char* __restrict__ scales,
                                           unsigned char* __restrict__ q_t,
                                           unsigned char* __restrict__ scales_t, int M, int I) {
+#if WS_FIRST_FORM
   __shared__ __align__(16) unsigned short tile[2][Config::kBlockM][Config::kBlockI];  // dg, du
+  unsigned char* const smem = reinterpret_cast<unsigned char*>(tile);  // unused: no stage
+#else
+  extern __shared__ __align__(128) unsigned char smem[];
+  // tile[h][r][c]: dg (h 0) and du (h 1) in bf16, (2, BLOCK_M, BLOCK_I).
+  auto tile = reinterpret_cast<unsigned short (*)[Config::kBlockM][Config::kBlockI]>(smem);
+#endif
+  unsigned char* st_stage = smem + Config::kTileBytes;  // (kQtRows, kRowBlocks) scales
   const int col_tiles = (I + Config::kBlockI - 1) / Config::kBlockI;
+#if WS_FIRST_FORM
   const int m0 = (blockIdx.x / col_tiles) * Config::kBlockM;
   const int i0 = (blockIdx.x % col_tiles) * Config::kBlockI;
+#else
+  const int m_tiles = (M + Config::kBlockM - 1) / Config::kBlockM;
+  int mt, it;
+  tile_of(blockIdx.x, m_tiles, col_tiles, mt, it);
+  const int m0 = mt * Config::kBlockM;
+  const int i0 = it * Config::kBlockI;
+#endif
   const int tid = threadIdx.x;
   const long long two_i = 2LL * I;
 
@@ -165,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const unsigned s = ws::mx::quantize_quad<Config::kFloor>(grad[h], lo, hi);
       if (in) {
         const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
-        ws::store_global8<Config::kStoreCs>(q + e, lo, hi);
+        ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
         if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
       }
       if (k < Config::kTileChunks) {
@@ -180,23 +274,100 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   const int m_blocks = M / 32;
   constexpr int kPairs = Config::kBlockI / 2;
   constexpr int kHalfTasks = Config::kColTasks / 2;
+  if constexpr (!Config::kStage) {
 #pragma unroll
-  for (int t = 0; t < Config::kTasksPerThread; ++t) {
-    const int task = t * Config::kThreads + tid;
-    if (task >= Config::kColTasks) break;
-    const int h = task / kHalfTasks, rest = task % kHalfTasks;
-    const int p = rest % kPairs, rb = rest / kPairs;
-    const int col = i0 + 2 * p, mb = m0 / 32 + rb;
-    if (col >= I || mb >= m_blocks) continue;
-    unsigned v[32];
+    for (int t = 0; t < Config::kTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task >= Config::kColTasks) break;
+      const int h = task / kHalfTasks, rest = task % kHalfTasks;
+      const int p = rest % kPairs, rb = rest / kPairs;
+      const int col = i0 + 2 * p, mb = m0 / 32 + rb;
+      if (col >= I || mb >= m_blocks) continue;
+      unsigned v[32];
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
+      for (int j = 0; j < 32; ++j) {
+        v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
+      }
+      const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
+      unsigned char* qt = q_t + out_col * M + mb * 32;
+      unsigned char* st = scales_t + out_col * m_blocks + mb;
+      ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCsQt>(v, qt, qt + M, st,
+                                                                       st + m_blocks);
     }
-    const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
-    unsigned char* qt = q_t + out_col * M + mb * 32;
-    unsigned char* st = scales_t + out_col * m_blocks + mb;
-    ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCs>(v, qt, qt + M, st,
-                                                                   st + m_blocks);
+  } else {
+    // Quantize into registers (tasks past the tile's valid rows / columns quantize garbage-free
+    // zeros or stale values that are never stored), then stage over the dead tile.
+    unsigned qa[Config::kTasksPerThread][8], qb[Config::kTasksPerThread][8];
+#pragma unroll
+    for (int t = 0; t < Config::kTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task < Config::kColTasks) {
+        const int h = task / kHalfTasks, rest = task % kHalfTasks;
+        const int p = rest % kPairs, rb = rest / kPairs;
+        unsigned v[32];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
+        }
+        unsigned s_lo, s_hi;
+        ws::mx::quantize_column_pair_regs<Config::kFloor>(v, qa[t], qb[t], s_lo, s_hi);
+        const int k = h * Config::kBlockI + 2 * p;  // staged q_t row of column 2p
+        st_stage[k * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_lo);
+        st_stage[(k + 1) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_hi);
+      }
+    }
+    __syncthreads();  // every read of the dhpre tile is done: stage q_t over it
+#pragma unroll
+    for (int t = 0; t < Config::kTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task < Config::kColTasks) {
+        const int h = task / kHalfTasks, rest = task % kHalfTasks;
+        const int p = rest % kPairs, rb = rest / kPairs;
+        const int k = h * Config::kBlockI + 2 * p;
+        const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+        ws::store_shared16(base + qt_offset(k, 2 * rb), qa[t][0], qa[t][1], qa[t][2], qa[t][3]);
+        ws::store_shared16(base + qt_offset(k, 2 * rb + 1), qa[t][4], qa[t][5], qa[t][6],
+                           qa[t][7]);
+        ws::store_shared16(base + qt_offset(k + 1, 2 * rb), qb[t][0], qb[t][1], qb[t][2],
+                           qb[t][3]);
+        ws::store_shared16(base + qt_offset(k + 1, 2 * rb + 1), qb[t][4], qb[t][5], qb[t][6],
+                           qb[t][7]);
+      }
+    }
+    __syncthreads();
+    // q_t: staged row k is q_t row (k / BLOCK_I) * I + i0 + k % BLOCK_I, bytes m0 .. m0+BLOCK_M.
+    const int rows_valid = min(Config::kBlockM, M - m0);  // a multiple of 32
+    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+#pragma unroll
+    for (int t = 0; t < Config::kQtStoresPerThread; ++t) {
+      const int ci = t * Config::kThreads + tid;
+      const int k = ci / Config::kQtChunks, ch = ci % Config::kQtChunks;
+      const int c = k % Config::kBlockI, h = k / Config::kBlockI;
+      if (ci < Config::kQtStores && i0 + c < I && ch * 16 < rows_valid) {
+        const Chunk v = ws::load_shared16(base + qt_offset(k, ch));
+        const long long out_row = static_cast<long long>(h) * I + i0 + c;
+        ws::store_global16<Config::kStoreCsQt>(q_t + out_row * M + m0 + ch * 16, v);
+      }
+    }
+    // scales_t: one thread per staged row, BLOCK_M / 32 bytes (one 32-bit store when aligned).
+    const int blocks_valid = rows_valid / 32;
+    for (int k = tid; k < Config::kQtRows; k += Config::kThreads) {
+      const int c = k % Config::kBlockI, h = k / Config::kBlockI;
+      if (i0 + c >= I) continue;
+      const long long out_row = static_cast<long long>(h) * I + i0 + c;
+      unsigned char* dst = scales_t + out_row * m_blocks + m0 / 32;
+      const unsigned char* src = st_stage + k * Config::kRowBlocks;
+      if constexpr (Config::kRowBlocks % 4 == 0) {
+        if (blocks_valid == Config::kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
+#pragma unroll
+          for (int b = 0; b < Config::kRowBlocks; b += 4) {
+            *reinterpret_cast<unsigned*>(dst + b) =
+                src[b] | (src[b + 1] << 8) | (src[b + 2] << 16) | (src[b + 3] << 24);
+          }
+          continue;
+        }
+      }
+      for (int b = 0; b < blocks_valid; ++b) dst[b] = src[b];
+    }
   }
 }

@@ -1,17 +1,18 @@
 /* warpsmith:plan
-{ "knobs":  { "BLOCK_M": [64, 32, 128], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
-              "FAST_EXP": [1, 0], "STORE_CS": [1, 0] },
+{ "knobs":  { "BLOCK_M": [64, 128, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
+              "FAST_EXP": [1, 0], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32] },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "0",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU + MXFP8 in both orientations, hand-tuned: hpre [M,2I] bf16 -> A = act(g,u) in bf16 ->
 // q [M,I] + scales [M,I/32] (rowwise) and q_t [I,M] + scales_t [I,M/32] (columnwise, transposed).
 // Floor: 4 bytes read + 2 (1 + 1/32) written per element of A; one pass, A never leaves the SM.
 //
-// Design: one CTA per BLOCK_M x BLOCK_I tile of A (column tiles fastest, so neighbouring CTAs
-// stream neighbouring bytes of the same hpre rows).
+// Design: one CTA per BLOCK_M x BLOCK_I tile of A (GROUP_I 0: column tiles fastest, so
+// neighbouring CTAs stream neighbouring bytes of the same hpre rows; else groups of GROUP_I
+// column tiles with the M tiles fastest inside a group, as kernels/swiglu_quantize_bwd).
 //  - Loads: thread k of the tile's 16-byte chunks (8 columns) reads the gate and the up chunk of its
 //    row; a warp's load instruction covers whole 128-byte lines of a row. All of a thread's loads
 //    are issued before any math.
@@ -21,15 +22,31 @@
 //    shuffles, 8-byte q stores, the quad's first lane stores the scale.
 //  - The bf16 tile goes to shared memory (16-byte stores, one row of 128 bytes per quarter warp:
 //    conflict-free); after one barrier each thread takes a column pair x 32-row block (32-bit
-//    reads, a warp reads 128 contiguous bytes of a tile row: conflict-free), computes both
-//    columns' amax, and writes two 32-byte runs of q_t (two 16-byte stores each) and two scales.
+//    reads, a warp reads 128 contiguous bytes of a tile row: conflict-free) and computes both
+//    columns' amax and E4M3 bytes. QT_STAGE 1: they are staged in shared memory (over
+//    the dead A tile, 16-byte chunks XOR-swizzled by row/2) and each q_t row leaves as BLOCK_M
+//    contiguous bytes from BLOCK_M/16 consecutive lanes (full 128-byte lines at BLOCK_M 128),
+//    each scales_t row as BLOCK_M/32 bytes from one thread (one 32-bit store when aligned).
+//    QT_STAGE 0: each thread writes its two 32-byte runs of q_t (two 16-byte stores each, 32
+//    lines per warp instruction) and two scale bytes from registers.
 //  - Scale rules as kernels/mxfp8_quantize_rowwise (integer amax on bf16 bits, NaN above Inf;
 //    sm_100a: rceil via cvt.rp.satfinite.ue8m0x2.f32; sm_90a: from the bits of d).
-// Why it should be fast: one DRAM read of hpre, full-sector writes (q_t runs are 32-byte aligned,
-// M % 32 == 0), BLOCK_M*BLOCK_I*4 bytes of loads in flight per CTA, BLOCK_M*BLOCK_I*2 bytes of
-// shared memory (8 KB at the default), so several CTAs per SM overlap load, math and stores.
+// Why it should be fast: one DRAM read of hpre, whole-line q_t writes, BLOCK_M*BLOCK_I*4 bytes
+// of loads in flight per CTA (32 KB at BLOCK_M 128), BLOCK_M*BLOCK_I*2 bytes of shared memory.
+// Not yet timed on the H200. Its first form (QT_STAGE 0, BLOCK_M 64) is swiglu_quantize_bwd's
+// first form, which ran at 0.51 of SOL on every bench shape (see that kernel's header for the
+// model: the transposed output, written as 16-byte halves of sectors and 64 bytes per q_t row per
+// CTA, costs about 5x its bytes); here q_t is 2 of the 5.06 bytes per element, so that form
+// would sit near 0.5 too. Expected with the staged stores: 0.85-0.9 of SOL.
 // Knobs: BLOCK_M (rows per tile; also the q_t run length per CTA), BLOCK_I (columns per tile),
-// THREADS, FAST_EXP, STORE_CS (st.global.cs for q and q_t).
+// THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: q_t only; 0: none), QT_STAGE,
+// GROUP_I (column tiles per CTA group, 0: all).
+// STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
+// next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
+// only q_t, whole lines per CTA when staged, streams with .cs.
+// Defaults: the first form (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, STORE_CS 1), its SASS identical
+// to the H200-verified kernel (WS_FIRST_FORM below) until a GPU run of the staged settings says
+// which to promote.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -58,6 +75,18 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef QT_STAGE
+#define QT_STAGE 0
+#endif
+#ifndef GROUP_I
+#define GROUP_I 0
+#endif
+// WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
+// 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
+// the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
+// shared memory (the plan's smem is 0 exactly for the first form) and tile_of for the CTA order.
+#define WS_FIRST_FORM \
+  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
 
 namespace {
 
@@ -68,15 +97,28 @@ struct Config {
   static constexpr int kRowChunks = kBlockI / 8;                  // 16-byte chunks per tile row
   static constexpr int kTileChunks = kBlockM * kRowChunks;
   static constexpr int kChunksPerThread = (kTileChunks + kThreads - 1) / kThreads;
-  static constexpr int kColTasks = (kBlockI / 2) * (kBlockM / 32);  // column pair x row block
+  static constexpr int kRowBlocks = kBlockM / 32;
+  static constexpr int kColTasks = (kBlockI / 2) * kRowBlocks;  // column pair x row block
   static constexpr int kTasksPerThread = (kColTasks + kThreads - 1) / kThreads;
+  static constexpr int kTileBytes = kBlockM * kBlockI * 2;      // A (bf16)
+  // Staged q_t: BLOCK_I rows of BLOCK_M bytes, over the tile.
+  static constexpr int kQtRows = kBlockI;
+  static constexpr int kQtChunks = kBlockM / 16;                // 16-byte chunks per row
+  static constexpr int kSwizzleMask = (kQtChunks < 8 ? kQtChunks : 8) - 1;
+  static constexpr int kQtStores = kQtRows * kQtChunks;
+  static constexpr int kQtStoresPerThread = (kQtStores + kThreads - 1) / kThreads;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
   static constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
-  static constexpr bool kStoreCs = STORE_CS != 0;
+  static constexpr bool kStoreCsQ = STORE_CS == 1;
+  static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
+  static constexpr bool kStage = QT_STAGE != 0;
+  static constexpr int kGroupI = GROUP_I;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
-static_assert(Config::kBlockM * Config::kBlockI * 2 <= 48 * 1024, "static shared memory");
+static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
+static_assert(Config::kGroupI >= 0, "GROUP_I");
+static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -113,19 +155,55 @@ __device__ __forceinline__ Chunk activation_chunk(const Chunk& g, const Chunk& u
   return a;
 }
 
+// Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch BLOCK_M bytes): lanes p
+// write rows 2p and 2p+1 at the same ch, so row/2 picks the chunk slot (8 lanes, 8 bank groups).
+__device__ __forceinline__ int qt_offset(int k, int ch) {
+  return k * Config::kBlockM + ((ch ^ ((k >> 1) & Config::kSwizzleMask)) << 4);
+}
+
+// CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
+__device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
+  if constexpr (Config::kGroupI == 0) {
+    mt = bid / col_tiles;
+    it = bid % col_tiles;
+  } else {
+    const int per_group = m_tiles * Config::kGroupI;
+    const int group = bid / per_group, in_group = bid % per_group;
+    const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
+    mt = in_group / width;
+    it = group * Config::kGroupI + in_group % width;
+  }
+}
+
 }  // namespace
 
 // hpre (M,2I) bf16 bits; q (M,I), scales (M,I/32); q_t (I,M), scales_t (I,M/32). CTA: one tile.
+// Shared memory (dynamic but for WS_FIRST_FORM): the A tile, then (QT_STAGE) the staged scales.
 extern "C" __global__ void __launch_bounds__(Config::kThreads)
     sm90_bf16_swiglu_mxfp8_quantize_dual(const unsigned short* __restrict__ hpre,
                                          unsigned char* __restrict__ q,
                                          unsigned char* __restrict__ scales,
                                          unsigned char* __restrict__ q_t,
                                          unsigned char* __restrict__ scales_t, int M, int I) {
+#if WS_FIRST_FORM
   __shared__ __align__(16) unsigned short tile[Config::kBlockM][Config::kBlockI];  // A in bf16
+  unsigned char* const smem = reinterpret_cast<unsigned char*>(tile);  // unused: no stage
+#else
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto tile = reinterpret_cast<unsigned short (*)[Config::kBlockI]>(smem);  // (BLOCK_M, BLOCK_I) A
+#endif
+  unsigned char* st_stage = smem + Config::kTileBytes;  // (kQtRows, kRowBlocks) scales
   const int col_tiles = (I + Config::kBlockI - 1) / Config::kBlockI;
+#if WS_FIRST_FORM
   const int m0 = (blockIdx.x / col_tiles) * Config::kBlockM;
   const int i0 = (blockIdx.x % col_tiles) * Config::kBlockI;
+#else
+  const int m_tiles = (M + Config::kBlockM - 1) / Config::kBlockM;
+  int mt, it;
+  tile_of(blockIdx.x, m_tiles, col_tiles, mt, it);
+  const int m0 = mt * Config::kBlockM;
+  const int i0 = it * Config::kBlockI;
+#endif
   const int tid = threadIdx.x;
   const long long two_i = 2LL * I;
 
@@ -152,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     const unsigned s = ws::mx::quantize_quad<Config::kFloor>(a, lo, hi);
     if (in) {
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
-      ws::store_global8<Config::kStoreCs>(q + e, lo, hi);
+      ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
     }
     if (k < Config::kTileChunks) {
@@ -163,19 +241,92 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 
   // Columnwise: task -> column pair p (fastest across lanes), 32-row block rb.
   const int m_blocks = M / 32;
+  constexpr int kPairs = Config::kBlockI / 2;
+  if constexpr (!Config::kStage) {
 #pragma unroll
-  for (int t = 0; t < Config::kTasksPerThread; ++t) {
-    const int task = t * Config::kThreads + tid;
-    if (task >= Config::kColTasks) break;
-    const int p = task % (Config::kBlockI / 2), rb = task / (Config::kBlockI / 2);
-    const int col = i0 + 2 * p, mb = m0 / 32 + rb;
-    if (col >= I || mb >= m_blocks) continue;
-    unsigned v[32];
+    for (int t = 0; t < Config::kTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task >= Config::kColTasks) break;
+      const int p = task % kPairs, rb = task / kPairs;
+      const int col = i0 + 2 * p, mb = m0 / 32 + rb;
+      if (col >= I || mb >= m_blocks) continue;
+      unsigned v[32];
 #pragma unroll
-    for (int j = 0; j < 32; ++j) v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
-    unsigned char* qt = q_t + static_cast<long long>(col) * M + mb * 32;
-    unsigned char* st = scales_t + static_cast<long long>(col) * m_blocks + mb;
-    ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCs>(v, qt, qt + M, st,
-                                                                   st + m_blocks);
+      for (int j = 0; j < 32; ++j) {
+        v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
+      }
+      unsigned char* qt = q_t + static_cast<long long>(col) * M + mb * 32;
+      unsigned char* st = scales_t + static_cast<long long>(col) * m_blocks + mb;
+      ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCsQt>(v, qt, qt + M, st,
+                                                                       st + m_blocks);
+    }
+  } else {
+    // Quantize into registers (tiles past M or I hold zeros, never stored), then stage over the
+    // dead tile.
+    unsigned qa[Config::kTasksPerThread][8], qb[Config::kTasksPerThread][8];
+#pragma unroll
+    for (int t = 0; t < Config::kTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task < Config::kColTasks) {
+        const int p = task % kPairs, rb = task / kPairs;
+        unsigned v[32];
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
+        }
+        unsigned s_lo, s_hi;
+        ws::mx::quantize_column_pair_regs<Config::kFloor>(v, qa[t], qb[t], s_lo, s_hi);
+        st_stage[(2 * p) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_lo);
+        st_stage[(2 * p + 1) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_hi);
+      }
+    }
+    __syncthreads();  // every read of the A tile is done: stage q_t over it
+    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+#pragma unroll
+    for (int t = 0; t < Config::kTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task < Config::kColTasks) {
+        const int p = task % kPairs, rb = task / kPairs;
+        const int k = 2 * p;  // staged q_t row of column 2p
+        ws::store_shared16(base + qt_offset(k, 2 * rb), qa[t][0], qa[t][1], qa[t][2], qa[t][3]);
+        ws::store_shared16(base + qt_offset(k, 2 * rb + 1), qa[t][4], qa[t][5], qa[t][6],
+                           qa[t][7]);
+        ws::store_shared16(base + qt_offset(k + 1, 2 * rb), qb[t][0], qb[t][1], qb[t][2],
+                           qb[t][3]);
+        ws::store_shared16(base + qt_offset(k + 1, 2 * rb + 1), qb[t][4], qb[t][5], qb[t][6],
+                           qb[t][7]);
+      }
+    }
+    __syncthreads();
+    // q_t: staged row k is q_t row i0 + k, bytes m0 .. m0 + BLOCK_M.
+    const int rows_valid = min(Config::kBlockM, M - m0);  // a multiple of 32
+#pragma unroll
+    for (int t = 0; t < Config::kQtStoresPerThread; ++t) {
+      const int ci = t * Config::kThreads + tid;
+      const int k = ci / Config::kQtChunks, ch = ci % Config::kQtChunks;
+      if (ci < Config::kQtStores && i0 + k < I && ch * 16 < rows_valid) {
+        const ws::Chunk v = ws::load_shared16(base + qt_offset(k, ch));
+        ws::store_global16<Config::kStoreCsQt>(
+            q_t + static_cast<long long>(i0 + k) * M + m0 + ch * 16, v);
+      }
+    }
+    // scales_t: one thread per staged row, BLOCK_M / 32 bytes (one 32-bit store when aligned).
+    const int blocks_valid = rows_valid / 32;
+    for (int k = tid; k < Config::kQtRows; k += Config::kThreads) {
+      if (i0 + k >= I) continue;
+      unsigned char* dst = scales_t + static_cast<long long>(i0 + k) * m_blocks + m0 / 32;
+      const unsigned char* src = st_stage + k * Config::kRowBlocks;
+      if constexpr (Config::kRowBlocks % 4 == 0) {
+        if (blocks_valid == Config::kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
+#pragma unroll
+          for (int b = 0; b < Config::kRowBlocks; b += 4) {
+            *reinterpret_cast<unsigned*>(dst + b) =
+                src[b] | (src[b + 1] << 8) | (src[b + 2] << 16) | (src[b + 3] << 24);
+          }
+          continue;
+        }
+      }
+      for (int b = 0; b < blocks_valid; ++b) dst[b] = src[b];
+    }
   }
 }

@@ -56,6 +56,47 @@ __device__ __forceinline__ unsigned quantize_quad(const Chunk& c, unsigned& lo, 
   return s;
 }
 
+/// As quantize_column_pair, into registers: qa / qb get column 2p's / 2p+1's 32 E4M3 bytes (row
+/// 4k+i in byte i of word k), s_lo / s_hi their scales; the caller stages or stores them.
+template <bool kFloor>
+__device__ __forceinline__ void quantize_column_pair_regs(const unsigned (&v)[32], unsigned (&qa)[8],
+                                                          unsigned (&qb)[8], unsigned& s_lo,
+                                                          unsigned& s_hi) {
+  unsigned m2 = 0;
+#pragma unroll
+  for (int j = 0; j < 32; ++j) m2 = max_u16x2(m2, v[j] & 0x7FFF7FFFu);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const unsigned amax = half == 0 ? (m2 & 0xFFFFu) : (m2 >> 16);
+    bool special;
+    const unsigned s = block_scale<kFloor>(amax, &special);
+    const float r = scale_reciprocal(special ? 0u : s);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned a = v[4 * k], b = v[4 * k + 1], c = v[4 * k + 2], d = v[4 * k + 3];
+      unsigned lo16, hi16;
+      if (half == 0) {
+        lo16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(a), r), mul_rn_no_ftz(bf16_lo(b), r));
+        hi16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(c), r), mul_rn_no_ftz(bf16_lo(d), r));
+      } else {
+        lo16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(a), r), mul_rn_no_ftz(bf16_hi(b), r));
+        hi16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(c), r), mul_rn_no_ftz(bf16_hi(d), r));
+      }
+      const unsigned word = special ? kE4M3NaNx4 : (lo16 | (hi16 << 16));
+      if (half == 0) {
+        qa[k] = word;
+      } else {
+        qb[k] = word;
+      }
+    }
+    if (half == 0) {
+      s_lo = s;
+    } else {
+      s_hi = s;
+    }
+  }
+}
+
 /// Two adjacent columns of 32 rows: v[j] holds row j (low half: column 2p, high: 2p+1). Stores
 /// each column's 32 E4M3 bytes (two 16-byte stores; qt_lo, qt_hi 16-byte aligned) and its scale
 /// byte. kStreaming: st.global.cs.
