@@ -28,26 +28,36 @@ __device__ __forceinline__ uint4 pack_bf16x8(const float* f) {
   return v;
 }
 
-/// Stores a warpgroup's (64, kBN) wgmma fragment as bf16 pairs: register 4j+e of this thread is
-/// row r + 8*(e/2), column colb + 8j + e%2 (colb: the tile's first column + 2*(lane%4)), at
-/// out[(row0 + row) * ncols + column]; rows from rows_left on and columns from ncols on are
-/// skipped (ncols % 16 == 0: a pair is wholly in or out).
-template <int kBN>
-__device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* out, const float (&acc)[kBN / 2],
-                                                    long long row0, int r, int rows_left, int colb,
-                                                    int ncols) {
+/// Stores a warpgroup's (64, kBN) wgmma fragment, two columns at a time as pack(lo, hi) (a
+/// bf16 pair, a float2): register 4j+e of this thread is row r + 8*(e/2), column colb + 8j + e%2
+/// (colb: the tile's first column + 2*(lane%4)), at out[(row0 + row) * ncols + column]; rows from
+/// rows_left on and columns from ncols on are skipped (ncols % 16 == 0: a pair is wholly in or
+/// out).
+template <int kBN, class T, class Pack>
+__device__ __forceinline__ void store_fragment(T* out, const float (&acc)[kBN / 2], long long row0,
+                                               int r, int rows_left, int colb, int ncols,
+                                               Pack pack) {
+  using Pair = decltype(pack(0.0f, 0.0f));
 #pragma unroll
   for (int j = 0; j < kBN / 8; ++j) {
     const int col = colb + 8 * j;
     if (col < ncols) {
       if (r < rows_left)
-        *reinterpret_cast<uint32_t*>(out + (row0 + r) * ncols + col) =
-            pack_bf16(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<Pair*>(out + (row0 + r) * ncols + col) = pack(acc[4 * j], acc[4 * j + 1]);
       if (r + 8 < rows_left)
-        *reinterpret_cast<uint32_t*>(out + (row0 + r + 8) * ncols + col) =
-            pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
+        *reinterpret_cast<Pair*>(out + (row0 + r + 8) * ncols + col) =
+            pack(acc[4 * j + 2], acc[4 * j + 3]);
     }
   }
+}
+
+/// The fragment as bf16 pairs (the GEMMs' output).
+template <int kBN>
+__device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* out, const float (&acc)[kBN / 2],
+                                                    long long row0, int r, int rows_left, int colb,
+                                                    int ncols) {
+  store_fragment<kBN>(out, acc, row0, r, rows_left, colb, ncols,
+                      [](float lo, float hi) { return pack_bf16(lo, hi); });
 }
 
 /// Shared memory of a dense GEMM: the ring (1024-byte aligned for the swizzle atoms) at smem, then

@@ -93,18 +93,8 @@ template <int kBN>
 __device__ __forceinline__ void store_fragment_f32(float* part, const float (&acc)[kBN / 2],
                                                    long long row0, int r, int rows_left, int colb,
                                                    int ncols) {
-#pragma unroll
-  for (int j = 0; j < kBN / 8; ++j) {
-    const int col = colb + 8 * j;
-    if (col < ncols) {
-      if (r < rows_left)
-        *reinterpret_cast<float2*>(part + (row0 + r) * ncols + col) =
-            make_float2(acc[4 * j], acc[4 * j + 1]);
-      if (r + 8 < rows_left)
-        *reinterpret_cast<float2*>(part + (row0 + r + 8) * ncols + col) =
-            make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-  }
+  store_fragment<kBN>(part, acc, row0, r, rows_left, colb, ncols,
+                      [](float lo, float hi) { return make_float2(lo, hi); });
 }
 
 /// The fragment's sum over splits slices of part (slice s at part + s * slice), in split order,
