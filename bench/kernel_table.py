@@ -28,6 +28,16 @@ def default_knobs(problem):
         return None
 
 
+def param_values(problem):
+    """Every value of the problem's parameters (rceil, floor, ...), as strings."""
+    try:
+        with open(os.path.join(ROOT, "problems", problem, "spec.json")) as f:
+            params = json.load(f).get("params", {})
+    except (OSError, ValueError):
+        return set()
+    return {str(v) for prm in params.values() for v in prm["values"]}
+
+
 def load(paths):
     evals, peers = {}, {}
     for label, d in paths:
@@ -59,8 +69,9 @@ def peer_leaves(node, path=()):
                 yield from peer_leaves(v, path + (k,))
 
 
-def matching_peers(peer_json, shape, params):
-    """{peer label: fastest protocol us} of the peer entries for this shape and setting."""
+def matching_peers(peer_json, shape, params, all_param_values):
+    """{peer label: fastest protocol us} of the peer entries for this shape and setting
+    (all_param_values: every value of the problem's parameters, to tell other settings' entries)."""
     values = Counter(v for v in shape.values() if isinstance(v, int))
     param_values = set(str(v) for v in params.values())
     found = {}
@@ -75,14 +86,11 @@ def matching_peers(peer_json, shape, params):
         for path, us in peer_leaves(entry):
             named = [p for p in path if p]
             # A path element that names another setting of ours (rceil vs floor) is not ours.
-            if any(p in ALL_PARAM_VALUES and p not in param_values for p in named):
+            if any(p in all_param_values and p not in param_values for p in named):
                 continue
             label = " ".join(p for p in named if p not in param_values and p != "default") or "peer"
             found[label] = min(us, found.get(label, us))
     return found
-
-
-ALL_PARAM_VALUES = set()
 
 
 def gemm_flops(shape):
@@ -99,7 +107,7 @@ def gemm_lines(rows):
     for r in rows:
         if "tflops" not in r:
             continue
-        flops = r["tflops"] * r["us"] * 1e6
+        flops = gemm_flops(r["shape"])
         peers = "; ".join(f"{k} {flops / us / 1e6:.0f} ({us / r['us']:.2f}x)"
                           for k, us in sorted(r.get("peers", {}).items()))
         setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
@@ -107,6 +115,22 @@ def gemm_lines(rows):
         lines.append(f"| {r['problem']} | {setting} | {shape} | {r['case_verdict']} | "
                      f"{r['us']:.1f} | {r['tflops']:.0f} | {r.get('of_sol', 0):.2f} | {peers} | "
                      f"{r['run']} |")
+    return lines
+
+
+def table_lines(rows):
+    """Every row: ours, its fraction of SOL, the best peer and the ratio."""
+    f = lambda x, d=1: "" if x is None else f"{x:.{d}f}"
+    lines = ["| problem | setting | shape | verdict | ours us | of SOL | best peer | peer us | ratio | run |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
+        shape = " ".join(f"{k}{v}" for k, v in (r["shape"] or {}).items())
+        mark = "" if r["default_knobs"] else " (other knobs)"
+        lines.append(f"| {r['problem']}{mark} | "
+                     f"{setting} | {shape} | {r['case_verdict']} | {f(r['us'])} | "
+                     f"{f(r.get('of_sol'), 2)} | {r.get('peer', '')} | {f(r.get('peer_us'))} | "
+                     f"{f(r.get('ratio'), 2)} | {r['run']} |")
     return lines
 
 
@@ -119,12 +143,6 @@ def main():
     a = ap.parse_args()
     runs = [r.split("=", 1) for r in a.run]
     evals, peers = load(runs)
-    for problem in {k[0] for k in evals}:
-        spec = os.path.join(ROOT, "problems", problem, "spec.json")
-        if os.path.exists(spec):
-            with open(spec) as f:
-                for p in json.load(f).get("params", {}).values():
-                    ALL_PARAM_VALUES.update(str(v) for v in p["values"])
     chosen = {}
     # Per setting: today's default knobs first, then an evaluation with hidden shapes (the
     # complete verdict), then the latest.
@@ -140,6 +158,7 @@ def main():
     rows = []
     for (problem, params), (j, (is_default, _)) in sorted(chosen.items()):
         p = json.loads(params)
+        all_values = param_values(problem)
         for c in j["cases"]:
             if c.get("kind") != "bench":
                 continue
@@ -149,7 +168,8 @@ def main():
                    "knobs": j.get("knobs"), "default_knobs": is_default, "run": j["run"]}
             if us and c.get("sol_us"):
                 row["of_sol"] = c["sol_us"] / us
-            found = matching_peers(peers.get(problem, {}), c.get("shape") or {}, p)
+            found = matching_peers(peers.get(problem, {}), c.get("shape") or {}, p,
+                                   all_values)
             if found and us:
                 label = min(found, key=found.get)
                 row.update(peers=found, peer=label, peer_us=found[label],
@@ -166,19 +186,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
-    lines = ["| problem | setting | shape | verdict | ours us | of SOL | best peer | peer us | ratio | run |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
-        shape = " ".join(f"{k}{v}" for k, v in (r["shape"] or {}).items())
-        f = lambda x, d=1: "" if x is None else f"{x:.{d}f}"
-        mark = "" if r["default_knobs"] else " (other knobs)"
-        lines.append(f"| {r['problem']}{mark} | "
-                     f"{setting} | {shape} | {r['case_verdict']} | {f(r['us'])} | "
-                     f"{f(r.get('of_sol'), 2)} | {r.get('peer', '')} | {f(r.get('peer_us'))} | "
-                     f"{f(r.get('ratio'), 2)} | {r['run']} |")
-    if a.gemm:
-        lines = gemm_lines(rows)
+    lines = gemm_lines(rows) if a.gemm else table_lines(rows)
     text = "\n".join(lines) + "\n"
     if a.markdown:
         with open(a.markdown, "w") as f:
