@@ -46,7 +46,9 @@ Rules:
 - No host code runs: the trusted runner reads the plan and launches the kernels itself. Kernels are
   extern "C" __global__. Expressions may use the shape symbols, parameters (as value indices),
   knobs and num_sms. Args: tensor names (device pointers), "workspace", an int32 expression, or
-  {"i64": expr}.
+  {"i64": expr}. Optional per launch: "cluster", "pdl": true (may start before the previous
+  launch ends: call griddepcontrol.wait before reading what it wrote) and "when": expr (launched
+  only where nonzero, e.g. a small-M path beside the main kernel).
 - Knobs are compile-time constants (-DNAME=value); the first listed value is the default.
   Parameters arrive as -DWS_<NAME>=<index> with -DWS_<NAME>_<VALUE>=<index> for each value.
 - NVRTC compiles it for sm_90a and sm_100a without -rdc; include only CUDA headers, CCCL and
