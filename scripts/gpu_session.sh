@@ -92,15 +92,28 @@ for stage in "$@"; do
     problems)
       # The problem set: every GPU reference against its CPU reference, then the baseline and the
       # starting kernel of every problem evaluated and timed; one table of the results.
-      # PROBLEMS limits the set (names); each params variant listed in PARAMS_<problem> runs too.
+      # PROBLEMS limits the set (names); every parameter setting of a problem runs.
       mkdir -p "$OUT/problems"
+      # The verifications first, VERIFY_JOBS at a time (they time nothing; the CPU references
+      # dominate), each in a workspace of its own, so the timed evaluations after them run alone
+      # on the GPU.
+      for spec in problems/*/spec.json; do
+        p=$(basename "$(dirname "$spec")")
+        [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
+        for v in $(variants "$spec"); do
+          while (( $(jobs -rp | wc -l) >= ${VERIFY_JOBS:-4} )); do wait -n; done
+          setting "$p" "$v"
+          ( timeout 300 build/warpsmith --workspace "$WS_DIR/verify-$key" problems verify "$p" \
+              "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
+            echo "$(date -u +%T) verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")" ) &
+        done
+      done
+      wait
       for spec in problems/*/spec.json; do
         p=$(basename "$(dirname "$spec")")
         [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
         for v in $(variants "$spec"); do
           setting "$p" "$v"
-          timeout 120 $ws problems verify "$p" "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
-          echo "verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")"
           base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
           [[ $base == cublaslt:* ]] || base=problems/$p/$base
           for which in baseline starting; do
