@@ -97,6 +97,12 @@ extern "C" __global__ void big() {}
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("nothing would run"), std::string::npos)
       << r.status().message();
+  // A library baseline's plan has no launches to skip: it resolves to none, without an error.
+  Plan library;
+  library.workspace_bytes = "0";
+  auto lib = ResolvePlan(library, spec, {{"M", 100}, {"K", 64}}, {}, {});
+  ASSERT_TRUE(lib.ok()) << lib.status().message();
+  EXPECT_TRUE(lib->launches.empty());
   // Its expression is checked like any other: unknown names are plan errors.
   std::string unknown = kTwoPaths;
   unknown.replace(unknown.find("\"M < SMALL\", \"args\""), 11, "\"M < BIGGS\"");
