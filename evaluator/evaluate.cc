@@ -336,14 +336,17 @@ Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& s
                       [&]() { return GenerateInputs(spec, symbols, seed); }, digested);
 }
 
-// A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept: on a tmpfs
-// when the host has one with room for `need_bytes` of dumps (negative: unknown), else in the
-// workspace. Each runner's sandbox binds it as its only writable folder.
+// A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept: under
+// opts.scratch_root when set, else on a tmpfs when the host has one with room for `need_bytes` of
+// dumps (negative: unknown), else in the workspace. Each runner's sandbox binds it as its only
+// writable folder.
 Result<std::string> MakeScratch(const EvaluatorOptions& opts, int64_t need_bytes) {
   const std::string fallback = opts.workspace + "/scratch";
-  std::string root = ChooseScratchRoot({"/dev/shm"}, need_bytes, fallback);
+  const bool chosen = !opts.scratch_root.empty();
+  std::string root =
+      chosen ? opts.scratch_root : ChooseScratchRoot({"/dev/shm"}, need_bytes, fallback);
   std::error_code ec;
-  if (root != fallback) {
+  if (!chosen && root != fallback) {
     // One folder per user, private: other users of the host must not read the dumps.
     root = fmt::format("{}/warpsmith-{}", root, ::getuid());
     fs::create_directory(root, ec);

@@ -272,6 +272,8 @@ struct EvaluatorOptions {
   double case_timeout_s = 5;                   // added per correctness case to the runner's limit
   double compile_timeout_s = 60;
   bool keep_scratch = false;                   // keep runner dumps (for debugging)
+  std::string scratch_root;                    // runner scratch folders go here; empty:
+                                               // /dev/shm when it has room, else the workspace's
   std::string compute_sanitizer;               // deep mode; default: FindComputeSanitizer()
   double deep_time_factor = 20;                // a sanitizer run's allowance per case, in
                                                // multiples of case_timeout_s

@@ -92,7 +92,7 @@ for stage in "$@"; do
     problems)
       # The problem set: every GPU reference against its CPU reference, then the baseline and the
       # starting kernel of every problem evaluated and timed; one table of the results.
-      # PROBLEMS limits the set (names); every parameter setting of a problem runs.
+      # PROBLEMS limits the set (names), SETTINGS the parameter settings (as in `kernels`).
       mkdir -p "$OUT/problems"
       # The verifications first, VERIFY_JOBS at a time (they time nothing; the CPU references
       # dominate), each in a workspace of its own, so the timed evaluations after them run alone
@@ -101,6 +101,7 @@ for stage in "$@"; do
         p=$(basename "$(dirname "$spec")")
         [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
         for v in $(variants "$spec"); do
+          [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
           while (( $(jobs -rp | wc -l) >= ${VERIFY_JOBS:-4} )); do wait -n; done
           setting "$p" "$v"
           ( timeout 300 build/warpsmith --workspace "$WS_DIR/verify-$key" problems verify "$p" \
@@ -113,6 +114,7 @@ for stage in "$@"; do
         p=$(basename "$(dirname "$spec")")
         [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
         for v in $(variants "$spec"); do
+          [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
           setting "$p" "$v"
           base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
           [[ $base == cublaslt:* ]] || base=problems/$p/$base
