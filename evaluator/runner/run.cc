@@ -253,8 +253,11 @@ Status CaseRun::Setup() {
   first_bad_ = meta + 2 * n * sizeof(uint64_t);
   hash_scratch_ = meta + 3 * n * sizeof(uint64_t);
   if (n > 0) {
-    WS_CUDA_TRY(cuMemcpyHtoD(region_ptrs_, ptrs.data(), n * sizeof(uint64_t)));
-    WS_CUDA_TRY(cuMemcpyHtoD(region_salts_, salts.data(), n * sizeof(uint64_t)));
+    // On dc_.stream, not the legacy stream: a pageable cuMemcpyHtoD may return before its DMA
+    // lands, and dc_.stream does not wait for the legacy stream, so guard_fill could read stale
+    // pointers (a loaded H200 showed a trusted reference's guards never filled).
+    WS_CUDA_TRY(cuMemcpyHtoDAsync(region_ptrs_, ptrs.data(), n * sizeof(uint64_t), dc_.stream));
+    WS_CUDA_TRY(cuMemcpyHtoDAsync(region_salts_, salts.data(), n * sizeof(uint64_t), dc_.stream));
     WS_CUDA_TRY(cuMemsetD32Async(first_bad_, 0xFFFFFFFFu, 2 * n, dc_.stream));
     long long gb = kGuardBytes;
     void* params[] = {&region_ptrs_, &region_salts_, &gb};
@@ -583,7 +586,7 @@ void CaseRun::Timing() {
   const size_t flush_words = static_cast<size_t>(tj.l2_flush_bytes / 16);
   if (flush_words > 0) {
     CUresult r = cuMemAlloc(&flush, flush_words * 16 + 16);
-    if (r == CUDA_SUCCESS) r = cuMemsetD8(flush, 0, flush_words * 16 + 16);
+    if (r == CUDA_SUCCESS) r = cuMemsetD8Async(flush, 0, flush_words * 16 + 16, dc_.stream);
     if (r != CUDA_SUCCESS) return FailOrCrash(CuError(r, "cuMemAlloc"), "the L2 flush buffer");
     plain_allocs_.push_back(flush);
   }
