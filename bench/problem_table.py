@@ -4,7 +4,10 @@ baseline's and the starting kernel's time and fraction of speed-of-light) from `
 --json` outputs named <problem>[__<name>-<value>...].<baseline|starting>.json, plus the `problems
 verify` logs named <problem>[__<name>-<value>...].verify.log.
 
-Usage: problem_table.py DIR [--json OUT.json] [--markdown OUT.md]"""
+A setting with a verify log but no evaluation is listed as not run. --meta KEY=VALUE (repeatable)
+records the run's facts (GPU, driver, date, command) at the top of the JSON.
+
+Usage: problem_table.py DIR [--json OUT.json] [--markdown OUT.md] [--meta KEY=VALUE ...]"""
 import argparse
 import glob
 import json
@@ -12,6 +15,8 @@ import os
 
 
 def load(path):
+    if not os.path.exists(path):
+        return {"verdict": "not run", "message": "", "cases": []}
     try:
         with open(path) as f:
             return json.load(f)
@@ -24,10 +29,12 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
+    ap.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
     rows, summary = [], []
     keys = sorted({os.path.basename(p).rsplit(".", 2)[0]
-                   for p in glob.glob(os.path.join(args.dir, "*.json"))})
+                   for pattern in ("*.json", "*.verify.log")
+                   for p in glob.glob(os.path.join(args.dir, pattern))})
     for key in keys:
         # <problem>[__<name>-<value>[__<name>-<value>...]]: only plain characters travel back.
         problem, _, rest = key.partition("__")
@@ -53,6 +60,8 @@ def main():
                 row[name + "_of_sol"] = (c["sol_us"] / t) if t and c.get("sol_us") else None
         rows.extend(timed.values())
     out = {"problems": summary, "bench": rows}
+    if args.meta:
+        out = {**dict(m.split("=", 1) for m in args.meta), **out}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
