@@ -1097,8 +1097,8 @@ std::string Example(const ExportItem& it) {
       numel = *n;
     allocs += fmt::format(
         "  void* {0} = nullptr;  // {1} [{2}] = {3} elements\n"
-        "  if (cudaMalloc(&{0}, {4}) != cudaSuccess) return 1;\n"
-        "  cudaMemset({0}, 0, {4});\n",
+        "  if (cudaMalloc(&{0}, {4}) != cudaSuccess || cudaMemset({0}, 0, {4}) != cudaSuccess) "
+        "return 1;\n",
         t.name, DTypeName(t.dtype), Join(t.shape, ", "), numel,
         std::max<int64_t>(numel * DTypeSize(t.dtype), 1));
     frees += fmt::format("  cudaFree({});\n", t.name);
@@ -1256,11 +1256,11 @@ std::string Upload(const ws::ProblemSpec& spec, const ws::SymbolTable& symbols,
     if (cudaMalloc(&p, bytes > 0 ? bytes : 1) != cudaSuccess) return "cudaMalloc failed";
     d->ptrs.push_back(p);
     d->bytes.push_back(bytes);
-    if (t.role == ws::TensorRole::kInput) {{
-      cudaMemcpy(p, inputs.at(t.name).bytes.data(), bytes, cudaMemcpyHostToDevice);
-    }} else {{
-      cudaMemset(p, 0xA5, bytes);
-    }}
+    const cudaError_t err =
+        t.role == ws::TensorRole::kInput
+            ? cudaMemcpy(p, inputs.at(t.name).bytes.data(), bytes, cudaMemcpyHostToDevice)
+            : cudaMemset(p, 0xA5, bytes);
+    if (err != cudaSuccess) return "uploading " + t.name + ": " + cudaGetErrorString(err);
   }}
   return "";
 }}
@@ -1287,7 +1287,8 @@ std::string RunCase(const Function& f, const ws::ProblemSpec& spec, const ws::Sh
     h.dtype = t.dtype;
     h.dims = *dims;
     h.bytes.resize(dev.bytes[i]);
-    cudaMemcpy(h.bytes.data(), dev.ptrs[i], h.bytes.size(), cudaMemcpyDeviceToHost);
+    err = cudaMemcpy(h.bytes.data(), dev.ptrs[i], h.bytes.size(), cudaMemcpyDeviceToHost);
+    if (err != cudaSuccess) return "reading " + t.name + ": " + cudaGetErrorString(err);
     got[t.name] = std::move(h);
   }}
   auto want = ws::RunCpuReference(spec, symbols, f.params, *inputs);
@@ -1309,29 +1310,32 @@ std::string BenchCase(const Function& f, const ws::ProblemSpec& spec, const ws::
   inputs = ws::TensorMap{{}};  // the host copies are not needed any more
   std::vector<float> times;
   cudaEvent_t start = nullptr, stop = nullptr;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
+  if (failure.empty() &&
+      (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)) {{
+    failure = "cudaEventCreate failed";
+  }}
   for (int i = -3; failure.empty() && i < iters; ++i) {{
-    for (size_t t = 0; t < spec.tensors.size(); ++t) {{
+    cudaError_t err = cudaSuccess;
+    for (size_t t = 0; t < spec.tensors.size() && err == cudaSuccess; ++t) {{
       if (spec.tensors[t].role == ws::TensorRole::kOutput) {{
-        cudaMemsetAsync(dev.ptrs[t], 0xA5, dev.bytes[t]);
+        err = cudaMemsetAsync(dev.ptrs[t], 0xA5, dev.bytes[t]);
       }}
     }}
-    cudaError_t err = wsx::FlushL2(nullptr);
-    cudaEventRecord(start);
+    if (err == cudaSuccess) err = wsx::FlushL2(nullptr);
+    if (err == cudaSuccess) err = cudaEventRecord(start);
     if (err == cudaSuccess) err = f.call(dev.ptrs, symbols);
-    cudaEventRecord(stop);
+    if (err == cudaSuccess) err = cudaEventRecord(stop);
     if (err == cudaSuccess) err = cudaEventSynchronize(stop);
+    float ms = 0;
+    if (err == cudaSuccess) err = cudaEventElapsedTime(&ms, start, stop);
     if (err != cudaSuccess) {{
       failure = std::string(cudaGetErrorString(err)) + " " + warpsmith::last_error();
       break;
     }}
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
     if (i >= 0) times.push_back(ms * 1000.0f);
   }}
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
   if (!failure.empty()) return failure;
   std::sort(times.begin(), times.end());
   std::printf("{{\"function\": \"%s\", \"shape\": \"%s\", \"iters\": %d, \"median_us\": %.3f, "
