@@ -73,6 +73,9 @@ for stage in "$@"; do
         >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
     soak)
+      # SOAK_GPUS=0,1 spreads the jobs over both GPUs (run it without --pair: nothing else on
+      # the host); 500 evaluations took 408 s at 12 jobs on one GPU.
+      [[ -n ${SOAK_GPUS:-} ]] && export WS_HOSTILE_SOAK_GPUS=${SOAK_GPUS// /,}
       WS_HOSTILE_SOAK=${SOAK_N:-500} WS_HOSTILE_SOAK_JOBS=${SOAK_JOBS:-1} build/tests/hostile_gpu_test \
         --gtest_filter='HostileSoakTest.*' >"$OUT/soak.log" 2>&1 || status=1
       grep -E "^soak:|PASSED|FAILED|Failure" -A2 "$OUT/soak.log" | head -30 ;;
