@@ -274,16 +274,22 @@ class Stmt {
   int bind_rc_ = SQLITE_OK;
 };
 
+// Calls `on_row(s)` for every row of `s`.
+template <typename OnRow>
+Status ForEachRow(Stmt& s, OnRow on_row) {
+  while (true) {
+    WS_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row)
+      return Status::Ok();
+    on_row(s);
+  }
+}
+
 // Every row of `s`, each read by `read`.
 template <typename T, typename Read>
 Result<std::vector<T>> CollectRows(Stmt& s, Read read) {
   std::vector<T> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
-    out.push_back(read(s));
-  }
+  WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt& r) { out.push_back(read(r)); }));
   return out;
 }
 
@@ -581,13 +587,8 @@ Result<std::vector<EvaluationRecord>> Store::Evaluations(const std::string& prob
   if (!problem.empty())
     s.Bind(1, problem);
   s.Bind(2, limit > 0 ? int64_t{limit} : int64_t{-1});
-  std::vector<EvaluationRecord> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
-    out.push_back(ReadEvaluation(s));
-  }
+  WS_ASSIGN_OR_RETURN(std::vector<EvaluationRecord> out,
+                      CollectRows<EvaluationRecord>(s, ReadEvaluation));
 
   WS_ASSIGN_OR_RETURN(Stmt t,
                       Stmt::Prepare(db_,
@@ -598,10 +599,7 @@ Result<std::vector<EvaluationRecord>> Store::Evaluations(const std::string& prob
   for (EvaluationRecord& e : out) {
     t.Reset();
     t.Bind(1, e.id);
-    while (true) {
-      WS_ASSIGN_OR_RETURN(bool row, t.Step());
-      if (!row)
-        break;
+    WS_RETURN_IF_ERROR(ForEachRow(t, [&](Stmt&) {
       ShapeTiming st;
       st.shape_json = t.Text(0);
       st.kind = t.Text(1);
@@ -612,7 +610,7 @@ Result<std::vector<EvaluationRecord>> Store::Evaluations(const std::string& prob
       st.iterations = static_cast<int>(t.Int(6));
       st.sol_us = t.Double(7);
       e.timings.push_back(std::move(st));
-    }
+    }));
   }
   return out;
 }
@@ -688,10 +686,7 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
   if (!problem.empty())
     s.Bind(1, problem);
   std::vector<LeaderboardEntry> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
+  WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
     LeaderboardEntry l;
     l.problem = s.Text(0);
     l.params_json = s.Text(1);
@@ -710,7 +705,7 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     l.sandbox_json = s.Text(14);
     l.deep_json = s.Text(15);
     out.push_back(std::move(l));
-  }
+  }));
   return out;
 }
 
@@ -867,10 +862,7 @@ Result<std::vector<CampaignProblemRecord>> Store::CampaignProblems(int64_t campa
                             "listing campaign problems"));
   s.Bind(1, campaign_id);
   std::vector<CampaignProblemRecord> out;
-  while (true) {
-    WS_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row)
-      break;
+  WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
     CampaignProblemRecord p;
     p.campaign_id = s.Int(0);
     p.problem = s.Text(1);
@@ -878,7 +870,7 @@ Result<std::vector<CampaignProblemRecord>> Store::CampaignProblems(int64_t campa
     p.seed_kernel_id = OptionalInt(s, 3);
     p.status = s.Text(4);
     out.push_back(std::move(p));
-  }
+  }));
   return out;
 }
 
@@ -1019,12 +1011,9 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
                               "counting attempts"));
     if (campaign_id)
       s.Bind(1, *campaign_id);
-    while (true) {
-      WS_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row)
-        break;
+    WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
       stats(s.Text(0)).attempts = s.Int(1);
-    }
+    }));
   }
   {
     WS_ASSIGN_OR_RETURN(
@@ -1035,12 +1024,9 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
                               "counting verdicts"));
     if (campaign_id)
       s.Bind(1, *campaign_id);
-    while (true) {
-      WS_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row)
-        break;
+    WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
       stats(s.Text(0)).verdicts[s.Text(1)] = s.Int(2);
-    }
+    }));
   }
   {
     WS_ASSIGN_OR_RETURN(
@@ -1051,15 +1037,12 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
                               "summing turns"));
     if (campaign_id)
       s.Bind(1, *campaign_id);
-    while (true) {
-      WS_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row)
-        break;
+    WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
       AgentStats& a = stats(s.Text(0));
       a.input_tokens = s.Int(1);
       a.output_tokens = s.Int(2);
       a.cost_usd = s.Double(3);
-    }
+    }));
   }
   std::vector<AgentStats> out;
   for (auto& [_, a] : by_agent)
