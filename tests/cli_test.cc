@@ -162,6 +162,12 @@ TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
         }
       }
     }
+    // A library baseline compiles nothing, but its empty plan must resolve at every shape.
+    if (IsLibraryBaseline(p.baseline)) {
+      CliRun r = Warpsmith({"eval", p.name, p.baseline, "--compile-only"});
+      EXPECT_EQ(r.exit_code, 0) << p.baseline << "\n" << r.out << r.err;
+      EXPECT_NE(r.out.find("plan valid"), std::string::npos) << r.out;
+    }
     // The trusted reference, on the evaluator's reference path (with problems/include).
     for (std::string arch : {"sm_90a", "sm_100a"}) {
       for (const auto& sets : settings) {
