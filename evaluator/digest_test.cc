@@ -1,6 +1,7 @@
 // Bench outputs as keyed digests, without a GPU: which outputs are digested, how a candidate's
 // digests meet the reference's, that the byte checker skips them, and where scratch goes.
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -127,6 +128,32 @@ TEST(ChooseScratchRootTest, TmpfsWithRoomElseTheFallback) {
     GTEST_SKIP() << "no tmpfs at /dev/shm here";
   }
   EXPECT_EQ(ChooseScratchRoot({"/nonexistent-tmpfs", "/dev/shm"}, 1 << 20, fallback), "/dev/shm");
+}
+
+// A named root takes every evaluation's folder, each fresh and private to this user.
+TEST(MakeScratchTest, UnderTheNamedRootFreshAndPrivate) {
+  namespace fs = std::filesystem;
+  EvaluatorOptions opts;
+  opts.workspace = testing::TempDir() + "/ws_scratch_ws_" + std::to_string(::getpid());
+  opts.scratch_root = testing::TempDir() + "/ws_scratch_root_" + std::to_string(::getpid());
+  auto a = MakeScratch(opts, 0);
+  auto b = MakeScratch(opts, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);
+  for (const std::string& dir : {*a, *b}) {
+    EXPECT_EQ(fs::path(dir).parent_path(), fs::path(opts.scratch_root)) << dir;
+    EXPECT_TRUE(fs::is_directory(dir));
+    EXPECT_EQ(fs::status(dir).permissions() & fs::perms::all, fs::perms::owner_all) << dir;
+  }
+  EXPECT_FALSE(fs::exists(opts.workspace + "/scratch"));
+  fs::remove_all(opts.scratch_root);
+  // Without one: the per-user tmpfs folder or the workspace's, never the named root.
+  opts.scratch_root.clear();
+  auto c = MakeScratch(opts, 0);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(fs::exists(testing::TempDir() + "/ws_scratch_root_" + std::to_string(::getpid())));
+  fs::remove_all(*c);
+  fs::remove_all(opts.workspace);
 }
 
 }  // namespace

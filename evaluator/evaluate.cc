@@ -336,31 +336,6 @@ Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& s
                       [&]() { return GenerateInputs(spec, symbols, seed); }, digested);
 }
 
-// A fresh folder for one evaluation's jobs and dumps, removed afterwards unless kept: under
-// opts.scratch_root when set, else on a tmpfs when the host has one with room for `need_bytes` of
-// dumps (negative: unknown), else in the workspace. Each runner's sandbox binds it as its only
-// writable folder.
-Result<std::string> MakeScratch(const EvaluatorOptions& opts, int64_t need_bytes) {
-  const std::string fallback = opts.workspace + "/scratch";
-  const bool chosen = !opts.scratch_root.empty();
-  std::string root =
-      chosen ? opts.scratch_root : ChooseScratchRoot({"/dev/shm"}, need_bytes, fallback);
-  std::error_code ec;
-  if (!chosen && root != fallback) {
-    // One folder per user, private: other users of the host must not read the dumps.
-    root = fmt::format("{}/warpsmith-{}", root, ::getuid());
-    fs::create_directory(root, ec);
-    const bool dir = !ec && fs::is_directory(fs::symlink_status(root, ec));
-    // Fails (and falls back) on a folder another user made.
-    if (dir) fs::permissions(root, fs::perms::owner_all, ec);
-    if (!dir || ec) root = fallback;
-  }
-  std::string scratch = fmt::format("{}/{:016x}", root, SecureRandom64());
-  fs::create_directories(scratch, ec);
-  if (ec) return Status::Error("cannot create {}: {}", scratch, ec.message());
-  return scratch;
-}
-
 struct ScratchCleanup {
   std::string dir;
   bool keep;
@@ -429,6 +404,30 @@ Timing ParseTiming(const json& t) {
 }
 
 }  // namespace
+
+Result<std::string> MakeScratch(const EvaluatorOptions& opts, int64_t need_bytes) {
+  const std::string fallback = opts.workspace + "/scratch";
+  const bool chosen = !opts.scratch_root.empty();
+  std::string root =
+      chosen ? opts.scratch_root : ChooseScratchRoot({"/dev/shm"}, need_bytes, fallback);
+  std::error_code ec;
+  if (!chosen && root != fallback) {
+    // One folder per user, private: other users of the host must not read the dumps.
+    root = fmt::format("{}/warpsmith-{}", root, ::getuid());
+    fs::create_directory(root, ec);
+    const bool dir = !ec && fs::is_directory(fs::symlink_status(root, ec));
+    // Fails (and falls back) on a folder another user made.
+    if (dir) fs::permissions(root, fs::perms::owner_all, ec);
+    if (!dir || ec) root = fallback;
+  }
+  std::string scratch = fmt::format("{}/{:016x}", root, SecureRandom64());
+  fs::create_directories(scratch, ec);
+  if (ec) return Status::Error("cannot create {}: {}", scratch, ec.message());
+  // Private whatever the root (a scratch_root may be shared): the dumps hold hidden-shape outputs.
+  fs::permissions(scratch, fs::perms::owner_all, ec);
+  if (ec) return Status::Error("cannot make {} private: {}", scratch, ec.message());
+  return scratch;
+}
 
 std::map<std::string, std::string> ParamDefines(const ProblemSpec& spec,
                                                 const std::map<std::string, std::string>& params) {

@@ -150,6 +150,11 @@ Result<std::string> CompareDigests(const std::vector<std::string>& outputs,
 std::string ChooseScratchRoot(const std::vector<std::string>& tmpfs_roots, int64_t need_bytes,
                               const std::string& fallback);
 
+/// A fresh, private folder for one evaluation's jobs and dumps (each runner's sandbox binds it as
+/// its only writable folder): under opts.scratch_root when set, else on a tmpfs with room for
+/// `need_bytes` of dumps (negative: unknown) in a per-user folder, else in the workspace.
+Result<std::string> MakeScratch(const EvaluatorOptions& opts, int64_t need_bytes);
+
 // ---- The candidate runner's own findings (evaluate.cc) ------------------------------------------
 
 struct SandboxResult;

@@ -415,8 +415,9 @@ int CountWorkerProcesses() {
       worker |= cmd.find(name) != std::string::npos;
     }
     if (!worker) continue;
-    bool ours = cmd.find(Workspace()) != std::string::npos ||
-                cmd.find(ScratchRoot()) != std::string::npos;
+    // With the '/', another process's /tmp/ws_hostile_123 is not ours when we are 12.
+    bool ours = cmd.find(Workspace() + "/") != std::string::npos ||
+                cmd.find(ScratchRoot() + "/") != std::string::npos;
     for (long p = std::stol(pid), hops = 0; !ours && p > 1 && hops < 64; ++hops) {
       p = ParentOf(p);
       ours = p == self;
