@@ -1,9 +1,10 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [64, 128, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
-              "FAST_EXP": [1, 0], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32] },
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32],
+              "COL_SPLIT": [1, 2, 4] },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256 || COL_SPLIT != 1) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32) + (COL_SPLIT != 1) * BLOCK_M * BLOCK_I * COL_SPLIT / 8)",
                 "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU backward + MXFP8 in both orientations, hand-tuned: hpre [M,2I] (g || u) and dA [M,I]
@@ -50,7 +51,11 @@
 // = 144 KB per SM, 33 KB of shared memory per CTA (tile 32 KB + staged scales).
 // Knobs: BLOCK_M (rows per tile; the q_t run length per CTA), BLOCK_I (columns of I per tile),
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
-// whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
+// whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all),
+// COL_SPLIT (QT_STAGE 0 only): as kernels/swiglu_quantize_fwd, the columnwise work split over
+// more threads (a column pair x 32/COL_SPLIT rows each; with 1, 128 tasks keep 4 of 8 warps busy
+// at the default tile), the parts' amax meeting in shared memory across one more barrier.
+// FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
@@ -63,6 +68,9 @@
 // warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
+// The split columnwise phase with the .ftz exponent, compiled in CI though not yet run:
+// warpsmith:sass sm_90a COL_SPLIT=2 FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
+// warpsmith:sass sm_100a COL_SPLIT=2 FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
 
@@ -91,12 +99,16 @@
 #ifndef GROUP_I
 #define GROUP_I 0
 #endif
+#ifndef COL_SPLIT
+#define COL_SPLIT 1
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
 // shared memory (the plan's smem is 0 exactly for the first form) and tile_of for the CTA order.
-#define WS_FIRST_FORM \
-  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
+#define WS_FIRST_FORM                                                                    \
+  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256 && \
+   COL_SPLIT == 1)
 
 namespace {
 
@@ -123,11 +135,19 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
+  // COL_SPLIT: a task is {dg,du} x a column pair x kPartRows rows of a row block.
+  static constexpr int kColSplit = COL_SPLIT;
+  static constexpr int kPartRows = 32 / kColSplit;
+  static constexpr int kSplitTasks = kColTasks * kColSplit;
+  static constexpr int kSplitTasksPerThread = (kSplitTasks + kThreads - 1) / kThreads;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
 static_assert(Config::kGroupI >= 0, "GROUP_I");
+static_assert(Config::kColSplit == 1 || Config::kColSplit == 2 || Config::kColSplit == 4,
+              "COL_SPLIT: 1, 2 or 4 (8-byte q_t stores)");
+static_assert(Config::kColSplit == 1 || !Config::kStage, "COL_SPLIT needs QT_STAGE 0");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
 using ws::bf16_hi;
@@ -135,9 +155,15 @@ using ws::bf16_lo;
 using ws::Chunk;
 using ws::cvt_bf16x2;
 
-// sigmoid(z): FAST_EXP uses ex2.approx and rcp.approx (both MUFU), else expf and division.
+// sigmoid(z): FAST_EXP uses ex2.approx and rcp.approx (both MUFU), else expf and division;
+// FAST_EXP 2 their .ftz forms (the same bits: see kernels/swiglu_quantize_fwd).
 __device__ __forceinline__ float sigmoid(float z) {
-#if FAST_EXP
+#if FAST_EXP == 2
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+  return r;  // 1 + e = +Inf (z < -88) gives 0
+#elif FAST_EXP
   return __fdividef(1.0f, 1.0f + __expf(-z));  // 1 + e = +Inf (z < -88) gives 0
 #else
   return 1.0f / (1.0f + expf(-z));
@@ -274,7 +300,55 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   const int m_blocks = M / 32;
   constexpr int kPairs = Config::kBlockI / 2;
   constexpr int kHalfTasks = Config::kColTasks / 2;
-  if constexpr (!Config::kStage) {
+  if constexpr (!Config::kStage && Config::kColSplit > 1) {
+    // Task -> pair p (fastest: lanes), part s, row block rb, then dg/du. Pass 1: each part's
+    // packed amax to shared memory (after the tiles); pass 2: the block's amax from its parts,
+    // then the bytes.
+    constexpr int kParts = Config::kColSplit, kRows = Config::kPartRows;
+    constexpr int kHalfSplit = Config::kSplitTasks / 2;
+    unsigned* part_amax = reinterpret_cast<unsigned*>(smem + Config::kTileBytes);
+    unsigned v[Config::kSplitTasksPerThread][kRows];
+#pragma unroll
+    for (int t = 0; t < Config::kSplitTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task < Config::kSplitTasks) {
+        const int h = task / kHalfSplit, rest = task % kHalfSplit;
+        const int p = rest % kPairs, sp = (rest / kPairs) % kParts, rb = rest / (kPairs * kParts);
+        unsigned m2 = 0;
+#pragma unroll
+        for (int j = 0; j < kRows; ++j) {
+          v[t][j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + sp * kRows + j][2 * p]);
+          m2 = ws::mx::max_u16x2(m2, v[t][j] & 0x7FFF7FFFu);
+        }
+        part_amax[task] = m2;  // index (h, rb, sp, p) = task
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < Config::kSplitTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task >= Config::kSplitTasks) break;
+      const int h = task / kHalfSplit, rest = task % kHalfSplit;
+      const int p = rest % kPairs, sp = (rest / kPairs) % kParts, rb = rest / (kPairs * kParts);
+      const int col = i0 + 2 * p, mb = m0 / 32 + rb;
+      if (col >= I || mb >= m_blocks) continue;
+      unsigned m2 = 0;
+#pragma unroll
+      for (int q2 = 0; q2 < kParts; ++q2) {
+        m2 = ws::mx::max_u16x2(m2, part_amax[h * kHalfSplit + (rb * kParts + q2) * kPairs + p]);
+      }
+      const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
+      unsigned char* qt = q_t + out_col * M + mb * 32 + sp * kRows;
+      unsigned s_lo, s_hi;
+      ws::mx::quantize_column_pair_part<Config::kFloor, Config::kStoreCsQt, kRows>(
+          v[t], m2, qt, qt + M, s_lo, s_hi);
+      if (sp == 0) {
+        unsigned char* st = scales_t + out_col * m_blocks + mb;
+        st[0] = static_cast<unsigned char>(s_lo);
+        st[m_blocks] = static_cast<unsigned char>(s_hi);
+      }
+    }
+  } else if constexpr (!Config::kStage) {
 #pragma unroll
     for (int t = 0; t < Config::kTasksPerThread; ++t) {
       const int task = t * Config::kThreads + tid;

@@ -1,9 +1,10 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [64, 128, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
-              "FAST_EXP": [1, 0], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32] },
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32],
+              "COL_SPLIT": [1, 4, 2] },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256 || COL_SPLIT != 1) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32) + (COL_SPLIT != 1) * BLOCK_M * BLOCK_I * COL_SPLIT / 16)",
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU + MXFP8 in both orientations, hand-tuned: hpre [M,2I] bf16 -> A = act(g,u) in bf16 ->
@@ -40,7 +41,14 @@
 // would sit near 0.5 too. Expected with the staged stores: 0.85-0.9 of SOL.
 // Knobs: BLOCK_M (rows per tile; also the q_t run length per CTA), BLOCK_I (columns per tile),
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: q_t only; 0: none), QT_STAGE,
-// GROUP_I (column tiles per CTA group, 0: all).
+// GROUP_I (column tiles per CTA group, 0: all), COL_SPLIT (QT_STAGE 0 only).
+// COL_SPLIT 4 (or 2): the columnwise work on every warp. With 1, a task is a column pair x 32 rows,
+// 64 tasks at BLOCK_M = BLOCK_I = 64: 2 of the 8 warps run the whole columnwise phase (about 370
+// dependent instructions each, sm_90a SASS) while the CTA's other warps hold their slots idle,
+// which may be why this kernel and the plain starting kernel both sit near 0.6 of copy. Split, a
+// task is a column pair x 32/COL_SPLIT rows (lanes: pairs; warps: row parts, so the 32-bit tile
+// reads stay conflict-free); the parts' amax meet in shared memory across one more barrier, and
+// each thread stores its 32/COL_SPLIT bytes of both q_t rows (8-byte stores).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
@@ -53,6 +61,9 @@
 // warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
+// The split columnwise phase with the .ftz exponent, compiled in CI though not yet run:
+// warpsmith:sass sm_90a COL_SPLIT=4 FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
+// warpsmith:sass sm_100a COL_SPLIT=4 FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
 
@@ -81,12 +92,16 @@
 #ifndef GROUP_I
 #define GROUP_I 0
 #endif
+#ifndef COL_SPLIT
+#define COL_SPLIT 1
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
 // shared memory (the plan's smem is 0 exactly for the first form) and tile_of for the CTA order.
-#define WS_FIRST_FORM \
-  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
+#define WS_FIRST_FORM                                                                    \
+  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256 && \
+   COL_SPLIT == 1)
 
 namespace {
 
@@ -113,11 +128,19 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
+  // COL_SPLIT: a task is a column pair x kPartRows rows of a row block.
+  static constexpr int kColSplit = COL_SPLIT;
+  static constexpr int kPartRows = 32 / kColSplit;
+  static constexpr int kSplitTasks = kColTasks * kColSplit;
+  static constexpr int kSplitTasksPerThread = (kSplitTasks + kThreads - 1) / kThreads;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
 static_assert(Config::kGroupI >= 0, "GROUP_I");
+static_assert(Config::kColSplit == 1 || Config::kColSplit == 2 || Config::kColSplit == 4,
+              "COL_SPLIT: 1, 2 or 4 (8-byte q_t stores)");
+static_assert(Config::kColSplit == 1 || !Config::kStage, "COL_SPLIT needs QT_STAGE 0");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
 using ws::bf16_hi;
@@ -126,8 +149,17 @@ using ws::Chunk;
 using ws::cvt_bf16x2;
 
 // sigmoid(z) * x: FAST_EXP uses ex2.approx and rcp.approx (both MUFU), else expf and division.
+// FAST_EXP 2: the .ftz forms, without the denormal fix-ups __expf carries (an FSETP and two
+// predicated FMULs per element on sm_90a). The same bits as FAST_EXP 1: e only meets 1 + e (a
+// denormal e or exponent input rounds to the same sum), and MUFU.RCP of 1 + e >= 1 flushes in
+// both.
 __device__ __forceinline__ float times_sigmoid(float x, float z) {
-#if FAST_EXP
+#if FAST_EXP == 2
+  float e, r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+  return x * r;  // 1 + e = +Inf (z < -88) gives x * 0
+#elif FAST_EXP
   return __fdividef(x, 1.0f + __expf(-z));  // 1 + e = +Inf (z < -88) gives x * 0
 #else
   return x / (1.0f + expf(-z));
@@ -242,7 +274,50 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   // Columnwise: task -> column pair p (fastest across lanes), 32-row block rb.
   const int m_blocks = M / 32;
   constexpr int kPairs = Config::kBlockI / 2;
-  if constexpr (!Config::kStage) {
+  if constexpr (!Config::kStage && Config::kColSplit > 1) {
+    // Task -> pair p (fastest: lanes), part s, row block rb. Pass 1: each part's packed amax to
+    // shared memory (after the tile); pass 2: the block's amax from its parts, then the bytes.
+    constexpr int kParts = Config::kColSplit, kRows = Config::kPartRows;
+    unsigned* part_amax = reinterpret_cast<unsigned*>(smem + Config::kTileBytes);
+    unsigned v[Config::kSplitTasksPerThread][kRows];
+#pragma unroll
+    for (int t = 0; t < Config::kSplitTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task < Config::kSplitTasks) {
+        const int p = task % kPairs, sp = (task / kPairs) % kParts, rb = task / (kPairs * kParts);
+        unsigned m2 = 0;
+#pragma unroll
+        for (int j = 0; j < kRows; ++j) {
+          v[t][j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + sp * kRows + j][2 * p]);
+          m2 = ws::mx::max_u16x2(m2, v[t][j] & 0x7FFF7FFFu);
+        }
+        part_amax[task] = m2;  // index (rb, sp, p) = task
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < Config::kSplitTasksPerThread; ++t) {
+      const int task = t * Config::kThreads + tid;
+      if (task >= Config::kSplitTasks) break;
+      const int p = task % kPairs, sp = (task / kPairs) % kParts, rb = task / (kPairs * kParts);
+      const int col = i0 + 2 * p, mb = m0 / 32 + rb;
+      if (col >= I || mb >= m_blocks) continue;
+      unsigned m2 = 0;
+#pragma unroll
+      for (int q2 = 0; q2 < kParts; ++q2) {
+        m2 = ws::mx::max_u16x2(m2, part_amax[(rb * kParts + q2) * kPairs + p]);
+      }
+      unsigned char* qt = q_t + static_cast<long long>(col) * M + mb * 32 + sp * kRows;
+      unsigned s_lo, s_hi;
+      ws::mx::quantize_column_pair_part<Config::kFloor, Config::kStoreCsQt, kRows>(
+          v[t], m2, qt, qt + M, s_lo, s_hi);
+      if (sp == 0) {
+        unsigned char* st = scales_t + static_cast<long long>(col) * m_blocks + mb;
+        st[0] = static_cast<unsigned char>(s_lo);
+        st[m_blocks] = static_cast<unsigned char>(s_hi);
+      }
+    }
+  } else if constexpr (!Config::kStage) {
 #pragma unroll
     for (int t = 0; t < Config::kTasksPerThread; ++t) {
       const int task = t * Config::kThreads + tid;

@@ -134,5 +134,43 @@ __device__ __forceinline__ void quantize_column_pair(const unsigned (&v)[32], un
   }
 }
 
+/// A part of two adjacent columns' 32-row blocks, as quantize_column_pair with the work split
+/// over several threads: v[j] holds row j of this thread's kRows (low half: column 2p, high:
+/// 2p+1), m2 both columns' amax over the whole block (magnitude bits, low / high half, as
+/// max_u16x2 gives). Stores this part's kRows E4M3 bytes of each column (qt_lo, qt_hi: 4-byte
+/// words, kRows-byte aligned); the caller stores the scales (returned in s_lo, s_hi).
+template <bool kFloor, bool kStreaming, int kRows>
+__device__ __forceinline__ void quantize_column_pair_part(const unsigned (&v)[kRows], unsigned m2,
+                                                          unsigned char* qt_lo,
+                                                          unsigned char* qt_hi, unsigned& s_lo,
+                                                          unsigned& s_hi) {
+  static_assert(kRows == 8 || kRows == 16, "8 or 16 rows: whole 8-byte stores");
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const unsigned amax = half == 0 ? (m2 & 0xFFFFu) : (m2 >> 16);
+    bool special;
+    const unsigned s = block_scale<kFloor>(amax, &special);
+    const float r = scale_reciprocal(special ? 0u : s);
+    unsigned out[kRows / 4];
+#pragma unroll
+    for (int k = 0; k < kRows / 4; ++k) {
+      const unsigned a = v[4 * k], b = v[4 * k + 1], c = v[4 * k + 2], d = v[4 * k + 3];
+      unsigned lo16, hi16;
+      if (half == 0) {
+        lo16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(a), r), mul_rn_no_ftz(bf16_lo(b), r));
+        hi16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(c), r), mul_rn_no_ftz(bf16_lo(d), r));
+      } else {
+        lo16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(a), r), mul_rn_no_ftz(bf16_hi(b), r));
+        hi16 = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(c), r), mul_rn_no_ftz(bf16_hi(d), r));
+      }
+      out[k] = special ? kE4M3NaNx4 : (lo16 | (hi16 << 16));
+    }
+    unsigned char* dst = half == 0 ? qt_lo : qt_hi;
+#pragma unroll
+    for (int k = 0; k < kRows / 4; k += 2) store_global8<kStreaming>(dst + 4 * k, out[k], out[k + 1]);
+    (half == 0 ? s_lo : s_hi) = s;
+  }
+}
+
 }  // namespace mx
 }  // namespace ws
