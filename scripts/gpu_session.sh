@@ -242,7 +242,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
     sweep)
       # Knob settings of one kernel through the evaluator, without hidden shapes (not ranked):
       # SWEEP="CHUNKS=2 THREADS=256;CTAS_PER_SM=4" (settings split by ';'), SWEEP_KERNEL,
-      # SWEEP_PROBLEM, SWEEP_SETS (e.g. "rounding=rceil rounding=floor").
+      # SWEEP_PROBLEM, SWEEP_SETS (e.g. "rounding=rceil rounding=floor"; a setting's pairs joined
+      # by +: "rounding=rceil+variant=clamped").
       mkdir -p "$OUT/sweep"
       sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}; sk=${SWEEP_KERNEL:-kernels/$sp/kernel.cu}
       IFS=';' read -ra settings <<<"${SWEEP:-}"
@@ -250,9 +251,9 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         # SWEEP_CONTROL=0 leaves out the default setting (already measured in this run).
         controls=(""); [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
         for knobs in "${controls[@]}" "${settings[@]}"; do
-          args=(); [[ $set != - ]] && args+=(--set "$set")
+          args=(); [[ $set != - ]] && for kv in ${set//+/ }; do args+=(--set "$kv"); done
           for kv in $knobs; do args+=(--knob "$kv"); done
-          key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g")
+          key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
           # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default).
           [[ ${SWEEP_HIDDEN:-0} == 1 ]] || args+=(--no-hidden)
           $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
