@@ -135,18 +135,12 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
-  // COL_SPLIT: a task is {dg,du} x a column pair x kPartRows rows of a row block.
-  static constexpr int kColSplit = COL_SPLIT;
-  static constexpr int kPartRows = 32 / kColSplit;
-  static constexpr int kSplitTasks = kColTasks * kColSplit;
-  static constexpr int kSplitTasksPerThread = (kSplitTasks + kThreads - 1) / kThreads;
+  static constexpr int kColSplit = COL_SPLIT;  // QT_STAGE 0: ws::mx::quantize_tile_columns_split
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
 static_assert(Config::kGroupI >= 0, "GROUP_I");
-static_assert(Config::kColSplit == 1 || Config::kColSplit == 2 || Config::kColSplit == 4,
-              "COL_SPLIT: 1, 2 or 4 (8-byte q_t stores)");
 static_assert(Config::kColSplit == 1 || !Config::kStage, "COL_SPLIT needs QT_STAGE 0");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
@@ -301,53 +295,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   constexpr int kPairs = Config::kBlockI / 2;
   constexpr int kHalfTasks = Config::kColTasks / 2;
   if constexpr (!Config::kStage && Config::kColSplit > 1) {
-    // Task -> pair p (fastest: lanes), part s, row block rb, then dg/du. Pass 1: each part's
-    // packed amax to shared memory (after the tiles); pass 2: the block's amax from its parts,
-    // then the bytes.
-    constexpr int kParts = Config::kColSplit, kRows = Config::kPartRows;
-    constexpr int kHalfSplit = Config::kSplitTasks / 2;
-    unsigned* part_amax = reinterpret_cast<unsigned*>(smem + Config::kTileBytes);
-    unsigned v[Config::kSplitTasksPerThread][kRows];
-#pragma unroll
-    for (int t = 0; t < Config::kSplitTasksPerThread; ++t) {
-      const int task = t * Config::kThreads + tid;
-      if (task < Config::kSplitTasks) {
-        const int h = task / kHalfSplit, rest = task % kHalfSplit;
-        const int p = rest % kPairs, sp = (rest / kPairs) % kParts, rb = rest / (kPairs * kParts);
-        unsigned m2 = 0;
-#pragma unroll
-        for (int j = 0; j < kRows; ++j) {
-          v[t][j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + sp * kRows + j][2 * p]);
-          m2 = ws::mx::max_u16x2(m2, v[t][j] & 0x7FFF7FFFu);
-        }
-        part_amax[task] = m2;  // index (h, rb, sp, p) = task
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int t = 0; t < Config::kSplitTasksPerThread; ++t) {
-      const int task = t * Config::kThreads + tid;
-      if (task >= Config::kSplitTasks) break;
-      const int h = task / kHalfSplit, rest = task % kHalfSplit;
-      const int p = rest % kPairs, sp = (rest / kPairs) % kParts, rb = rest / (kPairs * kParts);
-      const int col = i0 + 2 * p, mb = m0 / 32 + rb;
-      if (col >= I || mb >= m_blocks) continue;
-      unsigned m2 = 0;
-#pragma unroll
-      for (int q2 = 0; q2 < kParts; ++q2) {
-        m2 = ws::mx::max_u16x2(m2, part_amax[h * kHalfSplit + (rb * kParts + q2) * kPairs + p]);
-      }
-      const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
-      unsigned char* qt = q_t + out_col * M + mb * 32 + sp * kRows;
-      unsigned s_lo, s_hi;
-      ws::mx::quantize_column_pair_part<Config::kFloor, Config::kStoreCsQt, kRows>(
-          v[t], m2, qt, qt + M, s_lo, s_hi);
-      if (sp == 0) {
-        unsigned char* st = scales_t + out_col * m_blocks + mb;
-        st[0] = static_cast<unsigned char>(s_lo);
-        st[m_blocks] = static_cast<unsigned char>(s_hi);
-      }
-    }
+    // The parts' amax meet after the tiles (the plan's smem counts them).
+    ws::mx::quantize_tile_columns_split<Config::kFloor, Config::kStoreCsQt, 2, Config::kBlockM,
+                                        Config::kBlockI, Config::kColSplit, Config::kThreads>(
+        &tile[0][0][0], reinterpret_cast<unsigned*>(smem + Config::kTileBytes), q_t, scales_t, m0,
+        i0, M, I, tid);
   } else if constexpr (!Config::kStage) {
 #pragma unroll
     for (int t = 0; t < Config::kTasksPerThread; ++t) {

@@ -169,8 +169,73 @@ __device__ __forceinline__ void quantize_column_pair_part(const unsigned (&v)[kR
     }
     unsigned char* dst = half == 0 ? qt_lo : qt_hi;
 #pragma unroll
-    for (int k = 0; k < kRows / 4; k += 2) store_global8<kStreaming>(dst + 4 * k, out[k], out[k + 1]);
+    for (int k = 0; k < kRows / 4; k += 2) {
+      store_global8<kStreaming>(dst + 4 * k, out[k], out[k + 1]);
+    }
     (half == 0 ? s_lo : s_hi) = s;
+  }
+}
+
+/// The columnwise phase of a dual quantizer with each column pair's 32-row block split over
+/// kParts threads: tiles[h] (h < kTiles) is a (kBlockM, kBlockI) bf16 tile in shared memory (rows
+/// m0.., columns i0..); its column c goes to q_t row h * I + c (bytes m0..) and scales_t row
+/// h * I + c. Task (h, row block, part, pair), pairs fastest across lanes so each 32-bit tile read
+/// of a warp is one conflict-free row. Pass 1 writes each part's packed amax to part_amax
+/// (kTiles * kBlockI / 2 * kBlockM / 32 * kParts words of shared memory); a barrier; pass 2 takes
+/// the block's amax from its parts and stores this part's bytes. Every thread of the CTA must call
+/// it (the barrier). M % 32 == 0 and I % 32 == 0, as the SwiGLU specs require.
+template <bool kFloor, bool kStreaming, int kTiles, int kBlockM, int kBlockI, int kParts,
+          int kThreads>
+__device__ __forceinline__ void quantize_tile_columns_split(const unsigned short* tiles,
+                                                            unsigned* part_amax,
+                                                            unsigned char* q_t,
+                                                            unsigned char* scales_t, int m0,
+                                                            int i0, int M, int I, int tid) {
+  constexpr int kRows = 32 / kParts, kPairs = kBlockI / 2, kRowBlocks = kBlockM / 32;
+  constexpr int kPerTile = kPairs * kRowBlocks * kParts, kTasks = kTiles * kPerTile;
+  constexpr int kPerThread = (kTasks + kThreads - 1) / kThreads;
+  static_assert(kParts == 2 || kParts == 4, "2 or 4 parts: 8-byte q_t stores");
+  const int m_blocks = M / 32;
+  unsigned v[kPerThread][kRows];
+#pragma unroll
+  for (int t = 0; t < kPerThread; ++t) {
+    const int task = t * kThreads + tid;
+    if (task < kTasks) {
+      const int h = kTiles == 1 ? 0 : task / kPerTile, rest = task - h * kPerTile;
+      const int p = rest % kPairs, sp = rest / kPairs % kParts, rb = rest / (kPairs * kParts);
+      const unsigned short* col = tiles + (h * kBlockM + rb * 32 + sp * kRows) * kBlockI + 2 * p;
+      unsigned m2 = 0;
+#pragma unroll
+      for (int j = 0; j < kRows; ++j) {
+        v[t][j] = *reinterpret_cast<const unsigned*>(col + j * kBlockI);
+        m2 = max_u16x2(m2, v[t][j] & 0x7FFF7FFFu);
+      }
+      part_amax[task] = m2;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int t = 0; t < kPerThread; ++t) {
+    const int task = t * kThreads + tid;
+    if (task >= kTasks) break;
+    const int h = kTiles == 1 ? 0 : task / kPerTile, rest = task - h * kPerTile;
+    const int p = rest % kPairs, sp = rest / kPairs % kParts, rb = rest / (kPairs * kParts);
+    const int col = i0 + 2 * p, mb = m0 / 32 + rb;
+    if (col >= I || mb >= m_blocks) continue;
+    unsigned m2 = 0;
+#pragma unroll
+    for (int q = 0; q < kParts; ++q) {
+      m2 = max_u16x2(m2, part_amax[h * kPerTile + (rb * kParts + q) * kPairs + p]);
+    }
+    const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
+    unsigned char* qt = q_t + out_col * M + mb * 32 + sp * kRows;
+    unsigned s_lo, s_hi;
+    quantize_column_pair_part<kFloor, kStreaming, kRows>(v[t], m2, qt, qt + M, s_lo, s_hi);
+    if (sp == 0) {
+      unsigned char* st = scales_t + out_col * m_blocks + mb;
+      st[0] = static_cast<unsigned char>(s_lo);
+      st[m_blocks] = static_cast<unsigned char>(s_hi);
+    }
   }
 }
 
