@@ -34,6 +34,16 @@ names=sorted(ps); combos=itertools.product(*[ps[n]['values'] for n in names]) if
 print(' '.join(','.join(f'{n}={v}' for n,v in zip(names,c)) or '-' for c in combos))" "$1"
 }
 
+# The settings of spec $1 (words of `variants`) that SETTINGS selects: words like form=wgrad or
+# rounding=floor+variant=clamped (a setting's pairs joined by +); all when SETTINGS is unset.
+wanted_variants() {
+  local v
+  for v in $(variants "$1"); do
+    [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
+    echo "$v"
+  done
+}
+
 # One parameter setting of problem $1 (a word of `variants`): sets the --set arguments in `sets`
 # and the file key in `key` (<problem>[__<name>-<value>...]: only plain characters travel back).
 setting() {
@@ -97,40 +107,40 @@ for stage in "$@"; do
       # starting kernel of every problem evaluated and timed; one table of the results.
       # PROBLEMS limits the set (names), SETTINGS the parameter settings (as in `kernels`).
       mkdir -p "$OUT/problems"
+      todo=()  # "problem setting" words
+      for spec in problems/*/spec.json; do
+        p=$(basename "$(dirname "$spec")")
+        [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
+        for v in $(wanted_variants "$spec"); do todo+=("$p $v"); done
+      done
       # The verifications first, VERIFY_JOBS at a time (they time nothing; the CPU references
       # dominate), each in a workspace of its own, so the timed evaluations after them run alone
       # on the GPU.
-      for spec in problems/*/spec.json; do
-        p=$(basename "$(dirname "$spec")")
-        [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
-        for v in $(variants "$spec"); do
-          [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
-          while (( $(jobs -rp | wc -l) >= ${VERIFY_JOBS:-4} )); do wait -n; done
-          setting "$p" "$v"
-          ( timeout 300 build/warpsmith --workspace "$WS_DIR/verify-$key" problems verify "$p" \
-              "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
-            echo "$(date -u +%T) verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")" ) &
-        done
+      for pv in "${todo[@]}"; do
+        read -r p v <<<"$pv"
+        while (( $(jobs -rp | wc -l) >= ${VERIFY_JOBS:-4} )); do wait -n; done
+        setting "$p" "$v"
+        ( timeout 300 build/warpsmith --workspace "$WS_DIR/verify-$key" problems verify "$p" \
+            "${sets[@]}" >"$OUT/problems/$key.verify.log" 2>&1
+          echo "$(date -u +%T) verify $key: rc $? $(tail -1 "$OUT/problems/$key.verify.log")" ) &
       done
       wait
-      for spec in problems/*/spec.json; do
-        p=$(basename "$(dirname "$spec")")
-        [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
-        for v in $(variants "$spec"); do
-          [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
-          setting "$p" "$v"
-          base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" "$spec")
-          [[ $base == cublaslt:* ]] || base=problems/$p/$base
-          for which in baseline starting; do
-            file=$base; [[ $which == starting ]] && file=problems/$p/$(python3 -c "
-import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') or s['baseline'])" "$spec")
-            # PROBLEM_ITERS timed launches per bench shape (0: the protocol's own count): the
-            # table needs medians, not a ranking, and naive baselines run 100x under SOL.
-            iters=(); [[ ${PROBLEM_ITERS:-20} != 0 ]] && iters=(--iterations "${PROBLEM_ITERS:-20}")
-            timeout 150 $ws eval "$p" "$file" "${sets[@]}" "${iters[@]}" --json \
-              >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
-            echo "$(date -u +%T) eval $key $which: rc $? $(verdict "$OUT/problems/$key.$which.json")"
-          done
+      # PROBLEM_ITERS timed launches per bench shape (0: the protocol's own count): the table
+      # needs medians, not a ranking, and naive baselines run 100x under SOL.
+      iters=(); [[ ${PROBLEM_ITERS:-20} != 0 ]] && iters=(--iterations "${PROBLEM_ITERS:-20}")
+      for pv in "${todo[@]}"; do
+        read -r p v <<<"$pv"
+        setting "$p" "$v"
+        # The baseline (a file, or a library call like cublaslt:bf16_gemm) and the starting kernel.
+        read -r base start < <(python3 -c "
+import json,sys; s=json.load(open(sys.argv[1]))
+print(s['baseline'], s.get('starting_kernel') or s['baseline'])" "problems/$p/spec.json")
+        [[ $base == cublaslt:* ]] || base=problems/$p/$base
+        for which in baseline starting; do
+          file=$base; [[ $which == starting ]] && file=problems/$p/$start
+          timeout 150 $ws eval "$p" "$file" "${sets[@]}" "${iters[@]}" --json \
+            >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
+          echo "$(date -u +%T) eval $key $which: rc $? $(verdict "$OUT/problems/$key.$which.json")"
         done
       done
       bench/problem_table.py "$OUT/problems" --json "$OUT/problem-table.json" \
@@ -144,10 +154,7 @@ import json,sys; s=json.load(open(sys.argv[1])); print(s.get('starting_kernel') 
       for k in kernels/*/kernel.cu; do
         p=$(basename "$(dirname "$k")")
         [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
-        for v in $(variants "problems/$p/spec.json"); do
-          # SETTINGS limits the parameter settings: words like form=wgrad or
-          # rounding=floor+variant=clamped (a setting's pairs joined by +).
-          [[ -n ${SETTINGS:-} && $v != - && " $SETTINGS " != *" ${v//,/+} "* ]] && continue
+        for v in $(wanted_variants "problems/$p/spec.json"); do  # SETTINGS limits them
           setting "$p" "$v"
           timeout 150 $ws eval "$p" "$k" "${sets[@]}" --json \
             >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"
