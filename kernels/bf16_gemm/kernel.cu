@@ -136,6 +136,39 @@ constexpr uint32_t kIdescSplit =
 
 }  // namespace
 
+#if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// sm_90a main loop of consumer warpgroup cw over one tile: acc = the tile's k-blocks through the
+// ring (each stage freed once the next k-block's wgmmas are issued and the previous ones done),
+// every wgmma complete on return. Returns the last stage, which the caller frees.
+__device__ __forceinline__ uint32_t mainloop(float (&acc)[Config::kBN / 2], uint32_t smem,
+                                             uint32_t full, uint32_t empty, int kblocks, int cw,
+                                             bool signal, uint32_t& it) {
+#pragma unroll
+  for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
+  uint32_t prev = 0;
+  for (int kb = 0; kb < kblocks; ++kb, ++it) {
+    const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+    ws::mbar_wait(full + 8 * s, ph);
+    const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
+    const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+    ws::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < Config::kBK / 16; ++k) {
+      ws::wgmma_bf16<Config::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
+                                  ws::wgmma_desc_sw128(b + 32 * k), 1);
+    }
+    ws::wgmma_commit();
+    if (kb > 0) {
+      ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
+      if (signal) ws::mbar_arrive(empty + 8 * prev);
+    }
+    prev = s;
+  }
+  ws::wgmma_wait<0>();
+  return prev;
+}
+#endif
+
 #if EPI != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
 // sm_90a consumer warpgroup cw (rows 64*cw.. of each 128 x BN tile) with EPI = 1: today's main
 // loop, then a staged epilogue: each thread writes its bf16 pairs into 64 staged rows (pitch
@@ -160,28 +193,7 @@ __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     int tm, tn;
     tile_coords(t, tiles_m, tiles_n, tm, tn);
-#pragma unroll
-    for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
-    uint32_t prev = 0;
-    for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-      ws::mbar_wait(full + 8 * s, ph);
-      const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
-      const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-      ws::wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < Config::kBK / 16; ++k) {
-        ws::wgmma_bf16<Config::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                                    ws::wgmma_desc_sw128(b + 32 * k), 1);
-      }
-      ws::wgmma_commit();
-      if (kb > 0) {
-        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-        if (signal) ws::mbar_arrive(empty + 8 * prev);
-      }
-      prev = s;
-    }
-    ws::wgmma_wait<0>();
+    const uint32_t prev = mainloop(acc, smem, full, empty, kblocks, cw, signal, it);
     ws::fence_operands(acc);
     if (signal) ws::mbar_arrive(empty + 8 * prev);
     if (t128 < 64) ws::bulk_wait_group_read<0>();  // the previous tile's row left the staging
@@ -294,28 +306,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       tile_coords(t, tiles_m, tiles_n, tm, tn);
-#pragma unroll
-      for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
-      uint32_t prev = 0;
-      for (int kb = 0; kb < kblocks; ++kb, ++it) {
-        const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-        ws::mbar_wait(full + 8 * s, ph);
-        const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
-        const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-        ws::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < Config::kBK / 16; ++k) {
-          ws::wgmma_bf16<Config::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                                      ws::wgmma_desc_sw128(b + 32 * k), 1);
-        }
-        ws::wgmma_commit();
-        if (kb > 0) {
-          ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-          if (signal) ws::mbar_arrive(empty + 8 * prev);
-        }
-        prev = s;
-      }
-      ws::wgmma_wait<0>();
+      const uint32_t prev = mainloop(acc, smem, full, empty, kblocks, cw, signal, it);
       if (signal) ws::mbar_arrive(empty + 8 * prev);
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
