@@ -144,6 +144,51 @@ constexpr uint32_t kIdescSplit =
     ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, SplitConfig::kBM, SplitConfig::kBN);
 #endif
 
+// sm_90a main loop of consumer warpgroup cw over one tile's nkb k-blocks, from ring position it
+// on (it advances past them): wgmmas into acc, every PROMOTE k-blocks (and at the end) acc joins
+// total exactly; a stage is freed once its wgmmas are done. Every wgmma is complete on return.
+template <class Cfg>
+__device__ __forceinline__ void promote_loop(float (&acc)[Cfg::kBN / 2],
+                                             float (&total)[Cfg::kBN / 2], uint32_t smem,
+                                             uint32_t full, uint32_t empty, int nkb, int cw,
+                                             bool signal, uint32_t& it) {
+  uint32_t prev = 0;
+  bool has_prev = false;  // a stage whose wgmmas may still be reading it
+  for (int kb = 0; kb < nkb; ++kb, ++it) {
+    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+    ws::mbar_wait(full + 8 * s, ph);
+    const uint32_t a = smem + s * Cfg::kABytes + cw * 64 * 128;
+    const uint32_t b = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
+    const uint32_t restart = kb % Config::kPromote == 0;  // first k-block of an interval
+    ws::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < Cfg::kBK / 32; ++k) {
+      ws::wgmma_e4m3<Cfg::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
+                               ws::wgmma_desc_sw128(b + 32 * k), k != 0 || !restart);
+    }
+    ws::wgmma_commit();
+    if ((kb + 1) % Config::kPromote == 0 || kb + 1 == nkb) {
+      // Promote: the interval's partial sum joins the fp32 total exactly.
+      ws::wgmma_wait<0>();
+      ws::fence_operands(acc);
+      if (signal) {
+        if (has_prev) ws::mbar_arrive(empty + 8 * prev);
+        ws::mbar_arrive(empty + 8 * s);
+      }
+      has_prev = false;
+#pragma unroll
+      for (int i = 0; i < Cfg::kBN / 2; ++i) total[i] += acc[i];
+    } else {
+      if (has_prev) {
+        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+      }
+      prev = s;
+      has_prev = true;
+    }
+  }
+}
+
 #if EPI != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
 // One k-block of consumer warpgroup cw into the wgmma accumulator cur (restarted at an interval's
 // first k-block), committed as one group.
@@ -223,31 +268,7 @@ __device__ __forceinline__ void consumer_staged_epilogue(
 #pragma unroll
     for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
     if constexpr (Config::kEpi == 1) {
-      uint32_t prev = 0;
-      bool has_prev = false;  // a stage whose wgmmas may still be reading it
-      for (int kb = 0; kb < kblocks; ++kb, ++it) {
-        const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-        ws::mbar_wait(full + 8 * s, ph);
-        issue_kblock(acc, smem, s, cw, kb % Config::kPromote == 0);
-        if ((kb + 1) % Config::kPromote == 0 || kb + 1 == kblocks) {
-          ws::wgmma_wait<0>();
-          ws::fence_operands(acc);
-          if (signal) {
-            if (has_prev) ws::mbar_arrive(empty + 8 * prev);
-            ws::mbar_arrive(empty + 8 * s);
-          }
-          has_prev = false;
-#pragma unroll
-          for (int i = 0; i < Config::kBN / 2; ++i) total[i] += acc[i];
-        } else {
-          if (has_prev) {
-            ws::wgmma_wait<1>();
-            if (signal) ws::mbar_arrive(empty + 8 * prev);
-          }
-          prev = s;
-          has_prev = true;
-        }
-      }
+      promote_loop<Config>(acc, total, smem, full, empty, kblocks, cw, signal, it);
     } else {
       // Even k-blocks into acc, odd ones into acc1 (straight-line pairs: ptxas keeps the wgmmas
       // asynchronous only when each accumulator's in-flight span is unambiguous).
@@ -407,41 +428,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
       tile_coords(t, tiles_m, tiles_n, tm, tn);
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
-      uint32_t prev = 0;
-      bool has_prev = false;  // a stage whose wgmmas may still be reading it
-      for (int kb = 0; kb < kblocks; ++kb, ++it) {
-        const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-        ws::mbar_wait(full + 8 * s, ph);
-        const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
-        const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-        const uint32_t restart = kb % Config::kPromote == 0;  // first k-block of an interval
-        ws::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < Config::kBK / 32; ++k) {
-          ws::wgmma_e4m3<Config::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                                      ws::wgmma_desc_sw128(b + 32 * k), k != 0 || !restart);
-        }
-        ws::wgmma_commit();
-        if ((kb + 1) % Config::kPromote == 0 || kb + 1 == kblocks) {
-          // Promote: the interval's partial sum joins the fp32 total exactly.
-          ws::wgmma_wait<0>();
-          ws::fence_operands(acc);
-          if (signal) {
-            if (has_prev) ws::mbar_arrive(empty + 8 * prev);
-            ws::mbar_arrive(empty + 8 * s);
-          }
-          has_prev = false;
-#pragma unroll
-          for (int i = 0; i < Config::kBN / 2; ++i) total[i] += acc[i];
-        } else {
-          if (has_prev) {
-            ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-            if (signal) ws::mbar_arrive(empty + 8 * prev);
-          }
-          prev = s;
-          has_prev = true;
-        }
-      }
+      promote_loop<Config>(acc, total, smem, full, empty, kblocks, cw, signal, it);
       // Fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const int w = t128 / 32;
@@ -588,40 +575,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     float total[C::kBN / 2];  // fp32 sum of the promoted intervals
 #pragma unroll
     for (int i = 0; i < C::kBN / 2; ++i) total[i] = 0.0f;
-    uint32_t prev = 0;
-    bool has_prev = false;
-    for (int kb = 0; kb < nkb; ++kb) {
-      const uint32_t s = kb % C::kStages, ph = (kb / C::kStages) & 1;
-      ws::mbar_wait(full + 8 * s, ph);
-      const uint32_t a = smem + s * C::kABytes + cw * 64 * 128;
-      const uint32_t b = smem + C::kStages * C::kABytes + s * C::kBBytes;
-      const uint32_t restart = kb % Config::kPromote == 0;
-      ws::wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < C::kBK / 32; ++k) {
-        ws::wgmma_e4m3<C::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                               ws::wgmma_desc_sw128(b + 32 * k), k != 0 || !restart);
-      }
-      ws::wgmma_commit();
-      if ((kb + 1) % Config::kPromote == 0 || kb + 1 == nkb) {
-        ws::wgmma_wait<0>();
-        ws::fence_operands(acc);
-        if (signal) {
-          if (has_prev) ws::mbar_arrive(empty + 8 * prev);
-          ws::mbar_arrive(empty + 8 * s);
-        }
-        has_prev = false;
-#pragma unroll
-        for (int i = 0; i < C::kBN / 2; ++i) total[i] += acc[i];
-      } else {
-        if (has_prev) {
-          ws::wgmma_wait<1>();
-          if (signal) ws::mbar_arrive(empty + 8 * prev);
-        }
-        prev = s;
-        has_prev = true;
-      }
-    }
+    uint32_t it = 0;
+    promote_loop<C>(acc, total, smem, full, empty, nkb, cw, signal, it);
     const int w = t128 / 32;
     const int row0 = tm * C::kBM + cw * 64 + 16 * w + lane / 4;
     const int colb = tn * C::kBN + 2 * (lane % 4);
