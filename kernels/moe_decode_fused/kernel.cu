@@ -551,6 +551,8 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
         c_stage = c_stage + 1 == kS ? 0 : c_stage + 1;
         mma_group(acc, lo, hi, b, n_tiles);
       }
+      // NOTE: the team reduction and h store repeat kernel 1's register path below: one helper
+      // for both turned three of the verified sm_90a compares from unsigned to signed.
       if (ks > 1) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
