@@ -115,8 +115,8 @@ for stage in "$@"; do
       done
       # The verifications first, VERIFY_JOBS at a time (they time nothing; the CPU references
       # dominate), each in a workspace of its own, so the timed evaluations after them run alone
-      # on the GPU.
-      for pv in "${todo[@]}"; do
+      # on the GPU. PROBLEM_VERIFY=0 skips them (settings verified in an earlier call).
+      [[ ${PROBLEM_VERIFY:-1} == 0 ]] || for pv in "${todo[@]}"; do
         read -r p v <<<"$pv"
         while (( $(jobs -rp | wc -l) >= ${VERIFY_JOBS:-4} )); do wait -n; done
         setting "$p" "$v"
@@ -136,7 +136,8 @@ for stage in "$@"; do
 import json,sys; s=json.load(open(sys.argv[1]))
 print(s['baseline'], s.get('starting_kernel') or s['baseline'])" "problems/$p/spec.json")
         [[ $base == cublaslt:* ]] || base=problems/$p/$base
-        for which in baseline starting; do
+        # PROBLEM_ROLES limits the evaluations (default: "baseline starting").
+        for which in ${PROBLEM_ROLES:-baseline starting}; do
           file=$base; [[ $which == starting ]] && file=problems/$p/$start
           timeout 150 $ws eval "$p" "$file" "${sets[@]}" "${iters[@]}" --json \
             >"$OUT/problems/$key.$which.json" 2>"$OUT/problems/$key.$which.err"
@@ -145,7 +146,7 @@ print(s['baseline'], s.get('starting_kernel') or s['baseline'])" "problems/$p/sp
       done
       bench/problem_table.py "$OUT/problems" --json "$OUT/problem-table.json" \
         --markdown "$OUT/problem-table.md" | tail -40
-      ( cd "$OUT" && tar czf problems.tgz problems && rm -rf problems ) ;;
+      ( cd "$OUT" && tar czf "problems-$(date -u +%H%M%S).tgz" problems && rm -rf problems ) ;;
     kernels)
       # The hand-tuned set: every kernels/<problem>/kernel.cu in every parameter setting (KERNELS
       # limits the problems), then the peers of each (PEERS=0 skips them). Raw JSON to
