@@ -1,5 +1,6 @@
 # Peers for mxfp8_quantize_rowwise on the GPU at hand: a Triton kernel (the anchors' mx_quant_rows,
-# with an rceil variant) and torch.compile of the eager composition a user writes first. Each is
+# with an rceil variant) and torch.compile of the eager composition a user writes first, and plain
+# data movement of the same size (a copy, a bf16 -> e4m3 cast) to show what the size allows. Each is
 # timed two ways in this process:
 #   "protocol": warpsmith's own method (CUDA events around the launch only; before every timed
 #               launch the outputs are overwritten and the L2 is flushed by reading 4x its size;
@@ -86,6 +87,19 @@ def measure_mode(m, k, xs, q, s, rceil):
             "torch_compile_protocol_TBps": c_tbps}
 
 
+def measure_copies(m, k, xs, q):
+    """What plain data movement of the quantizer's size reaches under the same protocol: a byte
+    copy moving the same total bytes (half read, half written), and torch's bf16 -> e4m3 cast
+    (the quantizer's read/write pattern without the scales: 2 bytes in, 1 out per element)."""
+    nbytes = m * k * 2 + m * k + m * k // 32
+    src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8).random_(0, 256)
+    dst = torch.empty_like(src)
+    copy_us = protocol_time_us(lambda i: dst.copy_(src), [dst])
+    cast_us = protocol_time_us(lambda i: q.copy_(xs[i % 2]), [q])
+    return {"copy_same_bytes_us": copy_us, "copy_same_bytes_TBps": 2 * (nbytes // 2) / copy_us / 1e6,
+            "cast_bf16_e4m3_us": cast_us, "cast_bf16_e4m3_TBps": 3 * m * k / cast_us / 1e6}
+
+
 def main():
     out_path = sys.argv[1]
     props = torch.cuda.get_device_properties(0)
@@ -105,6 +119,11 @@ def main():
                 r = {"error": repr(ex)[:500]}
                 print(f"{m}x{k} {mode}: peer failed: {ex!r}"[:300], flush=True)
             shape_res[mode] = r
+        try:
+            shape_res["copy"] = measure_copies(m, k, xs, q)
+            print(f"{m}x{k} copy: {shape_res['copy']}", flush=True)
+        except Exception as ex:
+            shape_res["copy"] = {"error": repr(ex)[:500]}
         res["shapes"][f"{m}x{k}"] = shape_res
         del xs, q, s
         torch.cuda.empty_cache()
