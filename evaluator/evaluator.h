@@ -254,6 +254,8 @@ struct EvalResult {
   /// Wall seconds per phase ("compile", "reference_compile", "reference_run", "candidate_run",
   /// "check", "deep", "total"): where an evaluation's time goes beyond the timed work.
   std::map<std::string, double> phase_seconds;
+  /// Runs the judge repeated because its own side failed (the trusted reference runner), and why.
+  std::vector<std::string> retries;
   /// The device-library headers the candidate was compiled with (LibraryClosure), as they were.
   LibraryHeaders library_headers;
 };
@@ -281,6 +283,8 @@ struct EvaluatorOptions {
                                                // ours), e.g. one GPU per concurrent evaluation
   std::string kernel_library;                  // the trusted device headers candidates may
                                                // include ("ws/..."); empty: KernelLibraryDir()
+  std::string gpu_lock_dir = "/tmp/warpsmith-gpu-locks";  // one runner per GPU at a time across
+                                               // the host's processes (gpu_lock.h); empty: off
 };
 
 /// `rel` in the source tree beside this binary (build/ sits in the repository; the GPU machine's

@@ -140,6 +140,7 @@ json EvalResultJson(const EvalResult& r) {
             {"sandbox_layers", r.sandbox_layers},
             {"deep", r.deep},
             {"phase_seconds", r.phase_seconds},
+            {"retries", r.retries},
             {"library_headers", r.library_headers}};
   j["device"] = r.device ? DeviceJson(*r.device) : json(nullptr);
   return j;
@@ -200,6 +201,7 @@ Result<EvalResult> EvalResultFrom(const json& j) {
   r.sandbox_layers = j.value("sandbox_layers", std::map<std::string, std::string>{});
   r.deep = j.value("deep", std::map<std::string, std::string>{});
   r.phase_seconds = j.value("phase_seconds", std::map<std::string, double>{});
+  r.retries = j.value("retries", std::vector<std::string>{});
   r.library_headers = j.value("library_headers", LibraryHeaders{});
   return r;
 }

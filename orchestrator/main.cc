@@ -438,6 +438,7 @@ json ResultJson(const EvalResult& r) {
   res["sandbox"] = r.sandbox_layers;
   if (!r.deep.empty()) res["deep"] = r.deep;
   res["phase_seconds"] = r.phase_seconds;
+  if (!r.retries.empty()) res["retries"] = r.retries;
   return res;
 }
 
@@ -457,6 +458,7 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
   for (const auto& [tool, state] : r.deep) {
     std::cout << fmt::format("  deep {}: {}\n", tool, state);
   }
+  for (const auto& why : r.retries) std::cout << fmt::format("  retried: {}\n", why);
   if (!r.phase_seconds.empty()) {
     std::string phases;
     for (const auto& [name, s] : r.phase_seconds) phases += fmt::format(" {} {:.2f}", name, s);
