@@ -276,8 +276,17 @@ std::string RunnerGpuLockName(const EvaluatorOptions& opts) {
 }
 
 Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string& job_path,
-                                const json& job, double wall_seconds,
+                                json job, double wall_seconds,
                                 const SanitizerWrap* wrap = nullptr) {
+  // The runner locks the GPU after its start-up (gpu_lock.h); the sandbox's limit allows for the
+  // wait, the case budgets (the runner's own watchdog) start after it.
+  std::string gpu_lock;
+  if (!opts.gpu_lock_dir.empty()) {
+    WS_ASSIGN_OR_RETURN(gpu_lock, PrepareGpuLock(opts.gpu_lock_dir, RunnerGpuLockName(opts)));
+    job["gpu_lock"] = gpu_lock;
+    job["gpu_lock_wait_s"] = opts.gpu_lock_wait_s;
+    wall_seconds += opts.gpu_lock_wait_s;
+  }
   WS_RETURN_IF_ERROR(WriteFileAtomic(job_path, job.dump()));
   SandboxSpec spec;
   const std::string abs_job = fs::absolute(job_path).lexically_normal().string();
@@ -287,6 +296,7 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
   if (job.contains("cubin") && job["cubin"].is_string() && job["cubin"] != "") {
     read_only.push_back(job["cubin"]);
   }
+  if (!gpu_lock.empty()) read_only.push_back(gpu_lock);
   if (wrap) {
     // The sandbox binds the program it starts; here that is the sanitizer, so the runner and
     // the sanitizer's own folder are bound read-only by name.
@@ -300,9 +310,11 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
   spec.limits.wall_seconds = wall_seconds;
   spec.limits.open_files = 1024;
   spec.limits.output_cap_bytes = 1 << 20;
-  // Alone on the GPU (gpu_lock.h); the runner's wall clock starts once the lock is ours.
-  WS_ASSIGN_OR_RETURN(GpuLock gpu, GpuLock::Acquire(opts.gpu_lock_dir, RunnerGpuLockName(opts)));
   WS_ASSIGN_OR_RETURN(SandboxResult proc, RunSandboxed(spec));
+  if (!proc.signaled && !proc.timed_out && proc.exit_code == runner::kExitGpuBusy) {
+    // Not the candidate's doing: other evaluations held this GPU the whole time.
+    return Status::Error("the GPU stayed busy: {}", proc.stderr_data.substr(0, 500));
+  }
   RunnerOutcome out;
   out.process = std::move(proc);
   auto text = ReadFile(job["result"].get<std::string>());
@@ -490,7 +502,8 @@ Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts) {
   spec.argv = {RunnerPath(opts), "probe"};
   WS_RETURN_IF_ERROR(ConfineRunner(&spec, "", {}));
   spec.limits.wall_seconds = 300;
-  WS_ASSIGN_OR_RETURN(GpuLock gpu, GpuLock::Acquire(opts.gpu_lock_dir, RunnerGpuLockName(opts)));
+  // The probe times: alone on the GPU, from before the runner starts.
+  WS_ASSIGN_OR_RETURN(FileLock gpu, AcquireGpuLock(opts.gpu_lock_dir, RunnerGpuLockName(opts)));
   WS_ASSIGN_OR_RETURN(SandboxResult r, RunSandboxed(spec));
   if (r.timed_out || r.signaled || r.exit_code != 0) {
     return Status::Error("device probe failed ({}): {}", r.Describe(), r.stderr_data.substr(0, 2000));

@@ -285,6 +285,8 @@ struct EvaluatorOptions {
                                                // include ("ws/..."); empty: KernelLibraryDir()
   std::string gpu_lock_dir = "/tmp/warpsmith-gpu-locks";  // one runner per GPU at a time across
                                                // the host's processes (gpu_lock.h); empty: off
+  double gpu_lock_wait_s = 600;                // a runner's longest wait for its GPU; past it
+                                               // the evaluation fails (not the candidate)
 };
 
 /// `rel` in the source tree beside this binary (build/ sits in the repository; the GPU machine's

@@ -1,7 +1,6 @@
 #include "evaluator/gpu_lock.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,42 +23,29 @@ std::string GpuLockName(const std::string& visible_devices) {
   return name + ".lock";
 }
 
-Result<GpuLock> GpuLock::Acquire(const std::string& dir, const std::string& name) {
-  if (dir.empty()) return GpuLock(-1);
+Result<std::string> PrepareGpuLock(const std::string& dir, const std::string& name) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     std::filesystem::create_directories(dir, ec);
     if (ec) return Status::Error("cannot create the GPU lock folder {}: {}", dir, ec.message());
-    // Another user's evaluations lock the same GPU: anyone may create files, as in /tmp.
-    ::chmod(dir.c_str(), 01777);
+    ::chmod(dir.c_str(), 01777);  // as /tmp: anyone may add a file, only its owner remove it
   }
   const std::string path = dir + "/" + name;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return Status::Error("cannot open the GPU lock {}: {}", path, std::strerror(errno));
-  ::fchmod(fd, 0666);  // the umask may have narrowed it; best effort (another user's file)
-  int rc;
-  do {
-    rc = ::flock(fd, LOCK_EX);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::Error("cannot lock {}: {}", path, std::strerror(err));
+  if (fd < 0) {
+    // Another user's file that we may not write is still ours to lock.
+    if (::access(path.c_str(), R_OK) == 0) return path;
+    return Status::Error("cannot create the GPU lock {}: {}", path, std::strerror(errno));
   }
-  return GpuLock(fd);
+  ::fchmod(fd, 0666);
+  ::close(fd);
+  return path;
 }
 
-GpuLock& GpuLock::operator=(GpuLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-GpuLock::~GpuLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the only descriptor releases the flock
+Result<FileLock> AcquireGpuLock(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return FileLock();
+  WS_ASSIGN_OR_RETURN(std::string path, PrepareGpuLock(dir, name));
+  return FileLock::Acquire(path, /*create=*/false, /*wait_s=*/-1);
 }
 
 }  // namespace ws

@@ -1,13 +1,18 @@
-// One runner per GPU at a time, across every evaluating process of the host. Without it, two
+// One runner at a time on a GPU, across every evaluating process of the host. Without it, two
 // evaluations on one GPU time-slice each other's timed runs, and a runner killed mid-kernel (a
-// candidate that never returns) takes down the work other contexts have in flight: a soak of 16
-// concurrent evaluations on one H200 saw the trusted reference runner fail with
-// CUDA_ERROR_LAUNCH_FAILED that way. A campaign's executor already gives each GPU one job at a time;
-// the lock extends that to separate `warpsmith eval` processes and to threads of one process.
+// candidate that never returns) can take down the work other contexts have in flight: a soak of
+// 16 concurrent evaluations on one H200 saw the trusted reference runner fail with
+// CUDA_ERROR_LAUNCH_FAILED that way. A campaign's executor already gives each GPU one job at a
+// time; the lock extends that to separate `warpsmith eval` processes and threads of one process.
+//
+// The runner takes the lock itself, after its CUDA start-up and before its first case (a file
+// lock, base/file_lock.h, on a file the sandbox binds read-only): start-up is most of a short
+// runner's life and needs no exclusivity. The case watchdog is armed only after the lock is held.
 #pragma once
 
 #include <string>
 
+#include "base/file_lock.h"
 #include "base/status.h"
 
 namespace ws {
@@ -17,26 +22,12 @@ namespace ws {
 /// name one GPU two ways (an ordinal and a UUID) do not share a lock.
 std::string GpuLockName(const std::string& visible_devices);
 
-/// An exclusive flock(2) on `dir`/`name`, held until destruction. flock locks belong to the open
-/// file, so two locks in threads of one process exclude each other too, and the kernel releases
-/// the lock of a process that dies. The file is opened close-on-exec: runners never inherit it.
-class GpuLock {
- public:
-  /// Blocks until the lock is ours. `dir` is created (mode 1777: processes of every user meet
-  /// there) when missing. An empty `dir` holds nothing (locking off).
-  static Result<GpuLock> Acquire(const std::string& dir, const std::string& name);
+/// `dir`/`name`, created when missing (`dir` with mode 1777 and the file 0666: evaluations of
+/// every user meet there), for a runner to lock.
+Result<std::string> PrepareGpuLock(const std::string& dir, const std::string& name);
 
-  GpuLock(GpuLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  GpuLock& operator=(GpuLock&& other) noexcept;
-  GpuLock(const GpuLock&) = delete;
-  GpuLock& operator=(const GpuLock&) = delete;
-  ~GpuLock();
-
-  bool held() const { return fd_ >= 0; }
-
- private:
-  explicit GpuLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
-};
+/// Locks the GPU from this process, waiting as long as it takes (the device probe, which runs no
+/// candidate). An empty `dir` holds nothing (locking off).
+Result<FileLock> AcquireGpuLock(const std::string& dir, const std::string& name);
 
 }  // namespace ws

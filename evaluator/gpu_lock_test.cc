@@ -2,16 +2,12 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <filesystem>
-#include <thread>
 
 namespace ws {
 namespace {
-
-namespace fs = std::filesystem;
 
 TEST(GpuLockNameTest, FirstVisibleDevice) {
   EXPECT_EQ(GpuLockName(""), "gpu-0.lock");  // CUDA's default device
@@ -22,43 +18,31 @@ TEST(GpuLockNameTest, FirstVisibleDevice) {
   EXPECT_EQ(GpuLockName("../../etc/x"), "gpu-______etc_x.lock");  // never a path
 }
 
-TEST(GpuLockTest, EmptyFolderHoldsNothing) {
-  auto lock = GpuLock::Acquire("", "gpu-0.lock");
-  ASSERT_TRUE(lock.ok());
-  EXPECT_FALSE(lock->held());
-}
-
-TEST(GpuLockTest, ExcludesAnotherThreadUntilReleased) {
+TEST(GpuLockTest, PrepareMakesASharedFolderAndFile) {
   const std::string dir = testing::TempDir() + "/ws_gpu_lock_" + std::to_string(::getpid()) + "/x";
-  auto first = GpuLock::Acquire(dir, "gpu-0.lock");
-  ASSERT_TRUE(first.ok()) << first.status().message();
-  EXPECT_TRUE(first->held());
+  auto path = PrepareGpuLock(dir, "gpu-0.lock");
+  ASSERT_TRUE(path.ok()) << path.status().message();
+  EXPECT_EQ(*path, dir + "/gpu-0.lock");
   struct stat st {};
   ASSERT_EQ(::stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 01777u);
-
-  std::atomic<bool> got{false};
-  std::thread waiter([&] {
-    auto second = GpuLock::Acquire(dir, "gpu-0.lock");
-    EXPECT_TRUE(second.ok());
-    got = true;
-  });
-  // Another GPU's lock is free meanwhile.
-  auto other = GpuLock::Acquire(dir, "gpu-1.lock");
-  ASSERT_TRUE(other.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_FALSE(got.load()) << "a second holder got GPU 0 while the first held it";
-  { GpuLock released = std::move(*first); }  // the moved-to lock goes out of scope
-  waiter.join();
-  EXPECT_TRUE(got.load());
+  ASSERT_EQ(::stat(path->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
+  // The process-side lock on the prepared file; an empty folder holds nothing.
+  auto lock = AcquireGpuLock(dir, "gpu-0.lock");
+  ASSERT_TRUE(lock.ok());
+  EXPECT_TRUE(lock->held());
+  auto off = AcquireGpuLock("", "gpu-0.lock");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->held());
   std::error_code ec;
-  fs::remove_all(fs::path(dir).parent_path(), ec);
+  std::filesystem::remove_all(std::filesystem::path(dir).parent_path(), ec);
 }
 
 TEST(GpuLockTest, UnusableFolderIsAnError) {
-  auto lock = GpuLock::Acquire("/proc/ws_no_such_folder", "gpu-0.lock");
-  ASSERT_FALSE(lock.ok());
-  EXPECT_NE(lock.status().message().find("/proc/ws_no_such_folder"), std::string::npos);
+  auto path = PrepareGpuLock("/proc/ws_no_such_folder", "gpu-0.lock");
+  ASSERT_FALSE(path.ok());
+  EXPECT_NE(path.status().message().find("/proc/ws_no_such_folder"), std::string::npos);
 }
 
 }  // namespace

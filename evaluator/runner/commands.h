@@ -11,6 +11,7 @@ constexpr int kExitBadJob = 2;
 constexpr int kExitNoGpu = 3;
 constexpr int kExitCrashed = 4;
 constexpr int kExitCaseTimeout = 5;  // the watchdog stopped a case past its budget_s (watchdog.h)
+constexpr int kExitGpuBusy = 6;      // the job's gpu_lock stayed held past gpu_lock_wait_s
 
 /// `ws_runner devices`: prints {"devices": [...]}.
 int DevicesCommand();

@@ -459,6 +459,16 @@ Result<Job> ParseJob(std::string_view text) {
   if (j.contains("digest_key") && !j["digest_key"].is_null()) {
     WS_ASSIGN_OR_RETURN(job.digest_key, Hex64Field(j, "digest_key", "job"));
   }
+  if (j.contains("gpu_lock") && !j["gpu_lock"].is_null()) {
+    WS_ASSIGN_OR_RETURN(job.gpu_lock, StringField(j, "gpu_lock", "job"));
+    const json& w = j.value("gpu_lock_wait_s", json());
+    const double d = w.is_number() ? w.get<double>() : -1;
+    if (!w.is_number() || !std::isfinite(d) || d < 0 || d > kMaxCaseBudgetSeconds) {
+      return Status::Error("job.gpu_lock_wait_s: expected seconds in [0, {}] beside gpu_lock, got {}",
+                           kMaxCaseBudgetSeconds, w.dump());
+    }
+    job.gpu_lock_wait_s = d;
+  }
   WS_RETURN_IF_ERROR(Need(j, "cases", "job"));
   if (!j["cases"].is_array()) return Status::Error("job.cases: expected an array");
   std::set<std::string> ids;

@@ -98,6 +98,10 @@ struct Job {
   std::string cubin;  // empty when every case is a library call
   std::string result;
   std::optional<uint64_t> digest_key;  // required when a case digests an output
+  // A file to flock before the first case and hold to the end (evaluator/gpu_lock.h), waiting at
+  // most gpu_lock_wait_s; empty: run without.
+  std::string gpu_lock;
+  double gpu_lock_wait_s = 0;
   std::vector<CaseJob> cases;
 };
 

@@ -251,6 +251,30 @@ TEST(JobTest, CaseBudget) {
   }
 }
 
+TEST(JobTest, GpuLock) {
+  const auto job_with = [](const std::string& lock) {
+    return ParseJob(R"({"cubin": "k", "result": "r")" + lock + R"(, "cases": [{"id": "a",
+        "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
+        "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}]}]})");
+  };
+  auto j = job_with("");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE(j->gpu_lock.empty());
+  j = job_with(R"(, "gpu_lock": "/tmp/l/gpu-0.lock", "gpu_lock_wait_s": 600)");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->gpu_lock, "/tmp/l/gpu-0.lock");
+  EXPECT_DOUBLE_EQ(j->gpu_lock_wait_s, 600);
+  for (const char* bad : {R"(, "gpu_lock": "/l")", R"(, "gpu_lock": "/l", "gpu_lock_wait_s": -1)",
+                          R"(, "gpu_lock": "/l", "gpu_lock_wait_s": "5")",
+                          R"(, "gpu_lock": "/l", "gpu_lock_wait_s": 86401)"}) {
+    j = job_with(bad);
+    ASSERT_FALSE(j.ok()) << bad;
+    EXPECT_NE(j.status().message().find("job.gpu_lock_wait_s"), std::string::npos)
+        << bad << ": " << j.status().message();
+  }
+  EXPECT_FALSE(job_with(R"(, "gpu_lock": 5, "gpu_lock_wait_s": 1)").ok());
+}
+
 TEST(JobTest, Stats) {
   TimingStats s = ComputeStats({5, 1, 3, 2, 4, 6, 7, 8, 9, 10});
   EXPECT_DOUBLE_EQ(s.min_us, 1);

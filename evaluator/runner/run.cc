@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/file_lock.h"
 #include "base/files.h"
 #include "evaluator/runner/commands.h"
 #include "evaluator/runner/cuda_util.h"
@@ -826,6 +827,17 @@ int RunCommand(const std::string& job_path) {
   if (Status w = results.Write(); !w.ok()) HostFailure(w.message());
   // A case that outlives its budget_s (a kernel that never returns) ends the process here, at
   // about its own allowance, instead of at the sandbox's limit for the whole job.
+  // Alone on the GPU from here to the end (evaluator/gpu_lock.h); start-up above needs no
+  // exclusivity. The case budgets start after the wait.
+  // Held until the process ends, so the next runner starts after this one's context is gone.
+  if (!job->gpu_lock.empty()) {
+    auto locked = FileLock::Acquire(job->gpu_lock, /*create=*/false, job->gpu_lock_wait_s);
+    if (!locked.ok()) {
+      std::fprintf(stderr, "ws_runner: the GPU stayed busy: %s\n", locked.status().message().c_str());
+      return kExitGpuBusy;
+    }
+    locked->HoldUntilExit();
+  }
   CaseWatchdog watchdog(kCaseGraceSeconds, [&results](const std::string& id, double allowance_s) {
     StopCaseAndExit(&results, id, allowance_s, kCaseGraceSeconds);
   });

@@ -34,8 +34,8 @@
 // give 35.5-35.6 us on the small shape but lose 0.5-0.8% on the large ones (all within run-to-run
 // noise, ~0.5 us on the small shape). 16-byte q stores (pairs of lanes swapping halves) lost 1-2%
 // everywhere. One wave with each CTA owning a CONTIGUOUS range of tiles lost 8-30% (528 far-apart
-// streams, likely poor DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM 2-4)
-// is not yet measured. LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
+// streams, likely poor DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM=4)
+// loses 4-9% at every shape (2026-12-01). LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
 // L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%. CHUNKS=1 leaves too few bytes in
 // flight. Details: kernels/mxfp8_quantize_rowwise/NOTES.md.
 //

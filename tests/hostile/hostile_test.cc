@@ -504,9 +504,9 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
   };
   const double before_us = time_tuned();
   // The hostile evaluations run at the problem's smallest bench shape: what they leave behind does
-  // not depend on the size, the corpus tests cover every bench shape, and with one runner per GPU
-  // at a time (evaluator/gpu_lock.h) the large shapes would make 500 evaluations take most of an
-  // hour. The honest kernel above and below is timed at every bench shape.
+  // not depend on the size, the corpus tests cover every bench shape, and GPU work is exclusive
+  // per GPU (evaluator/gpu_lock.h), so the large shapes' GPU time would add up over 500
+  // evaluations. The honest kernel above and below is timed at every bench shape.
   ProblemSpec soak_spec = *Spec();
   ASSERT_FALSE(soak_spec.bench_shapes.empty());
   soak_spec.bench_shapes = {*std::min_element(
