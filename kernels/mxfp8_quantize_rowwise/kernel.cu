@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
-              "LOAD_HINT": [0, 3, 4, 1, 2, 5], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
+              "LOAD_HINT": [0, 3, 4, 1, 2, 5, 6], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
@@ -36,7 +36,8 @@
 // everywhere. One wave with each CTA owning a CONTIGUOUS range of tiles lost 8-30% (528 far-apart
 // streams, likely poor DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM=4)
 // loses 4-9% at every shape (2026-12-01). LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
-// L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%. CHUNKS=1 leaves too few bytes in
+// L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%; 6 (an L2 evict_first cache policy,
+// so streamed reads leave the L2 to the writes) is not yet measured. CHUNKS=1 leaves too few bytes in
 // flight. Details: kernels/mxfp8_quantize_rowwise/NOTES.md.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu

@@ -22,6 +22,8 @@ enum class LoadHint : int {
   kPlain = 3,               // ld.global
   kNcL2_256 = 4,            // ld.global.nc.L2::256B
   kNcEvictFirst = 5,        // ld.global.nc.L1::evict_first
+  kNcL2EvictFirst = 6,      // ld.global.nc with an L2 evict_first cache policy: streamed reads
+                            // leave the L2 to the writes
 };
 
 /// 16 bytes from global memory. The .nc forms require that nothing writes p during the kernel.
@@ -50,6 +52,12 @@ __device__ __forceinline__ Chunk load_global16(const void* p) {
     asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
                  : "l"(p));
+  } else if constexpr (kHint == LoadHint::kNcL2EvictFirst) {
+    unsigned long long policy;  // not volatile: one createpolicy serves every load
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
+                 : "l"(p), "l"(policy));
   } else {
     asm volatile("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(c.w[0]), "=r"(c.w[1]), "=r"(c.w[2]), "=r"(c.w[3])
