@@ -245,6 +245,8 @@ Result<int64_t> InputBytes(const ProblemSpec& spec, const SymbolTable& symbols) 
 struct RunnerOutcome {
   SandboxResult process;
   std::map<std::string, json> cases;  // by id, the cases the runner finished
+  double startup_s = 0;   // the runner's own start-up, before it asked for the GPU
+  double gpu_wait_s = 0;  // its wait for the GPU lock
 };
 
 // A runner's sandbox: the default layers plus the GPU's device nodes and driver files, `scratch`
@@ -324,6 +326,11 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
       for (const auto& c : r["cases"]) {
         if (c.is_object() && c.contains("id") && c["id"].is_string()) out.cases[c["id"]] = c;
       }
+    }
+    if (r.is_object() && r.contains("seconds") && r["seconds"].is_object()) {
+      const json& s = r["seconds"];
+      if (s.contains("startup") && s["startup"].is_number()) out.startup_s = s["startup"].get<double>();
+      if (s.contains("gpu_wait") && s["gpu_wait"].is_number()) out.gpu_wait_s = s["gpu_wait"].get<double>();
     }
   }
   return out;
@@ -835,6 +842,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   RunnerOutcome ref;
   for (int attempt = 0; attempt < 2; ++attempt) {
     WS_ASSIGN_OR_RETURN(ref, RunRunner(opts, scratch + "/reference.job.json", ref_job, ref_budget_s));
+    res.phase_seconds["runner_startup"] += ref.startup_s;
+    res.phase_seconds["gpu_wait"] += ref.gpu_wait_s;
     ref_failure.clear();
     for (const auto& c : ref_job["cases"]) {
       auto it = ref.cases.find(c["id"].get<std::string>());
@@ -854,6 +863,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   WS_ASSIGN_OR_RETURN(RunnerOutcome cand,
                       RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s));
   phase("candidate_run");
+  res.phase_seconds["runner_startup"] += cand.startup_s;
+  res.phase_seconds["gpu_wait"] += cand.gpu_wait_s;
   res.ran_on_gpu = true;
   res.sandbox_layers = cand.process.layers;
   res.sandbox_layers["stage"] = "runner";

@@ -1,5 +1,6 @@
 // `ws_runner run JOB.json`: the per-case steps of docs/runner-protocol.md.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -787,6 +788,8 @@ ojson CaseRun::Run() {
 }  // namespace
 
 int RunCommand(const std::string& job_path) {
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
   auto text = ReadFile(job_path);
   if (!text.ok()) {
     std::fprintf(stderr, "ws_runner: bad job: %s\n", text.status().message().c_str());
@@ -825,11 +828,10 @@ int RunCommand(const std::string& job_path) {
   // the driver. This thread takes the file's lock only to write it, never around a GPU call.
   ResultFile results(job->result, dc->props.ToJson());
   if (Status w = results.Write(); !w.ok()) HostFailure(w.message());
-  // A case that outlives its budget_s (a kernel that never returns) ends the process here, at
-  // about its own allowance, instead of at the sandbox's limit for the whole job.
   // Alone on the GPU from here to the end (evaluator/gpu_lock.h); start-up above needs no
-  // exclusivity. The case budgets start after the wait.
-  // Held until the process ends, so the next runner starts after this one's context is gone.
+  // exclusivity. The case budgets start after the wait. The lock is held until the process
+  // ends, so the next runner starts after this one's context is gone.
+  const auto t_ready = Clock::now();
   if (!job->gpu_lock.empty()) {
     auto locked = FileLock::Acquire(job->gpu_lock, /*create=*/false, job->gpu_lock_wait_s);
     if (!locked.ok()) {
@@ -838,6 +840,15 @@ int RunCommand(const std::string& job_path) {
     }
     locked->HoldUntilExit();
   }
+  // Where the process's time went before its first case (the evaluator's phase_seconds).
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  if (Status w = results.Set("seconds", {{"startup", seconds(t_ready - t_start)},
+                                         {"gpu_wait", seconds(Clock::now() - t_ready)}});
+      !w.ok()) {
+    HostFailure(w.message());
+  }
+  // A case that outlives its budget_s (a kernel that never returns) ends the process here, at
+  // about its own allowance, instead of at the sandbox's limit for the whole job.
   CaseWatchdog watchdog(kCaseGraceSeconds, [&results](const std::string& id, double allowance_s) {
     StopCaseAndExit(&results, id, allowance_s, kCaseGraceSeconds);
   });

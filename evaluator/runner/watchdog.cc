@@ -26,6 +26,13 @@ Status ResultFile::Append(ojson case_result) {
   return WriteLocked();
 }
 
+Status ResultFile::Set(const std::string& key, ojson value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (key == "device" || key == "cases") return Status::Error("ResultFile::Set: '{}' is reserved", key);
+  result_[key] = std::move(value);
+  return WriteLocked();
+}
+
 ojson ResultFile::Snapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   return result_;

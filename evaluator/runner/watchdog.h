@@ -31,6 +31,8 @@ class ResultFile {
   Status Write();
   /// Appends one case's result and rewrites the file.
   Status Append(nlohmann::ordered_json case_result);
+  /// Sets a top-level field (not "device" or "cases") and rewrites the file.
+  Status Set(const std::string& key, nlohmann::ordered_json value);
   /// A copy of what the file holds (tests).
   nlohmann::ordered_json Snapshot();
 

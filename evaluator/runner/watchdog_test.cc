@@ -128,6 +128,22 @@ TEST(ResultFileTest, AppendsAndRewritesWhole) {
   std::filesystem::remove(path);
 }
 
+TEST(ResultFileTest, SetWritesAFieldButNeverTheDeviceOrCases) {
+  const std::string path = TempPath("set.json");
+  ResultFile f(path, ojson{{"name", "gpu"}});
+  ASSERT_TRUE(f.Append({{"id", "a"}, {"status", "ok"}}).ok());
+  ASSERT_TRUE(f.Set("seconds", {{"startup", 0.5}, {"gpu_wait", 1.25}}).ok());
+  ojson j = ojson::parse(*ReadFile(path));
+  EXPECT_EQ(j["seconds"]["gpu_wait"], 1.25);
+  EXPECT_EQ(j["cases"].size(), 1u);
+  EXPECT_FALSE(f.Set("cases", ojson::array()).ok());
+  EXPECT_FALSE(f.Set("device", ojson::object()).ok());
+  j = ojson::parse(*ReadFile(path));
+  EXPECT_EQ(j["cases"].size(), 1u);
+  EXPECT_EQ(j["device"]["name"], "gpu");
+  std::filesystem::remove(path);
+}
+
 // Many appends from two threads: every one lands, and the file always parses.
 TEST(ResultFileTest, ConcurrentAppendsAllLand) {
   const std::string path = TempPath("concurrent.json");

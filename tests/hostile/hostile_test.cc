@@ -526,6 +526,15 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
   std::mutex mu;
   int errors = 0, done = 0;
   const auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, double> phases;  // summed over the evaluations: where the time went
+  auto phase_text = [&]() {
+    std::string s;
+    for (const char* k : {"total", "compile", "reference_run", "candidate_run", "check",
+                          "runner_startup", "gpu_wait"}) {
+      s += std::string(" ") + k + " " + std::to_string(static_cast<int>(phases[k])) + " s;";
+    }
+    return s;
+  };
   auto worker = [&](int t) {
     for (int i = t; i < n; i += jobs) {
       const HostileCase& c = cases[i % cases.size()];
@@ -540,9 +549,13 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
       }
       auto r = Evaluate(req, opts);
       std::lock_guard<std::mutex> lock(mu);
+      if (r.ok()) {
+        for (const auto& [k, v] : r->phase_seconds) phases[k] += v;
+      }
       if (++done % 50 == 0) {  // progress, for a soak cut short by its caller's time limit
-        std::printf("soak: %d of %d evaluations after %.0f s\n", done, n,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        std::printf("soak: %d of %d evaluations after %.0f s; summed:%s\n", done, n,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                    phase_text().c_str());
         std::fflush(stdout);
       }
       if (!r.ok()) {
@@ -563,6 +576,9 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
   std::printf("soak: %d hostile evaluations, %d at a time on GPU(s) %s;", n, jobs,
               gpu_list.empty() ? "default" : gpu_list.c_str());
   for (const auto& [v, k] : verdicts) std::printf(" %s %d", v.c_str(), k);
+  std::printf("\nsoak: in %.0f s; summed over the evaluations:%s",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+              phase_text().c_str());
   std::printf("\nsoak: before: fds %d, worker processes %d, scratch entries %d, GPU memory %lld MiB\n",
               before.fds, before.workers, before.scratch, static_cast<long long>(before.gpu_mib));
   std::printf("soak: after:  fds %d, worker processes %d, scratch entries %d, GPU memory %lld MiB\n",
