@@ -23,32 +23,7 @@
 #endif
 
 #include "ref/mx_rules.cuh"
-
-namespace {
-// fp32 -> bf16 bits, RNE; NaN -> 0x7FC0 (reference.cc's FloatToBf16).
-__device__ unsigned short bf16_rne(float v) {
-  unsigned b = __float_as_uint(v);
-  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
-  b += 0x7FFFu + ((b >> 16) & 1u);
-  return static_cast<unsigned short>(b >> 16);
-}
-__device__ double bf16_value(unsigned short b) {
-  return static_cast<double>(__uint_as_float(static_cast<unsigned>(b) << 16));
-}
-// double -> fp32 -> bf16, as reference.cc's Round.
-__device__ unsigned short round_bf16(double v) { return bf16_rne(__double2float_rn(v)); }
-
-// The double arithmetic of reference.cc, every operation explicitly rounded (no contraction).
-__device__ double sigmoid_d(double z) { return __ddiv_rn(1.0, __dadd_rn(1.0, exp(-z))); }
-__device__ double clamp_max_d(double v, double hi) { return isnan(v) ? v : (hi < v ? hi : v); }
-__device__ double clamp_d(double v, double lo, double hi) {
-  return isnan(v) ? v : (v < lo ? lo : (hi < v ? hi : v));
-}
-
-constexpr double kLimit = 7.0;
-constexpr double kAlpha = 1.702;
-
-}  // namespace
+#include "ref/swiglu_math.cuh"
 
 namespace {
 // dgate (which = 0) or dup (which = 1) of one element (reference.cc's SwigluBackward).
