@@ -249,6 +249,20 @@ struct RunnerOutcome {
   double gpu_wait_s = 0;  // its wait for the GPU lock
 };
 
+// A runner's own account of its time (runner/run.cc), added to phase_seconds: runner_startup,
+// gpu_wait, and per part of its cases runner_case_<part> (setup, check_run, dump, timing, rehash,
+// total).
+void AddRunnerSeconds(const RunnerOutcome& r, EvalResult* res) {
+  res->phase_seconds["runner_startup"] += r.startup_s;
+  res->phase_seconds["gpu_wait"] += r.gpu_wait_s;
+  for (const auto& [id, c] : r.cases) {
+    if (!c.contains("seconds") || !c["seconds"].is_object()) continue;
+    for (const auto& [part, s] : c["seconds"].items()) {
+      if (s.is_number()) res->phase_seconds["runner_case_" + part] += s.get<double>();
+    }
+  }
+}
+
 // A runner's sandbox: the default layers plus the GPU's device nodes and driver files, `scratch`
 // read-write and `read_only` (the cubins it loads) read-only. RLIMIT_AS stays unlimited (CUDA
 // reserves huge virtual ranges); host RAM is bounded by the cgroup where there is one.
@@ -842,8 +856,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   RunnerOutcome ref;
   for (int attempt = 0; attempt < 2; ++attempt) {
     WS_ASSIGN_OR_RETURN(ref, RunRunner(opts, scratch + "/reference.job.json", ref_job, ref_budget_s));
-    res.phase_seconds["runner_startup"] += ref.startup_s;
-    res.phase_seconds["gpu_wait"] += ref.gpu_wait_s;
+    AddRunnerSeconds(ref, &res);
     ref_failure.clear();
     for (const auto& c : ref_job["cases"]) {
       auto it = ref.cases.find(c["id"].get<std::string>());
@@ -863,8 +876,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   WS_ASSIGN_OR_RETURN(RunnerOutcome cand,
                       RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s));
   phase("candidate_run");
-  res.phase_seconds["runner_startup"] += cand.startup_s;
-  res.phase_seconds["gpu_wait"] += cand.gpu_wait_s;
+  AddRunnerSeconds(cand, &res);
   res.ran_on_gpu = true;
   res.sandbox_layers = cand.process.layers;
   res.sandbox_layers["stage"] = "runner";

@@ -253,8 +253,9 @@ struct EvalResult {
   std::map<std::string, std::string> deep;
   /// Wall seconds per phase ("compile", "reference_compile", "reference_run", "candidate_run",
   /// "check", "deep", "total"): where an evaluation's time goes beyond the timed work. Within the
-  /// two runs, as the runners report them: "runner_startup" (CUDA start-up, module loads) and
-  /// "gpu_wait" (queued for the GPU lock behind other evaluations).
+  /// two runs, as the runners report them: "runner_startup" (CUDA start-up, module loads),
+  /// "gpu_wait" (queued for the GPU lock behind other evaluations) and "runner_case_<part>"
+  /// summed over their cases (setup, check_run, dump, timing, rehash, total).
   std::map<std::string, double> phase_seconds;
   /// Runs the judge repeated because its own side failed (the trusted reference runner), and why.
   std::vector<std::string> retries;

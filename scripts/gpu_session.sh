@@ -83,10 +83,16 @@ for stage in "$@"; do
         >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
     soak)
-      # SOAK_GPUS=0,1 spreads the jobs over both GPUs (run it without --pair: nothing else on
-      # the host); 500 evaluations took 408 s at 12 jobs on one GPU.
+      # SOAK_GPUS=0,1 spreads the jobs over those GPUs; without it (and outside --pair, which
+      # gives each list one GPU) the soak uses every GPU of the host. One runner per GPU does GPU
+      # work at a time (evaluator/gpu_lock.h), so GPUs, not jobs, set the pace: about 4-5 s of
+      # exclusive GPU time per hostile evaluation on an H200 (2026-12-01).
+      if [[ -z ${SOAK_GPUS:-} && -z ${CUDA_VISIBLE_DEVICES:-} ]]; then
+        SOAK_GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | paste -sd, -)
+      fi
       [[ -n ${SOAK_GPUS:-} ]] && export WS_HOSTILE_SOAK_GPUS=${SOAK_GPUS// /,}
-      WS_HOSTILE_SOAK=${SOAK_N:-500} WS_HOSTILE_SOAK_JOBS=${SOAK_JOBS:-1} build/tests/hostile_gpu_test \
+      echo "soak on GPU(s) ${WS_HOSTILE_SOAK_GPUS:-${CUDA_VISIBLE_DEVICES:-default}}"
+      WS_HOSTILE_SOAK=${SOAK_N:-500} WS_HOSTILE_SOAK_JOBS=${SOAK_JOBS:-8} build/tests/hostile_gpu_test \
         --gtest_filter='HostileSoakTest.*' >"$OUT/soak.log" 2>&1 || status=1
       grep -E "^soak:|PASSED|FAILED|Failure" -A2 "$OUT/soak.log" | head -30 ;;
     campaign)

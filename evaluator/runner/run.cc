@@ -725,12 +725,22 @@ void CaseRun::Timing() {
 }
 
 ojson CaseRun::Run() {
+  // Where the case's wall time goes (the evaluator sums these into phase_seconds).
+  using Clock = std::chrono::steady_clock;
+  auto mark = Clock::now();
+  ojson seconds = ojson::object();
+  const auto lap = [&](const char* name) {
+    const auto now = Clock::now();
+    seconds[name] = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   Status s = Setup();
   if (!s.ok()) {
     FailOrCrash(s, "setting up the case");
   } else if (Status p = PrepareLaunches(); !p.ok()) {
     Fail(map_error_ ? "plan_error" : "launch_error", p.message());
   } else {
+    lap("setup");
     // 3. The check run.
     s = BeforeRun();
     if (!s.ok()) {
@@ -741,13 +751,18 @@ ojson CaseRun::Run() {
       if (!s.ok()) {
         FailOrCrash(s, "checking guards after the check run");
       } else {
+        lap("check_run");
         DumpOutputs("check");
         if (c_.dump_inputs) DumpInputs();
         if (!crashed()) dumps_["check"] = {{"set", 0}};
+        lap("dump");
       }
     }
     // 4. Timing, only for a case whose check run went cleanly.
-    if (status_ == "ok" && c_.timing) Timing();
+    if (status_ == "ok" && c_.timing) {
+      Timing();
+      lap("timing");
+    }
   }
   // 5. Inputs re-hashed (whenever the context still works).
   ojson input_hashes = ojson::object();
@@ -772,6 +787,7 @@ ojson CaseRun::Run() {
       }
     }
   }
+  lap("rehash");
   ojson out = {{"id", c_.id},
                {"status", status_},
                {"message", message_},
@@ -780,7 +796,8 @@ ojson CaseRun::Run() {
                {"dumps", dumps_},
                {"digests", digests_},
                {"timing", timing_},
-               {"input_hashes", input_hashes}};
+               {"input_hashes", input_hashes},
+               {"seconds", seconds}};
   if (library_) out["library"] = library_->Describe();
   return out;
 }
@@ -857,6 +874,7 @@ int RunCommand(const std::string& job_path) {
     ojson case_result;
     bool crashed = false;
     if (cj.budget_s) watchdog.Arm(cj.id, *cj.budget_s);
+    const auto t_case = Clock::now();
     {
       CaseRun run(*dc, *helpers, module, module_status, cj,
                   ws_mix64(salt + i * 0xD6E8FEB86659FD93ull), job->digest_key.value_or(0));
@@ -865,6 +883,8 @@ int RunCommand(const std::string& job_path) {
     }
     // After this the watchdog can no longer stop this case, so its own result is the one kept.
     watchdog.Disarm();
+    // The whole case, its buffers' release included.
+    case_result["seconds"]["total"] = seconds(Clock::now() - t_case);
     const std::string message = case_result.value("message", "");
     if (Status w = results.Append(std::move(case_result)); !w.ok()) HostFailure(w.message());
     if (crashed) {

@@ -530,7 +530,9 @@ TEST_F(HostileSoakTest, LeavesNothingBehind) {
   auto phase_text = [&]() {
     std::string s;
     for (const char* k : {"total", "compile", "reference_run", "candidate_run", "check",
-                          "runner_startup", "gpu_wait"}) {
+                          "runner_startup", "gpu_wait", "runner_case_setup", "runner_case_check_run",
+                          "runner_case_dump", "runner_case_timing", "runner_case_rehash",
+                          "runner_case_total"}) {
       s += std::string(" ") + k + " " + std::to_string(static_cast<int>(phases[k])) + " s;";
     }
     return s;
