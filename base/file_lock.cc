@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,11 +11,9 @@
 
 namespace ws {
 
-Result<FileLock> FileLock::Acquire(const std::string& path, bool create, double wait_s) {
-  const int fd = create ? ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)
-                        : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<FileLock> FileLock::Acquire(const std::string& path, double wait_s) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Error("cannot open the lock {}: {}", path, std::strerror(errno));
-  if (create) ::fchmod(fd, 0666);  // the umask may have narrowed it; best effort
   FileLock lock(fd);  // closes fd on every error path below
   if (wait_s < 0) {
     int rc;

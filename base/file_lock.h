@@ -12,11 +12,10 @@ namespace ws {
 
 class FileLock {
  public:
-  /// Locks `path`, waiting at most `wait_s` seconds (negative: as long as it takes). With
-  /// `create`, a missing file is created (mode 0666: processes of every user meet there);
-  /// otherwise the file is opened read-only, which is enough for flock (a runner inside a
-  /// sandbox that binds the lock file read-only).
-  static Result<FileLock> Acquire(const std::string& path, bool create, double wait_s);
+  /// Locks the existing file `path`, waiting at most `wait_s` seconds (negative: as long as it
+  /// takes). The file is opened read-only, which is enough for flock: a runner locks a file its
+  /// sandbox binds read-only.
+  static Result<FileLock> Acquire(const std::string& path, double wait_s);
 
   /// Holds nothing (locking off).
   FileLock() = default;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace ws {
@@ -15,15 +16,21 @@ std::string TempPath(const std::string& name) {
   return testing::TempDir() + "/ws_file_lock_" + std::to_string(::getpid()) + "_" + name;
 }
 
+// A lock file that exists, as PrepareGpuLock leaves it.
+std::string LockFile(const std::string& name) {
+  const std::string path = TempPath(name);
+  std::ofstream(path).put('\n');
+  return path;
+}
+
 TEST(FileLockTest, ExcludesAnotherThreadUntilReleased) {
-  const std::string path = TempPath("a");
-  auto first = FileLock::Acquire(path, /*create=*/true, -1);
+  const std::string path = LockFile("a");
+  auto first = FileLock::Acquire(path, -1);
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_TRUE(first->held());
   std::atomic<bool> got{false};
   std::thread waiter([&] {
-    // Read-only, as a sandboxed runner opens it.
-    auto second = FileLock::Acquire(path, /*create=*/false, -1);
+    auto second = FileLock::Acquire(path, -1);
     EXPECT_TRUE(second.ok()) << second.status().message();
     got = true;
   });
@@ -36,23 +43,23 @@ TEST(FileLockTest, ExcludesAnotherThreadUntilReleased) {
 }
 
 TEST(FileLockTest, BoundedWaitGivesUpAndNamesTheFile) {
-  const std::string path = TempPath("b");
-  auto held = FileLock::Acquire(path, true, -1);
+  const std::string path = LockFile("b");
+  auto held = FileLock::Acquire(path, -1);
   ASSERT_TRUE(held.ok());
   const auto t0 = std::chrono::steady_clock::now();
-  auto other = FileLock::Acquire(path, false, 0.1);
+  auto other = FileLock::Acquire(path, 0.1);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.status().message().find(path), std::string::npos);
   EXPECT_GE(waited, 0.1);
   EXPECT_LT(waited, 5.0);
   held = FileLock();  // released: now a bounded wait succeeds at once
-  EXPECT_TRUE(FileLock::Acquire(path, false, 0.1).ok());
+  EXPECT_TRUE(FileLock::Acquire(path, 0.1).ok());
   std::filesystem::remove(path);
 }
 
-TEST(FileLockTest, MissingFileWithoutCreateIsAnError) {
-  auto lock = FileLock::Acquire(TempPath("missing"), false, 0);
+TEST(FileLockTest, MissingFileIsAnError) {
+  auto lock = FileLock::Acquire(TempPath("missing"), 0);
   ASSERT_FALSE(lock.ok());
   EXPECT_NE(lock.status().message().find("missing"), std::string::npos);
 }

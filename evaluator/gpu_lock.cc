@@ -45,7 +45,7 @@ Result<std::string> PrepareGpuLock(const std::string& dir, const std::string& na
 Result<FileLock> AcquireGpuLock(const std::string& dir, const std::string& name) {
   if (dir.empty()) return FileLock();
   WS_ASSIGN_OR_RETURN(std::string path, PrepareGpuLock(dir, name));
-  return FileLock::Acquire(path, /*create=*/false, /*wait_s=*/-1);
+  return FileLock::Acquire(path, /*wait_s=*/-1);
 }
 
 }  // namespace ws

@@ -2,6 +2,7 @@
 // past the output, a crash and a kernel that never ends each get their verdict, and the
 // evaluator keeps working afterwards. Skips where there is no GPU.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "evaluator/evaluator.h"
+#include "evaluator/gpu_lock.h"
 #include "evaluator/sanitizer.h"
 #include "problems/problems.h"
 
@@ -280,6 +282,27 @@ TEST_F(EvalGpuTest, AHangCostsItsCaseAllowanceNotTheWholeRun) {
 // Deep mode (compute-sanitizer memcheck, racecheck, initcheck over the test shapes): the
 // hand-tuned kernel is clean under all three tools, so the trusted runner's own kernels and
 // copies are too (initcheck checks them alongside the candidate's).
+// Runners queue for their GPU (evaluator/gpu_lock.h). Held elsewhere past the runner's wait, the
+// evaluation fails as the judge's trouble, never as a verdict on the candidate; released, the next
+// evaluation runs.
+TEST_F(EvalGpuTest, ABusyGpuFailsTheEvaluationNotTheCandidate) {
+  opts_.gpu_lock_dir = testing::TempDir() + "/ws_gpu_locks_" + std::to_string(::getpid());
+  opts_.gpu_lock_wait_s = 2;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  {
+    auto held = AcquireGpuLock(opts_.gpu_lock_dir, GpuLockName(visible ? visible : ""));
+    ASSERT_TRUE(held.ok()) << held.status().message();
+    EvalRequest req = Request(Baseline());
+    req.time_bench = false;
+    auto r = Evaluate(req, opts_);
+    ASSERT_FALSE(r.ok()) << "it ran while its GPU was held: " << VerdictName(r->verdict);
+    EXPECT_NE(r.status().message().find("the GPU stayed busy"), std::string::npos)
+        << r.status().message();
+  }
+  ExpectTheNextEvaluationWorks();
+  fs::remove_all(opts_.gpu_lock_dir);
+}
+
 TEST_F(EvalGpuTest, HandTunedKernelPassesDeepMode) {
   auto cs = FindComputeSanitizer();
   if (!cs.ok()) GTEST_SKIP() << "deep mode needs compute-sanitizer: " << cs.status().message();

@@ -850,7 +850,7 @@ int RunCommand(const std::string& job_path) {
   // ends, so the next runner starts after this one's context is gone.
   const auto t_ready = Clock::now();
   if (!job->gpu_lock.empty()) {
-    auto locked = FileLock::Acquire(job->gpu_lock, /*create=*/false, job->gpu_lock_wait_s);
+    auto locked = FileLock::Acquire(job->gpu_lock, job->gpu_lock_wait_s);
     if (!locked.ok()) {
       std::fprintf(stderr, "ws_runner: the GPU stayed busy: %s\n", locked.status().message().c_str());
       return kExitGpuBusy;

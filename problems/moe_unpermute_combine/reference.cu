@@ -19,21 +19,7 @@
 #define THREADS 256
 #endif
 
-namespace {
-
-__device__ float bf16_to_f32(unsigned short b) {
-  return __uint_as_float(static_cast<unsigned>(b) << 16);
-}
-
-__device__ unsigned short f32_to_bf16(float f) {
-  unsigned b = __float_as_uint(f);
-  if ((b & 0x7FFFFFFFu) > 0x7F800000u)
-    return 0x7FC0;
-  b += 0x7FFFu + ((b >> 16) & 1u);  // nearest even; a carry moves to the next binade (or Inf)
-  return static_cast<unsigned short>(b >> 16);
-}
-
-}  // namespace
+#include "ref/bf16.cuh"
 
 // y_p (MP,H) bf16, w (T,K) f32, slot_row (T,K) i32, y_shared (T,H) bf16, y (T,H) bf16.
 extern "C" __global__ void moe_unpermute_combine_naive(const unsigned short* y_p, const float* w,
@@ -48,10 +34,10 @@ extern "C" __global__ void moe_unpermute_combine_naive(const unsigned short* y_p
   float acc = 0.0f;
   for (int j = 0; j < K; ++j) {
     const long long r = slot_row[t * K + j];
-    acc = __fmaf_rn(w[t * K + j], bf16_to_f32(y_p[r * H + h]), acc);
+    acc = __fmaf_rn(w[t * K + j], bf16_float(y_p[r * H + h]), acc);
   }
 #if WS_SHARED == WS_SHARED_ADD
-  acc = __fadd_rn(acc, bf16_to_f32(y_shared[i]));
+  acc = __fadd_rn(acc, bf16_float(y_shared[i]));
 #endif
-  y[i] = f32_to_bf16(acc);
+  y[i] = bf16_rne(acc);
 }

@@ -18,18 +18,8 @@
 #define THREADS 128
 #endif
 
+#include "ref/bf16.cuh"
 #include "ref/mx_rules.cuh"
-
-namespace {
-// fp32 -> bf16 bits, round to nearest even; NaN -> 0x7FC0 (reference.cc's FloatToBf16).
-__device__ unsigned short bf16_rne(float v) {
-  unsigned b = __float_as_uint(v);
-  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
-  b += 0x7FFFu + ((b >> 16) & 1u);
-  return static_cast<unsigned short>(b >> 16);
-}
-__device__ float bf16_value(unsigned short b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
-}  // namespace
 
 // x (M,H), weight (H), y (M,H) bf16 bits; q (M,H) e4m3; scales (M,H/32) e8m0. Thread: one row.
 extern "C" __global__ void sm90_bf16_rmsnorm_mxfp8_quantize_naive(
@@ -41,15 +31,15 @@ extern "C" __global__ void sm90_bf16_rmsnorm_mxfp8_quantize_naive(
   unsigned short* yr = y + row * H;
   double sum = 0.0;
   for (int h = 0; h < H; ++h) {
-    const double v = static_cast<double>(bf16_value(xr[h]));
+    const double v = static_cast<double>(bf16_float(xr[h]));
     sum = __dadd_rn(sum, __dmul_rn(v, v));
   }
   const double mean = __ddiv_rn(sum, static_cast<double>(H));
   const float r = __double2float_rn(
       __ddiv_rn(1.0, __dsqrt_rn(__dadd_rn(mean, static_cast<double>(1e-6f)))));
   for (int h = 0; h < H; ++h) {
-    const unsigned short normed = bf16_rne(mul_f32(bf16_value(xr[h]), r));
-    yr[h] = bf16_rne(mul_f32(bf16_value(weight[h]), bf16_value(normed)));
+    const unsigned short normed = bf16_rne(mul_f32(bf16_float(xr[h]), r));
+    yr[h] = bf16_rne(mul_f32(bf16_float(weight[h]), bf16_float(normed)));
   }
   for (int b = 0; b < H / kBlock; ++b) {
     scales[row * (H / kBlock) + b] = static_cast<unsigned char>(

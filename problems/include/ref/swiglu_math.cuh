@@ -6,18 +6,11 @@
 // translation unit.
 #pragma once
 
+#include "ref/bf16.cuh"
+
 namespace {
 
-// fp32 -> bf16 bits, RNE; NaN -> 0x7FC0 (reference.cc's FloatToBf16).
-__device__ unsigned short bf16_rne(float v) {
-  unsigned b = __float_as_uint(v);
-  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
-  b += 0x7FFFu + ((b >> 16) & 1u);
-  return static_cast<unsigned short>(b >> 16);
-}
-__device__ double bf16_value(unsigned short b) {
-  return static_cast<double>(__uint_as_float(static_cast<unsigned>(b) << 16));
-}
+__device__ double bf16_value(unsigned short b) { return static_cast<double>(bf16_float(b)); }
 // double -> fp32 -> bf16, as reference.cc's Round.
 __device__ unsigned short round_bf16(double v) { return bf16_rne(__double2float_rn(v)); }
 
