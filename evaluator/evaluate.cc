@@ -602,7 +602,9 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   if (req.include_hidden) {
     for (const auto& s : spec.hidden_shapes) shapes.emplace_back("hidden", &s);
   }
-  for (const auto& s : spec.bench_shapes) shapes.emplace_back("bench", &s);
+  if (req.include_bench) {
+    for (const auto& s : spec.bench_shapes) shapes.emplace_back("bench", &s);
+  }
   auto shape_label = [&](const std::string& kind, const Shape& s, size_t index) {
     // Hidden shapes are never named: their dims must not reach an agent.
     return kind == "hidden" ? fmt::format("hidden shape #{}", index)

@@ -221,6 +221,7 @@ struct EvalRequest {
   bool compile_only = false;
   bool time_bench = true;                      // time the bench shapes
   bool include_hidden = true;
+  bool include_bench = true;                   // false: test (and hidden) shapes only, untimed
   int timing_iterations = 0;                   // timed launches per bench shape; 0: chosen from
                                                // the speed-of-light time (the ranked protocol)
   std::optional<DeviceCeilings> ceilings;      // for speed-of-light

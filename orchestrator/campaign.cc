@@ -123,7 +123,8 @@ Result<RecordedEvaluation> RecordEvaluation(Store& store, const EvalRequest& req
   e.message = r.message;
   e.resources_json = ResourcesJson(r);
   // Only a run that passed the hidden shapes too, timed by the standard protocol, may be ranked.
-  out.ranked = r.verdict == Verdict::kOk && req.include_hidden && req.timing_iterations == 0 &&
+  out.ranked = r.verdict == Verdict::kOk && req.include_hidden && req.include_bench &&
+               req.timing_iterations == 0 &&
                r.geomean_us > 0;
   e.time_us = out.ranked ? r.geomean_us : 0;
   e.sol_fraction = out.ranked ? r.sol_fraction : 0;

@@ -241,6 +241,7 @@ std::string JobSpecJson(const JobSpec& s) {
               {"compile_only", s.compile_only},
               {"time_bench", s.time_bench},
               {"include_hidden", s.include_hidden},
+              {"include_bench", s.include_bench},
               {"timing_iterations", s.timing_iterations},
               {"deep", s.deep},
               {"ceilings", ceilings},
@@ -271,6 +272,7 @@ Result<JobSpec> ParseJobSpec(const std::string& text) {
     s.compile_only = j.value("compile_only", false);
     s.time_bench = j.value("time_bench", true);
     s.include_hidden = j.value("include_hidden", true);
+    s.include_bench = j.value("include_bench", true);
     s.timing_iterations = j.value("timing_iterations", 0);
     s.deep = j.value("deep", false);
     for (const auto& c : j.value("ceilings", json::array())) s.ceilings.push_back(CeilingsFrom(c));
@@ -327,6 +329,7 @@ JobSpec JobFromRequest(const EvalRequest& req, JobKind kind, const std::string& 
   s.compile_only = req.compile_only || kind == JobKind::kCompile;
   s.time_bench = req.time_bench;
   s.include_hidden = req.include_hidden;
+  s.include_bench = req.include_bench;
   s.timing_iterations = req.timing_iterations;
   s.deep = req.deep;
   if (req.ceilings)
@@ -371,6 +374,7 @@ JobResult RunJobInProcess(const JobSpec& spec, const EvaluatorOptions& base,
   req.compile_only = spec.compile_only || spec.kind == JobKind::kCompile;
   req.time_bench = spec.time_bench;
   req.include_hidden = spec.include_hidden;
+  req.include_bench = spec.include_bench;
   req.timing_iterations = spec.timing_iterations;
   req.deep = spec.deep;
   EvaluatorOptions opts = base;

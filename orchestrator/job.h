@@ -34,6 +34,7 @@ struct JobSpec {
   bool compile_only = false;
   bool time_bench = true;
   bool include_hidden = true;
+  bool include_bench = true;
   int timing_iterations = 0;
   bool deep = false;
   /// Ceilings of every GPU model the store knows; the job picks its device's.

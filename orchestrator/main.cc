@@ -494,7 +494,7 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
 
 struct EvalArgs {
   std::string problem, file, arch = "sm_90a", kernel_library;
-  bool compile_only = false, as_json = false, no_hidden = false, deep = false;
+  bool compile_only = false, as_json = false, no_hidden = false, no_bench = false, deep = false;
   int iterations = 0;
   std::vector<std::string> sets, knobs;
 };
@@ -538,6 +538,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   req.knobs = knobs;
   req.compile_only = a.compile_only;
   req.include_hidden = !a.no_hidden;
+  req.include_bench = !a.no_bench;
   req.timing_iterations = a.iterations;
   req.deep = a.deep;
   if (!a.compile_only) {
@@ -980,6 +981,8 @@ int Main(int argc, char** argv) {
   eval->add_option("--set", ea.sets, "problem parameter NAME=VALUE")->take_all();
   eval->add_option("--knob", ea.knobs, "knob NAME=VALUE (default: the plan's first value)");
   eval->add_flag("--no-hidden", ea.no_hidden, "skip hidden shapes (such a result is not ranked)");
+  eval->add_flag("--no-bench", ea.no_bench,
+                 "skip bench shapes: a quick check, e.g. with --deep (not timed, not ranked)");
   eval->add_option("--iterations", ea.iterations,
                    "timed launches per bench shape (default: from its speed-of-light time, "
                    "20-200); a result timed otherwise is not ranked")

@@ -55,7 +55,7 @@ setting() {
 
 # The verdict, geomean and message of an `eval --json` output, for the log.
 verdict() {
-  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), str(j.get('message',''))[:300])" "$1" 2>/dev/null
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), j.get('deep') or '', str(j.get('message',''))[:300])" "$1" 2>/dev/null
 }
 
 for stage in "$@"; do
@@ -156,18 +156,20 @@ print(s['baseline'], s.get('starting_kernel') or s['baseline'])" "problems/$p/sp
     kernels)
       # The hand-tuned set: every kernels/<problem>/kernel.cu in every parameter setting (KERNELS
       # limits the problems), then the peers of each (PEERS=0 skips them). Raw JSON to
-      # $OUT/kernels; bench/kernel_table.py makes the table.
+      # $OUT/kernels; bench/kernel_table.py makes the table. DEEP=1: instead, the test shapes
+      # only, under compute-sanitizer (eval --deep --no-bench --no-hidden), no peers.
       mkdir -p "$OUT/kernels"
+      deep=(); [[ ${DEEP:-0} == 1 ]] && deep=(--deep --no-bench --no-hidden)
       for k in kernels/*/kernel.cu; do
         p=$(basename "$(dirname "$k")")
         [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
         for v in $(wanted_variants "problems/$p/spec.json"); do  # SETTINGS limits them
           setting "$p" "$v"
-          timeout 150 $ws eval "$p" "$k" "${sets[@]}" --json \
+          timeout "${KERNEL_TIMEOUT:-150}" $ws eval "$p" "$k" "${sets[@]}" "${deep[@]}" --json \
             >"$OUT/kernels/$key.json" 2>"$OUT/kernels/$key.err"
           echo "$(date -u +%T) eval $key: rc $? $(verdict "$OUT/kernels/$key.json")"
         done
-        if [[ ${PEERS:-1} != 0 && -f bench/peers/$p.py ]]; then
+        if [[ ${PEERS:-1} != 0 && ${DEEP:-0} != 1 && -f bench/peers/$p.py ]]; then
           timeout 400 python3 "bench/peers/$p.py" "$OUT/kernels/$p.peers.json" \
             >"$OUT/kernels/$p.peers.log" 2>&1
           echo "peers $p: rc $?"; tail -2 "$OUT/kernels/$p.peers.log"

@@ -265,6 +265,12 @@ TEST_F(CampaignTest, ResultsTimedOutsideTheProtocolAreNotRanked) {
   EXPECT_FALSE(quick->ranked);
   EXPECT_TRUE(store->Leaderboard("")->empty());
   req.timing_iterations = 0;
+  req.include_bench = false;  // e.g. a deep-mode check of the test shapes
+  auto unbenched = RecordEvaluation(*store, req, r, RecordContext{}, 1);
+  ASSERT_TRUE(unbenched.ok()) << unbenched.status().message();
+  EXPECT_FALSE(unbenched->ranked);
+  EXPECT_TRUE(store->Leaderboard("")->empty());
+  req.include_bench = true;
   auto full = RecordEvaluation(*store, req, r, RecordContext{}, 1);
   ASSERT_TRUE(full.ok()) << full.status().message();
   EXPECT_TRUE(full->ranked);

@@ -309,11 +309,13 @@ TEST_F(EvalGpuTest, HandTunedKernelPassesDeepMode) {
   EvalRequest req =
       Request(ReadText(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu"));
   req.time_bench = false;
+  req.include_bench = false;  // deep mode runs the test shapes; the bench shapes add nothing
   req.deep = true;
   auto r = Evaluate(req, opts_);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
   EXPECT_EQ(DeepModeFailure(*r), "") << r->message;
+  for (const auto& c : r->cases) EXPECT_NE(c.kind, "bench") << "bench shapes were asked to be left out";
   ASSERT_EQ(r->deep.size(), 3u);
   for (const auto& [tool, state] : r->deep) EXPECT_EQ(state, "clean") << tool;
 }

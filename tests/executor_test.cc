@@ -314,6 +314,7 @@ TEST(JobJsonTest, SpecAndResultRoundTrip) {
   s.params = {{"rounding", "rceil"}};
   s.knobs = {{"ROWS", 8}};
   s.include_hidden = false;
+  s.include_bench = false;
   s.timing_iterations = 20;
   s.ceilings.push_back({"NVIDIA H200", 4.0e12, 9e14, 1.8e15, "t"});
   s.result_path = "/shared/results/x.json";
@@ -326,6 +327,7 @@ TEST(JobJsonTest, SpecAndResultRoundTrip) {
   EXPECT_EQ(back->params, s.params);
   EXPECT_EQ(back->knobs, s.knobs);
   EXPECT_FALSE(back->include_hidden);
+  EXPECT_FALSE(back->include_bench);
   EXPECT_EQ(back->timing_iterations, 20);
   ASSERT_EQ(back->ceilings.size(), 1u);
   EXPECT_EQ(back->ceilings[0].fp8_flops_per_s, 1.8e15);
