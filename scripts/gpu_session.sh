@@ -85,8 +85,8 @@ for stage in "$@"; do
     soak)
       # SOAK_GPUS=0,1 spreads the jobs over those GPUs; without it (and outside --pair, which
       # gives each list one GPU) the soak uses every GPU of the host. One runner per GPU does GPU
-      # work at a time (evaluator/gpu_lock.h), so GPUs, not jobs, set the pace: about 4-5 s of
-      # exclusive GPU time per hostile evaluation on an H200 (2026-12-01, lock around whole runners).
+      # work at a time (evaluator/gpu_lock.h), so GPUs, not jobs, set the pace: about 1 s of
+      # exclusive GPU time per hostile evaluation on an H200 (500 in 500 s, 2026-12-01).
       if [[ -z ${SOAK_GPUS:-} && -z ${CUDA_VISIBLE_DEVICES:-} ]]; then
         SOAK_GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | paste -sd, -)
       fi
