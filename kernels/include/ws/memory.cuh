@@ -95,16 +95,6 @@ __device__ __forceinline__ void store_global8(void* p, unsigned lo, unsigned hi)
   }
 }
 
-/// 8 bytes to global memory under an L2 evict_last cache policy: written bytes that a consumer
-/// reads next stay in the L2 ahead of streamed reads.
-__device__ __forceinline__ void store_global8_l2_evict_last(void* p, unsigned lo, unsigned hi) {
-  unsigned long long policy;  // not volatile: one createpolicy serves every store
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  asm volatile("st.global.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;" ::"l"(p), "r"(lo), "r"(hi),
-               "l"(policy)
-               : "memory");
-}
-
 /// Shared-memory accesses by 32-bit shared address (__cvta_generic_to_shared). The "memory"
 /// clobber orders them against the other shared accesses around them.
 __device__ __forceinline__ void store_shared16(unsigned addr, unsigned a, unsigned b, unsigned c,
