@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
               "LOAD_HINT": [0, 3, 4, 1, 2, 5, 6], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
+              "RCEIL_SELECT": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
@@ -25,21 +26,22 @@
 //    Inf -> 0xFE under satfinite); sm_90a computes it from the bits of d.
 //
 // Knobs: CHUNKS (16-byte loads in flight per lane), THREADS (CTA size), LOAD_HINT (load
-// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern), CTAS_PER_SM (grid
-// cap: uncapped = one tile per warp; a cap that fits on an SM = one resident wave with the next
-// tile prefetched; a larger cap = several grid-striding waves). Measured on the H200 (real
-// evaluator, read-based L2 flush, median of 200; rceil; SOL fraction against the 2 GiB copy):
-// CHUNKS=2 x THREADS=512 uncapped is the default: 1.029 / 1.017 / 1.021 on 131072x7168 /
-// 131072x2048 / 65536x5120, 0.933 (35.9 us) on 16384x2880. THREADS=256 or 128 give 35.5-35.6 us on
-// the small shape but lose 0.5-0.8% on the large ones (all within run-to-run noise, ~0.5 us on the
-// small shape). 16-byte q stores (pairs of lanes swapping halves) lost 1-2% everywhere. One wave
-// with each CTA owning a CONTIGUOUS range of tiles lost 8-30% (528 far-apart streams, likely poor
-// DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM=4) loses 4-9% at every shape
-// (2026-12-01). LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
-// L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%; 6 (an L2 evict_first cache policy on
-// the reads) loses 7-12%; SCALE_STORE=1 is 0.5% slower; q stores under an L2 evict_last policy (tried,
-// removed) were neutral on the large shapes and 2-4% slower on the small one (all 2026-12-01).
-// CHUNKS=1 leaves too few bytes in flight. Details: kernels/mxfp8_quantize_rowwise/NOTES.md.
+// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern), RCEIL_SELECT
+// (sm_90a's rceil scale from selects, not branches), CTAS_PER_SM (grid cap: uncapped = one tile
+// per warp; a cap that fits on an SM = one resident wave with the next tile prefetched; a larger
+// cap = several grid-striding waves). Measured on the H200 (real evaluator, read-based L2 flush,
+// median of 200; rceil; SOL fraction against the 2 GiB copy): CHUNKS=2 x THREADS=512 uncapped is
+// the default: 1.029 / 1.017 / 1.021 on 131072x7168 / 131072x2048 / 65536x5120, 0.933 (35.9 us) on
+// 16384x2880. THREADS=256 or 128 give 35.5-35.6 us on the small shape but lose 0.5-0.8% on the
+// large ones (all within run-to-run noise, ~0.5 us on the small shape). 16-byte q stores (pairs of
+// lanes swapping halves) lost 1-2% everywhere. One wave with each CTA owning a CONTIGUOUS range of
+// tiles lost 8-30% (528 far-apart streams, likely poor DRAM locality); the grid-striding one wave
+// (kOneWave, CTAS_PER_SM=4) loses 4-9% at every shape (2026-12-01). LOAD_HINT: plain ld.global.nc
+// (0) or ld.global (3) reach copy speed; any L1::no_allocate / L1::evict_first form (1, 2, 5)
+// loses ~9%; 6 (an L2 evict_first cache policy on the reads) loses 7-12%; SCALE_STORE=1 is 0.5%
+// slower; q stores under an L2 evict_last policy (tried, removed) were neutral on the large shapes
+// and 2-4% slower on the small one (all 2026-12-01). CHUNKS=1 leaves too few bytes in flight.
+// Details: kernels/mxfp8_quantize_rowwise/NOTES.md.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu
 //   [--set rounding=floor] [--knob CHUNKS=4 ...]; benchmark against the peers: bench/run.sh.
@@ -69,6 +71,9 @@
 #endif
 #ifndef CTAS_PER_SM
 #define CTAS_PER_SM 1048576  // grid cap per SM; one prefetching wave if it fits, see the kernel
+#endif
+#ifndef RCEIL_SELECT
+#define RCEIL_SELECT 0  // 1: sm_90a's rceil scale without branches (ws::mx::rceil_from_bits_select)
 #endif
 #ifndef SCALE_STORE
 #define SCALE_STORE 0  // 0: one gathered 32-byte store per warp tile; 1: block leaders store
@@ -141,7 +146,7 @@ __device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
     const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
     const unsigned s = special ? kE8M0NaN
                                : (Config::kFloor ? ws::mx::floor_scale(amax)
-                                                 : ws::mx::rceil_scale(amax));
+                                                 : ws::mx::rceil_scale<RCEIL_SELECT != 0>(amax));
     scale[u] = s;
     unsigned lo, hi;
     ws::mx::quantize_bf16x8(c[u], ws::mx::scale_reciprocal(special ? 0u : s), lo, hi);

@@ -44,8 +44,18 @@ __device__ __forceinline__ unsigned rceil_from_bits(float d) {
   return min(e + (mant != 0 ? 1u : 0u), 254u);
 }
 
+// rceil_from_bits without branches: d <= 2^-127 (bits <= 0x400000) gives 0; otherwise adding
+// 2^23 - 1 carries into the exponent exactly when the mantissa is nonzero (+Inf gives 255, then
+// 254). Equal to rceil_from_bits for every d in [0, +Inf] (checked over all 2^31 patterns).
+__device__ __forceinline__ unsigned rceil_from_bits_select(float d) {
+  const unsigned bits = __float_as_uint(d);
+  return bits <= 0x400000u ? 0u : min((bits + 0x7FFFFFu) >> 23, 254u);
+}
+
 // E8M0 rceil scale of a finite, non-NaN amax (bf16 bits): the smallest S in [0,254] with
 // 2^(S-127) >= amax * fp32(1/448).
+// kSelect: sm_90a computes it with rceil_from_bits_select (no branches).
+template <bool kSelect = false>
 __device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
   const float d = mul_rn_no_ftz(__uint_as_float(amax_bf16 << 16), kInvE4M3Max);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
@@ -54,7 +64,7 @@ __device__ __forceinline__ unsigned rceil_scale(unsigned amax_bf16) {
   asm("cvt.rp.satfinite.ue8m0x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(d));
   return pair & 0xFFu;
 #else
-  return rceil_from_bits(d);
+  return kSelect ? rceil_from_bits_select(d) : rceil_from_bits(d);
 #endif
 }
 
