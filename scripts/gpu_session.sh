@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, problems, kernels, export, dashboard, multigpu, profile, bench.
+# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, profile, bench.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -56,6 +56,32 @@ setting() {
 # The verdict, geomean and message of an `eval --json` output, for the log.
 verdict() {
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), j.get('deep') or '', str(j.get('message',''))[:300])" "$1" 2>/dev/null
+}
+
+# One knob sweep through the evaluator: problem $1, settings $2 (words, a setting's pairs joined by
+# '+'; '-' for none), variants $3 (';'-separated, knobs by spaces), hidden shapes $4 (0/1); the eval
+# JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
+# the default knobs first (SWEEP_CONTROL=0: not).
+run_sweep() {
+  local sp=$1 sk=${6:-kernels/$1/kernel.cu} set knobs key kv
+  local -a variants args controls=("")
+  [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
+  IFS=';' read -ra variants <<<"$3"
+  mkdir -p "$OUT/sweep"
+  for set in $2; do
+    for knobs in "${controls[@]}" "${variants[@]}"; do
+      args=(); [[ $set != - ]] && for kv in ${set//+/ }; do args+=(--set "$kv"); done
+      for kv in $knobs; do args+=(--knob "$kv"); done
+      key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
+      [[ $4 == 1 ]] || args+=(--no-hidden)
+      $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
+      python3 -c "
+import json,sys; j=json.load(open(sys.argv[1]))
+print(sys.argv[2], j.get('verdict'), ' '.join('%.2f' % c['timing']['median_us'] for c in j.get('cases', []) if 'timing' in c))" \
+        "$OUT/sweep/$sp$key.json" "$sp$key"
+    done
+  done
+  ( cd "$OUT" && tar czf "$5.tgz" sweep && rm -rf sweep )
 }
 
 for stage in "$@"; do
@@ -259,27 +285,27 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # Knob settings of one kernel through the evaluator, without hidden shapes (not ranked):
       # SWEEP="CHUNKS=2 THREADS=256;CTAS_PER_SM=4" (settings split by ';'), SWEEP_KERNEL,
       # SWEEP_PROBLEM, SWEEP_SETS (e.g. "rounding=rceil rounding=floor"; a setting's pairs joined
-      # by +: "rounding=rceil+variant=clamped").
-      mkdir -p "$OUT/sweep"
-      sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}; sk=${SWEEP_KERNEL:-kernels/$sp/kernel.cu}
-      IFS=';' read -ra settings <<<"${SWEEP:-}"
-      for set in ${SWEEP_SETS:--}; do
-        # SWEEP_CONTROL=0 leaves out the default setting (already measured in this run).
-        controls=(""); [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
-        for knobs in "${controls[@]}" "${settings[@]}"; do
-          args=(); [[ $set != - ]] && for kv in ${set//+/ }; do args+=(--set "$kv"); done
-          for kv in $knobs; do args+=(--knob "$kv"); done
-          key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
-          # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default).
-          [[ ${SWEEP_HIDDEN:-0} == 1 ]] || args+=(--no-hidden)
-          $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
-          python3 -c "
-import json,sys; j=json.load(open(sys.argv[1]))
-print(sys.argv[2], j.get('verdict'), ' '.join('%.2f' % c['timing']['median_us'] for c in j.get('cases', []) if 'timing' in c))" \
-            "$OUT/sweep/$sp$key.json" "$sp$key"
-        done
-      done
-      ( cd "$OUT" && tar czf "sweep-$sp.tgz" sweep && rm -rf sweep ) ;;
+      # by +: "rounding=rceil+variant=clamped"). SWEEP_CONTROL=0 leaves out the default knobs;
+      # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default).
+      sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}
+      run_sweep "$sp" "${SWEEP_SETS:--}" "${SWEEP:-}" "${SWEEP_HIDDEN:-0}" "sweep-$sp" \
+        "${SWEEP_KERNEL:-}" ;;
+    queue)
+      # The sweep queue (kernels/sweeps.txt, or SWEEP_QUEUE) in order, each entry with its own
+      # control, until QUEUE_BUDGET_S seconds (default 480) have passed; then bench/sweep_table.py.
+      queue_file=${SWEEP_QUEUE:-kernels/sweeps.txt}
+      start=$(date +%s); n=0
+      python3 scripts/sweep_queue.py check "$queue_file" || { status=1; continue; }
+      while IFS=$'\t' read -r qp qsets qvariants qhidden; do
+        n=$((n + 1))
+        if (( $(date +%s) - start >= ${QUEUE_BUDGET_S:-480} )); then
+          echo "queue: entry $n ($qp $qsets) not started: QUEUE_BUDGET_S reached"; continue
+        fi
+        echo "queue: entry $n: $qp [$qsets] $qvariants"
+        run_sweep "$qp" "$qsets" "$qvariants" "$qhidden" "queue-$(printf %02d $n)-$qp"
+      done < <(python3 scripts/sweep_queue.py list "$queue_file")
+      python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
+        --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.
       for mode in strict off; do

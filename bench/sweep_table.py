@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Knob sweeps side by side: the `warpsmith eval --json` results of the `sweep` and `queue` stages of
+scripts/gpu_session.sh, each variant against the default knobs of the same problem and setting in the
+same run (the control the stage measures first).
+
+Usage: sweep_table.py DIR [--json OUT] [--gpu-csv FILE] [--command TEXT]
+  DIR holds eval JSON (any *.json with "problem" and "cases", at any depth; .tgz files are read too).
+
+Per variant and bench shape: the median, its fraction of speed-of-light, and control / variant
+(above 1: the variant is faster). The geomean of those ratios ranks the variants of a setting.
+A variant whose verdict is not ok shows its verdict and message instead.
+"""
+import argparse, glob, io, json, math, os, sys, tarfile
+from collections import defaultdict
+
+
+def load_results(root):
+    """Every eval result under root (plain files and members of .tgz archives)."""
+    out, seen = [], set()
+
+    def take(name, text):
+        try:
+            j = json.loads(text)
+        except ValueError:
+            return
+        if isinstance(j, dict) and "problem" in j and "cases" in j:
+            key = j.get("evaluation_id") or name
+            if key not in seen:  # an archive and its extracted copy hold the same evaluation
+                seen.add(key)
+                j["_file"] = name
+                out.append(j)
+
+    for path in sorted(glob.glob(os.path.join(root, "**", "*"), recursive=True)):
+        if path.endswith(".json"):
+            with open(path) as f:
+                take(path, f.read())
+        elif path.endswith(".tgz"):
+            with tarfile.open(path) as t:
+                for m in t.getmembers():
+                    if m.isfile() and m.name.endswith(".json"):
+                        take(f"{path}:{m.name}", t.extractfile(m).read().decode())
+    return out
+
+
+def shape_key(case):
+    s = case.get("shape") or {}
+    return " ".join(f"{k}{v}" for k, v in sorted(s.items())) if isinstance(s, dict) else str(s)
+
+
+def bench_times(r):
+    """{shape: (median_us, of_sol)} of the timed bench cases."""
+    t = {}
+    for c in r.get("cases", []):
+        tm = c.get("timing")
+        if c.get("kind") == "bench" and tm and tm.get("median_us"):
+            sol = c.get("sol_us") or 0
+            t[shape_key(c)] = (tm["median_us"], sol / tm["median_us"] if sol else None)
+    return t
+
+
+def is_control(r):
+    return os.path.basename(r["_file"].split(":")[-1]).endswith("_.json")
+
+
+def setting_text(r):
+    p = r.get("params") or {}
+    return "+".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
+
+
+def variant_text(r, control):
+    if control is None:
+        return " ".join(f"{k}={v}" for k, v in sorted((r.get("knobs") or {}).items()))
+    ck = control.get("knobs") or {}
+    diff = {k: v for k, v in (r.get("knobs") or {}).items() if ck.get(k) != v}
+    return " ".join(f"{k}={v}" for k, v in sorted(diff.items())) or "default"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir")
+    ap.add_argument("--json", help="write the table as JSON here")
+    ap.add_argument("--gpu-csv", help="nvidia-smi CSV of the run (name, driver, ...)")
+    ap.add_argument("--command", default="", help="the command that produced DIR, for the record")
+    a = ap.parse_args()
+
+    results = load_results(a.dir)
+    if not results:
+        sys.exit(f"sweep_table: no eval results under {a.dir}")
+    groups = defaultdict(list)
+    for r in results:
+        groups[(r["problem"], setting_text(r))].append(r)
+
+    table = []
+    for (problem, setting), rs in sorted(groups.items()):
+        controls = [r for r in rs if is_control(r)]
+        control = controls[0] if controls else None
+        ct = bench_times(control) if control and control.get("verdict") == "ok" else {}
+        rows = []
+        for r in sorted(rs, key=lambda r: (not is_control(r), r["_file"])):
+            t = bench_times(r)
+            ratios = [ct[s][0] / t[s][0] for s in t if s in ct]
+            row = {"knobs": variant_text(r, control), "verdict": r.get("verdict"),
+                   "bench": {s: {"median_us": round(m, 3), "of_sol": round(f, 4) if f else None,
+                                 "control_over_this": round(ct[s][0] / m, 4) if s in ct else None}
+                             for s, (m, f) in t.items()},
+                   "geomean_control_over_this":
+                       round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 4) if ratios else None}
+            if r.get("verdict") != "ok":
+                row["message"] = str(r.get("message", ""))[:300]
+            rows.append(row)
+        table.append({"problem": problem, "setting": setting, "control_found": control is not None,
+                      "variants": rows})
+        print(f"== {problem} [{setting}]" + ("" if control else " (no control in this run)"))
+        shapes = sorted({s for row in rows for s in row["bench"]})
+        print(f"  {'variant':<40} " + "  ".join(shapes) + "  (median us, x control/variant)")
+        for row in rows:
+            if row["verdict"] != "ok":
+                print(f"  {row['knobs']:<40} {row['verdict']}: {row.get('message', '')[:120]}")
+                continue
+            cells = []
+            for s in shapes:
+                b = row["bench"].get(s)
+                if not b:
+                    cells.append("-")
+                    continue
+                ratio = f" x{b['control_over_this']:.3f}" if b["control_over_this"] else ""
+                cells.append(f"{b['median_us']:.2f}{ratio}")
+            g = row["geomean_control_over_this"]
+            print(f"  {row['knobs']:<40} {'  '.join(cells)}" + (f"  | geomean x{g:.3f}" if g else ""))
+
+    if a.json:
+        meta = {"command": a.command, "method": "warpsmith eval --json per variant (the evaluator's "
+                "timing protocol); control_over_this = the default knobs' median in the same run over "
+                "the variant's (above 1: the variant is faster)"}
+        if a.gpu_csv and os.path.exists(a.gpu_csv):
+            with open(a.gpu_csv) as f:
+                lines = [l.strip() for l in f if l.strip()]
+            if len(lines) >= 2:
+                vals = [v.strip() for v in lines[1].split(",")]
+                meta.update({"gpu": vals[0], "driver": vals[1] if len(vals) > 1 else None})
+        meta["devices_in_results"] = sorted({str((r.get("device") or {}).get("name")) for r in results})
+        with open(a.json, "w") as f:
+            json.dump({**meta, "sweeps": table}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

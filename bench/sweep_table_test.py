@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Tests of bench/sweep_table.py on a synthetic sweep: the control is the file gpu_session.sh names
+<problem><setting>_.json, variants show only the knobs they change, the ratio's direction, an archive
+and its extracted copy count once, a failed variant shows its verdict. Exit 1 on a failure."""
+import io, json, os, subprocess, sys, tarfile, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def result(eid, knobs, us, verdict="ok"):
+    return {"problem": "p", "params": {"rounding": "rceil"}, "knobs": knobs, "verdict": verdict,
+            "evaluation_id": eid, "message": "boom" if verdict != "ok" else "",
+            "cases": [{"kind": "test", "shape": {"M": 8}},
+                      {"kind": "bench", "shape": {"M": 64, "K": 32}, "sol_us": 50.0,
+                       "timing": {"median_us": us}}] if verdict == "ok" else []}
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep = os.path.join(tmp, "sweep")
+        os.makedirs(sweep)
+        files = {"prounding-rceil_.json": result("a", {"X": 1, "Y": 2}, 100.0),
+                 "prounding-rceil_X-2.json": result("b", {"X": 2, "Y": 2}, 80.0),
+                 "prounding-rceil_Y-3.json": result("c", {"X": 1, "Y": 3}, 0, verdict="crashed")}
+        for name, obj in files.items():
+            with open(os.path.join(sweep, name), "w") as f:
+                json.dump(obj, f)
+        with tarfile.open(os.path.join(tmp, "sweep-p.tgz"), "w:gz") as t:
+            t.add(sweep, arcname="sweep")
+        out = os.path.join(tmp, "table.json")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), tmp, "--json", out],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print(r.stdout, r.stderr)
+            return 1
+        table = json.load(open(out))["sweeps"]
+        variants = {v["knobs"]: v for v in table[0]["variants"]}
+        if len(table) != 1 or len(table[0]["variants"]) != 3:
+            failures.append(f"one setting, three variants expected: {table}")
+        if set(variants) != {"default", "X=2", "Y=3"}:
+            failures.append(f"variants named by what they change: {sorted(variants)}")
+        ratio = variants.get("X=2", {}).get("geomean_control_over_this")
+        if ratio != 1.25:
+            failures.append(f"control 100 us over variant 80 us is 1.25, got {ratio}")
+        if variants.get("X=2", {}).get("bench", {}).get("K32 M64", {}).get("of_sol") != 0.625:
+            failures.append("of_sol is sol_us over the median")
+        if variants.get("Y=3", {}).get("verdict") != "crashed" or "boom" not in variants["Y=3"].get("message", ""):
+            failures.append("a failed variant keeps its verdict and message")
+        if "x1.250" not in r.stdout:
+            failures.append("the printed table shows the ratio")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
