@@ -291,15 +291,19 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       run_sweep "$sp" "${SWEEP_SETS:--}" "${SWEEP:-}" "${SWEEP_HIDDEN:-0}" "sweep-$sp" \
         "${SWEEP_KERNEL:-}" ;;
     queue)
-      # The sweep queue (kernels/sweeps.txt, or SWEEP_QUEUE) in order, each entry with its own
-      # control, until QUEUE_BUDGET_S seconds (default 480) have passed; then bench/sweep_table.py.
+      # The sweep queue (kernels/sweeps.txt, or SWEEP_QUEUE) in order from entry QUEUE_FROM
+      # (default 1), each entry with its own control, starting none after QUEUE_BUDGET_S seconds
+      # (default 480); then bench/sweep_table.py. The log says where a later call should resume.
       queue_file=${SWEEP_QUEUE:-kernels/sweeps.txt}
-      start=$(date +%s); n=0
+      start=$(date +%s); n=0; resume=
       python3 scripts/sweep_queue.py check "$queue_file" || { status=1; continue; }
       while IFS=$'\t' read -r qp qsets qvariants qhidden; do
         n=$((n + 1))
+        (( n < ${QUEUE_FROM:-1} )) && continue
         if (( $(date +%s) - start >= ${QUEUE_BUDGET_S:-480} )); then
-          echo "queue: entry $n ($qp $qsets) not started: QUEUE_BUDGET_S reached"; continue
+          echo "queue: entry $n ($qp $qsets) not started: QUEUE_BUDGET_S reached"
+          [[ -z ${resume:-} ]] && resume=$n && echo "queue: QUEUE_FROM=$n resumes here"
+          continue
         fi
         echo "queue: entry $n: $qp [$qsets] $qvariants"
         run_sweep "$qp" "$qsets" "$qvariants" "$qhidden" "queue-$(printf %02d $n)-$qp"
