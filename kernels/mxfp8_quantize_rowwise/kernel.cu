@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
               "LOAD_HINT": [0, 3, 4, 1, 2, 5, 6], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
-              "RCEIL_SELECT": [0, 1],
+              "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
@@ -72,6 +72,9 @@
 #ifndef CTAS_PER_SM
 #define CTAS_PER_SM 1048576  // grid cap per SM; one prefetching wave if it fits, see the kernel
 #endif
+#ifndef LANE_PAIRS
+#define LANE_PAIRS 0  // 1: a lane holds 2 adjacent chunks (16 elements), 2 lanes per block
+#endif
 #ifndef RCEIL_SELECT
 #define RCEIL_SELECT 0  // 1: sm_90a's rceil scale without branches (ws::mx::rceil_from_bits_select)
 #endif
@@ -87,21 +90,27 @@ struct Config {
   static constexpr int kChunks = CHUNKS;                     // 16-byte loads in flight per lane
   static constexpr int kBlockElems = 32;                     // elements per E8M0 scale
   static constexpr int kChunkElems = 8;                      // bf16 per 16-byte chunk
-  static constexpr int kLanesPerBlock = kBlockElems / kChunkElems;  // 4
+  static constexpr int kChunksPerBlock = kBlockElems / kChunkElems;  // 4
   static constexpr int kTileChunks = 32 * kChunks;                  // per warp tile
-  static constexpr int kTileBlocks = kTileChunks / kLanesPerBlock;  // 8 * kChunks
+  static constexpr int kTileBlocks = kTileChunks / kChunksPerBlock;  // 8 * kChunks
   static constexpr int kScaleRounds = (kTileBlocks + 31) / 32;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
   static constexpr ws::LoadHint kLoadHint = static_cast<ws::LoadHint>(LOAD_HINT);  // same values
   static constexpr bool kStoreCs = STORE_CS != 0;
+  // A lane's loads u and u+1 (u even) are adjacent chunks: one 16-byte q store, one amax shuffle.
+  static constexpr bool kLanePairs = LANE_PAIRS != 0;
   // CTAS_PER_SM CTAs fit on an SM at once (2048 threads): one wave, next tile prefetched.
   static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
-  static constexpr int kMinBlocks = kOneWave ? CTAS_PER_SM : 1;  // per SM, for __launch_bounds__
+  // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store; left
+  // alone, ptxas gives them 40 registers, 3/4 occupancy. Full occupancy keeps the bytes in flight.
+  static constexpr int kMinBlocks =
+      kOneWave ? CTAS_PER_SM : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
-static_assert(Config::kLanesPerBlock == 4, "the amax shuffles assume 4 lanes per block");
+static_assert(Config::kChunksPerBlock == 4, "a block is 4 chunks: 4 lanes, or 2 with LANE_PAIRS");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
+static_assert(!Config::kLanePairs || Config::kChunks % 2 == 0, "LANE_PAIRS=1 needs an even CHUNKS");
 
 using ws::Chunk;
 using ws::kFullMask;
@@ -115,13 +124,24 @@ __device__ __forceinline__ void store_scale(unsigned char* p, unsigned s) {
 
 // ---- one warp tile: kChunks loads of 32 lanes x 16 B, 8*kChunks blocks -------------------------
 
+// The chunk load u of a lane reads; chunk0 = tile * kTileChunks + lane. Quads: load u is 32
+// consecutive chunks, one per lane. Pairs: loads 2p and 2p+1 are 64 consecutive chunks, lane l
+// holding chunks 2l and 2l+1 of them.
+__device__ __forceinline__ long long chunk_at(long long chunk0, int u, int lane) {
+  if constexpr (Config::kLanePairs) {
+    return chunk0 + lane + (u >> 1) * 64 + (u & 1);
+  } else {
+    return chunk0 + u * 32;
+  }
+}
+
 // Issues the tile's loads (all before any use). Chunks past the end read as zeros: K % 32 == 0
-// makes a whole 4-lane block in or out together.
+// makes a whole block (4 lanes, or 2 with pairs) in or out together.
 __device__ __forceinline__ void load_tile(Chunk (&c)[Config::kChunks], const Chunk* x_chunks,
-                                          long long chunk0, long long num_chunks) {
+                                          long long chunk0, long long num_chunks, int lane) {
 #pragma unroll
   for (int u = 0; u < Config::kChunks; ++u) {
-    const long long ci = chunk0 + u * 32;
+    const long long ci = chunk_at(chunk0, u, lane);
     if (ci < num_chunks) {
       c[u] = ws::load_global16<Config::kLoadHint>(x_chunks + ci);
     } else {
@@ -130,19 +150,21 @@ __device__ __forceinline__ void load_tile(Chunk (&c)[Config::kChunks], const Chu
   }
 }
 
-// amax, scales and q of one loaded warp tile; chunk0 = tile * kTileChunks + lane.
-__device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
+// amax, scales and q of one loaded warp tile, 4 lanes per block; chunk0 = tile * kTileChunks +
+// lane.
+__device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kChunks],
                                               unsigned char* q, unsigned char* scales,
                                               long long tile, long long chunk0,
                                               long long num_chunks, int lane) {
-  const long long num_blocks = num_chunks / Config::kLanesPerBlock;
+  const long long num_blocks = num_chunks / Config::kChunksPerBlock;
   unsigned scale[Config::kChunks];  // block (tile, u, lane/4)'s scale, same in its 4 lanes
 #pragma unroll
   for (int u = 0; u < Config::kChunks; ++u) {
     // amax as bf16 bits: |x| is x & 0x7FFF; integer order = magnitude order, NaN above Inf.
     const unsigned amax = ws::mx::amax_quad(c[u]);
 
-    // NaN always, and Inf under floor, give the NaN scale and all-NaN q.
+    // NaN always, and Inf under floor, give the NaN scale and all-NaN q. (Written out here and
+    // in quantize_tile_pairs: a shared helper moved this path's verified sm_100a SASS.)
     const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
     const unsigned s = special ? kE8M0NaN
                                : (Config::kFloor ? ws::mx::floor_scale(amax)
@@ -166,7 +188,7 @@ __device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
   unsigned gathered[Config::kChunks];
 #pragma unroll
   for (int u = 0; u < Config::kChunks; ++u) {
-    gathered[u] = __shfl_sync(kFullMask, scale[u], (lane & 7) * Config::kLanesPerBlock);
+    gathered[u] = __shfl_sync(kFullMask, scale[u], (lane & 7) * Config::kChunksPerBlock);
   }
 #pragma unroll
   for (int r = 0; r < Config::kScaleRounds; ++r) {
@@ -180,6 +202,69 @@ __device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
     if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
   }
 #endif
+}
+
+// The same with 2 lanes per block (LANE_PAIRS=1): loads 2p and 2p+1 give a lane 16 adjacent
+// elements, half a block, so one xor-shuffle completes the amax and q leaves as one 16-byte store
+// (512 contiguous bytes per warp store); pair p of the tile holds blocks 16p .. 16p+15.
+__device__ __forceinline__ void quantize_tile_pairs(const Chunk (&c)[Config::kChunks],
+                                                    unsigned char* q, unsigned char* scales,
+                                                    long long tile, long long chunk0,
+                                                    long long num_chunks, int lane) {
+  constexpr int kPairs = Config::kChunks / 2;
+  const long long num_blocks = num_chunks / Config::kChunksPerBlock;
+  unsigned scale[kPairs];  // block (tile, p, lane/2)'s scale, same in its 2 lanes
+#pragma unroll
+  for (int p = 0; p < kPairs; ++p) {
+    unsigned amax = max(ws::mx::amax_bf16x8(c[2 * p]), ws::mx::amax_bf16x8(c[2 * p + 1]));
+    amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+    const bool special = Config::kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
+    const unsigned s = special ? kE8M0NaN
+                               : (Config::kFloor ? ws::mx::floor_scale(amax)
+                                                 : ws::mx::rceil_scale<RCEIL_SELECT != 0>(amax));
+    scale[p] = s;
+    const float r = ws::mx::scale_reciprocal(special ? 0u : s);
+    unsigned w[4];
+    ws::mx::quantize_bf16x8(c[2 * p], r, w[0], w[1]);
+    ws::mx::quantize_bf16x8(c[2 * p + 1], r, w[2], w[3]);
+    if (special) w[0] = w[1] = w[2] = w[3] = kE4M3NaNx4;
+    const long long ci = chunk_at(chunk0, 2 * p, lane);  // even: the store is 16-byte aligned
+    if (ci < num_chunks) {
+      ws::store_global16<Config::kStoreCs>(q + ci * Config::kChunkElems, w[0], w[1], w[2], w[3]);
+    }
+#if SCALE_STORE == 1
+    if ((lane & 1) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);
+#endif
+  }
+#if SCALE_STORE == 0
+  // Lane l of round r writes block g = 32r + l, which pair g/16 holds in lane 2*(g%16): the
+  // source lane depends on l only, so one shuffle per pair suffices.
+  unsigned gathered[kPairs];
+#pragma unroll
+  for (int p = 0; p < kPairs; ++p) gathered[p] = __shfl_sync(kFullMask, scale[p], 2 * (lane & 15));
+#pragma unroll
+  for (int r = 0; r < Config::kScaleRounds; ++r) {
+    const int g = r * 32 + lane;
+    unsigned s = 0;
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+      if (p == (g >> 4)) s = gathered[p];
+    }
+    const long long bi = tile * Config::kTileBlocks + g;
+    if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
+  }
+#endif
+}
+
+__device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
+                                              unsigned char* q, unsigned char* scales,
+                                              long long tile, long long chunk0,
+                                              long long num_chunks, int lane) {
+  if constexpr (Config::kLanePairs) {
+    quantize_tile_pairs(c, q, scales, tile, chunk0, num_chunks, lane);
+  } else {
+    quantize_tile_quads(c, q, scales, tile, chunk0, num_chunks, lane);
+  }
 }
 
 }  // namespace
@@ -207,19 +292,21 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
     for (; tile < num_tiles; tile += stride) {
       const long long chunk0 = tile * Config::kTileChunks + lane;
       Chunk c[Config::kChunks];  // (kChunks) x 16 B
-      load_tile(c, x_chunks, chunk0, num_chunks);
+      load_tile(c, x_chunks, chunk0, num_chunks, lane);
       quantize_tile(c, q, scales, tile, chunk0, num_chunks, lane);
     }
   } else {
     Chunk next[Config::kChunks];  // (kChunks) x 16 B, in flight while the current tile is quantized
-    if (tile < num_tiles) load_tile(next, x_chunks, tile * Config::kTileChunks + lane, num_chunks);
+    if (tile < num_tiles) {
+      load_tile(next, x_chunks, tile * Config::kTileChunks + lane, num_chunks, lane);
+    }
     for (; tile < num_tiles; tile += stride) {
       Chunk c[Config::kChunks];  // (kChunks) x 16 B
 #pragma unroll
       for (int u = 0; u < Config::kChunks; ++u) c[u] = next[u];
       const long long chunk0 = tile * Config::kTileChunks + lane;
       if (tile + stride < num_tiles) {
-        load_tile(next, x_chunks, chunk0 + stride * Config::kTileChunks, num_chunks);
+        load_tile(next, x_chunks, chunk0 + stride * Config::kTileChunks, num_chunks, lane);
       }
       quantize_tile(c, q, scales, tile, chunk0, num_chunks, lane);
     }
