@@ -27,21 +27,23 @@
 //
 // Knobs: CHUNKS (16-byte loads in flight per lane), THREADS (CTA size), LOAD_HINT (load
 // qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern), RCEIL_SELECT
-// (sm_90a's rceil scale from selects, not branches), CTAS_PER_SM (grid cap: uncapped = one tile
-// per warp; a cap that fits on an SM = one resident wave with the next tile prefetched; a larger
-// cap = several grid-striding waves). Measured on the H200 (real evaluator, read-based L2 flush,
-// median of 200; rceil; SOL fraction against the 2 GiB copy): CHUNKS=2 x THREADS=512 uncapped is
-// the default: 1.029 / 1.017 / 1.021 on 131072x7168 / 131072x2048 / 65536x5120, 0.933 (35.9 us) on
-// 16384x2880. THREADS=256 or 128 give 35.5-35.6 us on the small shape but lose 0.5-0.8% on the
-// large ones (all within run-to-run noise, ~0.5 us on the small shape). 16-byte q stores (pairs of
-// lanes swapping halves) lost 1-2% everywhere. One wave with each CTA owning a CONTIGUOUS range of
-// tiles lost 8-30% (528 far-apart streams, likely poor DRAM locality); the grid-striding one wave
-// (kOneWave, CTAS_PER_SM=4) loses 4-9% at every shape (2026-12-01). LOAD_HINT: plain ld.global.nc
-// (0) or ld.global (3) reach copy speed; any L1::no_allocate / L1::evict_first form (1, 2, 5)
-// loses ~9%; 6 (an L2 evict_first cache policy on the reads) loses 7-12%; SCALE_STORE=1 is 0.5%
-// slower; q stores under an L2 evict_last policy (tried, removed) were neutral on the large shapes
-// and 2-4% slower on the small one (all 2026-12-01). CHUNKS=1 leaves too few bytes in flight.
-// Details: kernels/mxfp8_quantize_rowwise/NOTES.md.
+// (sm_90a's rceil scale from selects, not branches), LANE_PAIRS (2 lanes per block with 16
+// adjacent elements each: one amax shuffle, 16-byte q stores; the Triton peer's layout),
+// CTAS_PER_SM (grid cap: uncapped = one tile per warp; a cap that fits on an SM = one resident
+// wave with the next tile prefetched; a larger cap = several grid-striding waves). Measured on the
+// H200 (real evaluator, read-based L2 flush, median of 200; rceil; SOL fraction against the 2 GiB
+// copy): CHUNKS=2 x THREADS=512 uncapped is the default: 1.029 / 1.017 / 1.021 on 131072x7168 /
+// 131072x2048 / 65536x5120, 0.933 (35.9 us) on 16384x2880. THREADS=256 or 128 give 35.5-35.6 us on
+// the small shape but lose 0.5-0.8% on the large ones (all within run-to-run noise, ~0.5 us on the
+// small shape). 16-byte q stores (pairs of lanes swapping halves) lost 1-2% everywhere. One wave
+// with each CTA owning a CONTIGUOUS range of tiles lost 8-30% (528 far-apart streams, likely poor
+// DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM=4) loses 4-9% at every shape
+// (2026-12-01). LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
+// L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%; 6 (an L2 evict_first cache policy on
+// the reads) loses 7-12%; SCALE_STORE=1 is 0.5% slower; q stores under an L2 evict_last policy
+// (tried, removed) were neutral on the large shapes and 2-4% slower on the small one (all
+// 2026-12-01). CHUNKS=1 leaves too few bytes in flight. Details:
+// kernels/mxfp8_quantize_rowwise/NOTES.md.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu
 //   [--set rounding=floor] [--knob CHUNKS=4 ...]; benchmark against the peers: bench/run.sh.
