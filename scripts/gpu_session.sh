@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, profile, bench.
+# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, profile,
+# bench.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -310,6 +311,47 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       done < <(python3 scripts/sweep_queue.py list "$queue_file")
       python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
         --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;
+    ncu)
+      # Nsight Compute on the rowwise quantizer at NCU_SHAPE (MxK, default 16384x2880), for each
+      # rounding in NCU_SETS: our default knobs, each of NCU_VARIANTS ("LANE_PAIRS=1;RCEIL_SELECT=1"),
+      # and the Triton peer, in one process (bench/profile/rowwise_ncu.py). DRAM bytes read and
+      # written, duration, L2 sectors and hit rate per kernel: CSV to $OUT/ncu.
+      mkdir -p "$OUT/ncu"
+      shape=${NCU_SHAPE:-16384x2880}
+      IFS=';' read -ra nvariants <<<"${NCU_VARIANTS:-}"
+      for r in ${NCU_SETS:-floor rceil}; do
+        entries=()
+        for knobs in "" "${nvariants[@]}"; do
+          args=(--set "rounding=$r"); for kv in $knobs; do args+=(--knob "$kv"); done
+          $ws eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu "${args[@]}" \
+            --compile-only --json >"$OUT/ncu/compile.json" 2>/dev/null
+          entries+=("$(python3 -c "
+import json,sys; j=json.load(open(sys.argv[1]))
+print(json.dumps({'name': sys.argv[2] or 'default', 'knobs': j['knobs'],
+                  'cubin': sys.argv[3] + '/cache/' + j['compile']['hash'] + '.cubin'}))" \
+            "$OUT/ncu/compile.json" "$knobs" "$WS_DIR")")
+        done
+        ( IFS=,; echo "{\"M\": ${shape%x*}, \"K\": ${shape#*x}, \"rounding\": \"$r\", \"kernels\": [${entries[*]}]}" ) \
+          >"$OUT/ncu/manifest-$r.json"
+        ncu --clock-control none --kernel-name regex:'quantize_rowwise|mx_quant_rows' \
+          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active \
+          --csv python3 bench/profile/rowwise_ncu.py "$OUT/ncu/manifest-$r.json" \
+          >"$OUT/ncu/rowwise-$r.csv" 2>"$OUT/ncu/rowwise-$r.err" || status=1
+        python3 - "$OUT/ncu/rowwise-$r.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows:
+    sys.exit(print("ncu: no rows (see the .err file)"))
+head, rows = rows[0], rows[1:]
+ix = {h: i for i, h in enumerate(head)}
+per = collections.defaultdict(dict)
+for r in rows:  # one row per (launch, metric)
+    per[(r[ix["ID"]], r[ix["Kernel Name"]][:40])][r[ix["Metric Name"]]] = r[ix["Metric Value"]]
+for (i, name), m in sorted(per.items(), key=lambda t: int(t[0][0])):
+    print(i, name, " ".join(f"{k.split('__')[1].split('.')[0]}={v}" for k, v in sorted(m.items())))
+PY
+      done
+      rm -f "$OUT/ncu/compile.json" ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.
       for mode in strict off; do
