@@ -770,6 +770,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
   WS_ASSIGN_OR_RETURN(std::string scratch, MakeScratch(opts, dump_bytes + rerun_bytes));
   ScratchCleanup cleanup{scratch, opts.keep_scratch};
+  if (opts.keep_scratch) res.kept_scratch = fs::absolute(scratch).string();
   const uint64_t digest_key = SecureRandom64();
   const std::string digest_key_hex = fmt::format("{:016x}", digest_key);
 

@@ -260,6 +260,9 @@ struct EvalResult {
   std::map<std::string, double> phase_seconds;
   /// Runs the judge repeated because its own side failed (the trusted reference runner), and why.
   std::vector<std::string> retries;
+  /// The runners' scratch folder (job files, results, dumps) when EvaluatorOptions::keep_scratch
+  /// kept it; empty otherwise.
+  std::string kept_scratch;
   /// The device-library headers the candidate was compiled with (LibraryClosure), as they were.
   LibraryHeaders library_headers;
 };

@@ -439,6 +439,7 @@ json ResultJson(const EvalResult& r) {
   if (!r.deep.empty()) res["deep"] = r.deep;
   res["phase_seconds"] = r.phase_seconds;
   if (!r.retries.empty()) res["retries"] = r.retries;
+  if (!r.kept_scratch.empty()) res["kept_scratch"] = r.kept_scratch;
   return res;
 }
 
@@ -459,6 +460,9 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
     std::cout << fmt::format("  deep {}: {}\n", tool, state);
   }
   for (const auto& why : r.retries) std::cout << fmt::format("  retried: {}\n", why);
+  if (!r.kept_scratch.empty()) {
+    std::cout << fmt::format("  scratch kept: {} (job files, results, dumps)\n", r.kept_scratch);
+  }
   if (!r.phase_seconds.empty()) {
     std::string phases;
     for (const auto& [name, s] : r.phase_seconds) phases += fmt::format(" {} {:.2f}", name, s);
@@ -494,7 +498,8 @@ void PrintResult(const EvalResult& r, const ProblemSpec& spec) {
 
 struct EvalArgs {
   std::string problem, file, arch = "sm_90a", kernel_library;
-  bool compile_only = false, as_json = false, no_hidden = false, no_bench = false, deep = false;
+  bool compile_only = false, as_json = false, no_hidden = false, no_bench = false, deep = false,
+       keep_scratch = false;
   int iterations = 0;
   std::vector<std::string> sets, knobs;
 };
@@ -528,6 +533,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   EvaluatorOptions opts;
   opts.workspace = g.workspace;
   opts.kernel_library = a.kernel_library;
+  opts.keep_scratch = a.keep_scratch;
   EvalRequest req;
   req.spec = &*spec;
   req.source = source;
@@ -983,6 +989,9 @@ int Main(int argc, char** argv) {
   eval->add_flag("--no-hidden", ea.no_hidden, "skip hidden shapes (such a result is not ranked)");
   eval->add_flag("--no-bench", ea.no_bench,
                  "skip bench shapes: a quick check, e.g. with --deep (not timed, not ranked)");
+  eval->add_flag("--keep-scratch", ea.keep_scratch,
+                 "keep the runners' job files, results and dumps, and say where (to profile a "
+                 "candidate's runner under ncu, or debug one)");
   eval->add_option("--iterations", ea.iterations,
                    "timed launches per bench shape (default: from its speed-of-light time, "
                    "20-200); a result timed otherwise is not ranked")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, profile,
-# bench.
+# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu,
+# ncu_rowwise, profile, bench.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -311,7 +311,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       done < <(python3 scripts/sweep_queue.py list "$queue_file")
       python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
         --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;
-    ncu)
+    ncu_rowwise)
       # Nsight Compute on the rowwise quantizer at NCU_SHAPE (MxK, default 16384x2880), for each
       # rounding in NCU_SETS: our default knobs, each of NCU_VARIANTS ("LANE_PAIRS=1;RCEIL_SELECT=1"),
       # and the Triton peer, in one process (bench/profile/rowwise_ncu.py). DRAM bytes read and
@@ -337,21 +337,33 @@ print(json.dumps({'name': sys.argv[2] or 'default', 'knobs': j['knobs'],
           --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active \
           --csv python3 bench/profile/rowwise_ncu.py "$OUT/ncu/manifest-$r.json" \
           >"$OUT/ncu/rowwise-$r.csv" 2>"$OUT/ncu/rowwise-$r.err" || status=1
-        python3 - "$OUT/ncu/rowwise-$r.csv" <<'PY'
-import csv, sys, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
-if not rows:
-    sys.exit(print("ncu: no rows (see the .err file)"))
-head, rows = rows[0], rows[1:]
-ix = {h: i for i, h in enumerate(head)}
-per = collections.defaultdict(dict)
-for r in rows:  # one row per (launch, metric)
-    per[(r[ix["ID"]], r[ix["Kernel Name"]][:40])][r[ix["Metric Name"]]] = r[ix["Metric Value"]]
-for (i, name), m in sorted(per.items(), key=lambda t: int(t[0][0])):
-    print(i, name, " ".join(f"{k.split('__')[1].split('.')[0]}={v}" for k, v in sorted(m.items())))
-PY
+        python3 bench/profile/ncu_summary.py "$OUT/ncu/rowwise-$r.csv"
       done
       rm -f "$OUT/ncu/compile.json" ;;
+    ncu)
+      # Nsight Compute on one evaluation's candidate runner, bench shapes only: NCU_PROBLEM
+      # (default mxfp8_quantize_rowwise), NCU_KERNEL (default kernels/<problem>/kernel.cu),
+      # NCU_ARGS (eval arguments: "--set rounding=floor --knob CHUNKS=4"). The evaluation runs
+      # first as usual (--no-hidden, 3 timed launches, scratch kept); then its candidate job,
+      # cut to the bench cases and 2 timed launches, runs again unsandboxed under ncu with the
+      # SpeedOfLight section and DRAM / L2 counters for the plan's kernels. CSV to $OUT/ncu.
+      mkdir -p "$OUT/ncu"
+      p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
+      # shellcheck disable=SC2086  # NCU_ARGS is a word list
+      $ws eval "$p" "${NCU_KERNEL:-kernels/$p/kernel.cu}" ${NCU_ARGS:-} --no-hidden --iterations 3 \
+        --keep-scratch --json >"$OUT/ncu/$p.eval.json" 2>"$OUT/ncu/$p.eval.err"
+      echo "ncu $p: eval $(verdict "$OUT/ncu/$p.eval.json")"
+      if python3 bench/profile/ncu_job.py "$OUT/ncu/$p.eval.json" "$OUT/ncu/$p.job.json" \
+           >"$OUT/ncu/$p.kernels"; then
+        ncu --clock-control none --kernel-name "regex:^($(cat "$OUT/ncu/$p.kernels"))$" \
+          --section SpeedOfLight \
+          --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active \
+          --csv build/ws_runner run "$OUT/ncu/$p.job.json" >"$OUT/ncu/$p.csv" 2>"$OUT/ncu/$p.err" \
+          || status=1
+        python3 bench/profile/ncu_summary.py "$OUT/ncu/$p.csv"
+      else
+        status=1
+      fi ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.
       for mode in strict off; do

@@ -176,6 +176,27 @@ TEST_F(EvalGpuTest, OneWrongByteOnABenchShapeIsCaughtByTheDigest) {
   }
 }
 
+// keep_scratch keeps the runners' job files (to re-run a candidate's job under a profiler) and
+// says where; by default nothing is left behind.
+TEST_F(EvalGpuTest, KeptScratchHoldsTheRunnersJobs) {
+  EvalRequest req = Request(Baseline());
+  req.time_bench = false;
+  req.include_bench = false;
+  auto plain = Evaluate(req, opts_);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->kept_scratch, "");
+  EvaluatorOptions keep = opts_;
+  keep.keep_scratch = true;
+  auto r = Evaluate(req, keep);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+  ASSERT_NE(r->kept_scratch, "");
+  EXPECT_TRUE(fs::exists(r->kept_scratch + "/candidate.job.json"));
+  EXPECT_TRUE(fs::exists(r->kept_scratch + "/reference.job.json"));
+  std::error_code ec;
+  fs::remove_all(r->kept_scratch, ec);
+}
+
 // A plan of several launches is timed as CUDA-graph replays, and the audited run still checks.
 TEST_F(EvalGpuTest, MultiLaunchPlansAreTimedAsGraphs) {
   std::string src = WithExtraLaunch(
