@@ -75,7 +75,7 @@
 #define CTAS_PER_SM 1048576  // grid cap per SM; one prefetching wave if it fits, see the kernel
 #endif
 #ifndef LANE_PAIRS
-#define LANE_PAIRS 0  // 1: a lane holds 2 adjacent chunks (16 elements), 2 lanes per block
+#define LANE_PAIRS 0  // 1 (and CHUNKS even): a lane holds 2 adjacent chunks, 2 lanes per block
 #endif
 #ifndef RCEIL_SELECT
 #define RCEIL_SELECT 0  // 1: sm_90a's rceil scale without branches (ws::mx::rceil_from_bits_select)
@@ -100,7 +100,9 @@ struct Config {
   static constexpr ws::LoadHint kLoadHint = static_cast<ws::LoadHint>(LOAD_HINT);  // same values
   static constexpr bool kStoreCs = STORE_CS != 0;
   // A lane's loads u and u+1 (u even) are adjacent chunks: one 16-byte q store, one amax shuffle.
-  static constexpr bool kLanePairs = LANE_PAIRS != 0;
+  // Pairs need an even CHUNKS; with an odd one LANE_PAIRS=1 keeps the quads (every knob
+  // combination stays a valid kernel for the tuner).
+  static constexpr bool kLanePairs = LANE_PAIRS != 0 && kChunks % 2 == 0;
   // CTAS_PER_SM CTAs fit on an SM at once (2048 threads): one wave, next tile prefetched.
   static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
   // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store; left
@@ -112,7 +114,6 @@ static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole war
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 static_assert(Config::kChunksPerBlock == 4, "a block is 4 chunks: 4 lanes, or 2 with LANE_PAIRS");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
-static_assert(!Config::kLanePairs || Config::kChunks % 2 == 0, "LANE_PAIRS=1 needs an even CHUNKS");
 
 using ws::Chunk;
 using ws::kFullMask;
@@ -209,11 +210,11 @@ __device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kCh
 // The same with 2 lanes per block (LANE_PAIRS=1): loads 2p and 2p+1 give a lane 16 adjacent
 // elements, half a block, so one xor-shuffle completes the amax and q leaves as one 16-byte store
 // (512 contiguous bytes per warp store); pair p of the tile holds blocks 16p .. 16p+15.
+template <int kPairs>
 __device__ __forceinline__ void quantize_tile_pairs(const Chunk (&c)[Config::kChunks],
                                                     unsigned char* q, unsigned char* scales,
                                                     long long tile, long long chunk0,
                                                     long long num_chunks, int lane) {
-  constexpr int kPairs = Config::kChunks / 2;
   const long long num_blocks = num_chunks / Config::kChunksPerBlock;
   unsigned scale[kPairs];  // block (tile, p, lane/2)'s scale, same in its 2 lanes
 #pragma unroll
@@ -263,7 +264,7 @@ __device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
                                               long long tile, long long chunk0,
                                               long long num_chunks, int lane) {
   if constexpr (Config::kLanePairs) {
-    quantize_tile_pairs(c, q, scales, tile, chunk0, num_chunks, lane);
+    quantize_tile_pairs<Config::kChunks / 2>(c, q, scales, tile, chunk0, num_chunks, lane);
   } else {
     quantize_tile_quads(c, q, scales, tile, chunk0, num_chunks, lane);
   }
