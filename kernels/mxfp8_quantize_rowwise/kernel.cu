@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
-              "LOAD_HINT": [0, 3, 4, 1, 2, 5, 6], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
+              "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
@@ -40,7 +40,8 @@
 // DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM=4) loses 4-9% at every shape
 // (2026-12-01). LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
 // L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%; 6 (an L2 evict_first cache policy on
-// the reads) loses 7-12%; SCALE_STORE=1 is 0.5% slower; q stores under an L2 evict_last policy
+// the reads) loses 7-12% (the plan offers the tuner 0, 3 and 4 only; the others stay in
+// ws/memory.cuh); SCALE_STORE=1 is 0.5% slower; q stores under an L2 evict_last policy
 // (tried, removed) were neutral on the large shapes and 2-4% slower on the small one (all
 // 2026-12-01). CHUNKS=1 leaves too few bytes in flight. Details:
 // kernels/mxfp8_quantize_rowwise/NOTES.md.
