@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu,
-# ncu_rowwise, profile, bench.
+# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, profile,
+# bench.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -311,58 +311,40 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       done < <(python3 scripts/sweep_queue.py list "$queue_file")
       python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
         --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;
-    ncu_rowwise)
-      # Nsight Compute on the rowwise quantizer at NCU_SHAPE (MxK, default 16384x2880), for each
-      # rounding in NCU_SETS: our default knobs, each of NCU_VARIANTS ("LANE_PAIRS=1;RCEIL_SELECT=1"),
-      # and the Triton peer, in one process (bench/profile/rowwise_ncu.py). DRAM bytes read and
-      # written, duration, L2 sectors and hit rate per kernel: CSV to $OUT/ncu.
-      mkdir -p "$OUT/ncu"
-      shape=${NCU_SHAPE:-16384x2880}
-      IFS=';' read -ra nvariants <<<"${NCU_VARIANTS:-}"
-      for r in ${NCU_SETS:-floor rceil}; do
-        entries=()
-        for knobs in "" "${nvariants[@]}"; do
-          args=(--set "rounding=$r"); for kv in $knobs; do args+=(--knob "$kv"); done
-          $ws eval mxfp8_quantize_rowwise kernels/mxfp8_quantize_rowwise/kernel.cu "${args[@]}" \
-            --compile-only --json >"$OUT/ncu/compile.json" 2>/dev/null
-          entries+=("$(python3 -c "
-import json,sys; j=json.load(open(sys.argv[1]))
-print(json.dumps({'name': sys.argv[2] or 'default', 'knobs': j['knobs'],
-                  'cubin': sys.argv[3] + '/cache/' + j['compile']['hash'] + '.cubin'}))" \
-            "$OUT/ncu/compile.json" "$knobs" "$WS_DIR")")
-        done
-        ( IFS=,; echo "{\"M\": ${shape%x*}, \"K\": ${shape#*x}, \"rounding\": \"$r\", \"kernels\": [${entries[*]}]}" ) \
-          >"$OUT/ncu/manifest-$r.json"
-        ncu --clock-control none --kernel-name regex:'quantize_rowwise|mx_quant_rows' \
-          --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active \
-          --csv python3 bench/profile/rowwise_ncu.py "$OUT/ncu/manifest-$r.json" \
-          >"$OUT/ncu/rowwise-$r.csv" 2>"$OUT/ncu/rowwise-$r.err" || status=1
-        python3 bench/profile/ncu_summary.py "$OUT/ncu/rowwise-$r.csv"
-      done
-      rm -f "$OUT/ncu/compile.json" ;;
     ncu)
       # Nsight Compute on one evaluation's candidate runner, bench shapes only: NCU_PROBLEM
       # (default mxfp8_quantize_rowwise), NCU_KERNEL (default kernels/<problem>/kernel.cu),
       # NCU_ARGS (eval arguments: "--set rounding=floor --knob CHUNKS=4"). The evaluation runs
       # first as usual (--no-hidden, 3 timed launches, scratch kept); then its candidate job,
       # cut to the bench cases and 2 timed launches, runs again unsandboxed under ncu with the
-      # SpeedOfLight section and DRAM / L2 counters for the plan's kernels. CSV to $OUT/ncu.
+      # SpeedOfLight section and DRAM / L2 counters for the plan's kernels. CSV to $OUT/ncu, named
+      # after the problem and NCU_ARGS. For mxfp8_quantize_rowwise the Triton peer is profiled the
+      # same way at the same shapes (bench/profile/rowwise_ncu.py), in its rounding mode.
       mkdir -p "$OUT/ncu"
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
+      tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9=_-' '_')
+      metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
       # shellcheck disable=SC2086  # NCU_ARGS is a word list
       $ws eval "$p" "${NCU_KERNEL:-kernels/$p/kernel.cu}" ${NCU_ARGS:-} --no-hidden --iterations 3 \
-        --keep-scratch --json >"$OUT/ncu/$p.eval.json" 2>"$OUT/ncu/$p.eval.err"
-      echo "ncu $p: eval $(verdict "$OUT/ncu/$p.eval.json")"
-      if python3 bench/profile/ncu_job.py "$OUT/ncu/$p.eval.json" "$OUT/ncu/$p.job.json" \
-           >"$OUT/ncu/$p.kernels"; then
-        ncu --clock-control none --kernel-name "regex:^($(cat "$OUT/ncu/$p.kernels"))$" \
-          --section SpeedOfLight \
-          --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active \
-          --csv build/ws_runner run "$OUT/ncu/$p.job.json" >"$OUT/ncu/$p.csv" 2>"$OUT/ncu/$p.err" \
+        --keep-scratch --json >"$OUT/ncu/$tag.eval.json" 2>"$OUT/ncu/$tag.eval.err"
+      echo "ncu $tag: eval $(verdict "$OUT/ncu/$tag.eval.json")"
+      if python3 bench/profile/ncu_job.py "$OUT/ncu/$tag.eval.json" "$OUT/ncu/$tag.job.json" \
+           >"$OUT/ncu/$tag.kernels"; then
+        ncu --clock-control none --kernel-name "regex:^($(cat "$OUT/ncu/$tag.kernels"))$" \
+          --section SpeedOfLight --metrics "$metrics" --csv \
+          build/ws_runner run "$OUT/ncu/$tag.job.json" >"$OUT/ncu/$tag.csv" 2>"$OUT/ncu/$tag.err" \
           || status=1
-        python3 bench/profile/ncu_summary.py "$OUT/ncu/$p.csv"
+        python3 bench/profile/ncu_summary.py "$OUT/ncu/$tag.csv"
       else
         status=1
+      fi
+      if [[ $p == mxfp8_quantize_rowwise ]]; then
+        r=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('params', {}).get('rounding', 'rceil'))" \
+              "$OUT/ncu/$tag.eval.json" 2>/dev/null || echo rceil)
+        ncu --clock-control none --kernel-name regex:mx_quant_rows --section SpeedOfLight \
+          --metrics "$metrics" --csv python3 bench/profile/rowwise_ncu.py "$r" \
+          >"$OUT/ncu/peer-triton-$r.csv" 2>"$OUT/ncu/peer-triton-$r.err" || status=1
+        python3 bench/profile/ncu_summary.py "$OUT/ncu/peer-triton-$r.csv"
       fi ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.

@@ -154,6 +154,34 @@ __device__ __forceinline__ void load_tile(Chunk (&c)[Config::kChunks], const Chu
   }
 }
 
+// The tile's scales as coalesced byte stores: scale[v] of lane l is the scale of block
+// v * (32 / kLanesPerBlock) + l / kLanesPerBlock of the tile (kGroups loads or pairs of loads,
+// each covering 32 / kLanesPerBlock blocks). Lane l of round r writes block g = 32r + l, which
+// group g / (32 / kLanesPerBlock) holds in lane kLanesPerBlock * (g % (32 / kLanesPerBlock)): the
+// source lane depends on l only, so one shuffle per group suffices.
+template <int kGroups, int kLanesPerBlock>
+__device__ __forceinline__ void store_tile_scales(const unsigned (&scale)[kGroups],
+                                                  unsigned char* scales, long long tile,
+                                                  long long num_blocks, int lane) {
+  constexpr int kBlocksPerGroup = 32 / kLanesPerBlock;
+  unsigned gathered[kGroups];
+#pragma unroll
+  for (int v = 0; v < kGroups; ++v) {
+    gathered[v] = __shfl_sync(kFullMask, scale[v], (lane % kBlocksPerGroup) * kLanesPerBlock);
+  }
+#pragma unroll
+  for (int r = 0; r < Config::kScaleRounds; ++r) {
+    const int g = r * 32 + lane;
+    unsigned s = 0;
+#pragma unroll
+    for (int v = 0; v < kGroups; ++v) {
+      if (v == g / kBlocksPerGroup) s = gathered[v];
+    }
+    const long long bi = tile * Config::kTileBlocks + g;
+    if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
+  }
+}
+
 // amax, scales and q of one loaded warp tile, 4 lanes per block; chunk0 = tile * kTileChunks +
 // lane.
 __device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kChunks],
@@ -177,7 +205,7 @@ __device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kCh
     unsigned lo, hi;
     ws::mx::quantize_bf16x8(c[u], ws::mx::scale_reciprocal(special ? 0u : s), lo, hi);
     if (special) lo = hi = kE4M3NaNx4;
-    const long long ci = chunk0 + u * 32;
+    const long long ci = chunk_at(chunk0, u, lane);
     if (ci < num_chunks) {
       ws::store_global8<Config::kStoreCs>(q + ci * Config::kChunkElems, lo, hi);
     }
@@ -187,24 +215,7 @@ __device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kCh
 #endif
   }
 #if SCALE_STORE == 0
-  // Scales: lane l of round r writes block g = 32r + l of the tile, which load u = g/8 holds in
-  // lane 4*(g%8). The source lane depends on l only, so one shuffle per load suffices.
-  unsigned gathered[Config::kChunks];
-#pragma unroll
-  for (int u = 0; u < Config::kChunks; ++u) {
-    gathered[u] = __shfl_sync(kFullMask, scale[u], (lane & 7) * Config::kChunksPerBlock);
-  }
-#pragma unroll
-  for (int r = 0; r < Config::kScaleRounds; ++r) {
-    const int g = r * 32 + lane;
-    unsigned s = 0;
-#pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      if (u == (g >> 3)) s = gathered[u];
-    }
-    const long long bi = tile * Config::kTileBlocks + g;
-    if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
-  }
+  store_tile_scales<Config::kChunks, 4>(scale, scales, tile, num_blocks, lane);
 #endif
 }
 
@@ -241,22 +252,7 @@ __device__ __forceinline__ void quantize_tile_pairs(const Chunk (&c)[Config::kCh
 #endif
   }
 #if SCALE_STORE == 0
-  // Lane l of round r writes block g = 32r + l, which pair g/16 holds in lane 2*(g%16): the
-  // source lane depends on l only, so one shuffle per pair suffices.
-  unsigned gathered[kPairs];
-#pragma unroll
-  for (int p = 0; p < kPairs; ++p) gathered[p] = __shfl_sync(kFullMask, scale[p], 2 * (lane & 15));
-#pragma unroll
-  for (int r = 0; r < Config::kScaleRounds; ++r) {
-    const int g = r * 32 + lane;
-    unsigned s = 0;
-#pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-      if (p == (g >> 4)) s = gathered[p];
-    }
-    const long long bi = tile * Config::kTileBlocks + g;
-    if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
-  }
+  store_tile_scales<kPairs, 2>(scale, scales, tile, num_blocks, lane);
 #endif
 }
 
