@@ -1,8 +1,16 @@
 /* warpsmith:plan
 { "knobs":  { "WARPS": [8, 4, 16, 2], "CTAS_PER_SM": [4, 2, 3, 8, 16, 1048576],
-              "PREFETCH": [1, 0], "FAST_EXP": [0, 1], "MIN_WARPS_PER_SM": [0, 32, 24],
-              "CLUSTER": [1, 8] },
-  "launch": [ { "kernel": "sm90_f32_router_topk_sigmoid_grouped",
+              "PREFETCH": [1, 0], "FAST_EXP": [0, 1], "MIN_WARPS_PER_SM": [32, 0, 24],
+              "CLUSTER": [1, 8], "DECODE_T": [64, 0, 256], "DECODE_CLUSTER": [8, 1] },
+  "launch": [ { "kernel": "sm90_f32_router_topk_sigmoid_grouped_decode",
+                "when":  "T <= DECODE_T",
+                "grid":  ["round_up(min(ceil_div(T, WARPS), num_sms * CTAS_PER_SM), DECODE_CLUSTER)"],
+                "cluster": ["DECODE_CLUSTER"],
+                "block": ["32 * WARPS"], "smem": "min(NG - 1, 1) * 4 * WARPS * E",
+                "args":  ["logits", "bias", "idx", "w", "counts", "workspace", "T", "E", "K",
+                          "NG", "TG", "SCALE_MILLI"] },
+              { "kernel": "sm90_f32_router_topk_sigmoid_grouped",
+                "when":  "T > DECODE_T",
                 "grid":  ["round_up(min(ceil_div(T, WARPS), num_sms * CTAS_PER_SM), CLUSTER)"],
                 "cluster": ["CLUSTER"],
                 "block": ["32 * WARPS"], "smem": "min(NG - 1, 1) * 4 * WARPS * E",
@@ -86,6 +94,12 @@
 #endif
 #ifndef MIN_WARPS_PER_SM
 #define MIN_WARPS_PER_SM 32  // 0: let ptxas choose the registers
+#endif
+#ifndef DECODE_T
+#define DECODE_T 64  // rows up to which the _decode entry point runs (the plan's when)
+#endif
+#ifndef DECODE_CLUSTER
+#define DECODE_CLUSTER 8  // the _decode entry point's CTAs per cluster
 #endif
 
 namespace {
@@ -346,18 +360,18 @@ __device__ __forceinline__ void route_rows(const float* __restrict__ logits,
 // logits (T,E) f32, bias (E) f32, idx (T,K) i32, w (T,K) f32, counts (E) i32; workspace: ticket
 // (1) u32 and accumulator (E) i32, zero on entry and left zero on exit. Dynamic shared memory:
 // (WARPS,E) f32 for the group fallback when NG > 1.
-extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocks)
-    sm90_f32_router_topk_sigmoid_grouped(const float* __restrict__ logits,
-                                         const float* __restrict__ bias, int* __restrict__ idx,
-                                         float* __restrict__ w, int* __restrict__ counts,
-                                         unsigned* __restrict__ workspace, int T, int E, int K,
-                                         int NG, int TG, int SCALE_MILLI) {
-  __shared__ int hist[Config::kMaxExperts];  // (E) this CTA's choices per expert
-  __shared__ bool is_last;
-  extern __shared__ float group_smem[];      // (WARPS,E) when NG > 1
+// The whole kernel, for both entry points: kCluster CTAs per cluster (1: none).
+template <int kCluster>
+__device__ __forceinline__ void route_kernel(const float* __restrict__ logits,
+                                             const float* __restrict__ bias, int* __restrict__ idx,
+                                             float* __restrict__ w, int* __restrict__ counts,
+                                             unsigned* __restrict__ workspace, int T, int E, int K,
+                                             int NG, int TG, int SCALE_MILLI, int* hist,
+                                             bool* is_last, float* group_smem) {
   for (int e = threadIdx.x; e < E; e += Config::kThreads) hist[e] = 0;
   __syncthreads();
-  if constexpr (CLUSTER > 1) ws::router::cluster_arrive_relaxed();  // this CTA's hist is zero
+  if constexpr (kCluster > 1)
+    ws::router::cluster_arrive_relaxed();  // this CTA's hist is zero
 
   RowShape rs{};
   rs.T = T;
@@ -387,19 +401,53 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   unsigned* ticket = workspace;
   int* acc = reinterpret_cast<int*>(workspace + 1);  // (E)
   __syncthreads();
-  if constexpr (CLUSTER > 1) {
-    if (ws::router::cluster_fold_hist<Config::kThreads, CLUSTER>(hist, counts, E)) return;
+  if constexpr (kCluster > 1) {
+    if (ws::router::cluster_fold_hist<Config::kThreads, kCluster>(hist, counts, E))
+      return;
   }
   for (int e = threadIdx.x; e < E; e += Config::kThreads) {
-    if (hist[e] != 0) atomicAdd(&acc[e], hist[e]);
+    if (hist[e] != 0)
+      atomicAdd(&acc[e], hist[e]);
   }
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) is_last = atomicAdd(ticket, 1u) == gridDim.x / CLUSTER - 1;
+  if (threadIdx.x == 0)
+    *is_last = atomicAdd(ticket, 1u) == gridDim.x / kCluster - 1;
   __syncthreads();
-  if (is_last) {
+  if (*is_last) {
     __threadfence();
     for (int e = threadIdx.x; e < E; e += Config::kThreads) counts[e] = atomicExch(&acc[e], 0);
-    if (threadIdx.x == 0) atomicExch(ticket, 0u);
+    if (threadIdx.x == 0)
+      atomicExch(ticket, 0u);
   }
+}
+
+// Two entry points, picked by the plan's "when": the throughput kernel for T > DECODE_T
+// (registers capped for MIN_WARPS_PER_SM), and _decode for T <= DECODE_T (clusters of
+// DECODE_CLUSTER CTAs fold the histogram in shared memory; registers left to ptxas).
+extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocks)
+    sm90_f32_router_topk_sigmoid_grouped(const float* __restrict__ logits,
+                                         const float* __restrict__ bias, int* __restrict__ idx,
+                                         float* __restrict__ w, int* __restrict__ counts,
+                                         unsigned* __restrict__ workspace, int T, int E, int K,
+                                         int NG, int TG, int SCALE_MILLI) {
+  __shared__ int hist[Config::kMaxExperts];  // (E) this CTA's choices per expert
+  __shared__ bool is_last;
+  extern __shared__ float group_smem[];  // (WARPS,E) when NG > 1
+  route_kernel<CLUSTER>(logits, bias, idx, w, counts, workspace, T, E, K, NG, TG, SCALE_MILLI, hist,
+                        &is_last, group_smem);
+}
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_f32_router_topk_sigmoid_grouped_decode(const float* __restrict__ logits,
+                                                const float* __restrict__ bias,
+                                                int* __restrict__ idx, float* __restrict__ w,
+                                                int* __restrict__ counts,
+                                                unsigned* __restrict__ workspace, int T, int E,
+                                                int K, int NG, int TG, int SCALE_MILLI) {
+  __shared__ int hist[Config::kMaxExperts];  // (E) this CTA's choices per expert
+  __shared__ bool is_last;
+  extern __shared__ float group_smem[];  // (WARPS,E) when NG > 1
+  route_kernel<DECODE_CLUSTER>(logits, bias, idx, w, counts, workspace, T, E, K, NG, TG,
+                               SCALE_MILLI, hist, &is_last, group_smem);
 }

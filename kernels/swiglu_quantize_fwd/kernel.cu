@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs":  { "BLOCK_M": [64, 128, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
-              "FAST_EXP": [1, 0, 2], "STORE_CS": [1, 2, 0], "QT_STAGE": [0, 1], "GROUP_I": [0, 16, 8, 32],
+{ "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "COL_SPLIT": [1, 4, 2] },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
@@ -72,7 +72,7 @@
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1 -DWS_VARIANT=<0|1> -DWS_VARIANT_STANDARD=0 -DWS_VARIANT_CLAMPED=1"
 #endif
 #ifndef BLOCK_M
-#define BLOCK_M 64
+#define BLOCK_M 128
 #endif
 #ifndef BLOCK_I
 #define BLOCK_I 64
@@ -84,10 +84,10 @@
 #define FAST_EXP 1
 #endif
 #ifndef STORE_CS
-#define STORE_CS 1
+#define STORE_CS 2
 #endif
 #ifndef QT_STAGE
-#define QT_STAGE 0
+#define QT_STAGE 1
 #endif
 #ifndef GROUP_I
 #define GROUP_I 0
