@@ -34,7 +34,7 @@
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
 // tile and written one word per q_t row by one thread).
-// DRAM runs (defaults RB 4, KT 2, ORDER 0; the run model of swiglu_quantize_bwd: an isolated run
+// DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
 //              is tiles_m CTAs later (128-1024 at the bench shapes): isolated 256-B runs, 1.7x.
@@ -50,6 +50,11 @@
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 258.1 us (rceil) /
 //   266.2 us (floor), 0.69 / 0.67 of speed-of-light: below the 0.90 target.
+// Since 2026-12-01 the default is GROUP_K 8 with SCALE_WORDS 1: 1.29x the old default in the same
+// run (bench/results/sweeps-h200-2026-12-01-session9.json; GROUP_K 8 alone 1.02x, so the scale
+// words carry most of it); 0.90-0.92 of SOL on the large bench shapes and 0.79-0.84 on
+// 16384x2880, ok at every test, hidden and bench shape, 1.84-1.87x the Triton floor peer
+// (kernels-h200-2026-12-01-session9.json).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_colwise kernels/mxfp8_quantize_colwise/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]

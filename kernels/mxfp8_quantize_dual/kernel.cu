@@ -34,7 +34,7 @@
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
 // tile and written one word per q_t row by one thread).
-// DRAM runs (defaults RB 4, KT 2, ORDER 0; the run model of swiglu_quantize_bwd: an isolated run
+// DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (warp load: 2 rows, 4 lines); K neighbour tiles_m
 //              (128-1024) CTAs later: isolated, 1.7x.
@@ -51,6 +51,9 @@
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 443.3 us (rceil) /
 //   433.9 us (floor).
+// Since 2026-12-01 the default is GROUP_K 8 with SCALE_WORDS 1: 1.31x the old default in the same
+// run (bench/results/sweeps-h200-2026-12-01-session9.json); 0.62-0.78 of SOL, ok at every test,
+// hidden and bench shape, 1.44-1.61x the Triton floor peer (kernels-h200-2026-12-01-session9.json).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]

@@ -31,7 +31,7 @@
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
 // tile and written one word per q_t row by one thread).
-// DRAM runs (defaults RB 4, KT 2, ORDER 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
+// DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
 // 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
 // tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
 // measured 0.69 of SOL (geomean SOL 326.5 us / 474.9 us) between the isolated model (0.55) and
@@ -41,6 +41,10 @@
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape in both modes; bench geomean 474.9 us (rceil)
 //   / 466.9 us (floor).
+// Since 2026-12-01 the default is GROUP_K 8 with SCALE_WORDS 1: 1.06x the old default in the same
+// run (GROUP_K 16 1.07x; bench/results/sweeps-h200-2026-12-01-session9.json); 0.71-0.81 of SOL,
+// ok at every test, hidden and bench shape, 1.51-1.58x the Triton floor peer
+// (kernels-h200-2026-12-01-session9.json).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_expert_weights
 //   kernels/mxfp8_quantize_expert_weights/kernel.cu [--set rounding=floor] [--knob RB=8 ...]

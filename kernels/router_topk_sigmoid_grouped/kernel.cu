@@ -46,25 +46,33 @@
 // Knobs: WARPS (warps per CTA), CTAS_PER_SM (grid cap per SM; 1048576 = one warp per row),
 // PREFETCH (double-buffer the next row), FAST_EXP (__expf in the sigmoid: about 1e-7 absolute,
 // inside the checker's 1e-6 near-tie margin), MIN_WARPS_PER_SM (cap the registers so that many
-// warps fit per SM). Not yet measured on the H200.
+// warps fit per SM).
+// CLUSTER (CTAs per cluster of the throughput kernel), DECODE_T and DECODE_CLUSTER (the rows up
+// to which the _decode entry runs instead, and its CTAs per cluster).
 // Occupancy (H200 first run, MIN_WARPS_PER_SM 0): the E > 512 capacity (32 slots) set the
 // registers of the whole kernel, 154 per thread on sm_90a, so 8 warps per SM were resident
 // while the grid asked for 32 (CTAS_PER_SM 4 x 8 warps): 4 waves of CTAs, each ending in the
 // counts flush, and a dependent chain of redux / shuffle / rescan per row with 2-4 warps per
 // scheduler to hide it. The capacities alone need (sm_90a, ptxas -v on single-capacity copies)
-// 48 / 40 / 55 / 66 / 94 / 146 registers for 1 / 2 / 4 / 8 / 16 / 32 slots, so MIN_WARPS_PER_SM 32 (now the
+// 48 / 40 / 55 / 66 / 94 / 146 registers for 1 / 2 / 4 / 8 / 16 / 32 slots, so MIN_WARPS_PER_SM 32 (the
 // default: 64 registers, 4 CTAs of 8 warps per SM, the whole grid in one wave) costs spills only
 // in the E > 512 path; E 257-512 (S 9-16) spills 104 / 52 bytes at 64 registers (MIN_WARPS_PER_SM 24: 80 registers, none; pair it with CTAS_PER_SM 3). Expected at 16k tokens: latency hidden by 4x
 // (8 -> 32 warps per SM), toward the issue floor (about 900 warp instructions per row at E
 // 256, K 8: ~14 us at 124 rows per SM).
 // Decode (T 64: 8 CTAs): the counts flush is a serial chain of global round trips (reds into
 // the accumulator, a fence, the ticket atomic, the last CTA's fence and atomicExch), about
-// 2-3 us of the 11-12 us measured. CLUSTER 8 (knob; not yet run) launches the grid as clusters
+// 2-3 us of the 11-12 us measured. CLUSTER 8 (knob; the _decode entry's DECODE_CLUSTER) launches the grid as clusters
 // of 8 CTAs: each CTA adds its non-zero bins into rank 0's shared histogram (mapa + red over
 // distributed shared memory) between two cluster barriers; a grid of one cluster (T <= 8 *
 // WARPS) writes counts straight from rank 0's shared memory, larger grids flush one histogram
 // per cluster through the accumulator (the ticket counts clusters). Expected at decode: the
 // chain becomes two cluster barriers (~0.5 us), about 1.5-2 us off.
+// Measured on the H200 (2026-12-01, bench/results/sweeps-h200-2026-12-01-session9.json and
+// kernels-h200-2026-12-01-session9.json): MIN_WARPS_PER_SM 32 is 1.40-1.84x at 16k tokens and
+// 2-10% slower at 64; CLUSTER 8 is 10-17% faster at 64 tokens and 14-18% slower at 16k. So the
+// plan runs two entry points of one body: the capped throughput kernel for T > DECODE_T, and
+// _decode (clusters of 8, registers left to ptxas) for T <= DECODE_T (64): 30.0-55.5 us at 16k
+// tokens (9.2-19.5x torch eager), 9.8 / 10.3 us at 64.
 //
 // Evaluate: build/warpsmith eval router_topk_sigmoid_grouped
 //   kernels/router_topk_sigmoid_grouped/kernel.cu [--knob WARPS=4 ...];

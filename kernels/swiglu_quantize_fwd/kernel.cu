@@ -1,10 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
-              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "COL_SPLIT": [1, 4, 2] },
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32] },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256 || COL_SPLIT != 1) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32) + (COL_SPLIT != 1) * BLOCK_M * BLOCK_I * COL_SPLIT / 16)",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU + MXFP8 in both orientations, hand-tuned: hpre [M,2I] bf16 -> A = act(g,u) in bf16 ->
@@ -34,36 +33,30 @@
 //    sm_100a: rceil via cvt.rp.satfinite.ue8m0x2.f32; sm_90a: from the bits of d).
 // Why it should be fast: one DRAM read of hpre, whole-line q_t writes, BLOCK_M*BLOCK_I*4 bytes
 // of loads in flight per CTA (32 KB at BLOCK_M 128), BLOCK_M*BLOCK_I*2 bytes of shared memory.
-// Not yet timed on the H200. Its first form (QT_STAGE 0, BLOCK_M 64) is swiglu_quantize_bwd's
-// first form, which ran at 0.51 of SOL on every bench shape (see that kernel's header for the
-// model: the transposed output, written as 16-byte halves of sectors and 64 bytes per q_t row per
-// CTA, costs about 5x its bytes); here q_t is 2 of the 5.06 bytes per element, so that form
-// would sit near 0.5 too. Expected with the staged stores: 0.85-0.9 of SOL.
+// Measured on the H200 (2026-12-01, rceil standard, the sweep in
+// bench/results/sweeps-h200-2026-12-01-session9.json): the first form (QT_STAGE 0, BLOCK_M 64)
+// ran at 0.59-0.64 of SOL, as the bwd kernel's first form (its header has the model: q_t written
+// as 16-byte halves of sectors, 64 bytes per q_t row per CTA). The staged form at BLOCK_M 128 with
+// STORE_CS 2 runs 1.40x faster: 431 / 165 / 1781 / 307 us, 0.86-0.89 of SOL. GROUP_I 16, STORE_CS
+// 1 and BLOCK_M 256 x 512 threads land within 4% of it. A COL_SPLIT knob (the first form's
+// columnwise work spread over every warp through one more barrier) lost 28-30% and was removed.
 // Knobs: BLOCK_M (rows per tile; also the q_t run length per CTA), BLOCK_I (columns per tile),
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: q_t only; 0: none), QT_STAGE,
-// GROUP_I (column tiles per CTA group, 0: all), COL_SPLIT (QT_STAGE 0 only).
-// COL_SPLIT 4 (or 2): the columnwise work on every warp. With 1, a task is a column pair x 32 rows,
-// 64 tasks at BLOCK_M = BLOCK_I = 64: 2 of the 8 warps run the whole columnwise phase (about 370
-// dependent instructions each, sm_90a SASS) while the CTA's other warps hold their slots idle,
-// which may be why this kernel and the plain starting kernel both sit near 0.6 of copy. Split, a
-// task is a column pair x 32/COL_SPLIT rows (lanes: pairs; warps: row parts, so the 32-bit tile
-// reads stay conflict-free); the parts' amax meet in shared memory across one more barrier, and
-// each thread stores its 32/COL_SPLIT bytes of both q_t rows (8-byte stores).
+// GROUP_I (column tiles per CTA group, 0: all).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
-// Defaults: the first form (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, STORE_CS 1), its SASS identical
-// to the H200-verified kernel (WS_FIRST_FORM below) until a GPU run of the staged settings says
-// which to promote.
+// Defaults: the staged form, QT_STAGE 1, BLOCK_M 128, STORE_CS 2 (the fastest measured). The
+// first form stays a setting (WS_FIRST_FORM below), compiled to the code that ran on the H200.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
 // warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
-// The split columnwise phase with the .ftz exponent, compiled in CI though not yet run:
-// warpsmith:sass sm_90a COL_SPLIT=4 FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
-// warpsmith:sass sm_100a COL_SPLIT=4 FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
+// The .ftz exponent and reciprocal:
+// warpsmith:sass sm_90a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
+// warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
 
@@ -92,16 +85,12 @@
 #ifndef GROUP_I
 #define GROUP_I 0
 #endif
-#ifndef COL_SPLIT
-#define COL_SPLIT 1
-#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
 // shared memory (the plan's smem is 0 exactly for the first form) and tile_of for the CTA order.
 #define WS_FIRST_FORM                                                                    \
-  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256 && \
-   COL_SPLIT == 1)
+  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
 
 namespace {
 
@@ -128,13 +117,11 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
-  static constexpr int kColSplit = COL_SPLIT;  // QT_STAGE 0: ws::mx::quantize_tile_columns_split
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
 static_assert(Config::kGroupI >= 0, "GROUP_I");
-static_assert(Config::kColSplit == 1 || !Config::kStage, "COL_SPLIT needs QT_STAGE 0");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
 using ws::bf16_hi;
@@ -268,13 +255,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   // Columnwise: task -> column pair p (fastest across lanes), 32-row block rb.
   const int m_blocks = M / 32;
   constexpr int kPairs = Config::kBlockI / 2;
-  if constexpr (!Config::kStage && Config::kColSplit > 1) {
-    // The parts' amax meet after the tile (the plan's smem counts them).
-    ws::mx::quantize_tile_columns_split<Config::kFloor, Config::kStoreCsQt, 1, Config::kBlockM,
-                                        Config::kBlockI, Config::kColSplit, Config::kThreads>(
-        &tile[0][0], reinterpret_cast<unsigned*>(smem + Config::kTileBytes), q_t, scales_t, m0,
-        i0, M, I, tid);
-  } else if constexpr (!Config::kStage) {
+  if constexpr (!Config::kStage) {
 #pragma unroll
     for (int t = 0; t < Config::kTasksPerThread; ++t) {
       const int task = t * Config::kThreads + tid;
