@@ -54,6 +54,7 @@
 // Since 2026-12-01 the default is GROUP_K 8 with SCALE_WORDS 1: 1.31x the old default in the same
 // run (bench/results/sweeps-h200-2026-12-01-session9.json); 0.62-0.78 of SOL, ok at every test,
 // hidden and bench shape, 1.44-1.61x the Triton floor peer (kernels-h200-2026-12-01-session9.json).
+// The run model above predicted 0.92 for GROUP_K 8: some cost it does not count remains.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
