@@ -368,7 +368,8 @@ __device__ __forceinline__ void route_rows(const float* __restrict__ logits,
 // logits (T,E) f32, bias (E) f32, idx (T,K) i32, w (T,K) f32, counts (E) i32; workspace: ticket
 // (1) u32 and accumulator (E) i32, zero on entry and left zero on exit. Dynamic shared memory:
 // (WARPS,E) f32 for the group fallback when NG > 1.
-// The whole kernel, for both entry points: kCluster CTAs per cluster (1: none).
+// The whole kernel, for both entry points: kCluster CTAs per cluster (1: none); hist (E) and
+// is_last live in the calling entry point's shared memory.
 template <int kCluster>
 __device__ __forceinline__ void route_kernel(const float* __restrict__ logits,
                                              const float* __restrict__ bias, int* __restrict__ idx,

@@ -293,7 +293,8 @@ __device__ __forceinline__ void route_rows(const float* __restrict__ logits, int
 
 // logits (T,E) f32, idx (T,K) i32, w (T,K) f32, counts (E) i32; workspace: ticket (1) u32 and
 // accumulator (E) i32, zero on entry and left zero on exit.
-// The whole kernel, for both entry points: kCluster CTAs per cluster (1: none).
+// The whole kernel, for both entry points: kCluster CTAs per cluster (1: none); hist (E) and
+// is_last live in the calling entry point's shared memory.
 template <int kCluster>
 __device__ __forceinline__ void route_kernel(const float* __restrict__ logits,
                                              int* __restrict__ idx, float* __restrict__ w,
