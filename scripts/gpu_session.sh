@@ -54,6 +54,17 @@ setting() {
   key="${1}__$(echo "$2" | sed 's/=/-/g; s/,/__/g')"
 }
 
+# The hand-tuned kernels to run: KERNELS in its own order (so a call cut by its time limit has
+# run the first ones named), else every kernels/<problem>/kernel.cu.
+kernel_files() {
+  local p
+  if [[ -z ${KERNELS:-} ]]; then ls kernels/*/kernel.cu; return; fi
+  for p in $KERNELS; do
+    if [[ -f kernels/$p/kernel.cu ]]; then echo "kernels/$p/kernel.cu"
+    else echo "KERNELS: no kernels/$p/kernel.cu" >&2; fi
+  done
+}
+
 # The verdict, geomean and message of an `eval --json` output, for the log.
 verdict() {
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), j.get('deep') or '', str(j.get('message',''))[:300])" "$1" 2>/dev/null
@@ -182,14 +193,13 @@ print(s['baseline'], s.get('starting_kernel') or s['baseline'])" "problems/$p/sp
       ( cd "$OUT" && tar czf "problems-$(date -u +%H%M%S).tgz" problems && rm -rf problems ) ;;
     kernels)
       # The hand-tuned set: every kernels/<problem>/kernel.cu in every parameter setting (KERNELS
-      # limits the problems), then the peers of each (PEERS=0 skips them). Raw JSON to
+      # limits the problems and sets their order), then the peers of each (PEERS=0 skips them). Raw JSON to
       # $OUT/kernels; bench/kernel_table.py makes the table. DEEP=1: instead, the test shapes
       # only, under compute-sanitizer (eval --deep --no-bench --no-hidden), no peers.
       mkdir -p "$OUT/kernels"
       deep=(); [[ ${DEEP:-0} == 1 ]] && deep=(--deep --no-bench --no-hidden)
-      for k in kernels/*/kernel.cu; do
+      for k in $(kernel_files); do
         p=$(basename "$(dirname "$k")")
-        [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
         for v in $(wanted_variants "problems/$p/spec.json"); do  # SETTINGS limits them
           setting "$p" "$v"
           timeout "${KERNEL_TIMEOUT:-150}" $ws eval "$p" "$k" "${sets[@]}" "${deep[@]}" --json \
@@ -206,9 +216,8 @@ print(s['baseline'], s.get('starting_kernel') or s['baseline'])" "problems/$p/sp
     peers)
       # Only the peers of the hand-tuned set (KERNELS limits the problems), raw JSON to $OUT/peers.
       mkdir -p "$OUT/peers"
-      for k in kernels/*/kernel.cu; do
+      for k in $(kernel_files); do
         p=$(basename "$(dirname "$k")")
-        [[ -n ${KERNELS:-} && " $KERNELS " != *" $p "* ]] && continue
         [[ -f bench/peers/$p.py ]] || continue
         timeout 400 python3 "bench/peers/$p.py" "$OUT/peers/$p.peers.json" >"$OUT/peers/$p.log" 2>&1
         echo "peers $p: rc $?"; tail -2 "$OUT/peers/$p.log"
@@ -371,8 +380,10 @@ done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/gpu.csv"
 cat "$OUT/gpu.csv"
 # Few files come back from the GPU machine: logs travel as one archive, the store as one file.
-[[ -f $WS_DIR/warpsmith.db ]] && sqlite_backup=$(python3 -c "
+if [[ -f $WS_DIR/warpsmith.db ]]; then
+  python3 -c "
 import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)
-" "$WS_DIR/warpsmith.db" "$OUT/warpsmith.db" 2>&1)
+" "$WS_DIR/warpsmith.db" "$OUT/warpsmith.db" >/dev/null 2>&1 || echo "the store did not copy to \$OUT"
+fi
 ( cd "$OUT" && ls *.log >/dev/null 2>&1 && tar czf logs.tgz *.log && rm -f *.log )
 exit $status
