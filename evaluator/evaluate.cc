@@ -603,7 +603,21 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     for (const auto& s : spec.hidden_shapes) shapes.emplace_back("hidden", &s);
   }
   if (req.include_bench) {
-    for (const auto& s : spec.bench_shapes) shapes.emplace_back("bench", &s);
+    for (const auto& s : spec.bench_shapes) {
+      if (!req.bench_where.empty()) {
+        auto on = EvalExpr(req.bench_where, BindSymbols(spec, s, req.params));
+        if (!on.ok()) {
+          return Status::Error("bench_where '{}': {}", req.bench_where, on.status().message());
+        }
+        if (*on == 0) continue;
+      }
+      shapes.emplace_back("bench", &s);
+    }
+    if (!req.bench_where.empty() &&
+        std::none_of(shapes.begin(), shapes.end(), [](const auto& k) { return k.first == "bench"; })) {
+      return Status::Error("bench_where '{}' holds at none of {}'s bench shapes", req.bench_where,
+                           spec.name);
+    }
   }
   auto shape_label = [&](const std::string& kind, const Shape& s, size_t index) {
     // Hidden shapes are never named: their dims must not reach an agent.

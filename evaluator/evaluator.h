@@ -222,6 +222,9 @@ struct EvalRequest {
   bool time_bench = true;                      // time the bench shapes
   bool include_hidden = true;
   bool include_bench = true;                   // false: test (and hidden) shapes only, untimed
+  /// Nonempty: only the bench shapes where this expression (the spec's symbols and parameters,
+  /// as in a plan) is nonzero, e.g. "M <= 128" to sweep a small-M path. Never ranked.
+  std::string bench_where;
   int timing_iterations = 0;                   // timed launches per bench shape; 0: chosen from
                                                // the speed-of-light time (the ranked protocol)
   std::optional<DeviceCeilings> ceilings;      // for speed-of-light

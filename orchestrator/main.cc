@@ -501,6 +501,7 @@ struct EvalArgs {
   bool compile_only = false, as_json = false, no_hidden = false, no_bench = false, deep = false,
        keep_scratch = false;
   int iterations = 0;
+  std::string bench_where;
   std::vector<std::string> sets, knobs;
 };
 
@@ -545,6 +546,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   req.compile_only = a.compile_only;
   req.include_hidden = !a.no_hidden;
   req.include_bench = !a.no_bench;
+  req.bench_where = a.bench_where;
   req.timing_iterations = a.iterations;
   req.deep = a.deep;
   if (!a.compile_only) {
@@ -582,12 +584,16 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
     j["evaluation_id"] = eid ? json(*eid) : json(nullptr);
     j["problem"] = spec->name;
     j["params"] = *params;
+    if (!a.bench_where.empty()) j["bench_where"] = a.bench_where;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format("evaluation {} of {} ({}, {})\n",
                              eid ? std::to_string(*eid) : "(not stored)", a.file, spec->name,
                              ParamsJson(*params));
     PrintResult(r, *spec);
+    if (!a.bench_where.empty()) {
+      std::cout << fmt::format("  bench shapes where {} only: not ranked\n", a.bench_where);
+    }
   }
   // Deep mode was asked for and could not give its answer: never a pass.
   if (std::string why = DeepModeFailure(r); !why.empty()) {
@@ -989,6 +995,9 @@ int Main(int argc, char** argv) {
   eval->add_flag("--no-hidden", ea.no_hidden, "skip hidden shapes (such a result is not ranked)");
   eval->add_flag("--no-bench", ea.no_bench,
                  "skip bench shapes: a quick check, e.g. with --deep (not timed, not ranked)");
+  eval->add_option("--bench-where", ea.bench_where,
+                   "only the bench shapes where EXPR (the problem's symbols and parameters, as in "
+                   "a plan) is nonzero, e.g. 'M <= 128' (not ranked)");
   eval->add_flag("--keep-scratch", ea.keep_scratch,
                  "keep the runners' job files, results and dumps, and say where (to profile a "
                  "candidate's runner under ncu, or debug one)");

@@ -75,7 +75,7 @@ verdict() {
 # JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
 # the default knobs first (SWEEP_CONTROL=0: not).
 run_sweep() {
-  local sp=$1 sk=${6:-kernels/$1/kernel.cu} set knobs key kv
+  local sp=$1 sk=${6:-kernels/$1/kernel.cu} where=${7:--} set knobs key kv
   local -a variants args controls=("")
   [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
   IFS=';' read -ra variants <<<"$3"
@@ -86,6 +86,7 @@ run_sweep() {
       for kv in $knobs; do args+=(--knob "$kv"); done
       key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
       [[ $4 == 1 ]] || args+=(--no-hidden)
+      [[ $where != - ]] && args+=(--bench-where "$where")
       $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
       python3 -c "
 import json,sys; j=json.load(open(sys.argv[1]))
@@ -296,10 +297,11 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # SWEEP="CHUNKS=2 THREADS=256;CTAS_PER_SM=4" (settings split by ';'), SWEEP_KERNEL,
       # SWEEP_PROBLEM, SWEEP_SETS (e.g. "rounding=rceil rounding=floor"; a setting's pairs joined
       # by +: "rounding=rceil+variant=clamped"). SWEEP_CONTROL=0 leaves out the default knobs;
-      # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default).
+      # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default);
+      # SWEEP_WHERE="M <= 128" takes only the bench shapes where it holds (eval --bench-where).
       sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}
       run_sweep "$sp" "${SWEEP_SETS:--}" "${SWEEP:-}" "${SWEEP_HIDDEN:-0}" "sweep-$sp" \
-        "${SWEEP_KERNEL:-}" ;;
+        "${SWEEP_KERNEL:-}" "${SWEEP_WHERE:--}" ;;
     queue)
       # The sweep queue (kernels/sweeps.txt, or SWEEP_QUEUE) in order from entry QUEUE_FROM
       # (default 1), each entry with its own control, starting none after QUEUE_BUDGET_S seconds
@@ -307,7 +309,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       queue_file=${SWEEP_QUEUE:-kernels/sweeps.txt}
       start=$(date +%s); n=0; resume=
       python3 scripts/sweep_queue.py check "$queue_file" || { status=1; continue; }
-      while IFS=$'\t' read -r qp qsets qvariants qhidden; do
+      while IFS=$'\t' read -r qp qsets qvariants qhidden qwhere; do
         n=$((n + 1))
         (( n < ${QUEUE_FROM:-1} )) && continue
         if (( $(date +%s) - start >= ${QUEUE_BUDGET_S:-480} )); then
@@ -316,7 +318,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
           continue
         fi
         echo "queue: entry $n: $qp [$qsets] $qvariants"
-        run_sweep "$qp" "$qsets" "$qvariants" "$qhidden" "queue-$(printf %02d $n)-$qp"
+        run_sweep "$qp" "$qsets" "$qvariants" "$qhidden" "queue-$(printf %02d $n)-$qp" "" "$qwhere"
       done < <(python3 scripts/sweep_queue.py list "$queue_file")
       python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
         --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;

@@ -6,16 +6,23 @@ Usage: sweep_queue.py check [FILE]   every line names a problem with a hand-tune
                                      settings of its spec, and knobs its plan declares with values
                                      the plan allows (exit 1 with each fault otherwise)
        sweep_queue.py list [FILE]    one tab-separated line per entry for scripts/gpu_session.sh:
-                                     problem, settings, variants (';'-separated), hidden (0 or 1)
+                                     problem, settings, variants (';'-separated), hidden (0 or 1),
+                                     the bench-shape filter ('-': none)
+
+OPTIONS: 'hidden' (the hidden shapes too), 'where EXPR' (only the bench shapes where EXPR holds:
+`warpsmith eval --bench-where`), or both, 'hidden' first.
 """
-import json, os, sys
+import json, os, re, sys
+
+FUNCTIONS = {"ceil_div", "round_up", "min", "max"}
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DEFAULT = os.path.normpath(os.path.join(ROOT, "kernels", "sweeps.txt"))
 
 
 def parse(path):
-    """[(line number, problem, [setting], [variant], hidden)]; raises ValueError on bad syntax."""
+    """[(line number, problem, [setting], [variant], hidden, where)]; raises ValueError on bad
+    syntax."""
     entries = []
     with open(path) as f:
         for n, raw in enumerate(f, 1):
@@ -26,15 +33,18 @@ def parse(path):
             if len(fields) != 4:
                 raise ValueError(f"{path}:{n}: want PROBLEM | SETTINGS | VARIANTS | OPTIONS")
             problem, settings, variants, options = fields
-            if options not in ("", "hidden"):
-                raise ValueError(f"{path}:{n}: unknown option '{options}' (only 'hidden')")
+            m = re.fullmatch(r"(hidden)?\s*(?:where\s+(.+))?", options)
+            if not m or (m.group(1) is None and m.group(2) is None and options):
+                raise ValueError(f"{path}:{n}: unknown option '{options}' "
+                                 "(only 'hidden' and 'where EXPR')")
+            hidden, where = m.group(1) is not None, (m.group(2) or "").strip()
             sets = settings.split()
             if sets == ["-"]:
                 sets = []
             vs = [" ".join(v.split()) for v in variants.split(";") if v.strip()]
             if not problem or not vs:
                 raise ValueError(f"{path}:{n}: a problem and at least one variant are needed")
-            entries.append((n, problem, sets, vs, options == "hidden"))
+            entries.append((n, problem, sets, vs, hidden, where))
     return entries
 
 
@@ -50,14 +60,20 @@ def check(path):
         entries = parse(path)
     except ValueError as e:
         return [str(e)]
-    for n, problem, sets, variants, _ in entries:
+    for n, problem, sets, variants, _, bench in entries:
         where = f"{path}:{n}"
         spec_path = os.path.join(ROOT, "problems", problem, "spec.json")
         if not os.path.isfile(spec_path) or not os.path.isfile(
                 os.path.join(ROOT, "kernels", problem, "kernel.cu")):
             faults.append(f"{where}: no problem with a hand-tuned kernel named '{problem}'")
             continue
-        params = json.load(open(spec_path)).get("params", {})
+        spec = json.load(open(spec_path))
+        params = spec.get("params", {})
+        names = set(spec.get("symbols", [])) | set(params) | FUNCTIONS
+        for name in re.findall(r"[A-Za-z_]\w*", bench):
+            if name not in names:
+                faults.append(f"{path}:{n}: '{name}' in the bench filter is no symbol or "
+                              f"parameter of {problem}")
         for s in sets:
             for pair in s.split("+"):
                 name, _, value = pair.partition("=")
@@ -87,8 +103,9 @@ def main():
         print(f"sweep_queue: {len(parse(path)) if not faults else 'faults in'} {path}"
               + ("" if faults else " entries, all valid"))
         return 1 if faults else 0
-    for _, problem, sets, variants, hidden in parse(path):
-        print("\t".join([problem, " ".join(sets) or "-", ";".join(variants), "1" if hidden else "0"]))
+    for _, problem, sets, variants, hidden, where in parse(path):
+        print("\t".join([problem, " ".join(sets) or "-", ";".join(variants), "1" if hidden else "0",
+                         where or "-"]))
     return 0
 
 
