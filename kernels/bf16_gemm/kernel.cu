@@ -71,7 +71,7 @@
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
-#include "ws/memory.cuh"
+#include "ws/gemv.cuh"
 #include "ws/split_k.cuh"
 #include "ws/wgmma.cuh"
 
@@ -468,20 +468,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 #endif
 }
 
-// Decode GEMM (M <= GEMV_M; the plan's first value 0 leaves it out): a stream of B through
-// mma.sync, no TMA, no ring. CTA c owns the GEMV_NT 8-column tiles from 8 * GEMV_NT * c; its warps
-// take turns over K in blocks of GEMV_UNROLL 32-k steps (warp w: blocks w, w + WARPS, ...), so at
-// any time the CTA reads one contiguous run of each of its B rows. Per 32-k step a lane loads 16
-// bytes of B (row n = tile * 8 + lane / 4, k = 8 * (lane % 4) .. + 7: a warp instruction covers 8
-// rows x 64 bytes) with no L1 allocation, and 16 bytes of A rows lane / 4 and lane / 4 + 8 of each
-// 16-row tile (A is small and shared by every CTA: L1 and L2 serve it). The 32 k of a step feed two
-// m16n8k16 MMAs under one relabelling of k, the same for A and B so the sum is unchanged: the
-// fragment's k pairs 2q, 2q+1 / 2q+8, 2q+9 (q = lane % 4) are the loaded k 8q, 8q+1 / 8q+2, 8q+3 in
-// the first MMA and 8q+4 .. 8q+7 in the second. Each warp's fp32 fragments go to shared memory;
-// after one barrier the CTA sums them in warp order (deterministic) and stores bf16 pairs.
-// K % 16 == 0 (the spec): a lane's 8 k are all inside K or all past it (loaded as zeros).
-// Model: B is all the DRAM traffic (N * K * 2 bytes), so the target is copy speed: 13.6 us for
-// M 16, N 4096, K 7168 on the H200 (split-K: 42.8 us, cuBLAS about 22 us).
+// Decode GEMM (M <= GEMV_M; the plan's first value 0 leaves it out): B streamed straight into
+// mma.sync fragments by ws/gemv.cuh (no TMA, no ring, no workspace); the CTA's warps' partials
+// are summed in warp order and stored as bf16 pairs. Model: B is all the DRAM traffic
+// (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200
+// (split-K: 42.8 us, cuBLAS about 22 us).
 namespace {
 
 struct GemvConfig {
@@ -492,15 +483,6 @@ struct GemvConfig {
 static_assert(GEMV_M % 16 == 0 && GEMV_M <= 64, "GEMV_M: 0, 16, 32 or 64");
 static_assert(GemvConfig::kThreads <= 1024, "whole CTA");
 
-// d += a * b on one m16n8k16 tile: a0..a3 the A fragment, b0, b1 the B fragment (bf16 pairs).
-__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                               uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 }  // namespace
 
 // a (M,K), b (N,K), d (M,N), all bf16 row-major; M <= GEMV_M (the plan's when).
@@ -510,120 +492,12 @@ extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)
                               int M, int N, int K) {
   using G = GemvConfig;
   extern __shared__ float4 gemv_red[];  // (kWarps, kMT, kNT, 32 lanes) fp32 fragments
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, q = lane % 4;  // fragment row (A) / column (B), k quarter
-  const int m_tiles = (M + 15) / 16;     // <= kMT
-  const int tiles_n = N / 8;
   const int tile0 = blockIdx.x * G::kNT;
-  const int steps = (K + 31) / 32;
-  const int blocks = (steps + G::kUnroll - 1) / G::kUnroll;
-
-  const char* brow[G::kNT];  // this lane's B row, at its k quarter
-  bool bon[G::kNT];
-#pragma unroll
-  for (int nt = 0; nt < G::kNT; ++nt) {
-    bon[nt] = tile0 + nt < tiles_n;
-    brow[nt] = reinterpret_cast<const char*>(
-                   b + static_cast<long long>(bon[nt] ? (tile0 + nt) * 8 + g : 0) * K) +
-               16 * q;
-  }
-  const char* arow[G::kMT][2];  // A rows g and g + 8 of each 16-row tile
-  bool aon[G::kMT][2];
-#pragma unroll
-  for (int mt = 0; mt < G::kMT; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = mt * 16 + g + 8 * h;
-      aon[mt][h] = r < M;
-      arow[mt][h] =
-          reinterpret_cast<const char*>(a + static_cast<long long>(aon[mt][h] ? r : 0) * K) +
-          16 * q;
-    }
-  }
-
   float acc[G::kMT][G::kNT][4];
-#pragma unroll
-  for (int mt = 0; mt < G::kMT; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < G::kNT; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-    }
-  }
-
-  for (int blk = warp; blk < blocks; blk += G::kWarps) {
-    ws::Chunk bv[G::kUnroll][G::kNT], av[G::kUnroll][G::kMT][2];
-    // Every load of the block first, then its MMAs.
-#pragma unroll
-    for (int u = 0; u < G::kUnroll; ++u) {
-      const int s = blk * G::kUnroll + u;
-      const bool kin = s < steps && s * 32 + 8 * q < K;
-      const long long off = static_cast<long long>(s) * 64;  // bytes of k
-#pragma unroll
-      for (int nt = 0; nt < G::kNT; ++nt) {
-        bv[u][nt] = kin && bon[nt] ? ws::load_global16<ws::LoadHint::kNcNoAllocate>(brow[nt] + off)
-                                   : ws::Chunk{};
-      }
-#pragma unroll
-      for (int mt = 0; mt < G::kMT; ++mt) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          av[u][mt][h] = kin && mt < m_tiles && aon[mt][h]
-                             ? ws::load_global16<ws::LoadHint::kNc>(arow[mt][h] + off)
-                             : ws::Chunk{};
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < G::kUnroll; ++u) {
-#pragma unroll
-      for (int mt = 0; mt < G::kMT; ++mt) {
-        if (mt >= m_tiles)
-          break;  // warp-uniform
-#pragma unroll
-        for (int nt = 0; nt < G::kNT; ++nt) {
-          const ws::Chunk& lo = av[u][mt][0];
-          const ws::Chunk& hi = av[u][mt][1];
-          const ws::Chunk& bb = bv[u][nt];
-          mma_bf16_16816(acc[mt][nt], lo.w[0], hi.w[0], lo.w[1], hi.w[1], bb.w[0], bb.w[1]);
-          mma_bf16_16816(acc[mt][nt], lo.w[2], hi.w[2], lo.w[3], hi.w[3], bb.w[2], bb.w[3]);
-        }
-      }
-    }
-  }
-
-  // The warps' partial sums, then their sum in warp order, as bf16 pairs.
-#pragma unroll
-  for (int mt = 0; mt < G::kMT; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < G::kNT; ++nt) {
-      gemv_red[((warp * G::kMT + mt) * G::kNT + nt) * 32 + lane] =
-          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
-    }
-  }
-  __syncthreads();
-  const int frags = m_tiles * G::kNT * 32;
-  for (int f = threadIdx.x; f < frags; f += G::kThreads) {
-    const int l = f % 32, nt = f / 32 % G::kNT, mt = f / (32 * G::kNT);
-    const int t = tile0 + nt;
-    if (t >= tiles_n)
-      continue;
-    float4 sum = gemv_red[(mt * G::kNT + nt) * 32 + l];
-    for (int w = 1; w < G::kWarps; ++w) {
-      const float4 p = gemv_red[((w * G::kMT + mt) * G::kNT + nt) * 32 + l];
-      sum.x += p.x;
-      sum.y += p.y;
-      sum.z += p.z;
-      sum.w += p.w;
-    }
-    const int col = t * 8 + 2 * (l % 4), r0 = mt * 16 + l / 4;
-    if (r0 < M) {
-      *reinterpret_cast<uint32_t*>(d + static_cast<long long>(r0) * N + col) =
-          ws::pack_bf16(sum.x, sum.y);
-    }
-    if (r0 + 8 < M) {
-      *reinterpret_cast<uint32_t*>(d + static_cast<long long>(r0 + 8) * N + col) =
-          ws::pack_bf16(sum.z, sum.w);
-    }
-  }
+  ws::gemv_mainloop<ws::GemvBf16, G::kMT, G::kNT, G::kWarps, G::kUnroll>(a, b, M, N, K, tile0, acc);
+  ws::gemv_reduce<G::kMT, G::kNT, G::kWarps>(
+      gemv_red, acc, M, N, tile0, [&](int row, int col, float v0, float v1) {
+        *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row) * N + col) =
+            ws::pack_bf16(v0, v1);
+      });
 }

@@ -1,7 +1,9 @@
 /* warpsmith:plan
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2] },
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2],
+             "GEMV_M": [0, 16, 32, 64], "GEMV_NT": [4, 2, 8], "GEMV_WARPS": [8, 16, 4],
+             "GEMV_UNROLL": [2, 1, 4] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -9,17 +11,23 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "SBN"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
                  "zero": true },
-  "launch": [ { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk",
-                "when": "M <= SPLIT_M",
+  "launch": [ { "kernel": "sm90_sm100_fp8_rowwise_gemm_gemv",
+                "when": "M <= GEMV_M",
+                "grid": ["ceil_div(N, 8 * GEMV_NT)"],
+                "block": ["32 * GEMV_WARPS"],
+                "smem": "GEMV_WARPS * ceil_div(max(GEMV_M, 1), 16) * GEMV_NT * 512",
+                "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] },
+              { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk",
+                "when": "M > GEMV_M && M <= SPLIT_M",
                 "grid": ["ceil_div(M, 128) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"],
                 "block": ["384"],
                 "smem": "min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048",
                 "args": ["tma_a", "tma_bs", "a_scale", "b_scale", "d", "workspace",
                          "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma",
-                "when": "M > SPLIT_M",
+                "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (230400 - (EPI > 0) * (264 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (EPI > 0) * (264 * BN + 2048) + 2048",
@@ -52,6 +60,8 @@
 // Knobs: BN (tile N; 128 default: 2 x 64 accumulator registers fit the consumers' budget),
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
+// Decode M (knob GEMV_M, 0 = off, the default until it runs on a GPU): an mma.sync kernel that
+// streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL).
 // Not done: epilogue/MMA overlap on sm_90a, TMA multicast, TMA stores.
 //
 // Evaluate: build/warpsmith eval fp8_rowwise_gemm kernels/fp8_rowwise_gemm/kernel.cu
@@ -60,9 +70,13 @@
 // warpsmith:sass sm_90a EPI=1: QGMMA UTMALDG UBLKCP
 // warpsmith:sass sm_90a EPI=2: QGMMA UTMALDG UBLKCP
 // warpsmith:sass sm_100a EPI=1: UTCQMMA UTMALDG LDTM
+// The decode kernel (GEMV_M): ptxas lowers its e4m3 mma.sync to f16 HMMAs with fp32 accumulation.
+// warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32 LDG.E.NA.128.CONSTANT
+// warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32 LDG.E.NA.128.CONSTANT
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
+#include "ws/gemv.cuh"
 #include "ws/split_k.cuh"
 #include "ws/wgmma.cuh"
 
@@ -83,6 +97,18 @@
 #endif
 #ifndef EPI
 #define EPI 0
+#endif
+#ifndef GEMV_M
+#define GEMV_M 0  // M up to which the plan runs the mma.sync decode kernel (0: never)
+#endif
+#ifndef GEMV_NT
+#define GEMV_NT 4  // its 8-column tiles per CTA
+#endif
+#ifndef GEMV_WARPS
+#define GEMV_WARPS 8  // its warps per CTA, interleaved over K
+#endif
+#ifndef GEMV_UNROLL
+#define GEMV_UNROLL 2  // its 64-k steps loaded before their MMAs, per warp
 #endif
 
 namespace {
@@ -610,4 +636,41 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     }
   }
 #endif
+}
+
+// Decode GEMM (M <= GEMV_M; the plan's first value 0 leaves it out): B streamed straight into
+// m16n8k32 e4m3 mma.sync fragments by ws/gemv.cuh, each 64-k step's products promoted to the fp32
+// accumulator (no TMA, no ring, no workspace); the warps' partials are summed in warp order, then
+// total * (a_scale[row] * b_scale[col]) in fp32, RNE to bf16. Model: B is all the DRAM traffic
+// (N * K bytes): 6.8 us for M 16, N 4096, K 7168 on the H200 (split-K 27.5 us, cuBLASLt about 25).
+namespace {
+
+struct GemvConfig {
+  static constexpr int kMT = GEMV_M > 0 ? (GEMV_M + 15) / 16 : 1;  // 16-row tiles in registers
+  static constexpr int kNT = GEMV_NT, kWarps = GEMV_WARPS, kUnroll = GEMV_UNROLL;
+  static constexpr int kThreads = 32 * kWarps;
+};
+static_assert(GEMV_M % 16 == 0 && GEMV_M <= 64, "GEMV_M: 0, 16, 32 or 64");
+static_assert(GemvConfig::kThreads <= 1024, "whole CTA");
+
+}  // namespace
+
+// a (M,K), b (N,K) e4m3 row-major, a_scale (M), b_scale (N) f32, d (M,N) bf16; M <= GEMV_M.
+extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)
+    sm90_sm100_fp8_rowwise_gemm_gemv(const unsigned char* __restrict__ a,
+                                     const unsigned char* __restrict__ b,
+                                     const float* __restrict__ a_scale,
+                                     const float* __restrict__ b_scale,
+                                     __nv_bfloat16* __restrict__ d, int M, int N, int K) {
+  using G = GemvConfig;
+  extern __shared__ float4 gemv_red[];  // (kWarps, kMT, kNT, 32 lanes) fp32 fragments
+  const int tile0 = blockIdx.x * G::kNT;
+  float acc[G::kMT][G::kNT][4];
+  ws::gemv_mainloop<ws::GemvE4m3, G::kMT, G::kNT, G::kWarps, G::kUnroll>(a, b, M, N, K, tile0, acc);
+  ws::gemv_reduce<G::kMT, G::kNT, G::kWarps>(
+      gemv_red, acc, M, N, tile0, [&](int row, int col, float v0, float v1) {
+        const float sa = a_scale[row];
+        *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row) * N + col) =
+            ws::pack_bf16(v0 * (sa * b_scale[col]), v1 * (sa * b_scale[col + 1]));
+      });
 }

@@ -1,0 +1,179 @@
+// warpsmith device library: the decode (small-M) GEMM that streams B straight into mma.sync
+// fragments, for d[M,N] = a[M,K] b[N,K]^T with M <= 16 * kMT, both operands K-contiguous.
+//
+// A CTA owns kNT 8-column tiles (from tile0); its kWarps warps take blocks of kUnroll k-steps in
+// turn (warp w: blocks w, w + kWarps, ...), so the CTA reads each of its B rows as one advancing
+// run. A k-step is 64 bytes of each row: lane (g = lane / 4, q = lane % 4) loads 16 bytes of B row
+// tile * 8 + g and of A rows g and g + 8 of each 16-row tile, at byte 16 q of the step, all of a
+// block's loads before its MMAs (B with no L1 allocation; A, small and shared by every CTA, through
+// L1 and L2). Those 16 bytes feed two MMAs under one relabelling of k, the same for A and B so the
+// sum is unchanged: in the m16n8k16 (bf16) and m16n8k32 (e4m3) fragments a lane holds k-groups
+// {q, q + 4} of 2 (bf16) or 4 (e4m3) elements in two 32-bit words per row; the first MMA takes the
+// loaded words 0 and 1 as those two groups, the second words 2 and 3. Bytes past K (K % 16 == 0
+// for e4m3, % 8 for bf16: a lane's 16 bytes are all inside or all past) load as zeros.
+// gemv_reduce sums the warps' fp32 fragments in warp order (deterministic) through shared memory.
+#pragma once
+
+#include "ws/memory.cuh"
+
+namespace ws {
+
+/// bf16 x bf16 -> f32, m16n8k16: 32 k per 64-byte step.
+struct GemvBf16 {
+  static constexpr int kElemBytes = 2;
+  static constexpr bool kPromote = false;  // fp32 accumulation in the tensor core
+  __device__ __forceinline__ static void mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                             unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+
+/// e4m3 x e4m3 -> f32, m16n8k32: 64 k per step. kPromote: each step's two MMAs start from zero
+/// and are added to the fp32 accumulator, so no MMA sums more than 64 products, whatever the
+/// target does inside one (Hopper's FP8 wgmma accumulates with fewer bits than fp32; ptxas lowers
+/// this mma.sync on sm_90a and sm_100a to f16 HMMAs with fp32 accumulation, exact for e4m3).
+struct GemvE4m3 {
+  static constexpr int kElemBytes = 1;
+  static constexpr bool kPromote = true;
+  __device__ __forceinline__ static void mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                             unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+
+/// This warp's sums over its k-steps: acc[mt][nt] is the m16n8 fragment of rows 16 mt.., columns
+/// (tile0 + nt) * 8.. (zero where no step fell to the warp). a (M,K), b (N,K) row-major, element
+/// sizes Op::kElemBytes.
+template <class Op, int kMT, int kNT, int kWarps, int kUnroll>
+__device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int M, int N, int K,
+                                              int tile0, float (&acc)[kMT][kNT][4]) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int m_tiles = (M + 15) / 16;  // <= kMT
+  const int tiles_n = N / 8;
+  const long long row_bytes = static_cast<long long>(K) * Op::kElemBytes;
+  const int steps = static_cast<int>((row_bytes + 63) / 64);
+  const int blocks = (steps + kUnroll - 1) / kUnroll;
+
+  const char* brow[kNT];  // this lane's B row, at its 16 bytes of a step
+  bool bon[kNT];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    bon[nt] = tile0 + nt < tiles_n;
+    brow[nt] =
+        static_cast<const char*>(b) + (bon[nt] ? (tile0 + nt) * 8 + g : 0) * row_bytes + 16 * q;
+  }
+  const char* arow[kMT][2];  // A rows g and g + 8 of each 16-row tile
+  bool aon[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = mt * 16 + g + 8 * h;
+      aon[mt][h] = r < M;
+      arow[mt][h] = static_cast<const char*>(a) + (aon[mt][h] ? r : 0) * row_bytes + 16 * q;
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+    }
+  }
+
+  for (int blk = warp; blk < blocks; blk += kWarps) {
+    Chunk bv[kUnroll][kNT], av[kUnroll][kMT][2];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int s = blk * kUnroll + u;
+      const long long off = static_cast<long long>(s) * 64;
+      const bool kin = s < steps && off + 16 * q < row_bytes;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        bv[u][nt] =
+            kin && bon[nt] ? load_global16<LoadHint::kNcNoAllocate>(brow[nt] + off) : Chunk{};
+      }
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          av[u][mt][h] = kin && mt < m_tiles && aon[mt][h]
+                             ? load_global16<LoadHint::kNc>(arow[mt][h] + off)
+                             : Chunk{};
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        if (mt >= m_tiles)
+          break;  // warp-uniform
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          const Chunk& lo = av[u][mt][0];
+          const Chunk& hi = av[u][mt][1];
+          const Chunk& bb = bv[u][nt];
+          if constexpr (Op::kPromote) {
+            float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            Op::mma(part, lo.w[0], hi.w[0], lo.w[1], hi.w[1], bb.w[0], bb.w[1]);
+            Op::mma(part, lo.w[2], hi.w[2], lo.w[3], hi.w[3], bb.w[2], bb.w[3]);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[mt][nt][i] += part[i];
+          } else {
+            Op::mma(acc[mt][nt], lo.w[0], hi.w[0], lo.w[1], hi.w[1], bb.w[0], bb.w[1]);
+            Op::mma(acc[mt][nt], lo.w[2], hi.w[2], lo.w[3], hi.w[3], bb.w[2], bb.w[3]);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// The CTA's sums: every warp's acc through red (kWarps * kMT * kNT * 32 float4 of shared
+/// memory), one barrier, then store(row, col, v0, v1) for each in-bounds pair of output columns
+/// col, col + 1 of row (summed over the warps in warp order). Every thread of the CTA calls it.
+template <int kMT, int kNT, int kWarps, class Store>
+__device__ __forceinline__ void gemv_reduce(float4* red, const float (&acc)[kMT][kNT][4], int M,
+                                            int N, int tile0, Store&& store) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      red[((warp * kMT + mt) * kNT + nt) * 32 + lane] =
+          make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+    }
+  }
+  __syncthreads();
+  const int frags = (M + 15) / 16 * kNT * 32;
+  for (int f = threadIdx.x; f < frags; f += kWarps * 32) {
+    const int l = f % 32, nt = f / 32 % kNT, mt = f / (32 * kNT);
+    const int t = tile0 + nt;
+    if (t >= N / 8)
+      continue;
+    float4 sum = red[(mt * kNT + nt) * 32 + l];
+    for (int w = 1; w < kWarps; ++w) {
+      const float4 p = red[((w * kMT + mt) * kNT + nt) * 32 + l];
+      sum.x += p.x;
+      sum.y += p.y;
+      sum.z += p.z;
+      sum.w += p.w;
+    }
+    const int col = t * 8 + 2 * (l % 4), r0 = mt * 16 + l / 4;
+    if (r0 < M)
+      store(r0, col, sum.x, sum.y);
+    if (r0 + 8 < M)
+      store(r0 + 8, col, sum.z, sum.w);
+  }
+}
+
+}  // namespace ws
