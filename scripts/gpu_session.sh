@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
-# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, profile,
-# bench.
+# campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
+# profile, bench.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -322,6 +322,27 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       done < <(python3 scripts/sweep_queue.py list "$queue_file")
       python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
         --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;
+    harness)
+      # Our kernel timed by the peers' own harness (bench/profile/same_harness.py): each
+      # parameter setting of HARNESS_PROBLEM (default mxfp8_quantize_rowwise; SETTINGS limits
+      # them) is evaluated (--no-hidden, scratch kept, HARNESS_ARGS added), then its bench cases
+      # are launched from Python and timed by the peers' protocol, beside the Triton peer for the
+      # rowwise quantizer. JSON to $OUT/harness; the kept scratch is removed after.
+      mkdir -p "$OUT/harness"
+      p=${HARNESS_PROBLEM:-mxfp8_quantize_rowwise}; evs=()
+      for v in $(wanted_variants "problems/$p/spec.json"); do
+        setting "$p" "$v"
+        # shellcheck disable=SC2086  # HARNESS_ARGS is a word list
+        $ws eval "$p" "kernels/$p/kernel.cu" "${sets[@]}" ${HARNESS_ARGS:-} --no-hidden \
+          --keep-scratch --json >"$OUT/harness/$key.eval.json" 2>"$OUT/harness/$key.eval.err"
+        echo "harness $key: eval $(verdict "$OUT/harness/$key.eval.json")"
+        evs+=("$OUT/harness/$key.eval.json")
+      done
+      python3 bench/profile/same_harness.py "$OUT/harness/$p.json" "${evs[@]}" || status=1
+      for e in "${evs[@]}"; do
+        d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('kept_scratch') or '')" "$e" 2>/dev/null)
+        [[ -n $d && -d $d ]] && rm -rf "$d"
+      done ;;
     ncu)
       # Nsight Compute on one evaluation's candidate runner, bench shapes only: NCU_PROBLEM
       # (default mxfp8_quantize_rowwise), NCU_KERNEL (default kernels/<problem>/kernel.cu),
