@@ -42,7 +42,7 @@ class Module:
     """The job's cubin in torch's (primary) context, its functions by name."""
 
     def __init__(self, path):
-        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # torch's primary context exists and is current
         self.data = open(path, "rb").read()
         self.handle = ctypes.c_void_p()
         check(driver().cuModuleLoadData(ctypes.byref(self.handle), self.data), "cuModuleLoadData")
