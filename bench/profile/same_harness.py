@@ -9,7 +9,8 @@ Usage: same_harness.py OUT.json EVAL.json [EVAL.json ...]
   and after the peer, to show drift); for mxfp8_quantize_rowwise also the Triton peer
   (bench/peers/mxfp8_quantize_rowwise.py, best of its BLOCKS) at that shape, in the evaluation's
   rounding mode. Launches with TMA tensor maps or clusters are not supported (the case is skipped
-  and says so). Not a verdict: inputs are plain random data, nothing is checked.
+  and says so). Not a verdict: inputs are plain random data (so only for kernels whose inputs
+  are values, not indices or offsets), nothing is checked.
 """
 import ctypes, json, os, sys
 
