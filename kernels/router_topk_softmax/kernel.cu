@@ -68,7 +68,7 @@
 // per cluster through the accumulator (the ticket counts clusters). Expected at decode: the
 // chain becomes two cluster barriers (~0.5 us), about 1.5-2 us off.
 // Measured on the H200 (2026-12-01, bench/results/sweeps-h200-2026-12-01-session9.json and
-// kernels-h200-2026-12-01-session9.json): MIN_WARPS_PER_SM 32 is 1.01-1.28x at 16k tokens and 2%
+// kernels-h200-2026-12-01-session9.json): MIN_WARPS_PER_SM 32 is 1.08-1.28x at 16k tokens and 2%
 // slower at 64; CLUSTER 8 is 9% faster at 64 tokens and 14-23% slower at 16k. So the plan runs
 // two entry points of one body: the capped throughput kernel for T > DECODE_T, and _decode
 // (clusters of 8, registers left to ptxas) for T <= DECODE_T (64): 16.5-55.1 us at 16k tokens
