@@ -3,12 +3,11 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "base/files.h"
 #include "evaluator/evaluator.h"
 #include "problems/problems.h"
 
@@ -16,13 +15,6 @@ namespace ws {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 class BenchWhereTest : public testing::Test {
  protected:
@@ -41,7 +33,7 @@ class BenchWhereTest : public testing::Test {
   // plan error before anything compiles.
   EvalRequest Request() {
     std::string source =
-        ReadText(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu");
+        ReadFile(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu").value();
     const std::string anchor = "\"kernel\": \"sm90_bf16_mxfp8_quantize_rowwise\",";
     const size_t at = source.find(anchor);
     EXPECT_NE(at, std::string::npos);

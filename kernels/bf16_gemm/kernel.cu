@@ -473,30 +473,16 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // are summed in warp order and stored as bf16 pairs. Model: B is all the DRAM traffic
 // (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200
 // (split-K: 42.8 us, cuBLAS about 22 us).
-namespace {
-
-struct GemvConfig {
-  static constexpr int kMT = GEMV_M > 0 ? (GEMV_M + 15) / 16 : 1;  // 16-row tiles in registers
-  static constexpr int kNT = GEMV_NT, kWarps = GEMV_WARPS, kUnroll = GEMV_UNROLL;
-  static constexpr int kThreads = 32 * kWarps;
-};
-static_assert(GEMV_M % 16 == 0 && GEMV_M <= 64, "GEMV_M: 0, 16, 32 or 64");
-static_assert(GemvConfig::kThreads <= 1024, "whole CTA");
-
-}  // namespace
+using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL>;
 
 // a (M,K), b (N,K), d (M,N), all bf16 row-major; M <= GEMV_M (the plan's when).
 extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)
     sm90_sm100_bf16_gemm_gemv(const __nv_bfloat16* __restrict__ a,
                               const __nv_bfloat16* __restrict__ b, __nv_bfloat16* __restrict__ d,
                               int M, int N, int K) {
-  using G = GemvConfig;
-  extern __shared__ float4 gemv_red[];  // (kWarps, kMT, kNT, 32 lanes) fp32 fragments
-  const int tile0 = blockIdx.x * G::kNT;
-  float acc[G::kMT][G::kNT][4];
-  ws::gemv_mainloop<ws::GemvBf16, G::kMT, G::kNT, G::kWarps, G::kUnroll>(a, b, M, N, K, tile0, acc);
-  ws::gemv_reduce<G::kMT, G::kNT, G::kWarps>(
-      gemv_red, acc, M, N, tile0, [&](int row, int col, float v0, float v1) {
+  extern __shared__ float4 gemv_red[];  // GemvConfig::kRedBytes
+  ws::gemv<ws::GemvBf16, GemvConfig>(
+      a, b, M, N, K, gemv_red, [&](int row, int col, float v0, float v1) {
         *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row) * N + col) =
             ws::pack_bf16(v0, v1);
       });

@@ -176,4 +176,29 @@ __device__ __forceinline__ void gemv_reduce(float4* red, const float (&acc)[kMT]
   }
 }
 
+/// A decode kernel's shape: kMaxM rows at most (0: the kernel is never launched; one 16-row tile
+/// is still compiled), kNT 8-column tiles per CTA, kWarps warps over K, kUnroll k-steps loaded
+/// ahead. The plan's shared memory is kRedBytes.
+template <int kMaxM, int kNTiles, int kNWarps, int kNUnroll>
+struct GemvConfig {
+  static_assert(kMaxM % 16 == 0 && kMaxM <= 64, "GEMV_M: 0, 16, 32 or 64");
+  static constexpr int kMT = kMaxM > 0 ? kMaxM / 16 : 1;  // 16-row tiles in registers
+  static constexpr int kNT = kNTiles, kWarps = kNWarps, kUnroll = kNUnroll;
+  static constexpr int kThreads = 32 * kWarps;
+  static_assert(kThreads <= 1024, "whole CTA");
+  static constexpr int kRedBytes = kWarps * kMT * kNT * 32 * 16;
+};
+
+/// One CTA of a decode kernel: its kNT column tiles from blockIdx.x * kNT, summed over K by
+/// gemv_mainloop, reduced by gemv_reduce through red (Cfg::kRedBytes of shared memory) and
+/// handed to store(row, col, v0, v1).
+template <class Op, class Cfg, class Store>
+__device__ __forceinline__ void gemv(const void* a, const void* b, int M, int N, int K, float4* red,
+                                     Store&& store) {
+  const int tile0 = blockIdx.x * Cfg::kNT;
+  float acc[Cfg::kMT][Cfg::kNT][4];
+  gemv_mainloop<Op, Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kUnroll>(a, b, M, N, K, tile0, acc);
+  gemv_reduce<Cfg::kMT, Cfg::kNT, Cfg::kWarps>(red, acc, M, N, tile0, store);
+}
+
 }  // namespace ws
