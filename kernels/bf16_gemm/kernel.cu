@@ -2,7 +2,8 @@
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
              "EPI": [0, 1], "GEMV_M": [0, 16, 32, 64], "GEMV_NT": [4, 2, 8],
-             "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [2, 1, 4] },
+             "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [2, 1, 4],
+             "GEMV_KSPLIT": [1, 2, 4, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -14,7 +15,8 @@
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_gemv",
                 "when": "M <= GEMV_M",
-                "grid": ["ceil_div(N, 8 * GEMV_NT)"],
+                "grid": ["ceil_div(N, 8 * GEMV_NT) * GEMV_KSPLIT"],
+                "cluster": ["GEMV_KSPLIT"],
                 "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * ceil_div(max(GEMV_M, 1), 16) * GEMV_NT * 512",
                 "args": ["a", "b", "d", "M", "N", "K"] },
@@ -101,6 +103,9 @@
 #endif
 #ifndef GEMV_UNROLL
 #define GEMV_UNROLL 2  // its 32-k steps loaded before their MMAs, per warp
+#endif
+#ifndef GEMV_KSPLIT
+#define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
 #endif
 
 namespace {
@@ -473,7 +478,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // are summed in warp order and stored as bf16 pairs. Model: B is all the DRAM traffic
 // (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200
 // (split-K: 42.8 us, cuBLAS about 22 us).
-using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL>;
+using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT>;
 
 // a (M,K), b (N,K), d (M,N), all bf16 row-major; M <= GEMV_M (the plan's when).
 extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)

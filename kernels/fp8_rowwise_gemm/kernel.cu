@@ -3,7 +3,8 @@
              "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2],
              "GEMV_M": [0, 16, 32, 64], "GEMV_NT": [4, 2, 8], "GEMV_WARPS": [8, 16, 4],
-             "GEMV_UNROLL": [2, 1, 4] },
+             "GEMV_UNROLL": [2, 1, 4],
+             "GEMV_KSPLIT": [1, 2, 4, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -15,7 +16,8 @@
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_fp8_rowwise_gemm_gemv",
                 "when": "M <= GEMV_M",
-                "grid": ["ceil_div(N, 8 * GEMV_NT)"],
+                "grid": ["ceil_div(N, 8 * GEMV_NT) * GEMV_KSPLIT"],
+                "cluster": ["GEMV_KSPLIT"],
                 "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * ceil_div(max(GEMV_M, 1), 16) * GEMV_NT * 512",
                 "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] },
@@ -109,6 +111,9 @@
 #endif
 #ifndef GEMV_UNROLL
 #define GEMV_UNROLL 2  // its 64-k steps loaded before their MMAs, per warp
+#endif
+#ifndef GEMV_KSPLIT
+#define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
 #endif
 
 namespace {
@@ -643,7 +648,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
 // accumulator (no TMA, no ring, no workspace); the warps' partials are summed in warp order, then
 // total * (a_scale[row] * b_scale[col]) in fp32, RNE to bf16. Model: B is all the DRAM traffic
 // (N * K bytes): 6.8 us for M 16, N 4096, K 7168 on the H200 (split-K 27.5 us, cuBLASLt about 25).
-using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL>;
+using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT>;
 
 // a (M,K), b (N,K) e4m3 row-major, a_scale (M), b_scale (N) f32, d (M,N) bf16; M <= GEMV_M.
 extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)

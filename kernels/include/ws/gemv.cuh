@@ -12,8 +12,16 @@
 // loaded words 0 and 1 as those two groups, the second words 2 and 3. Bytes past K (K % 16 == 0
 // for e4m3, % 8 for bf16: a lane's 16 bytes are all inside or all past) load as zeros.
 // gemv_reduce sums the warps' fp32 fragments in warp order (deterministic) through shared memory.
+//
+// Split K (kSplit > 1, the plan launches clusters of kSplit CTAs): a cluster shares its column
+// tiles and its CTAs take consecutive slices of the k-steps. Every CTA reads all of A for its
+// columns, so A's L2 traffic is (N / (8 kNT)) * |A| whatever the split: the split buys CTAs (bytes
+// in flight) without shrinking kNT. Each CTA sums its warps into its shared memory, and after a
+// cluster barrier rank r adds the cluster's partials for every kSplit-th fragment in rank order
+// through distributed shared memory (deterministic, no workspace, no atomics).
 #pragma once
 
+#include "ws/cluster.cuh"
 #include "ws/memory.cuh"
 
 namespace ws {
@@ -47,12 +55,13 @@ struct GemvE4m3 {
   }
 };
 
-/// This warp's sums over its k-steps: acc[mt][nt] is the m16n8 fragment of rows 16 mt.., columns
-/// (tile0 + nt) * 8.. (zero where no step fell to the warp). a (M,K), b (N,K) row-major, element
-/// sizes Op::kElemBytes.
-template <class Op, int kMT, int kNT, int kWarps, int kUnroll>
+/// This warp's sums over its k-steps of the CTA's slice (slice `part` of kSplit, in blocks of
+/// kUnroll steps): acc[mt][nt] is the m16n8 fragment of rows 16 mt.., columns (tile0 + nt) * 8..
+/// (zero where no step fell to the warp). a (M,K), b (N,K) row-major, element sizes
+/// Op::kElemBytes.
+template <class Op, int kMT, int kNT, int kWarps, int kUnroll, int kSplit = 1>
 __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int M, int N, int K,
-                                              int tile0, float (&acc)[kMT][kNT][4]) {
+                                              int tile0, int part, float (&acc)[kMT][kNT][4]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int m_tiles = (M + 15) / 16;  // <= kMT
@@ -60,6 +69,8 @@ __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int 
   const long long row_bytes = static_cast<long long>(K) * Op::kElemBytes;
   const int steps = static_cast<int>((row_bytes + 63) / 64);
   const int blocks = (steps + kUnroll - 1) / kUnroll;
+  const int per_part = (blocks + kSplit - 1) / kSplit;
+  const int blk_end = min(blocks, (part + 1) * per_part);
 
   const char* brow[kNT];  // this lane's B row, at its 16 bytes of a step
   bool bon[kNT];
@@ -89,7 +100,7 @@ __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int 
     }
   }
 
-  for (int blk = warp; blk < blocks; blk += kWarps) {
+  for (int blk = part * per_part + warp; blk < blk_end; blk += kWarps) {
     Chunk bv[kUnroll][kNT], av[kUnroll][kMT][2];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -138,10 +149,27 @@ __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int 
   }
 }
 
-/// The CTA's sums: every warp's acc through red (kWarps * kMT * kNT * 32 float4 of shared
-/// memory), one barrier, then store(row, col, v0, v1) for each in-bounds pair of output columns
-/// col, col + 1 of row (summed over the warps in warp order). Every thread of the CTA calls it.
-template <int kMT, int kNT, int kWarps, class Store>
+/// Stores fragment f (= (mt * kNT + nt) * 32 + lane) of the CTA's column tiles from tile0: its
+/// in-bounds rows r0 = 16 mt + lane / 4 and r0 + 8, columns col, col + 1.
+template <int kNT, class Store>
+__device__ __forceinline__ void gemv_store_fragment(int f, const float4& sum, int M, int N,
+                                                    int tile0, Store& store) {
+  const int l = f % 32, nt = f / 32 % kNT, mt = f / (32 * kNT);
+  const int t = tile0 + nt;
+  if (t >= N / 8)
+    return;
+  const int col = t * 8 + 2 * (l % 4), r0 = mt * 16 + l / 4;
+  if (r0 < M)
+    store(r0, col, sum.x, sum.y);
+  if (r0 + 8 < M)
+    store(r0 + 8, col, sum.z, sum.w);
+}
+
+/// The CTA's (with kSplit > 1: the cluster's) sums: every warp's acc through red (kWarps * kMT *
+/// kNT * 32 float4 of shared memory), then store(row, col, v0, v1) for each in-bounds pair of
+/// output columns col, col + 1 of row, summed over the warps in warp order and over the cluster
+/// in rank order. Every thread of the CTA (of the cluster) calls it.
+template <int kMT, int kNT, int kWarps, int kSplit, class Store>
 __device__ __forceinline__ void gemv_reduce(float4* red, const float (&acc)[kMT][kNT][4], int M,
                                             int N, int tile0, Store&& store) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -154,51 +182,70 @@ __device__ __forceinline__ void gemv_reduce(float4* red, const float (&acc)[kMT]
     }
   }
   __syncthreads();
+  // Fragment f = (mt * kNT + nt) * 32 + lane: warp 0's slot of red; its thread folds the other
+  // warps into it (with kSplit > 1, for the cluster to read).
   const int frags = (M + 15) / 16 * kNT * 32;
   for (int f = threadIdx.x; f < frags; f += kWarps * 32) {
-    const int l = f % 32, nt = f / 32 % kNT, mt = f / (32 * kNT);
-    const int t = tile0 + nt;
-    if (t >= N / 8)
-      continue;
-    float4 sum = red[(mt * kNT + nt) * 32 + l];
+    float4 sum = red[f];
     for (int w = 1; w < kWarps; ++w) {
-      const float4 p = red[((w * kMT + mt) * kNT + nt) * 32 + l];
+      const float4 p = red[w * kMT * kNT * 32 + f];
       sum.x += p.x;
       sum.y += p.y;
       sum.z += p.z;
       sum.w += p.w;
     }
-    const int col = t * 8 + 2 * (l % 4), r0 = mt * 16 + l / 4;
-    if (r0 < M)
-      store(r0, col, sum.x, sum.y);
-    if (r0 + 8 < M)
-      store(r0 + 8, col, sum.z, sum.w);
+    if constexpr (kSplit > 1) {
+      red[f] = sum;
+    } else {
+      gemv_store_fragment<kNT>(f, sum, M, N, tile0, store);
+    }
+  }
+  if constexpr (kSplit > 1) {
+    cluster_sync();                        // every rank's partials are in its red
+    const unsigned rank = cluster_rank();  // = blockIdx.x % kSplit: 1-D clusters
+    for (int f = static_cast<int>(threadIdx.x * kSplit + rank); f < frags;
+         f += kWarps * 32 * kSplit) {
+      float4 sum = cluster_load_f4(red + f, 0);
+      for (int r = 1; r < kSplit; ++r) {
+        const float4 p = cluster_load_f4(red + f, r);
+        sum.x += p.x;
+        sum.y += p.y;
+        sum.z += p.z;
+        sum.w += p.w;
+      }
+      gemv_store_fragment<kNT>(f, sum, M, N, tile0, store);
+    }
+    cluster_sync();  // no CTA leaves while its red may still be read
   }
 }
 
 /// A decode kernel's shape: kMaxM rows at most (0: the kernel is never launched; one 16-row tile
 /// is still compiled), kNT 8-column tiles per CTA, kWarps warps over K, kUnroll k-steps loaded
-/// ahead. The plan's shared memory is kRedBytes.
-template <int kMaxM, int kNTiles, int kNWarps, int kNUnroll>
+/// ahead, kSplit CTAs per cluster splitting K (the plan's cluster size). The plan's shared memory
+/// is kRedBytes.
+template <int kMaxM, int kNTiles, int kNWarps, int kNUnroll, int kNSplit = 1>
 struct GemvConfig {
   static_assert(kMaxM % 16 == 0 && kMaxM <= 64, "GEMV_M: 0, 16, 32 or 64");
+  static_assert(kNSplit >= 1 && kNSplit <= 8, "GEMV_KSPLIT: a portable cluster size");
   static constexpr int kMT = kMaxM > 0 ? kMaxM / 16 : 1;  // 16-row tiles in registers
-  static constexpr int kNT = kNTiles, kWarps = kNWarps, kUnroll = kNUnroll;
+  static constexpr int kNT = kNTiles, kWarps = kNWarps, kUnroll = kNUnroll, kSplit = kNSplit;
   static constexpr int kThreads = 32 * kWarps;
   static_assert(kThreads <= 1024, "whole CTA");
   static constexpr int kRedBytes = kWarps * kMT * kNT * 32 * 16;
 };
 
-/// One CTA of a decode kernel: its kNT column tiles from blockIdx.x * kNT, summed over K by
-/// gemv_mainloop, reduced by gemv_reduce through red (Cfg::kRedBytes of shared memory) and
-/// handed to store(row, col, v0, v1).
+/// One CTA of a decode kernel: its kNT column tiles from (blockIdx.x / kSplit) * kNT and its K
+/// slice blockIdx.x % kSplit (its cluster rank), summed by gemv_mainloop, reduced by gemv_reduce
+/// through red (Cfg::kRedBytes of shared memory) and handed to store(row, col, v0, v1).
 template <class Op, class Cfg, class Store>
 __device__ __forceinline__ void gemv(const void* a, const void* b, int M, int N, int K, float4* red,
                                      Store&& store) {
-  const int tile0 = blockIdx.x * Cfg::kNT;
+  const int tile0 = static_cast<int>(blockIdx.x) / Cfg::kSplit * Cfg::kNT;
+  const int part = static_cast<int>(blockIdx.x) % Cfg::kSplit;
   float acc[Cfg::kMT][Cfg::kNT][4];
-  gemv_mainloop<Op, Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kUnroll>(a, b, M, N, K, tile0, acc);
-  gemv_reduce<Cfg::kMT, Cfg::kNT, Cfg::kWarps>(red, acc, M, N, tile0, store);
+  gemv_mainloop<Op, Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kUnroll, Cfg::kSplit>(a, b, M, N, K,
+                                                                                tile0, part, acc);
+  gemv_reduce<Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kSplit>(red, acc, M, N, tile0, store);
 }
 
 }  // namespace ws

@@ -4,6 +4,8 @@
 // expert histograms (CLUSTER > 1).
 #pragma once
 
+#include "ws/cluster.cuh"
+
 namespace ws {
 namespace router {
 
@@ -40,20 +42,10 @@ __device__ __forceinline__ void lane_best(const unsigned (&key)[kCap], unsigned&
 // Cluster helpers (CLUSTER > 1): the CTAs of a cluster fold their histograms into rank 0's
 // through distributed shared memory; a grid of one cluster then writes counts directly, with no
 // global atomics, fence or ticket (the decode case: T = 64, 8 CTAs).
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_arrive_release() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
+using ws::cluster_arrive_relaxed;
+using ws::cluster_arrive_release;
+using ws::cluster_rank;
+using ws::cluster_wait;
 /// Adds v to the u32 at shared address `local` (this CTA's layout) in cluster CTA `rank`.
 __device__ __forceinline__ void cluster_red_add(unsigned local, unsigned rank, unsigned v) {
   unsigned remote;
