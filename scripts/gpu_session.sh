@@ -352,7 +352,10 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # SpeedOfLight section and DRAM / L2 counters for the plan's kernels. CSV to $OUT/ncu, named
       # after the problem and NCU_ARGS. For mxfp8_quantize_rowwise the Triton peer is profiled the
       # same way at the same shapes (bench/profile/rowwise_ncu.py), in its rounding mode.
+      # NCU_SECTIONS: the ncu sections (default SpeedOfLight; e.g. "SpeedOfLight WarpStateStats
+      # MemoryWorkloadAnalysis" for stall reasons and cache hit rates).
       mkdir -p "$OUT/ncu"
+      sections=(); for sec in ${NCU_SECTIONS:-SpeedOfLight}; do sections+=(--section "$sec"); done
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
       tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9=_-' '_')
       metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
@@ -363,7 +366,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       if python3 bench/profile/ncu_job.py "$OUT/ncu/$tag.eval.json" "$OUT/ncu/$tag.job.json" \
            >"$OUT/ncu/$tag.kernels"; then
         ncu --clock-control none --kernel-name "regex:^($(cat "$OUT/ncu/$tag.kernels"))$" \
-          --section SpeedOfLight --metrics "$metrics" --csv \
+          "${sections[@]}" --metrics "$metrics" --csv \
           build/ws_runner run "$OUT/ncu/$tag.job.json" >"$OUT/ncu/$tag.csv" 2>"$OUT/ncu/$tag.err" \
           || status=1
         python3 bench/profile/ncu_summary.py "$OUT/ncu/$tag.csv"

@@ -1,8 +1,8 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
-             "EPI": [0, 1], "GEMV_M": [0, 16, 32, 64], "GEMV_NT": [4, 2, 8],
-             "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [2, 1, 4],
+             "EPI": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [4, 2, 8, 1],
+             "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
@@ -59,8 +59,8 @@
 // Knobs: BN (tile N: 256 fills the tensor cores; smaller gives small problems more CTAs),
 // STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
-// Decode M (knob GEMV_M, 0 = off, the default until it runs on a GPU): an mma.sync kernel that
-// streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL).
+// Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
+// streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT).
 // Not done: TMA multicast over a cluster, 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
@@ -93,7 +93,7 @@
 #define EPI 0
 #endif
 #ifndef GEMV_M
-#define GEMV_M 0  // M up to which the plan runs the mma.sync decode kernel (0: never)
+#define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
 #endif
 #ifndef GEMV_NT
 #define GEMV_NT 4  // its 8-column tiles per CTA
@@ -102,7 +102,7 @@
 #define GEMV_WARPS 8  // its warps per CTA, interleaved over K
 #endif
 #ifndef GEMV_UNROLL
-#define GEMV_UNROLL 2  // its 32-k steps loaded before their MMAs, per warp
+#define GEMV_UNROLL 4  // its 32-k steps loaded before their MMAs, per warp
 #endif
 #ifndef GEMV_KSPLIT
 #define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
@@ -473,7 +473,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 #endif
 }
 
-// Decode GEMM (M <= GEMV_M; the plan's first value 0 leaves it out): B streamed straight into
+// Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into
 // mma.sync fragments by ws/gemv.cuh (no TMA, no ring, no workspace); the CTA's warps' partials
 // are summed in warp order and stored as bf16 pairs. Model: B is all the DRAM traffic
 // (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200

@@ -2,8 +2,8 @@
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2],
-             "GEMV_M": [0, 16, 32, 64], "GEMV_NT": [4, 2, 8], "GEMV_WARPS": [8, 16, 4],
-             "GEMV_UNROLL": [2, 1, 4],
+             "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
+             "GEMV_UNROLL": [2, 1, 4, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -62,8 +62,8 @@
 // Knobs: BN (tile N; 128 default: 2 x 64 accumulator registers fit the consumers' budget),
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
-// Decode M (knob GEMV_M, 0 = off, the default until it runs on a GPU): an mma.sync kernel that
-// streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL).
+// Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
+// streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT).
 // Not done: epilogue/MMA overlap on sm_90a, TMA multicast, TMA stores.
 //
 // Evaluate: build/warpsmith eval fp8_rowwise_gemm kernels/fp8_rowwise_gemm/kernel.cu
@@ -101,10 +101,10 @@
 #define EPI 0
 #endif
 #ifndef GEMV_M
-#define GEMV_M 0  // M up to which the plan runs the mma.sync decode kernel (0: never)
+#define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
 #endif
 #ifndef GEMV_NT
-#define GEMV_NT 4  // its 8-column tiles per CTA
+#define GEMV_NT 2  // its 8-column tiles per CTA
 #endif
 #ifndef GEMV_WARPS
 #define GEMV_WARPS 8  // its warps per CTA, interleaved over K
@@ -643,7 +643,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
 #endif
 }
 
-// Decode GEMM (M <= GEMV_M; the plan's first value 0 leaves it out): B streamed straight into
+// Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into
 // m16n8k32 e4m3 mma.sync fragments by ws/gemv.cuh, each 64-k step's products promoted to the fp32
 // accumulator (no TMA, no ring, no workspace); the warps' partials are summed in warp order, then
 // total * (a_scale[row] * b_scale[col]) in fp32, RNE to bf16. Model: B is all the DRAM traffic
