@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
-             "EPI": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [4, 2, 8, 1],
+             "EPI": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8] },
   "tensor_maps": {
@@ -96,7 +96,7 @@
 #define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
 #endif
 #ifndef GEMV_NT
-#define GEMV_NT 4  // its 8-column tiles per CTA
+#define GEMV_NT 2  // its 8-column tiles per CTA
 #endif
 #ifndef GEMV_WARPS
 #define GEMV_WARPS 8  // its warps per CTA, interleaved over K

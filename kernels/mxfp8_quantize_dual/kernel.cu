@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -83,7 +83,7 @@
 #define LOAD_PATH 0
 #endif
 #ifndef STORE_CS
-#define STORE_CS 1
+#define STORE_CS 0  // plain stores: 1.5-2.5% faster than .cs at every bench shape (H200, 2026-12-01)
 #endif
 #ifndef GROUP_K
 #define GROUP_K 8
