@@ -476,8 +476,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into
 // mma.sync fragments by ws/gemv.cuh (no TMA, no ring, no workspace); the CTA's warps' partials
 // are summed in warp order and stored as bf16 pairs. Model: B is all the DRAM traffic
-// (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200
-// (split-K: 42.8 us, cuBLAS about 22 us).
+// (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200;
+// measured 22.3-22.8 us (0.61 of copy; split-K 42.3, cuBLAS 21.8: NOTES.md).
 using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT>;
 
 // a (M,K), b (N,K), d (M,N), all bf16 row-major; M <= GEMV_M (the plan's when).

@@ -647,7 +647,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
 // m16n8k32 e4m3 mma.sync fragments by ws/gemv.cuh, each 64-k step's products promoted to the fp32
 // accumulator (no TMA, no ring, no workspace); the warps' partials are summed in warp order, then
 // total * (a_scale[row] * b_scale[col]) in fp32, RNE to bf16. Model: B is all the DRAM traffic
-// (N * K bytes): 6.8 us for M 16, N 4096, K 7168 on the H200 (split-K 27.5 us, cuBLASLt about 25).
+// (N * K bytes): 6.8 us for M 16, N 4096, K 7168 on the H200; measured 17.2-17.6 us (split-K
+// 27.8-30.6, cuBLASLt 27.7: bf16_gemm/NOTES.md).
 using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT>;
 
 // a (M,K), b (N,K) e4m3 row-major, a_scale (M), b_scale (N) f32, d (M,N) bf16; M <= GEMV_M.
