@@ -70,6 +70,7 @@
 // warpsmith:sass sm_100a EPI=1: UTCHMMA UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
+// warpsmith:sass sm_90a GEMV_KSPLIT=4: HMMA.16816.F32.BF16 UCGABAR_ARV
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
