@@ -3,7 +3,8 @@
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
              "EPI": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
-             "GEMV_KSPLIT": [1, 2, 4, 8] },
+             "GEMV_KSPLIT": [1, 2, 4, 8],
+             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -60,7 +61,8 @@
 // STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
-// streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT).
+// streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
+// GEMV_LOAD, GEMV_ORDER).
 // Not done: TMA multicast over a cluster, 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
@@ -71,6 +73,7 @@
 // warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_90a GEMV_KSPLIT=4: HMMA.16816.F32.BF16 UCGABAR_ARV
+// warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
@@ -107,6 +110,12 @@
 #endif
 #ifndef GEMV_KSPLIT
 #define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
+#endif
+#ifndef GEMV_LOAD
+#define GEMV_LOAD 0  // its B loads: 0 L1 no-allocate, 1 + L2 256-byte fetch, 2 L2 evict-first
+#endif
+#ifndef GEMV_ORDER
+#define GEMV_ORDER 0  // its warps' k-blocks: 0 in turn, 1 contiguous runs
 #endif
 
 namespace {
@@ -479,7 +488,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // are summed in warp order and stored as bf16 pairs. Model: B is all the DRAM traffic
 // (N * K * 2 bytes), so the target is copy speed: 13.6 us for M 16, N 4096, K 7168 on the H200;
 // measured 22.3-22.8 us (0.61 of copy; split-K 42.3, cuBLAS 21.8: NOTES.md).
-using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT>;
+using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
+                                     GEMV_LOAD, GEMV_ORDER>;
 
 // a (M,K), b (N,K), d (M,N), all bf16 row-major; M <= GEMV_M (the plan's when).
 extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)

@@ -4,7 +4,8 @@
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2],
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
-             "GEMV_KSPLIT": [1, 2, 4, 8] },
+             "GEMV_KSPLIT": [1, 2, 4, 8],
+             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -63,7 +64,8 @@
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
-// streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT).
+// streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
+// GEMV_LOAD, GEMV_ORDER).
 // Not done: epilogue/MMA overlap on sm_90a, TMA multicast, TMA stores.
 //
 // Evaluate: build/warpsmith eval fp8_rowwise_gemm kernels/fp8_rowwise_gemm/kernel.cu
@@ -114,6 +116,12 @@
 #endif
 #ifndef GEMV_KSPLIT
 #define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
+#endif
+#ifndef GEMV_LOAD
+#define GEMV_LOAD 0  // its B loads: 0 L1 no-allocate, 1 + L2 256-byte fetch, 2 L2 evict-first
+#endif
+#ifndef GEMV_ORDER
+#define GEMV_ORDER 0  // its warps' k-blocks: 0 in turn, 1 contiguous runs
 #endif
 
 namespace {
@@ -649,7 +657,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
 // total * (a_scale[row] * b_scale[col]) in fp32, RNE to bf16. Model: B is all the DRAM traffic
 // (N * K bytes): 6.8 us for M 16, N 4096, K 7168 on the H200; measured 17.2-17.6 us (split-K
 // 27.8-30.6, cuBLASLt 27.7: bf16_gemm/NOTES.md).
-using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT>;
+using GemvConfig = ws::GemvConfig<GEMV_M, GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
+                                     GEMV_LOAD, GEMV_ORDER>;
 
 // a (M,K), b (N,K) e4m3 row-major, a_scale (M), b_scale (N) f32, d (M,N) bf16; M <= GEMV_M.
 extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)

@@ -59,7 +59,8 @@ struct GemvE4m3 {
 /// kUnroll steps): acc[mt][nt] is the m16n8 fragment of rows 16 mt.., columns (tile0 + nt) * 8..
 /// (zero where no step fell to the warp). a (M,K), b (N,K) row-major, element sizes
 /// Op::kElemBytes.
-template <class Op, int kMT, int kNT, int kWarps, int kUnroll, int kSplit = 1>
+template <class Op, int kMT, int kNT, int kWarps, int kUnroll, int kSplit = 1,
+          LoadHint kLoadB = LoadHint::kNcNoAllocate, int kOrder = 0>
 __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int M, int N, int K,
                                               int tile0, int part, float (&acc)[kMT][kNT][4]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -100,7 +101,14 @@ __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int 
     }
   }
 
-  for (int blk = part * per_part + warp; blk < blk_end; blk += kWarps) {
+  // kOrder 0: the warps take the slice's blocks in turn (the CTA advances along each row
+  // together); 1: each warp takes a contiguous 1/kWarps of them (kWarps runs per row).
+  const int blk0 = part * per_part;
+  const int span = max(0, blk_end - blk0);
+  const int blk_first = kOrder == 0 ? blk0 + warp : blk0 + warp * span / kWarps;
+  const int blk_stop = kOrder == 0 ? blk_end : blk0 + (warp + 1) * span / kWarps;
+  constexpr int kStep = kOrder == 0 ? kWarps : 1;
+  for (int blk = blk_first; blk < blk_stop; blk += kStep) {
     Chunk bv[kUnroll][kNT], av[kUnroll][kMT][2];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -109,8 +117,7 @@ __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int 
       const bool kin = s < steps && off + 16 * q < row_bytes;
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
-        bv[u][nt] =
-            kin && bon[nt] ? load_global16<LoadHint::kNcNoAllocate>(brow[nt] + off) : Chunk{};
+        bv[u][nt] = kin && bon[nt] ? load_global16<kLoadB>(brow[nt] + off) : Chunk{};
       }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
@@ -223,12 +230,21 @@ __device__ __forceinline__ void gemv_reduce(float4* red, const float (&acc)[kMT]
 /// is still compiled), kNT 8-column tiles per CTA, kWarps warps over K, kUnroll k-steps loaded
 /// ahead, kSplit CTAs per cluster splitting K (the plan's cluster size). The plan's shared memory
 /// is kRedBytes.
-template <int kMaxM, int kNTiles, int kNWarps, int kNUnroll, int kNSplit = 1>
+template <int kMaxM, int kNTiles, int kNWarps, int kNUnroll, int kNSplit = 1, int kBLoad = 0,
+          int kNOrder = 0>
 struct GemvConfig {
   static_assert(kMaxM % 16 == 0 && kMaxM <= 64, "GEMV_M: 0, 16, 32 or 64");
   static_assert(kNSplit >= 1 && kNSplit <= 8, "GEMV_KSPLIT: a portable cluster size");
   static constexpr int kMT = kMaxM > 0 ? kMaxM / 16 : 1;  // 16-row tiles in registers
+  static_assert(kBLoad >= 0 && kBLoad <= 2 && (kNOrder == 0 || kNOrder == 1),
+                "GEMV_LOAD, GEMV_ORDER");
   static constexpr int kNT = kNTiles, kWarps = kNWarps, kUnroll = kNUnroll, kSplit = kNSplit;
+  static constexpr int kOrder = kNOrder;  // gemv_mainloop's block order
+  // B's loads: 0 L1 no-allocate; 1 also asks L2 for 256-byte fetches (a row's 64-byte pieces
+  // are read by kUnroll loads in a row); 2 L2 evict-first (B is read once).
+  static constexpr LoadHint kLoadB = kBLoad == 0   ? LoadHint::kNcNoAllocate
+                                     : kBLoad == 1 ? LoadHint::kNcNoAllocateL2_256
+                                                   : LoadHint::kNcL2EvictFirst;
   static constexpr int kThreads = 32 * kWarps;
   static_assert(kThreads <= 1024, "whole CTA");
   static constexpr int kRedBytes = kWarps * kMT * kNT * 32 * 16;
@@ -243,8 +259,8 @@ __device__ __forceinline__ void gemv(const void* a, const void* b, int M, int N,
   const int tile0 = static_cast<int>(blockIdx.x) / Cfg::kSplit * Cfg::kNT;
   const int part = static_cast<int>(blockIdx.x) % Cfg::kSplit;
   float acc[Cfg::kMT][Cfg::kNT][4];
-  gemv_mainloop<Op, Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kUnroll, Cfg::kSplit>(a, b, M, N, K,
-                                                                                tile0, part, acc);
+  gemv_mainloop<Op, Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kUnroll, Cfg::kSplit, Cfg::kLoadB,
+                Cfg::kOrder>(a, b, M, N, K, tile0, part, acc);
   gemv_reduce<Cfg::kMT, Cfg::kNT, Cfg::kWarps, Cfg::kSplit>(red, acc, M, N, tile0, store);
 }
 
