@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "STORE_ORDER": [0, 1] },
   "launch": [ { "kernel": "moe_permute_chunk_counts",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
@@ -40,7 +40,10 @@
 // row would read x K times: at K = 8 that is ~2x the floor's bytes); stores are full lines;
 // nothing waits on atomics. sm_100a: rceil from cvt.rp.satfinite.ue8m0x2.f32.
 // Knobs: CHUNK (tokens per routing chunk: ranking rounds vs. scan length), THREADS (quantize CTA
-// size), CHUNKS (16-byte loads per lane per tile, double-buffered), STORE_CS (st.global.cs).
+// size), CHUNKS (16-byte loads per lane per tile, double-buffered), STORE_CS (st.global.cs),
+// STORE_ORDER (0: a tile's stores go chunk by chunk, each to the K rows; 1: row by row, so each
+// destination row takes its CHUNKS x 256 contiguous bytes back to back: the writes, K times the
+// reads, land on K scattered rows at once, and DRAM pages favour longer runs per row).
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -65,6 +68,9 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef STORE_ORDER
+#define STORE_ORDER 0
+#endif
 
 namespace {
 
@@ -78,6 +84,7 @@ struct Config {
   static constexpr int kTileChunks = 32 * kChunks;
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
   static constexpr bool kStoreCs = STORE_CS != 0;
+  static constexpr bool kRowByRow = STORE_ORDER != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
@@ -238,6 +245,27 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         const int ci = (tile + 1) * Config::kTileChunks + u * 32 + lane;
         next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
       }
+    }
+    if constexpr (Config::kRowByRow) {
+      unsigned lo[Config::kChunks], hi[Config::kChunks], sc[Config::kChunks];
+#pragma unroll
+      for (int u = 0; u < Config::kChunks; ++u) {
+        sc[u] = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo[u], hi[u]);
+      }
+      for (int j = 0; j < K; ++j) {  // the shuffle on all lanes, as below
+        const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
+#pragma unroll
+        for (int u = 0; u < Config::kChunks; ++u) {
+          const int ci = tile * Config::kTileChunks + u * 32 + lane;
+          if (ci < row_chunks) {
+            ws::store_global8<Config::kStoreCs>(q + row * H + ci * 8, lo[u], hi[u]);
+            if ((lane & 3) == 0) {
+              scales[row * row_blocks + (ci >> 2)] = static_cast<unsigned char>(sc[u]);
+            }
+          }
+        }
+      }
+      continue;
     }
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
