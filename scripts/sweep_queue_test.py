@@ -20,7 +20,7 @@ def run(cmd, text):
 def main():
     failures = []
     good = ("# a comment\n\nmxfp8_quantize_rowwise | rounding=rceil rounding=floor | "
-            "LANE_PAIRS=1; THREADS=256  CHUNKS=4 |\nmxfp8_grouped_gemm_fwd | - | SCALE_PIPE=1 | hidden\n"
+            "LANE_PAIRS=1; THREADS=256  CHUNKS=4 |\nmxfp8_grouped_gemm_fwd | - | SCALE_PIPE=0 | hidden\n"
             "bf16_gemm | - | EPI=1 | where M <= 128\n"
             "bf16_gemm | - | EPI=1 | hidden where max(M, 1) <= 128 && K > 16\n")
     r = run("check", good)
@@ -28,7 +28,7 @@ def main():
         failures.append(f"a good queue is refused: {r.stdout}")
     r = run("list", good)
     want = ["mxfp8_quantize_rowwise\trounding=rceil rounding=floor\tLANE_PAIRS=1;THREADS=256 CHUNKS=4\t0\t-",
-            "mxfp8_grouped_gemm_fwd\t-\tSCALE_PIPE=1\t1\t-",
+            "mxfp8_grouped_gemm_fwd\t-\tSCALE_PIPE=0\t1\t-",
             "bf16_gemm\t-\tEPI=1\t0\tM <= 128",
             "bf16_gemm\t-\tEPI=1\t1\tmax(M, 1) <= 128 && K > 16"]
     if r.stdout.splitlines() != want:
