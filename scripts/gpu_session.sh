@@ -353,7 +353,9 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # after the problem and NCU_ARGS. For mxfp8_quantize_rowwise the Triton peer is profiled the
       # same way at the same shapes (bench/profile/rowwise_ncu.py), in its rounding mode.
       # NCU_SECTIONS: the ncu sections (default SpeedOfLight; e.g. "SpeedOfLight WarpStateStats
-      # MemoryWorkloadAnalysis" for stall reasons and cache hit rates).
+      # MemoryWorkloadAnalysis" for stall reasons and cache hit rates). NCU_REPORT=1 also keeps
+      # the .ncu-rep (profile the first NCU_LAUNCHES launches, default 1) and writes its SASS
+      # source page (per-instruction executions and stall samples; needs SourceCounters) as CSV.
       mkdir -p "$OUT/ncu"
       sections=(); for sec in ${NCU_SECTIONS:-SpeedOfLight}; do sections+=(--section "$sec"); done
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
@@ -365,10 +367,20 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       echo "ncu $tag: eval $(verdict "$OUT/ncu/$tag.eval.json")"
       if python3 bench/profile/ncu_job.py "$OUT/ncu/$tag.eval.json" "$OUT/ncu/$tag.job.json" \
            >"$OUT/ncu/$tag.kernels"; then
+        rep=(--csv)
+        [[ ${NCU_REPORT:-0} == 1 ]] && rep=(--launch-count "${NCU_LAUNCHES:-1}" -o "$OUT/ncu/$tag")
         ncu --clock-control none --kernel-name "regex:^($(cat "$OUT/ncu/$tag.kernels"))$" \
-          "${sections[@]}" --metrics "$metrics" --csv \
-          build/ws_runner run "$OUT/ncu/$tag.job.json" >"$OUT/ncu/$tag.csv" 2>"$OUT/ncu/$tag.err" \
+          "${sections[@]}" --metrics "$metrics" "${rep[@]}" \
+          build/ws_runner run "$OUT/ncu/$tag.job.json" >"$OUT/ncu/$tag.log" 2>"$OUT/ncu/$tag.err" \
           || status=1
+        if [[ ${NCU_REPORT:-0} == 1 ]]; then
+          ncu --import "$OUT/ncu/$tag.ncu-rep" --csv >"$OUT/ncu/$tag.csv" 2>>"$OUT/ncu/$tag.err" \
+            || status=1
+          ncu --import "$OUT/ncu/$tag.ncu-rep" --page source --print-source sass --csv \
+            >"$OUT/ncu/$tag.sass.csv" 2>>"$OUT/ncu/$tag.err" || status=1
+        else
+          mv "$OUT/ncu/$tag.log" "$OUT/ncu/$tag.csv"
+        fi
         python3 bench/profile/ncu_summary.py "$OUT/ncu/$tag.csv"
       else
         status=1
