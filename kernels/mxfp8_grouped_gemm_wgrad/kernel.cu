@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [1, 0] },
+             "SCALE_PIPE": [1, 0, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },

@@ -58,12 +58,17 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 /// kScalePipe (knob SCALE_PIPE, sm_90a only): 0 = the scale paths as first verified on the H200
 /// (kPromote: one byte load and store per scale, serialized; kDequant: a stage's bytes loaded right
 /// before its conversion); 1 = scale loads issued one stage ahead, kPromote's as one 32-bit word
-/// per row (four blocks) into the paired layouts that the consumers read with LDS.64 / LDS.128.
+/// per row (four blocks) into the paired layouts that the consumers read with LDS.64 / LDS.128;
+/// 2 = as 1, and kPromote's consumers read a block's scales before waiting for its QGMMA (the
+/// loads' latency hidden behind the wait instead of stalling the first FMULs: ncu, session 12),
+/// with the column scales prefetched two LDS.128 ahead and the QGMMA descriptors built once per
+/// stage.
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0>
 struct Config {
   static constexpr int kForm = kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
+  static constexpr bool kScalesEarly = kScalePipe_ >= 2;
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
   static constexpr int kBM = 128, kBN = kBN_, kGroupM = kGroupM_;
@@ -480,12 +485,69 @@ __device__ __forceinline__ uint32_t tid_fresh() {
 
 /// Issues MX block j of the stage tiles (a, b) into fragment d as one committed group; scale-d = 0
 /// overwrites d. The fence orders the earlier promotion's reads of d before the QGMMA writes it.
+/// What qgmma_block takes for an operand tile at shared address addr: the address, or with
+/// kScalesEarly the low word of its descriptor (built once per stage instead of once per block).
+template <class Cfg>
+__device__ __forceinline__ uint32_t qgmma_operand(uint32_t addr) {
+  if constexpr (Cfg::kScalesEarly) return static_cast<uint32_t>(wgmma_desc_sw128(addr));
+  return addr;
+}
+
 template <class Cfg>
 __device__ __forceinline__ void qgmma_block(float (&d)[Cfg::kBN / 2], uint32_t a, uint32_t b,
                                             int j) {
   wgmma_fence();
-  wgmma_e4m3_fresh<Cfg::kBN>(d, wgmma_desc_sw128(a + 32 * j), wgmma_desc_sw128(b + 32 * j));
+  if constexpr (Cfg::kScalesEarly) {
+    // a and b are the stage's descriptors' low words (start address >> 4, < 2^14: a 32-byte step
+    // never carries out); the high word is the same constant for every SW128 K-major tile.
+    const uint32_t hi = static_cast<uint32_t>(wgmma_desc_sw128(0) >> 32);
+    wgmma_e4m3_fresh<Cfg::kBN>(d, (uint64_t(hi) << 32) | (a + 2 * j),
+                               (uint64_t(hi) << 32) | (b + 2 * j));
+  } else {
+    wgmma_e4m3_fresh<Cfg::kBN>(d, wgmma_desc_sw128(a + 32 * j), wgmma_desc_sw128(b + 32 * j));
+  }
   wgmma_commit();
+}
+
+/// SCALE_PIPE=2: promote() with the scale loads issued before the wait for d's QGMMA. ncu
+/// (session 12) put ~20% of the consumers' stall samples on the first FMUL of each block, waiting
+/// for LDS issued after the wait; and with acc, p0 and p1 holding 192 of 224 registers, ptxas
+/// loaded the column scales only as fragment registers freed up. Here sa and two LDS.128 of sb are
+/// in flight across the wait, and each chunk's load is issued two chunks ahead of its use.
+template <class Cfg, int kPending>
+__device__ __forceinline__ void promote_early(float (&acc)[Cfg::kBN / 2],
+                                              float (&d)[Cfg::kBN / 2], const float* sc, int j) {
+  constexpr int kChunks = Cfg::kBN / 16, kAhead = 2;
+  const int t = static_cast<int>(tid_fresh()), lane = t % 32;
+  const int r0 = (t / 128 - 1) * 64 + 16 * (t % 128 / 32) + lane / 4;
+  const float2 sa = *reinterpret_cast<const float2*>(sc + j * Cfg::kBM + sa_slot(r0));
+  const float* sbj = sc + Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + 4 * (lane % 4);
+  float4 ring[kAhead];
+  const auto load = [&](int h) {
+    // Two float2 loads of adjacent slots: one LDS.128 (sm_90a SASS), as in promote().
+    const float2 b0 = *reinterpret_cast<const float2*>(sbj + 16 * h);
+    const float2 b1 = *reinterpret_cast<const float2*>(sbj + 16 * h + 2);
+    return make_float4(b0.x, b0.y, b1.x, b1.y);
+  };
+#pragma unroll
+  for (int h = 0; h < kAhead; ++h) ring[h] = load(h);
+  wgmma_wait<kPending>();
+  fence_operands(d);
+#pragma unroll
+  for (int h = 0; h < kChunks; ++h) {
+    const float4 b = ring[h % kAhead];
+    if (h + kAhead < kChunks) ring[h % kAhead] = load(h + kAhead);
+    float* a = acc + 8 * h;
+    const float* e = d + 8 * h;
+    a[0] = fmaf(e[0] * sa.x, b.x, a[0]);
+    a[1] = fmaf(e[1] * sa.x, b.y, a[1]);
+    a[2] = fmaf(e[2] * sa.y, b.x, a[2]);
+    a[3] = fmaf(e[3] * sa.y, b.y, a[3]);
+    a[4] = fmaf(e[4] * sa.x, b.z, a[4]);
+    a[5] = fmaf(e[5] * sa.x, b.w, a[5]);
+    a[6] = fmaf(e[6] * sa.y, b.z, a[6]);
+    a[7] = fmaf(e[7] * sa.y, b.w, a[7]);
+  }
 }
 
 /// Promotes fragment d (MX block j of the stage) once at most kPending groups are in flight: the
@@ -493,6 +555,10 @@ __device__ __forceinline__ void qgmma_block(float (&d)[Cfg::kBN / 2], uint32_t a
 template <class Cfg, int kPending>
 __device__ __forceinline__ void promote_after(float (&acc)[Cfg::kBN / 2], float (&d)[Cfg::kBN / 2],
                                               const float* sc, int j) {
+  if constexpr (Cfg::kScalesEarly) {
+    promote_early<Cfg, kPending>(acc, d, sc, j);
+    return;
+  }
   wgmma_wait<kPending>();
   fence_operands(d);
   // NOTE: the row and lane come from a fresh %tid.x read: held across the k-loop they are two
@@ -536,10 +602,12 @@ __device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2], float (
                                              uint32_t a_off, int nblk, uint32_t& it, int cw) {
   static_assert(Cfg::kBlocks == 4, "the steps below are one stage of four MX blocks");
   wait_stage<Cfg>(sm, it);
-  qgmma_block<Cfg>(p0, sm.a(it % Cfg::kStages) + a_off, sm.b(it % Cfg::kStages), 0);
+  qgmma_block<Cfg>(p0, qgmma_operand<Cfg>(sm.a(it % Cfg::kStages) + a_off),
+                   qgmma_operand<Cfg>(sm.b(it % Cfg::kStages)), 0);
 #pragma unroll 1
   for (int left = nblk;; left -= 4) {  // left: MX blocks from stage it on, >= 1
-    const uint32_t s = it % Cfg::kStages, a = sm.a(s) + a_off, b = sm.b(s);
+    const uint32_t s = it % Cfg::kStages;
+    const uint32_t a = qgmma_operand<Cfg>(sm.a(s) + a_off), b = qgmma_operand<Cfg>(sm.b(s));
     const float* sc = reinterpret_cast<const float*>(__cvta_shared_to_generic(sm.x(s)));
     if (left > 1) {
       qgmma_block<Cfg>(p1, a, b, 1);
@@ -553,7 +621,8 @@ __device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2], float (
           if (left > 4) {  // the next stage's block 0 runs while block 3 is promoted
             const uint32_t sn = (it + 1) % Cfg::kStages;
             wait_stage<Cfg>(sm, it + 1);
-            qgmma_block<Cfg>(p0, sm.a(sn) + a_off, sm.b(sn), 0);
+            qgmma_block<Cfg>(p0, qgmma_operand<Cfg>(sm.a(sn) + a_off),
+                             qgmma_operand<Cfg>(sm.b(sn)), 0);
             promote_after<Cfg, 1>(acc, p1, sc, 3);
             release_stage<Cfg>(sm, s, cw);
             ++it;
