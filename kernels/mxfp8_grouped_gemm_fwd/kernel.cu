@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [0, 1], "BN": [128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [1, 0, 2] },
+             "SCALE_PIPE": [2, 1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -81,7 +81,7 @@
 #define GROUP_M 8
 #endif
 #ifndef SCALE_PIPE
-#define SCALE_PIPE 1  // ok at every test, hidden and bench shape on the H200, 1.3-2.0x over 0 (2026-12-01)
+#define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200; 1.09x (fwd) / 1.13x (dgrad) over 1 (2026-12-02)
 #endif
 
 namespace {
