@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
-             "EPI": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
+             "EPI": [0, 1], "PP": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
              "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
@@ -58,7 +58,9 @@
 //    warpgroups, one half of the columns each) drain it with tcgen05.ld 32x32b.x32 and store
 //    bf16 rows in 16-byte pieces while the MMA warp works on the next tile.
 // Knobs: BN (tile N: 256 fills the tensor cores; smaller gives small problems more CTAs),
-// STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order).
+// STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order), PP (sm_90a, BN <=
+// 128: ping-pong consumers, each warpgroup a whole tile, one's epilogue under the other's MMAs;
+// for short K, where the stores from registers idle the tensor cores between tiles).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
@@ -69,6 +71,7 @@
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 // warpsmith:sass sm_90a EPI=1: HGMMA UTMALDG UBLKCP
+// warpsmith:sass sm_90a PP=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_100a EPI=1: UTCHMMA UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
@@ -95,6 +98,9 @@
 #endif
 #ifndef EPI
 #define EPI 0
+#endif
+#ifndef PP
+#define PP 0  // sm_90a: 1 = ping-pong consumers, a whole 128 x BN tile each (BN <= 128)
 #endif
 #ifndef GEMV_M
 #define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
@@ -145,6 +151,9 @@ struct Config {
 static_assert(Config::kBN % 64 == 0 && Config::kBN <= 256, "BN: 64..256 in steps of 64");
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kEpi == 0 || Config::kEpi == 1, "EPI: 0 or 1");
+static_assert(PP == 0 || PP == 1, "PP: 0 or 1");
+static_assert(PP == 0 || (Config::kBN <= 128 && Config::kEpi == 0),
+              "PP: a warpgroup holds a 128 x BN fp32 tile (BN registers), stored from registers");
 static_assert(Config::kEpiBytes == Config::kEpi * (256 * Config::kBN + 2048), "the plan's smem");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
@@ -206,6 +215,75 @@ __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_
   }
   ws::wgmma_wait<0>();
   return prev;
+}
+#endif
+
+#if PP != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// sm_90a consumer warpgroup cw with PP = 1 (ping-pong): the CTA's tiles alternate between the two
+// consumer warpgroups (local tile j goes to warpgroup j % 2), each computing the whole 128 x BN
+// tile as two m64 halves (A rows 64..127 are 8 KiB into the stage), so one warpgroup's epilogue
+// (stores from registers) overlaps the other's main loop instead of idling the tensor cores. Every
+// tile has kblocks k-blocks, so a warpgroup's stage counter skips the other's tiles by kblocks.
+// Order barriers (order + 8w, count 1; warpgroup w arrives after each of its main loops): a
+// warpgroup starts a main loop only once the other has finished the previous tile's, which keeps
+// the MMAs in the ring's order and each full-barrier wait at most one phase ahead.
+// cw is a template argument: a tile walk that depends on threadIdx makes ptxas serialize the
+// wgmmas (C7520, found in bf16_grouped_gemm).
+template <int cw>
+__device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, uint32_t empty,
+                                                 uint32_t order, __nv_bfloat16* __restrict__ d,
+                                                 int M, int N, int tiles, int tiles_m, int tiles_n,
+                                                 int kblocks, int lane) {
+  ws::setmaxnreg_inc<232>();
+  const int t128 = threadIdx.x % 128;  // thread in the warpgroup
+  const bool signal = t128 == 0;
+  float acc0[Config::kBN / 2], acc1[Config::kBN / 2];  // rows 0..63 and 64..127, fp32
+  uint32_t it = cw * kblocks;
+  uint32_t n = 0;
+  for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += 2 * gridDim.x, ++n) {
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, tm, tn);
+    // The previous tile's main loop (the other warpgroup's): its n-th (cw 1) or n-1-th (cw 0).
+    if (cw == 1)
+      ws::mbar_wait(order, n & 1);
+    else if (n > 0)
+      ws::mbar_wait(order + 8, (n - 1) & 1);
+#pragma unroll
+    for (int i = 0; i < Config::kBN / 2; ++i) acc0[i] = acc1[i] = 0.0f;
+    uint32_t prev = 0;
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+      ws::mbar_wait(full + 8 * s, ph);
+      const uint32_t a = smem + s * Config::kABytes;
+      const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+      ws::wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < Config::kBK / 16; ++k) {
+        ws::wgmma_bf16<Config::kBN>(acc0, ws::wgmma_desc_sw128(a + 32 * k),
+                                    ws::wgmma_desc_sw128(b + 32 * k), 1);
+        ws::wgmma_bf16<Config::kBN>(acc1, ws::wgmma_desc_sw128(a + 64 * 128 + 32 * k),
+                                    ws::wgmma_desc_sw128(b + 32 * k), 1);
+      }
+      ws::wgmma_commit();
+      if (kb > 0) {
+        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
+        if (signal) ws::mbar_arrive(empty + 8 * prev);
+      }
+      prev = s;
+    }
+    ws::wgmma_wait<0>();
+    ws::fence_operands(acc0);
+    ws::fence_operands(acc1);
+    if (signal && kblocks > 0) ws::mbar_arrive(empty + 8 * prev);
+    if (signal) ws::mbar_arrive(order + 8 * cw);  // this main loop is done: the other may start
+    // Fragment of each half: register 4j+e of thread (warp w, lane l) is row 16w + l/4 + 8*(e/2)
+    // (+64 in acc1), column 8j + 2*(l%4) + e%2.
+    const int row0 = tm * Config::kBM + 16 * (t128 / 32) + lane / 4;
+    const int colb = tn * Config::kBN + 2 * (lane % 4);
+    ws::store_fragment_bf16<Config::kBN>(d, acc0, 0, row0, M, colb, N);
+    ws::store_fragment_bf16<Config::kBN>(d, acc1, 0, row0 + 64, M, colb, N);
+    it += kblocks;  // the other warpgroup's next tile (past the end: never waited on)
+  }
 }
 #endif
 
@@ -328,7 +406,16 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
 #else
   // ======================= sm_90a =======================
-  ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, 2);  // empty: one per consumer warpgroup
+  // empty: one arrival per consumer warpgroup (PP: the tile's owner only)
+  ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, PP ? 1 : 2);
+#if PP != 0
+  // PP: the consumers' order barriers, in sm_100a's acc_full slots (unused on sm_90a).
+  if (threadIdx.x == 0) {
+    ws::mbar_init(acc_full, 1);
+    ws::mbar_init(acc_full + 8, 1);
+    ws::fence_mbarrier_init();
+  }
+#endif
   __syncthreads();
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -336,7 +423,14 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     if (threadIdx.x == 0)
       ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
   } else {
-#if EPI == 0
+#if PP != 0
+    if (wg == 1)
+      consume_pingpong<0>(smem, full, empty, acc_full, d, M, N, tiles, tiles_m, tiles_n, kblocks,
+                          lane);
+    else
+      consume_pingpong<1>(smem, full, empty, acc_full, d, M, N, tiles, tiles_m, tiles_n, kblocks,
+                          lane);
+#elif EPI == 0
     ws::setmaxnreg_inc<232>();
     const int cw = wg - 1;                  // consumer warpgroup: rows 64*cw.. of the tile
     const int t128 = threadIdx.x % 128;     // thread in the warpgroup
