@@ -37,7 +37,7 @@
 namespace ws {
 namespace mxg {
 
-enum Strategy { kPromote = 0, kDequant = 1 };
+enum Strategy { kPromote = 0, kDequant = 1, kRegA = 2 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 constexpr bool kSm100 = true;
@@ -50,7 +50,9 @@ constexpr int cmin(int a, int b) { return a < b ? a : b; }
 /// Stage bytes of a strategy: raw E4M3 A and B, plus fp32 scales (kPromote) or bf16 tiles
 /// (kDequant). The plan's smem is min(STAGES, kSmemCap / stage) * stage + kSmemExtra.
 constexpr int stage_bytes(int strategy, int bn) {
-  return strategy == kPromote ? (128 + bn) * 144 : (128 + bn) * 192;
+  return strategy == kPromote ? (128 + bn) * 144
+         : strategy == kDequant ? (128 + bn) * 192
+                                : 9216 + 192 * bn;  // kRegA: raw A, raw B, bf16 B, A's scales
 }
 constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304
 constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs table
@@ -69,28 +71,31 @@ struct Config {
   static constexpr int kForm = kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
   static constexpr bool kScalesEarly = kScalePipe_ >= 2;
-  // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales).
+  // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
+  // at most 128 columns wide (one 128x4 blocked scale tile for B; the plan's tma_b box agrees).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
-  static constexpr int kBM = 128, kBN = kBN_, kGroupM = kGroupM_;
+  static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
   static constexpr int kBlocks = kBK / 32;                        // MX blocks per stage
   static constexpr int kRawA = kBM * kBK, kRawB = kBN * kBK;      // E4M3 bytes
   static constexpr int kBf16A = kStrategy == kDequant ? kBM * kBK * 2 : 0;  // SW128 bf16
-  static constexpr int kBf16B = kStrategy == kDequant ? kBN * kBK * 2 : 0;
-  static constexpr int kScaleA = kStrategy == kPromote ? kBlocks * kBM * 4 : 0;  // (blocks, BM)
+  static constexpr int kBf16B = kStrategy != kPromote ? kBN * kBK * 2 : 0;
+  static constexpr int kScaleA = kStrategy != kDequant ? kBlocks * kBM * 4 : 0;  // (blocks, BM)
   static constexpr int kScaleB = kStrategy == kPromote ? kBlocks * kBN * 4 : 0;  // (blocks, BN)
   static constexpr int kStageBytes = kRawA + kRawB + kBf16A + kBf16B + kScaleA + kScaleB;
   // The plan sizes smem for the knob's strategy; the stage count follows from that budget.
-  static constexpr int kKnobStageBytes = stage_bytes(kKnobStrategy, kBN);
+  static constexpr int kKnobStageBytes = stage_bytes(kKnobStrategy, kBN_);
   static constexpr int kBudget = cmin(kKnobStages, kSmemCap / kKnobStageBytes) * kKnobStageBytes;
   static constexpr int kStages = kBudget / kStageBytes;
   // Smem offsets from the 1024-aligned base: the swizzled tiles first.
   static constexpr int kOffA = 0;  // kPromote: raw A (SW128); kDequant: bf16 A (SW128)
   static constexpr int kOffB = kStages * (kStrategy == kPromote ? kRawA : kBf16A);
   static constexpr int kOffX = kOffB + kStages * (kStrategy == kPromote ? kRawB : kBf16B);
-  // kPromote: scales (A then B per stage); kDequant: raw A then raw B per stage.
-  static constexpr int kXBytes = kStrategy == kPromote ? kScaleA + kScaleB : kRawA + kRawB;
+  // kPromote: scales (A then B per stage); kDequant: raw A then raw B per stage; kRegA: raw A,
+  // raw B, then A's fp32 scales (the sa_slot layout).
+  static constexpr int kXBytes =
+      kStrategy == kPromote ? kScaleA + kScaleB : kRawA + kRawB + kScaleA;
   static constexpr int kMaxE = 1024;  // offs held in shared memory
   // Warp roles. sm_90a: warp 0 TMA; warps 1-3 transform; warpgroups 1-2 consume.
   // sm_100a: warp 0 TMA; warps 1-2 scales; warp 3 TMEM + MMA; warps 4-11 epilogue.
@@ -99,8 +104,11 @@ struct Config {
   static constexpr int kAccCols = tmem_columns(2 * kBN);
   // sm_90a register split (setmaxnreg; 128 * (producer + 2 * consumer) <= 64K): kPromote's
   // consumers hold three (64, BN) fragments, kDequant's one, and its transform warps need room.
-  static constexpr int kProducerRegs = kStrategy == kPromote ? 56 : 152;
-  static constexpr int kConsumerRegs = kStrategy == kPromote ? 224 : 176;
+  // kRegA: the transform warps convert only B; consumers hold one (64, BN <= 256) fragment.
+  static constexpr int kProducerRegs =
+      kStrategy == kPromote ? 56 : kStrategy == kDequant ? 152 : 120;
+  static constexpr int kConsumerRegs =
+      kStrategy == kPromote ? 224 : kStrategy == kDequant ? 176 : 192;
 };
 
 /// The problem as the group cursor sees it: kFwd (n = output cols, k = depth), kWgrad (n = rows,
@@ -421,6 +429,78 @@ __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const in
   }
 }
 
+// ---- kRegA: warps 1-3 convert B's raw E4M3 to scaled bf16 SW128 tiles and stage A's scales ----
+/// As dequantize() for B's rows only (chunk c = xt % 4 of rows xt / 4, + kRowStep, ...), and per
+/// stage A's two block scales of every row as fp32 in the sa_slot layout (items xt, xt + 96, ...:
+/// row i % BM, block i / BM), which the consumers read while they convert A in registers.
+/// Writing stage s waits for its `full` phase, which the producer starts only after the
+/// consumers freed the stage: the previous round's bf16 tile and scales are no longer read.
+template <class Cfg>
+__device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
+                                             const Problem& p, const unsigned char* a_scales,
+                                             const unsigned char* b_scales) {
+  constexpr int kRowStep = Cfg::kXformThreads / 4;
+  constexpr int kPer = (Cfg::kBN + kRowStep - 1) / kRowStep;
+  constexpr int kItems = Cfg::kBlocks * Cfg::kBM;
+  constexpr int kSaPer = (kItems + Cfg::kXformThreads - 1) / Cfg::kXformThreads;
+  static_assert(kRowStep % 8 == 0, "one swizzle phase per thread");
+  static_assert(Cfg::kBlocks == 2, "k-blocks of 64: two MX blocks");
+  const int c = xt % 4, row_first = xt / 4;
+  const uint32_t sw = row_first % 8;
+  const uint32_t off0 = ((2 * c) ^ sw) * 16, off1 = ((2 * c + 1) ^ sw) * 16;
+  Cursor<Cfg> cur;
+  GroupTile<Cfg::kForm> tl;
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      // Scale bytes first: their latency overlaps the wait for the TMA.
+      unsigned sb[kPer], sa[kSaPer];
+      const int blk = kb * 2 + c / 2;
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        const int col = row_first + q * kRowStep;
+        sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
+                           blk < nblk && col < Cfg::kBN && col < v.b_cols);
+      }
+#pragma unroll
+      for (int q = 0; q < kSaPer; ++q) {
+        const int i = xt + q * Cfg::kXformThreads, row = i % Cfg::kBM, j = kb * 2 + i / Cfg::kBM;
+        sa[q] = scale_byte(a_scales, v.a_row0 + row, p.sld, blk0 + j,
+                           i < kItems && j < nblk && row < v.a_rows);
+      }
+      mbar_wait(sm.full + 8 * s, ph);
+      const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        const int col = row_first + q * kRowStep;
+        if (col < Cfg::kBN) {
+          const uint4 r =
+              *reinterpret_cast<const uint4*>(__cvta_shared_to_generic(raw_b + col * 64));
+          uint4 o[2];
+          mx::dequant16_bf16(r, mx::e8m0_to_f32(sb[q]), o);
+          const uint32_t dst = sm.b(s) + col * 128;
+          *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off0)) = o[0];
+          *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off1)) = o[1];
+        }
+      }
+      float* sc = reinterpret_cast<float*>(
+          __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
+#pragma unroll
+      for (int q = 0; q < kSaPer; ++q) {
+        const int i = xt + q * Cfg::kXformThreads;
+        if (i < kItems) sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(sa[q]);
+      }
+      fence_proxy_async_shared();  // the MMA reads the bf16 tile through the async proxy
+      mbar_arrive(sm.ready + 8 * s);
+    }
+  }
+}
+
 /// Two adjacent outputs (col even, both inside: widths are multiples of 16).
 __device__ __forceinline__ void store_pair(__nv_bfloat16* out, long long idx, float v0, float v1) {
   *reinterpret_cast<__nv_bfloat162*>(out + idx) = __floats2bfloat162_rn(v0, v1);
@@ -644,6 +724,73 @@ __device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2], float (
   }
 }
 
+/// kRegA main loop of consumer warpgroup cw over one tile (acc zeroed by the caller): per 64-K
+/// stage each thread reads its A fragment's E4M3 pairs from the raw A tile (rows r0, r0 + 8;
+/// 2 bytes at 16k + 2q and 16k + 2q + 8 of the row for k16 step k, before the swizzle), converts
+/// them exactly to bf16 times the
+/// row's block scale (block k / 2 of the stage), and issues HGMMA m64nBNk16 with A from registers
+/// and B from the transform warps' bf16 tile. The fragment registers are rewritten only after
+/// wait_group(0): the two consumer warpgroups alternate on the tensor cores, one converting while
+/// the other's HGMMAs run (conversion ~100 issue slots per thread against 4 x BN/2 tensor clocks).
+template <class Cfg>
+__device__ __forceinline__ void consume_rega(float (&acc)[Cfg::kBN / 2], const Smem<Cfg>& sm,
+                                             int kblocks, int depth, uint32_t& it, int cw,
+                                             bool signal) {
+  const int t128 = threadIdx.x % 128, lane = threadIdx.x % 32, q = lane % 4;
+  const int r0 = cw * 64 + 16 * (t128 / 32) + lane / 4;  // fragment rows r0 and r0 + 8
+#pragma unroll 1
+  for (int kb = 0; kb < kblocks; ++kb, ++it) {
+    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+    mbar_wait(sm.full + 8 * s, ph);   // raw A (TMA)
+    mbar_wait(sm.ready + 8 * s, ph);  // bf16 B and A's scales (transform warps)
+    const unsigned char* raw =
+        reinterpret_cast<const unsigned char*>(__cvta_shared_to_generic(sm.x(s)));
+    // Raw A comes by TMA with the 64-byte swizzle (16-byte chunk k of row r at k ^ (r / 2 % 4)):
+    // unswizzled, the 8 rows a warp reads (64 bytes apart) would meet 4-way bank conflicts.
+    // Rows r0 and r0 + 8 share the phase.
+    const uint32_t sw = (r0 >> 1) & 3;
+    const unsigned short* ra = reinterpret_cast<const unsigned short*>(raw + r0 * 64 + 2 * q);
+    const unsigned short* rb = reinterpret_cast<const unsigned short*>(raw + (r0 + 8) * 64 + 2 * q);
+    const float* sc = reinterpret_cast<const float*>(raw + Cfg::kRawA + Cfg::kRawB);
+    // r0 % 16 < 8: sa_slot(r0) is even and holds (sa[r0], sa[r0 + 8]) of each block.
+    const float2 s0 = *reinterpret_cast<const float2*>(sc + sa_slot(r0));
+    const float2 s1 = *reinterpret_cast<const float2*>(sc + Cfg::kBM + sa_slot(r0));
+    const int ksteps = cmin(4, (depth - kb * Cfg::kBK) / 16);  // 2 or 4 (depth % 32 == 0)
+    uint32_t af[4][4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 sk = k < 2 ? s0 : s1;
+      const uint32_t h = 8 * (k ^ sw);  // chunk k's first pair, in 16-bit units
+      af[k][0] = mx::dequant_bf16x2(ra[h], sk.x);      // row r0, cols 2q, 2q + 1
+      af[k][1] = mx::dequant_bf16x2(rb[h], sk.y);      // row r0 + 8
+      af[k][2] = mx::dequant_bf16x2(ra[h + 4], sk.x);  // row r0, cols 2q + 8, 2q + 9
+      af[k][3] = mx::dequant_bf16x2(rb[h + 4], sk.y);
+    }
+    // The fragments are computed before the fence (else ptxas injects a warpgroup.arrive
+    // before each HGMMA that reads registers written after it: C7519).
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(af[k][e]));
+    }
+    const uint32_t b = sm.b(s);
+    wgmma_fence();
+    if (ksteps == 4) {  // straight-line: a guard per HGMMA makes ptxas fence each one (C7519)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
+    } else {  // the depth's last 32
+#pragma unroll
+      for (int k = 0; k < 2; ++k)
+        wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();  // the fragment registers are free; the stage too
+    if (signal) mbar_arrive(sm.empty + 8 * s);
+  }
+  fence_operands(acc);
+}
+
 template <class Cfg, class Out>
 __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, Out* out) {
@@ -667,6 +814,8 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
       float p0[Cfg::kBN / 2], p1[Cfg::kBN / 2];
       const int nblk = v.depth / 32;
       if (nblk > 0) promote_tile<Cfg>(acc, p0, p1, sm, a_off, nblk, it, cw);
+    } else if constexpr (Cfg::kStrategy == kRegA) {
+      consume_rega<Cfg>(acc, sm, kblocks, v.depth, it, cw, signal);
     } else {
       uint32_t prev = 0;
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -899,7 +1048,9 @@ template <class Cfg, class Out>
 __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma_b,
                                     const unsigned char* a_scales, const unsigned char* b_scales,
                                     const int* offs, Out* out, const Problem& p) {
-  static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 && Cfg::kBN <= 128, "BN: 16..128");
+  static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 &&
+                    Cfg::kBN <= (Cfg::kStrategy == kRegA ? 256 : 128),
+                "BN: 16..128 (sm_90a STRATEGY=2: ..256)");
   static_assert(Cfg::kStages >= 2, "at least two stages fit");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   Smem<Cfg> sm;
@@ -955,8 +1106,10 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0) {
       if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
-    } else if (Cfg::kStrategy == kPromote) {
+    } else if constexpr (Cfg::kStrategy == kPromote) {
       stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
+    } else if constexpr (Cfg::kStrategy == kRegA) {
+      dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
     } else {
       dequantize<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
     }

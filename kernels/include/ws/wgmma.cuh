@@ -115,6 +115,29 @@ __device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], uint64_t da, uint6
 #undef WS_WGMMA_BF16
 }
 
+/// D (64 x N fp32) = A (64x16 bf16, this thread's four registers of the warpgroup's fragment:
+/// a[0] row r cols 2q..2q+1, a[1] row r+8, a[2] row r cols 2q+8..2q+9, a[3] row r+8; r = 16 *
+/// warp + lane / 4, q = lane % 4) * B (Nx16 bf16, K-major in shared memory)^T + (accumulate ?
+/// D : 0). The registers must hold their values until the wgmma completes (wgmma_wait).
+template <int N>
+__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[N / 2], const uint32_t (&a)[4],
+                                              uint64_t db, uint32_t accumulate) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma N");
+#define WS_WGMMA_BF16_RS(n, R, a0, a1, a2, a3, b, p)                                           \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p ", 0;\n"                               \
+               "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32.bf16.bf16 {" WS_WGMMA_D##R      \
+               "}, {%" #a0 ", %" #a1 ", %" #a2 ", %" #a3 "}, %" #b ", p, 1, 1, 0;\n}\n"     \
+               : WS_WGMMA_ACC##R(d)                                                            \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate))
+  if constexpr (N == 256)
+    WS_WGMMA_BF16_RS(256, 128, 128, 129, 130, 131, 132, 133);
+  if constexpr (N == 128)
+    WS_WGMMA_BF16_RS(128, 64, 64, 65, 66, 67, 68, 69);
+  if constexpr (N == 64)
+    WS_WGMMA_BF16_RS(64, 32, 32, 33, 34, 35, 36, 37);
+#undef WS_WGMMA_BF16_RS
+}
+
 /// D (64 x N fp32) = A (64x32 e4m3) * B (Nx32 e4m3)^T + (accumulate ? D : 0). FP8 wgmma has no
 /// transpose immediates: both operands are K-major.
 template <int N>
