@@ -18,5 +18,9 @@ for g in 0 1; do
   [[ -f $OUT/gpu$g/session.log ]] || continue
   echo "===== gpu$g"; grep -v "^\s*$" "$OUT/gpu$g/session.log" | tail -${PAIR_TAIL:-60}
 done
-# Only a few files come back from the GPU machine: everything travels as one archive.
-( cd "$OUT" && tar czf /tmp/pair.tgz gpu0 gpu1 2>/dev/null; rm -rf gpu0 gpu1; mv /tmp/pair.tgz . )
+# Only a few files come back from the GPU machine: everything travels as one archive, without
+# files over 12 MB (an archive over 16 MB does not come back at all); the log names those left.
+( cd "$OUT" || exit
+  find gpu0 gpu1 -type f -size +12M 2>/dev/null | sed 's/^/pair: left out (over 12 MB): /'
+  find gpu0 gpu1 -type f -size -12M 2>/dev/null >/tmp/pair.list
+  tar czf /tmp/pair.tgz -T /tmp/pair.list; rm -rf gpu0 gpu1; mv /tmp/pair.tgz . )

@@ -378,6 +378,9 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
             || status=1
           ncu --import "$OUT/ncu/$tag.ncu-rep" --page source --print-source sass --csv \
             >"$OUT/ncu/$tag.sass.csv" 2>>"$OUT/ncu/$tag.err" || status=1
+          python3 bench/profile/ncu_source.py "$OUT/ncu/$tag.sass.csv" --top 30 \
+            --json "$OUT/ncu/$tag.source.json" >"$OUT/ncu/$tag.source.txt" || status=1
+          head -20 "$OUT/ncu/$tag.source.txt"
         else
           mv "$OUT/ncu/$tag.log" "$OUT/ncu/$tag.csv"
         fi
@@ -385,6 +388,12 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       else
         status=1
       fi
+      # The profiled run's output dumps and the kept scratch hold the problem's tensors (hundreds
+      # of MB at the bench shapes): they must not travel back with the results.
+      rm -rf "$OUT/ncu/ncu-run"
+      d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('kept_scratch') or '')" \
+            "$OUT/ncu/$tag.eval.json" 2>/dev/null)
+      [[ -n $d && -d $d ]] && rm -rf "$d"
       if [[ $p == mxfp8_quantize_rowwise ]]; then
         r=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('params', {}).get('rounding', 'rceil'))" \
               "$OUT/ncu/$tag.eval.json" 2>/dev/null || echo rceil)
