@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
-             "EPI": [0, 1], "PP": [0, 1], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
+             "EPI": [0, 1], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
              "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
@@ -11,6 +11,8 @@
     "tma_b": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "SBN"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
   "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
                  "zero": true },
@@ -29,10 +31,11 @@
                 "args": ["tma_a", "tma_bs", "d", "workspace", "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
-                "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
+                "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
+                "cluster": ["MC"],
                 "block": ["384"],
                 "smem": "min(STAGES, (230400 - EPI * (256 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (256 * BN + 2048) + 2048",
-                "args": ["tma_a", "tma_b", "d", "M", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "tma_bh", "d", "M", "N", "K"] } ] }
 */
 // Dense BF16 GEMM, hand-tuned: d [M,N] = a [M,K] * b [N,K]^T, bf16 in and out, fp32 accumulation.
 //
@@ -65,13 +68,15 @@
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER).
-// Not done: TMA multicast over a cluster, 2-CTA tcgen05, TMA stores.
+// MC (sm_90a, EPI=0, PP=0): 2 = clusters of two CTAs along M, each B tile multicast to both
+// (below, produce_pairs). Not done: 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 // warpsmith:sass sm_90a EPI=1: HGMMA UTMALDG UBLKCP
 // warpsmith:sass sm_90a PP=1 BN=128: HGMMA UTMALDG
+// warpsmith:sass sm_90a MC=2: HGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_100a EPI=1: UTCHMMA UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
@@ -79,6 +84,7 @@
 // warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
 #include <cuda_bf16.h>
 
+#include "ws/cluster.cuh"
 #include "ws/gemm.cuh"
 #include "ws/gemv.cuh"
 #include "ws/split_k.cuh"
@@ -101,6 +107,9 @@
 #endif
 #ifndef PP
 #define PP 0  // sm_90a: 1 = ping-pong consumers, a whole 128 x BN tile each (BN <= 128)
+#endif
+#ifndef MC
+#define MC 1  // sm_90a: CTAs per cluster along M sharing each B tile by TMA multicast (1 or 2)
 #endif
 #ifndef GEMV_M
 #define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
@@ -152,6 +161,7 @@ static_assert(Config::kBN % 64 == 0 && Config::kBN <= 256, "BN: 64..256 in steps
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kEpi == 0 || Config::kEpi == 1, "EPI: 0 or 1");
 static_assert(PP == 0 || PP == 1, "PP: 0 or 1");
+static_assert(MC == 1 || (MC == 2 && PP == 0 && EPI == 0), "MC: 1, or 2 with PP = 0 and EPI = 0");
 static_assert(PP == 0 || (Config::kBN <= 128 && Config::kEpi == 0),
               "PP: a warpgroup holds a 128 x BN fp32 tile (BN registers), stored from registers");
 static_assert(Config::kEpiBytes == Config::kEpi * (256 * Config::kBN + 2048), "the plan's smem");
@@ -188,7 +198,14 @@ constexpr uint32_t kIdescSplit =
 // sm_90a main loop of consumer warpgroup cw over one tile: acc = the tile's k-blocks through the
 // ring (each stage freed once the next k-block's wgmmas are issued and the previous ones done),
 // every wgmma complete on return. Returns the last stage, which the caller frees.
-template <class Cfg>
+// Frees a stage for the producers: MC = 2, for both CTAs' producers, whose multicasts write it.
+template <int kMc>
+__device__ __forceinline__ void release_stage(uint32_t bar) {
+  ws::mbar_arrive(bar);
+  if constexpr (kMc > 1) ws::mbar_arrive_cluster(bar, ws::cluster_rank() ^ 1);
+}
+
+template <class Cfg, int kMc = 1>
 __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_t smem,
                                              uint32_t full, uint32_t empty, int kblocks, int cw,
                                              bool signal, uint32_t& it) {
@@ -209,7 +226,7 @@ __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_
     ws::wgmma_commit();
     if (kb > 0) {
       ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-      if (signal) ws::mbar_arrive(empty + 8 * prev);
+      if (signal) release_stage<kMc>(empty + 8 * prev);
     }
     prev = s;
   }
@@ -342,10 +359,51 @@ __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t
 }
 #endif
 
-// tma_a: a [M,K] as (K,M) boxes (64,128); tma_b: b [N,K] as (K,N) boxes (64,BN); d [M,N].
+#if MC > 1 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
+// MC = 2 (sm_90a): the cluster's two CTAs take the row tiles 2p and 2p + 1 of pair tile (p, tn),
+// the pairs in band order over the cluster index. Each CTA loads its own A box and half of the
+// B box (BN / 2 rows), multicast into the same stage offset of both CTAs, so each B byte leaves
+// L2 once per pair: per k-block a CTA pulls 16 + BN * 64 bytes from L2 instead of 16 + BN * 128
+// KiB. A stage is rewritten only when both CTAs' consumers have freed it (empty counts 2 x 2,
+// the consumers arrive in both CTAs); each full barrier still expects the whole stage's bytes.
+// A CTA whose row tile is past M (odd tile rows) loads zeros, computes and stores nothing.
+__device__ __forceinline__ void pair_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  int pm;
+  ws::band_tile<Config::kGroupM>(t, (tiles_m + 1) / 2, tiles_n, pm, tn);
+  tm = 2 * pm + static_cast<int>(ws::cluster_rank());
+}
+__device__ __forceinline__ void produce_pairs(const ws::TensorMap* tma_a,
+                                              const ws::TensorMap* tma_bh, uint32_t smem,
+                                              uint32_t full, uint32_t empty, int tiles_m,
+                                              int tiles_n, int kblocks) {
+  const uint32_t rank = ws::cluster_rank();
+  const int pairs = (tiles_m + 1) / 2 * tiles_n;
+  uint32_t it = 0;
+  for (int t = blockIdx.x / MC; t < pairs; t += gridDim.x / MC) {
+    int tm, tn;
+    pair_coords(t, tiles_m, tiles_n, tm, tn);
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+      ws::mbar_wait(empty + 8 * s, ph ^ 1);
+      ws::mbar_expect_tx(full + 8 * s, Config::kStageBytes);
+      const uint32_t b_dst = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+      ws::tma_load_2d(smem + s * Config::kABytes, tma_a, full + 8 * s, kb * Config::kBK,
+                      tm * Config::kBM);
+      ws::tma_load_2d_multicast(b_dst + rank * (Config::kBBytes / 2), tma_bh, full + 8 * s,
+                                kb * Config::kBK, tn * Config::kBN + rank * (Config::kBN / 2),
+                                0x3);
+    }
+  }
+}
+#endif
+
+// tma_a: a [M,K] as (K,M) boxes (64,128); tma_b: b [N,K] as (K,N) boxes (64,BN); tma_bh: boxes
+// (64, BN / MC), MC > 1 only; d [M,N].
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    __nv_bfloat16* __restrict__ d, int M, int N, int K) {
+    const __grid_constant__ ws::TensorMap tma_bh, __nv_bfloat16* __restrict__ d, int M, int N,
+    int K) {
+  (void)tma_bh;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const ws::RingSmem rs = ws::ring_smem<Config>(smem_raw, Config::kEpiBytes);
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
@@ -406,8 +464,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
 #else
   // ======================= sm_90a =======================
-  // empty: one arrival per consumer warpgroup (PP: the tile's owner only)
-  ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, PP ? 1 : 2);
+  // empty: one arrival per consumer warpgroup (PP: the tile's owner only; MC: of both CTAs)
+  ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, PP ? 1 : 2 * MC);
 #if PP != 0
   // PP: the consumers' order barriers, in sm_100a's acc_full slots (unused on sm_90a).
   if (threadIdx.x == 0) {
@@ -416,12 +474,22 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     ws::fence_mbarrier_init();
   }
 #endif
+#if MC > 1
+  if (threadIdx.x == 0) ws::tma_prefetch(&tma_bh);
+  ws::cluster_sync();  // the peer's barriers are initialised before its multicasts reach them
+#else
   __syncthreads();
+#endif
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
+#if MC > 1
+    if (threadIdx.x == 0)
+      produce_pairs(&tma_a, &tma_bh, smem, full, empty, tiles_m, tiles_n, kblocks);
+#else
     if (threadIdx.x == 0)
       ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
+#endif
   } else {
 #if PP != 0
     if (wg == 1)
@@ -437,11 +505,19 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     const bool signal = t128 == 0;
     float acc[Config::kBN / 2];             // (64, BN) fp32 fragment
     uint32_t it = 0;
+#if MC > 1
+    for (int t = blockIdx.x / MC; t < (tiles_m + 1) / 2 * tiles_n; t += gridDim.x / MC) {
+      int tm, tn;
+      pair_coords(t, tiles_m, tiles_n, tm, tn);
+      const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, kblocks, cw, signal, it);
+      if (signal) release_stage<MC>(empty + 8 * prev);
+#else
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       tile_coords(t, tiles_m, tiles_n, tm, tn);
       const uint32_t prev = mainloop<Config>(acc, smem, full, empty, kblocks, cw, signal, it);
       if (signal) ws::mbar_arrive(empty + 8 * prev);
+#endif
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const int w = t128 / 32;
@@ -454,6 +530,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
                              lane, smem_raw);
 #endif
   }
+#if MC > 1
+  // No CTA leaves while its peer may still arrive on its barriers (or multicast into it).
+  __syncwarp();
+  ws::cluster_sync();
+#endif
 #endif
 }
 

@@ -8,6 +8,7 @@ namespace ws {
 
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
+typedef unsigned short uint16_t;
 
 /// The driver's CUtensorMap: an opaque 128-byte, 64-byte aligned blob that a plan's `tensor_maps`
 /// entry passes by value (`const __grid_constant__ TensorMap`). NVRTC cannot include <cuda.h>.
@@ -43,6 +44,14 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/// Arrives on the barrier at shared offset bar of cluster CTA rank (a consumer freeing a stage:
+/// it publishes no data, so no cluster-scope release fence).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+               : "memory");
 }
 /// Spins until the phase with this parity has completed (parity 1 on a fresh barrier passes).
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
@@ -85,6 +94,17 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const TensorMap* map, 
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+/// tma_load_2d into the same shared offset of every CTA of the cluster in cta_mask (bit r: rank r),
+/// completing the bytes on the barrier at the same offset in each.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const TensorMap* map,
+                                                      uint32_t bar, int c0, int c1,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
 }
 /// Box at (c0 innermost, c1, c2) of a 3-D map (e.g. (K, N, E): tails of N zero-filled per expert).
