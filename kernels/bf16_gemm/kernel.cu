@@ -69,7 +69,7 @@
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER).
 // MC (sm_90a, EPI=0, PP=0): 2 = clusters of two CTAs along M, each B tile multicast to both
-// (below, produce_pairs). Not done: 2-CTA tcgen05, TMA stores.
+// (ws/gemm.cuh, produce_pairs). Not done: 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
 // warpsmith:sass sm_90a: HGMMA UTMALDG
@@ -84,7 +84,6 @@
 // warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
 #include <cuda_bf16.h>
 
-#include "ws/cluster.cuh"
 #include "ws/gemm.cuh"
 #include "ws/gemv.cuh"
 #include "ws/split_k.cuh"
@@ -198,13 +197,6 @@ constexpr uint32_t kIdescSplit =
 // sm_90a main loop of consumer warpgroup cw over one tile: acc = the tile's k-blocks through the
 // ring (each stage freed once the next k-block's wgmmas are issued and the previous ones done),
 // every wgmma complete on return. Returns the last stage, which the caller frees.
-// Frees a stage for the producers: MC = 2, for both CTAs' producers, whose multicasts write it.
-template <int kMc>
-__device__ __forceinline__ void release_stage(uint32_t bar) {
-  ws::mbar_arrive(bar);
-  if constexpr (kMc > 1) ws::mbar_arrive_cluster(bar, ws::cluster_rank() ^ 1);
-}
-
 template <class Cfg, int kMc = 1>
 __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_t smem,
                                              uint32_t full, uint32_t empty, int kblocks, int cw,
@@ -226,7 +218,7 @@ __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_
     ws::wgmma_commit();
     if (kb > 0) {
       ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-      if (signal) release_stage<kMc>(empty + 8 * prev);
+      if (signal) ws::release_stage<kMc>(empty + 8 * prev);
     }
     prev = s;
   }
@@ -359,44 +351,6 @@ __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t
 }
 #endif
 
-#if MC > 1 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
-// MC = 2 (sm_90a): the cluster's two CTAs take the row tiles 2p and 2p + 1 of pair tile (p, tn),
-// the pairs in band order over the cluster index. Each CTA loads its own A box and half of the
-// B box (BN / 2 rows), multicast into the same stage offset of both CTAs, so each B byte leaves
-// L2 once per pair: per k-block a CTA pulls 16 + BN * 64 bytes from L2 instead of 16 + BN * 128
-// KiB. A stage is rewritten only when both CTAs' consumers have freed it (empty counts 2 x 2,
-// the consumers arrive in both CTAs); each full barrier still expects the whole stage's bytes.
-// A CTA whose row tile is past M (odd tile rows) loads zeros, computes and stores nothing.
-__device__ __forceinline__ void pair_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  int pm;
-  ws::band_tile<Config::kGroupM>(t, (tiles_m + 1) / 2, tiles_n, pm, tn);
-  tm = 2 * pm + static_cast<int>(ws::cluster_rank());
-}
-__device__ __forceinline__ void produce_pairs(const ws::TensorMap* tma_a,
-                                              const ws::TensorMap* tma_bh, uint32_t smem,
-                                              uint32_t full, uint32_t empty, int tiles_m,
-                                              int tiles_n, int kblocks) {
-  const uint32_t rank = ws::cluster_rank();
-  const int pairs = (tiles_m + 1) / 2 * tiles_n;
-  uint32_t it = 0;
-  for (int t = blockIdx.x / MC; t < pairs; t += gridDim.x / MC) {
-    int tm, tn;
-    pair_coords(t, tiles_m, tiles_n, tm, tn);
-    for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
-      ws::mbar_wait(empty + 8 * s, ph ^ 1);
-      ws::mbar_expect_tx(full + 8 * s, Config::kStageBytes);
-      const uint32_t b_dst = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-      ws::tma_load_2d(smem + s * Config::kABytes, tma_a, full + 8 * s, kb * Config::kBK,
-                      tm * Config::kBM);
-      ws::tma_load_2d_multicast(b_dst + rank * (Config::kBBytes / 2), tma_bh, full + 8 * s,
-                                kb * Config::kBK, tn * Config::kBN + rank * (Config::kBN / 2),
-                                0x3);
-    }
-  }
-}
-#endif
-
 // tma_a: a [M,K] as (K,M) boxes (64,128); tma_b: b [N,K] as (K,N) boxes (64,BN); tma_bh: boxes
 // (64, BN / MC), MC > 1 only; d [M,N].
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_tma(
@@ -485,7 +439,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     ws::setmaxnreg_dec<40>();
 #if MC > 1
     if (threadIdx.x == 0)
-      produce_pairs(&tma_a, &tma_bh, smem, full, empty, tiles_m, tiles_n, kblocks);
+      ws::produce_pairs<Config>(&tma_a, &tma_bh, smem, full, empty, tiles_m, tiles_n, kblocks);
 #else
     if (threadIdx.x == 0)
       ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
@@ -506,11 +460,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     float acc[Config::kBN / 2];             // (64, BN) fp32 fragment
     uint32_t it = 0;
 #if MC > 1
-    for (int t = blockIdx.x / MC; t < (tiles_m + 1) / 2 * tiles_n; t += gridDim.x / MC) {
+    for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
       int tm, tn;
-      pair_coords(t, tiles_m, tiles_n, tm, tn);
+      ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
       const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, kblocks, cw, signal, it);
-      if (signal) release_stage<MC>(empty + 8 * prev);
+      if (signal) ws::release_stage<MC>(empty + 8 * prev);
 #else
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;

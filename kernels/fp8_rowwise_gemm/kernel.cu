@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2],
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [0, 1, 2], "MC": [1, 2],
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -12,6 +12,8 @@
     "tma_b": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "BN"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "SBN"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
   "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
                  "zero": true },
@@ -31,10 +33,11 @@
                          "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
-                "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
+                "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
+                "cluster": ["MC"],
                 "block": ["384"],
                 "smem": "min(STAGES, (230400 - (EPI > 0) * (264 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (EPI > 0) * (264 * BN + 2048) + 2048",
-                "args": ["tma_a", "tma_b", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "tma_bh", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
 */
 // FP8 rowwise GEMM, hand-tuned: d [M,N] = bf16_rne(a_scale[m] * b_scale[n] * sum_k a[m,k] b[n,k]),
 // a [M,K] and b [N,K] E4M3, both K-contiguous; fp32 scales; fp32 accumulation.
@@ -61,7 +64,8 @@
 //    N=BN, K=32) into a double-buffered fp32 TMEM accumulator (full fp32 accumulation there, so
 //    no promotion); warps 4..11 drain it with tcgen05.ld 32x32b.x32, apply the scales, store bf16.
 // Knobs: BN (tile N; 128 default: 2 x 64 accumulator registers fit the consumers' budget),
-// STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group).
+// STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group),
+// MC (sm_90a, EPI=0: 2 = clusters of two CTAs along M sharing each B tile by TMA multicast).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
@@ -72,6 +76,7 @@
 // warpsmith:sass sm_90a: QGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCQMMA UTMALDG LDTM
 // warpsmith:sass sm_90a EPI=1: QGMMA UTMALDG UBLKCP
+// warpsmith:sass sm_90a MC=2: QGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_90a EPI=2: QGMMA UTMALDG UBLKCP
 // warpsmith:sass sm_100a EPI=1: UTCQMMA UTMALDG LDTM
 // The decode kernel (GEMV_M): ptxas lowers its e4m3 mma.sync to f16 HMMAs with fp32 accumulation.
@@ -101,6 +106,9 @@
 #endif
 #ifndef EPI
 #define EPI 0
+#endif
+#ifndef MC
+#define MC 1  // sm_90a: CTAs per cluster along M sharing each B tile by TMA multicast (1 or 2)
 #endif
 #ifndef GEMV_M
 #define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
@@ -152,6 +160,7 @@ struct Config {
 static_assert(Config::kBN % 64 == 0 && Config::kBN <= 192, "BN: 64, 128 or 192");
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kEpi >= 0 && Config::kEpi <= 2, "EPI: 0, 1 or 2");
+static_assert(MC == 1 || (MC == 2 && EPI == 0), "MC: 1, or 2 with EPI = 0");
 static_assert(Config::kEpi < 2 || Config::kBN <= 128, "EPI=2: three accumulators of BN/2 fp32");
 static_assert(Config::kEpi < 2 || Config::kPromote == 1, "EPI=2 promotes every k-block");
 static_assert(Config::kEpiBytes == (Config::kEpi > 0) * (264 * Config::kBN + 2048), "plan's smem");
@@ -186,7 +195,7 @@ constexpr uint32_t kIdescSplit =
 // sm_90a main loop of consumer warpgroup cw over one tile's nkb k-blocks, from ring position it
 // on (it advances past them): wgmmas into acc, every PROMOTE k-blocks (and at the end) acc joins
 // total exactly; a stage is freed once its wgmmas are done. Every wgmma is complete on return.
-template <class Cfg>
+template <class Cfg, int kMc = 1>
 __device__ __forceinline__ void promote_loop(float (&acc)[Cfg::kBN / 2],
                                              float (&total)[Cfg::kBN / 2], uint32_t smem,
                                              uint32_t full, uint32_t empty, int nkb, int cw,
@@ -211,8 +220,8 @@ __device__ __forceinline__ void promote_loop(float (&acc)[Cfg::kBN / 2],
       ws::wgmma_wait<0>();
       ws::fence_operands(acc);
       if (signal) {
-        if (has_prev) ws::mbar_arrive(empty + 8 * prev);
-        ws::mbar_arrive(empty + 8 * s);
+        if (has_prev) ws::release_stage<kMc>(empty + 8 * prev);
+        ws::release_stage<kMc>(empty + 8 * s);
       }
       has_prev = false;
 #pragma unroll
@@ -220,7 +229,7 @@ __device__ __forceinline__ void promote_loop(float (&acc)[Cfg::kBN / 2],
     } else {
       if (has_prev) {
         ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-        if (signal) ws::mbar_arrive(empty + 8 * prev);
+        if (signal) ws::release_stage<kMc>(empty + 8 * prev);
       }
       prev = s;
       has_prev = true;
@@ -375,8 +384,9 @@ __device__ __forceinline__ void consumer_staged_epilogue(
 // a_scale [M], b_scale [N] fp32; d [M,N] bf16.
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8_rowwise_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    const float* __restrict__ a_scale, const float* __restrict__ b_scale,
-    __nv_bfloat16* __restrict__ d, int M, int N, int K) {
+    const __grid_constant__ ws::TensorMap tma_bh, const float* __restrict__ a_scale,
+    const float* __restrict__ b_scale, __nv_bfloat16* __restrict__ d, int M, int N, int K) {
+  (void)tma_bh;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const ws::RingSmem rs = ws::ring_smem<Config>(smem_raw, Config::kEpiBytes);
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
@@ -446,13 +456,24 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
   ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
 #else
   // ======================= sm_90a =======================
-  ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, 2);  // empty: one per consumer warpgroup
+  // empty: one arrival per consumer warpgroup (MC = 2: of both CTAs; ws/gemm.cuh, produce_pairs)
+  ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, 2 * MC);
+#if MC > 1
+  if (threadIdx.x == 0) ws::tma_prefetch(&tma_bh);
+  ws::cluster_sync();  // the peer's barriers are initialised before its multicasts reach them
+#else
   __syncthreads();
+#endif
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
+#if MC > 1
+    if (threadIdx.x == 0)
+      ws::produce_pairs<Config>(&tma_a, &tma_bh, smem, full, empty, tiles_m, tiles_n, kblocks);
+#else
     if (threadIdx.x == 0)
       ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
+#endif
   } else {
 #if EPI == 0
     ws::setmaxnreg_inc<232>();
@@ -462,12 +483,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
     float acc[Config::kBN / 2];    // (64, BN) wgmma accumulator of the current promotion interval
     float total[Config::kBN / 2];  // (64, BN) fp32 sum of the promoted intervals
     uint32_t it = 0;
+#if MC > 1
+    for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+      int tm, tn;
+      ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
+#else
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int tm, tn;
       tile_coords(t, tiles_m, tiles_n, tm, tn);
+#endif
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
-      promote_loop<Config>(acc, total, smem, full, empty, kblocks, cw, signal, it);
+      promote_loop<Config, MC>(acc, total, smem, full, empty, kblocks, cw, signal, it);
       // Fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const int w = t128 / 32;
@@ -496,6 +523,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
                              kblocks, wg - 1, lane, smem_raw);
 #endif
   }
+#if MC > 1
+  // No CTA leaves while its peer may still arrive on its barriers (or multicast into it).
+  __syncwarp();
+  ws::cluster_sync();
+#endif
 #endif
 }
 

@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 
+#include "ws/cluster.cuh"
 #include "ws/ptx_sm90.cuh"
 #include "ws/tcgen05.cuh"
 #include "ws/tile_scheduler.cuh"
@@ -114,6 +115,55 @@ __device__ __forceinline__ void produce_band(const TensorMap* tma_a, const Tenso
       const uint32_t b_dst = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
       tma_load_2d(a_dst, tma_a, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM);
       tma_load_2d(b_dst, tma_b, full + 8 * s, kb * Cfg::kBK, tn * Cfg::kBN);
+    }
+  }
+}
+
+// ---- TMA multicast over a cluster of kMc CTAs along M (sm_90a; kMc = 1: the plain ring) ----
+// The cluster's two CTAs take the row tiles 2p and 2p + 1 of pair tile (p, tn), the pairs in band
+// order over the cluster index. Each CTA loads its own A box and half of the B box (kBN / 2
+// rows, a map with that box), multicast into the same stage offset of both CTAs, so each B byte
+// leaves L2 once per pair. A stage is rewritten only when both CTAs' consumers have freed it
+// (empty counts 2 x 2: release_stage arrives in both CTAs); each full barrier still expects the
+// whole stage. A CTA whose row tile is past M (odd tile rows) loads zeros and stores nothing.
+
+/// Frees a stage for the producers: kMc = 2, for both CTAs' producers, whose multicasts write it.
+template <int kMc>
+__device__ __forceinline__ void release_stage(uint32_t bar) {
+  mbar_arrive(bar);
+  if constexpr (kMc > 1) mbar_arrive_cluster(bar, cluster_rank() ^ 1);
+}
+
+/// Pair tile t of the cluster's CTA (band order over tile-row pairs): its row and column tiles.
+template <class Cfg>
+__device__ __forceinline__ void pair_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  int pm;
+  band_tile<Cfg::kGroupM>(t, (tiles_m + 1) / 2, tiles_n, pm, tn);
+  tm = 2 * pm + static_cast<int>(cluster_rank());
+}
+__device__ __forceinline__ int pair_tiles(int tiles_m, int tiles_n) {
+  return (tiles_m + 1) / 2 * tiles_n;
+}
+
+/// Producer of a two-CTA cluster (one thread per CTA): produce_band's ring over the cluster's pair
+/// tiles, B's half boxes from tma_bh multicast to both CTAs.
+template <class Cfg>
+__device__ __forceinline__ void produce_pairs(const TensorMap* tma_a, const TensorMap* tma_bh,
+                                              uint32_t smem, uint32_t full, uint32_t empty,
+                                              int tiles_m, int tiles_n, int kblocks) {
+  const uint32_t rank = cluster_rank();
+  uint32_t it = 0;
+  for (int t = blockIdx.x / 2; t < pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+    int tm, tn;
+    pair_coords<Cfg>(t, tiles_m, tiles_n, tm, tn);
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      mbar_wait(empty + 8 * s, ph ^ 1);
+      mbar_expect_tx(full + 8 * s, Cfg::kStageBytes);
+      const uint32_t b_dst = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
+      tma_load_2d(smem + s * Cfg::kABytes, tma_a, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM);
+      tma_load_2d_multicast(b_dst + rank * (Cfg::kBBytes / 2), tma_bh, full + 8 * s,
+                            kb * Cfg::kBK, tn * Cfg::kBN + rank * (Cfg::kBN / 2), 0x3);
     }
   }
 }
