@@ -63,7 +63,8 @@ def summarize(names, rows, top):
     return {
         "samples": samples,
         "stall_share": {k: round(v / samples, 4) for k, v in by_reason.most_common() if v > 0},
-        "opcodes": {op: {"executed": c["executed"], "executed_share": round(c["executed"] / executed, 4),
+        "opcodes": {op: {"executed": c["executed"],
+                         "executed_share": round(c["executed"] / executed, 4),
                          "sample_share": round(c["samples"] / samples, 4)}
                     for op, c in sorted(by_op.items(), key=lambda kv: -kv[1]["executed"])
                     if c["executed"] > 0},

@@ -75,7 +75,8 @@ using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIP
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_wgrad(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
-    const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dct_scales, const unsigned char* __restrict__ xt_scales,
+    const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dct_scales,
+    const unsigned char* __restrict__ xt_scales,
     const int* __restrict__ offs, float* __restrict__ db, int M, int E, int N, int K) {
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
   const bool rega = Cfg::kStrategy == ws::mxg::kRegA;

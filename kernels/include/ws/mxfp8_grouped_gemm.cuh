@@ -493,7 +493,8 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
 #pragma unroll
       for (int q = 0; q < kSaPer; ++q) {
         const int i = xt + q * Cfg::kXformThreads;
-        if (i < kItems) sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(sa[q]);
+        if (i < kItems)
+          sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(sa[q]);
       }
       fence_proxy_async_shared();  // the MMA reads the bf16 tile through the async proxy
       mbar_arrive(sm.ready + 8 * s);
