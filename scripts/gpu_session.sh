@@ -70,6 +70,15 @@ verdict() {
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), j.get('deep') or '', str(j.get('message',''))[:300])" "$1" 2>/dev/null
 }
 
+# Removes the scratch folder an `eval --keep-scratch --json` output ($1) kept: it holds the
+# problem's tensors (hundreds of MB at the bench shapes).
+drop_kept_scratch() {
+  local d
+  d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('kept_scratch') or '')" "$1" 2>/dev/null)
+  [[ -n $d && -d $d ]] && rm -rf "$d"
+  return 0
+}
+
 # One knob sweep through the evaluator: problem $1, settings $2 (words, a setting's pairs joined by
 # '+'; '-' for none), variants $3 (';'-separated, knobs by spaces), hidden shapes $4 (0/1); the eval
 # JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
@@ -339,10 +348,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         evs+=("$OUT/harness/$key.eval.json")
       done
       python3 bench/profile/same_harness.py "$OUT/harness/$p.json" "${evs[@]}" || status=1
-      for e in "${evs[@]}"; do
-        d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('kept_scratch') or '')" "$e" 2>/dev/null)
-        [[ -n $d && -d $d ]] && rm -rf "$d"
-      done ;;
+      for e in "${evs[@]}"; do drop_kept_scratch "$e"; done ;;
     ncu)
       # Nsight Compute on one evaluation's candidate runner, bench shapes only: NCU_PROBLEM
       # (default mxfp8_quantize_rowwise), NCU_KERNEL (default kernels/<problem>/kernel.cu),
@@ -388,12 +394,9 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       else
         status=1
       fi
-      # The profiled run's output dumps and the kept scratch hold the problem's tensors (hundreds
-      # of MB at the bench shapes): they must not travel back with the results.
+      # The profiled run's output dumps and the kept scratch must not travel back with the results.
       rm -rf "$OUT/ncu/ncu-run"
-      d=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('kept_scratch') or '')" \
-            "$OUT/ncu/$tag.eval.json" 2>/dev/null)
-      [[ -n $d && -d $d ]] && rm -rf "$d"
+      drop_kept_scratch "$OUT/ncu/$tag.eval.json"
       if [[ $p == mxfp8_quantize_rowwise ]]; then
         r=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('params', {}).get('rounding', 'rceil'))" \
               "$OUT/ncu/$tag.eval.json" 2>/dev/null || echo rceil)

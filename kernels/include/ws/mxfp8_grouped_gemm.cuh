@@ -337,6 +337,18 @@ __device__ __forceinline__ void stage_scales(int xt, const Smem<Cfg>& sm, const 
   }
 }
 
+/// One 16-element chunk of a raw E4M3 row (shared address src) times the E8M0 scale byte sb, as
+/// bf16 into the 128-byte-swizzled row dst (TMA's SW128, what the MMA reads: 16-byte chunk k of
+/// row r at k ^ (r % 8)), its two 16-byte halves at the swizzled offsets off0 and off1.
+__device__ __forceinline__ void dequant_chunk(uint32_t src, unsigned sb, uint32_t dst,
+                                              uint32_t off0, uint32_t off1) {
+  const uint4 r = *reinterpret_cast<const uint4*>(__cvta_shared_to_generic(src));
+  uint4 o[2];
+  mx::dequant16_bf16(r, mx::e8m0_to_f32(sb), o);
+  *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off0)) = o[0];
+  *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off1)) = o[1];
+}
+
 // ---- kDequant: warps 1-3 (sm_100a: 1-2) convert raw E4M3 to scaled bf16 SW128 tiles ----
 template <class Cfg>
 __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const int* offs,
@@ -414,6 +426,8 @@ __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const in
         if (row < kRows) {
           // Raw rows are 64 bytes; bf16 rows 128 bytes in 8-row atoms of 1024 bytes with
           // 16-byte chunk k of row r at chunk k ^ (r % 8) (TMA's SW128, what the MMA reads).
+          // NOTE: dequant_chunk() spelled out: calling it reschedules this loop's SASS, which is
+          // STRATEGY=1's as measured on the H200.
           const uint4 r = *reinterpret_cast<const uint4*>(__cvta_shared_to_generic(raw + row * 64));
           uint4 o[2];
           mx::dequant16_bf16(r, mx::e8m0_to_f32(sb[q]), o);
@@ -478,15 +492,7 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
 #pragma unroll
       for (int q = 0; q < kPer; ++q) {
         const int col = row_first + q * kRowStep;
-        if (col < Cfg::kBN) {
-          const uint4 r =
-              *reinterpret_cast<const uint4*>(__cvta_shared_to_generic(raw_b + col * 64));
-          uint4 o[2];
-          mx::dequant16_bf16(r, mx::e8m0_to_f32(sb[q]), o);
-          const uint32_t dst = sm.b(s) + col * 128;
-          *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off0)) = o[0];
-          *reinterpret_cast<uint4*>(__cvta_shared_to_generic(dst + off1)) = o[1];
-        }
+        if (col < Cfg::kBN) dequant_chunk(raw_b + col * 64, sb[q], sm.b(s) + col * 128, off0, off1);
       }
       float* sc = reinterpret_cast<float*>(
           __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
@@ -513,6 +519,27 @@ __device__ __forceinline__ void store_pair(float* out, long long idx, float v0, 
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
 // ---- sm_90a consumers ----
 
+/// A thread's four column scales of fragment quads 2h, 2h + 1 (sb_slot layout; sbj: its first).
+/// Two float2 loads of adjacent slots: ptxas merges them into one LDS.128 (sm_90a SASS).
+__device__ __forceinline__ float4 sb_quad(const float* sbj, int h) {
+  const float2 b0 = *reinterpret_cast<const float2*>(sbj + 16 * h);
+  const float2 b1 = *reinterpret_cast<const float2*>(sbj + 16 * h + 2);
+  return make_float4(b0.x, b0.y, b1.x, b1.y);
+}
+
+/// Eight fragment elements (two fragment quads of columns 16h.., rows r0 / r0 + 8 as sa.x / sa.y)
+/// of one MX block: a[i] += (d[i] * sa) * sb, sb = b's four columns (the sb_slot layout).
+__device__ __forceinline__ void promote8(float* a, const float* d, float2 sa, float4 b) {
+  a[0] = fmaf(d[0] * sa.x, b.x, a[0]);
+  a[1] = fmaf(d[1] * sa.x, b.y, a[1]);
+  a[2] = fmaf(d[2] * sa.y, b.x, a[2]);
+  a[3] = fmaf(d[3] * sa.y, b.y, a[3]);
+  a[4] = fmaf(d[4] * sa.x, b.z, a[4]);
+  a[5] = fmaf(d[5] * sa.x, b.w, a[5]);
+  a[6] = fmaf(d[6] * sa.y, b.z, a[6]);
+  a[7] = fmaf(d[7] * sa.y, b.w, a[7]);
+}
+
 /// acc += (part * sa) * sb per element, with this MX block's scales from shared memory.
 /// NOTE: part * 2^(Sa-127) is exact whenever it is a normal fp32 (any realistic scale), and the
 /// FFMA then rounds once; a NaN scale (0xFF) makes the whole row / column NaN like the reference.
@@ -526,22 +553,8 @@ __device__ __forceinline__ void promote(float (&acc)[Cfg::kBN / 2],
     const float2 sa = *reinterpret_cast<const float2*>(sc + j * Cfg::kBM + sa_slot(r0));
     const float* sbj = sc + Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + 4 * (lane % 4);
 #pragma unroll
-    for (int h = 0; h < Cfg::kBN / 16; ++h) {
-      // Two float2 loads of adjacent slots: ptxas merges them into one LDS.128 (sm_90a SASS).
-      const float2 b0 = *reinterpret_cast<const float2*>(sbj + 16 * h);
-      const float2 b1 = *reinterpret_cast<const float2*>(sbj + 16 * h + 2);
-      const float4 b = make_float4(b0.x, b0.y, b1.x, b1.y);
-      float* a = acc + 8 * h;
-      const float* d = part + 8 * h;
-      a[0] = fmaf(d[0] * sa.x, b.x, a[0]);
-      a[1] = fmaf(d[1] * sa.x, b.y, a[1]);
-      a[2] = fmaf(d[2] * sa.y, b.x, a[2]);
-      a[3] = fmaf(d[3] * sa.y, b.y, a[3]);
-      a[4] = fmaf(d[4] * sa.x, b.z, a[4]);
-      a[5] = fmaf(d[5] * sa.x, b.w, a[5]);
-      a[6] = fmaf(d[6] * sa.y, b.z, a[6]);
-      a[7] = fmaf(d[7] * sa.y, b.w, a[7]);
-    }
+    for (int h = 0; h < Cfg::kBN / 16; ++h)
+      promote8(acc + 8 * h, part + 8 * h, sa, sb_quad(sbj, h));
     return;
   }
   const float sa0 = sc[j * Cfg::kBM + r0], sa1 = sc[j * Cfg::kBM + r0 + 8];
@@ -604,30 +617,15 @@ __device__ __forceinline__ void promote_early(float (&acc)[Cfg::kBN / 2],
   const float2 sa = *reinterpret_cast<const float2*>(sc + j * Cfg::kBM + sa_slot(r0));
   const float* sbj = sc + Cfg::kBlocks * Cfg::kBM + j * Cfg::kBN + 4 * (lane % 4);
   float4 ring[kAhead];
-  const auto load = [&](int h) {
-    // Two float2 loads of adjacent slots: one LDS.128 (sm_90a SASS), as in promote().
-    const float2 b0 = *reinterpret_cast<const float2*>(sbj + 16 * h);
-    const float2 b1 = *reinterpret_cast<const float2*>(sbj + 16 * h + 2);
-    return make_float4(b0.x, b0.y, b1.x, b1.y);
-  };
 #pragma unroll
-  for (int h = 0; h < kAhead; ++h) ring[h] = load(h);
+  for (int h = 0; h < kAhead; ++h) ring[h] = sb_quad(sbj, h);
   wgmma_wait<kPending>();
   fence_operands(d);
 #pragma unroll
   for (int h = 0; h < kChunks; ++h) {
     const float4 b = ring[h % kAhead];
-    if (h + kAhead < kChunks) ring[h % kAhead] = load(h + kAhead);
-    float* a = acc + 8 * h;
-    const float* e = d + 8 * h;
-    a[0] = fmaf(e[0] * sa.x, b.x, a[0]);
-    a[1] = fmaf(e[1] * sa.x, b.y, a[1]);
-    a[2] = fmaf(e[2] * sa.y, b.x, a[2]);
-    a[3] = fmaf(e[3] * sa.y, b.y, a[3]);
-    a[4] = fmaf(e[4] * sa.x, b.z, a[4]);
-    a[5] = fmaf(e[5] * sa.x, b.w, a[5]);
-    a[6] = fmaf(e[6] * sa.y, b.z, a[6]);
-    a[7] = fmaf(e[7] * sa.y, b.w, a[7]);
+    if (h + kAhead < kChunks) ring[h % kAhead] = sb_quad(sbj, h + kAhead);
+    promote8(acc + 8 * h, d + 8 * h, sa, b);
   }
 }
 
