@@ -444,67 +444,108 @@ __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const in
 }
 
 // ---- kRegA: warps 1-3 convert B's raw E4M3 to scaled bf16 SW128 tiles and stage A's scales ----
+
+/// The scale bytes one transform thread needs for one kRegA stage: B's block (2 kb + c / 2) of
+/// its columns row_first + q * kRowStep, and A's two blocks of its items (row i % BM, block i / BM).
+template <class Cfg>
+struct RegAScaleBytes {
+  static constexpr int kRowStep = Cfg::kXformThreads / 4;
+  static constexpr int kPer = (Cfg::kBN + kRowStep - 1) / kRowStep;
+  static constexpr int kItems = Cfg::kBlocks * Cfg::kBM;
+  static constexpr int kSaPer = (kItems + Cfg::kXformThreads - 1) / Cfg::kXformThreads;
+  unsigned sb[kPer], sa[kSaPer];
+
+  __device__ __forceinline__ void load(int xt, const TileView& v, int kb, const Problem& p,
+                                       const unsigned char* a_scales,
+                                       const unsigned char* b_scales) {
+    const int c = xt % 4, row_first = xt / 4;
+    const int blk0 = v.depth0 / 32, nblk = v.depth / 32, blk = kb * 2 + c / 2;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      const int col = row_first + q * kRowStep;
+      sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
+                         blk < nblk && col < Cfg::kBN && col < v.b_cols);
+    }
+#pragma unroll
+    for (int q = 0; q < kSaPer; ++q) {
+      const int i = xt + q * Cfg::kXformThreads, row = i % Cfg::kBM, j = kb * 2 + i / Cfg::kBM;
+      sa[q] = scale_byte(a_scales, v.a_row0 + row, p.sld, blk0 + j,
+                         i < kItems && j < nblk && row < v.a_rows);
+    }
+  }
+};
+
 /// As dequantize() for B's rows only (chunk c = xt % 4 of rows xt / 4, + kRowStep, ...), and per
 /// stage A's two block scales of every row as fp32 in the sa_slot layout (items xt, xt + 96, ...:
 /// row i % BM, block i / BM), which the consumers read while they convert A in registers.
 /// Writing stage s waits for its `full` phase, which the producer starts only after the
 /// consumers freed the stage: the previous round's bf16 tile and scales are no longer read.
+/// SCALE_PIPE >= 1 loads the next stage's scale bytes (the next k-block, or the first of the
+/// CTA's next tile) before converting this one: these warps run ahead of the consumers, so
+/// `full` is mostly complete on arrival and a load issued right before it (SCALE_PIPE=0) leaves
+/// its whole L2 latency in every stage.
 template <class Cfg>
 __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
                                              const unsigned char* b_scales) {
-  constexpr int kRowStep = Cfg::kXformThreads / 4;
-  constexpr int kPer = (Cfg::kBN + kRowStep - 1) / kRowStep;
-  constexpr int kItems = Cfg::kBlocks * Cfg::kBM;
-  constexpr int kSaPer = (kItems + Cfg::kXformThreads - 1) / Cfg::kXformThreads;
-  static_assert(kRowStep % 8 == 0, "one swizzle phase per thread");
+  using Bytes = RegAScaleBytes<Cfg>;
+  static_assert(Bytes::kRowStep % 8 == 0, "one swizzle phase per thread");
   static_assert(Cfg::kBlocks == 2, "k-blocks of 64: two MX blocks");
   const int c = xt % 4, row_first = xt / 4;
   const uint32_t sw = row_first % 8;
   const uint32_t off0 = ((2 * c) ^ sw) * 16, off1 = ((2 * c + 1) ^ sw) * 16;
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
-  uint32_t it = 0;
-  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
-    const TileView v = view_of<Cfg>(tl, p);
-    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
-    const int blk0 = v.depth0 / 32, nblk = v.depth / 32;
+  int t = blockIdx.x;
+  if (!cur.seek(t, offs, p.E, p.n, p.k, tl)) return;
+  TileView v = view_of<Cfg>(tl, p);
+  int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK, kb = 0;
+  // Tiles of an empty group have no stages: step to the first stage that exists.
+  bool more = true;
+  while (more && kblocks == 0) {
+    t += gridDim.x;
+    more = cur.seek(t, offs, p.E, p.n, p.k, tl);
+    if (more) v = view_of<Cfg>(tl, p), kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+  }
+  Bytes now;
+  if (more && Cfg::kScalePipe) now.load(xt, v, kb, p, a_scales, b_scales);
 #pragma unroll 1
-    for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-      // Scale bytes first: their latency overlaps the wait for the TMA.
-      unsigned sb[kPer], sa[kSaPer];
-      const int blk = kb * 2 + c / 2;
-#pragma unroll
-      for (int q = 0; q < kPer; ++q) {
-        const int col = row_first + q * kRowStep;
-        sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
-                           blk < nblk && col < Cfg::kBN && col < v.b_cols);
-      }
-#pragma unroll
-      for (int q = 0; q < kSaPer; ++q) {
-        const int i = xt + q * Cfg::kXformThreads, row = i % Cfg::kBM, j = kb * 2 + i / Cfg::kBM;
-        sa[q] = scale_byte(a_scales, v.a_row0 + row, p.sld, blk0 + j,
-                           i < kItems && j < nblk && row < v.a_rows);
-      }
-      mbar_wait(sm.full + 8 * s, ph);
-      const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
-#pragma unroll
-      for (int q = 0; q < kPer; ++q) {
-        const int col = row_first + q * kRowStep;
-        if (col < Cfg::kBN) dequant_chunk(raw_b + col * 64, sb[q], sm.b(s) + col * 128, off0, off1);
-      }
-      float* sc = reinterpret_cast<float*>(
-          __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
-#pragma unroll
-      for (int q = 0; q < kSaPer; ++q) {
-        const int i = xt + q * Cfg::kXformThreads;
-        if (i < kItems)
-          sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(sa[q]);
-      }
-      fence_proxy_async_shared();  // the MMA reads the bf16 tile through the async proxy
-      mbar_arrive(sm.ready + 8 * s);
+  for (uint32_t it = 0; more; ++it) {
+    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+    // The stage after this one.
+    TileView vn = v;
+    int kbn = kb + 1, kblocks_n = kblocks;
+    while (more && kbn == kblocks_n) {
+      t += gridDim.x;
+      more = cur.seek(t, offs, p.E, p.n, p.k, tl);
+      if (more) vn = view_of<Cfg>(tl, p), kbn = 0, kblocks_n = (vn.depth + Cfg::kBK - 1) / Cfg::kBK;
     }
+    Bytes next;
+    if constexpr (Cfg::kScalePipe) {
+      if (more) next.load(xt, vn, kbn, p, a_scales, b_scales);
+    } else {
+      now.load(xt, v, kb, p, a_scales, b_scales);  // its latency overlaps the wait for the TMA
+    }
+    mbar_wait(sm.full + 8 * s, ph);
+    const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
+#pragma unroll
+    for (int q = 0; q < Bytes::kPer; ++q) {
+      const int col = row_first + q * Bytes::kRowStep;
+      if (col < Cfg::kBN)
+        dequant_chunk(raw_b + col * 64, now.sb[q], sm.b(s) + col * 128, off0, off1);
+    }
+    float* sc = reinterpret_cast<float*>(
+        __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
+#pragma unroll
+    for (int q = 0; q < Bytes::kSaPer; ++q) {
+      const int i = xt + q * Cfg::kXformThreads;
+      if (i < Bytes::kItems)
+        sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(now.sa[q]);
+    }
+    fence_proxy_async_shared();  // the MMA reads the bf16 tile through the async proxy
+    mbar_arrive(sm.ready + 8 * s);
+    if constexpr (Cfg::kScalePipe) now = next;
+    v = vn, kb = kbn, kblocks = kblocks_n;
   }
 }
 
@@ -723,69 +764,103 @@ __device__ __forceinline__ void promote_tile(float (&acc)[Cfg::kBN / 2], float (
   }
 }
 
-/// kRegA main loop of consumer warpgroup cw over one tile (acc zeroed by the caller): per 64-K
-/// stage each thread reads its A fragment's E4M3 pairs from the raw A tile (rows r0, r0 + 8;
-/// 2 bytes at 16k + 2q and 16k + 2q + 8 of the row for k16 step k, before the swizzle), converts
-/// them exactly to bf16 times the
-/// row's block scale (block k / 2 of the stage), and issues HGMMA m64nBNk16 with A from registers
-/// and B from the transform warps' bf16 tile. The fragment registers are rewritten only after
-/// wait_group(0): the two consumer warpgroups alternate on the tensor cores, one converting while
-/// the other's HGMMAs run (conversion ~100 issue slots per thread against 4 x BN/2 tensor clocks).
+/// kRegA: thread's A fragment of stage s (rows r0, r0 + 8 of the tile; q = lane % 4): its E4M3
+/// pairs read from the raw A tile (2 bytes at 16k + 2q and 16k + 2q + 8 of the row for k16 step
+/// k, before the swizzle) and converted exactly to bf16 times the row's block scale (block k / 2
+/// of the stage), once `full` (raw A) and `ready` (A's scales, bf16 B) of the stage are complete.
+template <class Cfg>
+__device__ __forceinline__ void rega_fragment(uint32_t (&af)[4][4], const Smem<Cfg>& sm,
+                                              uint32_t it, int r0, int q) {
+  const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+  mbar_wait(sm.full + 8 * s, ph);   // raw A (TMA)
+  mbar_wait(sm.ready + 8 * s, ph);  // bf16 B and A's scales (transform warps)
+  const unsigned char* raw =
+      reinterpret_cast<const unsigned char*>(__cvta_shared_to_generic(sm.x(s)));
+  // Raw A comes by TMA with the 64-byte swizzle (16-byte chunk k of row r at k ^ (r / 2 % 4)):
+  // unswizzled, the 8 rows a warp reads (64 bytes apart) would meet 4-way bank conflicts.
+  // Rows r0 and r0 + 8 share the phase.
+  const uint32_t sw = (r0 >> 1) & 3;
+  const unsigned short* ra = reinterpret_cast<const unsigned short*>(raw + r0 * 64 + 2 * q);
+  const unsigned short* rb = reinterpret_cast<const unsigned short*>(raw + (r0 + 8) * 64 + 2 * q);
+  const float* sc = reinterpret_cast<const float*>(raw + Cfg::kRawA + Cfg::kRawB);
+  // r0 % 16 < 8: sa_slot(r0) is even and holds (sa[r0], sa[r0 + 8]) of each block.
+  const float2 s0 = *reinterpret_cast<const float2*>(sc + sa_slot(r0));
+  const float2 s1 = *reinterpret_cast<const float2*>(sc + Cfg::kBM + sa_slot(r0));
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 sk = k < 2 ? s0 : s1;
+    const uint32_t h = 8 * (k ^ sw);  // chunk k's first pair, in 16-bit units
+    af[k][0] = mx::dequant_bf16x2(ra[h], sk.x);      // row r0, cols 2q, 2q + 1
+    af[k][1] = mx::dequant_bf16x2(rb[h], sk.y);      // row r0 + 8
+    af[k][2] = mx::dequant_bf16x2(ra[h + 4], sk.x);  // row r0, cols 2q + 8, 2q + 9
+    af[k][3] = mx::dequant_bf16x2(rb[h + 4], sk.y);
+  }
+  // The fragments are computed before the fence (else ptxas injects a warpgroup.arrive before
+  // each HGMMA that reads registers written after it: C7519).
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(af[k][e]));
+  }
+}
+
+/// kRegA: the HGMMAs of stage s (A from registers, B the bf16 tile; ksteps 4, or 2 for the
+/// depth's last 32), committed as one group.
+template <class Cfg>
+__device__ __forceinline__ void rega_mma(float (&acc)[Cfg::kBN / 2], const uint32_t (&af)[4][4],
+                                         const Smem<Cfg>& sm, uint32_t s, int ksteps) {
+  const uint32_t b = sm.b(s);
+  wgmma_fence();
+  if (ksteps == 4) {  // straight-line: a guard per HGMMA makes ptxas fence each one (C7519)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
+  }
+  wgmma_commit();
+}
+
+/// kRegA main loop of consumer warpgroup cw over one tile (acc zeroed by the caller), per 64-K
+/// stage: A's fragment (rega_fragment), HGMMA m64nBNk16 with A from registers, wait_group(0),
+/// free the stage. SCALE_PIPE >= 2 converts the next stage's fragment into a second register set
+/// while this stage's HGMMAs run (~100 issue slots per thread that otherwise leave the tensor
+/// cores idle: both warpgroups wait on the same stage and convert at the same time).
 template <class Cfg>
 __device__ __forceinline__ void consume_rega(float (&acc)[Cfg::kBN / 2], const Smem<Cfg>& sm,
                                              int kblocks, int depth, uint32_t& it, int cw,
                                              bool signal) {
   const int t128 = threadIdx.x % 128, lane = threadIdx.x % 32, q = lane % 4;
   const int r0 = cw * 64 + 16 * (t128 / 32) + lane / 4;  // fragment rows r0 and r0 + 8
+  auto ksteps = [&](int kb) { return cmin(4, (depth - kb * Cfg::kBK) / 16); };  // depth % 32 == 0
+  if constexpr (Cfg::kScalesEarly) {
+    if (kblocks == 0) return;
+    uint32_t f0[4][4], f1[4][4];
+    rega_fragment<Cfg>(f0, sm, it, r0, q);
+    // One stage: its HGMMAs from `cur`, the next stage's fragment into `nxt` meanwhile.
+    auto step = [&](int kb, const uint32_t(&cur)[4][4], uint32_t(&nxt)[4][4]) {
+      const uint32_t s = it % Cfg::kStages;
+      rega_mma<Cfg>(acc, cur, sm, s, ksteps(kb));
+      if (kb + 1 < kblocks) rega_fragment<Cfg>(nxt, sm, it + 1, r0, q);
+      wgmma_wait<0>();  // cur's registers and the stage are free
+      if (signal) mbar_arrive(sm.empty + 8 * s);
+      ++it;
+    };
 #pragma unroll 1
-  for (int kb = 0; kb < kblocks; ++kb, ++it) {
-    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-    mbar_wait(sm.full + 8 * s, ph);   // raw A (TMA)
-    mbar_wait(sm.ready + 8 * s, ph);  // bf16 B and A's scales (transform warps)
-    const unsigned char* raw =
-        reinterpret_cast<const unsigned char*>(__cvta_shared_to_generic(sm.x(s)));
-    // Raw A comes by TMA with the 64-byte swizzle (16-byte chunk k of row r at k ^ (r / 2 % 4)):
-    // unswizzled, the 8 rows a warp reads (64 bytes apart) would meet 4-way bank conflicts.
-    // Rows r0 and r0 + 8 share the phase.
-    const uint32_t sw = (r0 >> 1) & 3;
-    const unsigned short* ra = reinterpret_cast<const unsigned short*>(raw + r0 * 64 + 2 * q);
-    const unsigned short* rb = reinterpret_cast<const unsigned short*>(raw + (r0 + 8) * 64 + 2 * q);
-    const float* sc = reinterpret_cast<const float*>(raw + Cfg::kRawA + Cfg::kRawB);
-    // r0 % 16 < 8: sa_slot(r0) is even and holds (sa[r0], sa[r0 + 8]) of each block.
-    const float2 s0 = *reinterpret_cast<const float2*>(sc + sa_slot(r0));
-    const float2 s1 = *reinterpret_cast<const float2*>(sc + Cfg::kBM + sa_slot(r0));
-    const int ksteps = cmin(4, (depth - kb * Cfg::kBK) / 16);  // 2 or 4 (depth % 32 == 0)
-    uint32_t af[4][4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 sk = k < 2 ? s0 : s1;
-      const uint32_t h = 8 * (k ^ sw);  // chunk k's first pair, in 16-bit units
-      af[k][0] = mx::dequant_bf16x2(ra[h], sk.x);      // row r0, cols 2q, 2q + 1
-      af[k][1] = mx::dequant_bf16x2(rb[h], sk.y);      // row r0 + 8
-      af[k][2] = mx::dequant_bf16x2(ra[h + 4], sk.x);  // row r0, cols 2q + 8, 2q + 9
-      af[k][3] = mx::dequant_bf16x2(rb[h + 4], sk.y);
+    for (int kb = 0; kb < kblocks; kb += 2) {  // two steps per trip: the register sets stay named
+      step(kb, f0, f1);
+      if (kb + 1 < kblocks) step(kb + 1, f1, f0);
     }
-    // The fragments are computed before the fence (else ptxas injects a warpgroup.arrive
-    // before each HGMMA that reads registers written after it: C7519).
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(af[k][e]));
+  } else {
+#pragma unroll 1
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages;
+      uint32_t af[4][4];
+      rega_fragment<Cfg>(af, sm, it, r0, q);
+      rega_mma<Cfg>(acc, af, sm, s, ksteps(kb));
+      wgmma_wait<0>();  // the fragment registers are free; the stage too
+      if (signal) mbar_arrive(sm.empty + 8 * s);
     }
-    const uint32_t b = sm.b(s);
-    wgmma_fence();
-    if (ksteps == 4) {  // straight-line: a guard per HGMMA makes ptxas fence each one (C7519)
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
-    } else {  // the depth's last 32
-#pragma unroll
-      for (int k = 0; k < 2; ++k)
-        wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();  // the fragment registers are free; the stage too
-    if (signal) mbar_arrive(sm.empty + 8 * s);
   }
   fence_operands(acc);
 }
