@@ -7,7 +7,13 @@ import json, os, sys
 
 
 def main():
-    ev = json.load(open(sys.argv[1]))
+    try:
+        ev = json.load(open(sys.argv[1]))
+    except (OSError, ValueError) as e:  # eval failed before writing JSON (e.g. bad arguments)
+        err = os.path.splitext(sys.argv[1])[0] + ".err"
+        detail = open(err).read().strip()[:400] if os.path.isfile(err) else ""
+        print(f"ncu_job: no evaluation result in {sys.argv[1]} ({e}) {detail}", file=sys.stderr)
+        return 1
     scratch = ev.get("kept_scratch")
     if not scratch or not os.path.isfile(os.path.join(scratch, "candidate.job.json")):
         print(f"ncu_job: no kept candidate job ({ev.get('verdict')}: {ev.get('message', '')[:200]})",
