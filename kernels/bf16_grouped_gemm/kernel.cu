@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 64, 192], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0, 1] },
+             "PP": [0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -55,12 +55,13 @@
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
 // runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
 // 64 KiB register-to-global epilogue per 128x256 tile); order barriers in acc_full's slots.
+// PP=1 is not offered to the tuner: its first H200 run (fwd, 2026-12-02) did not finish the
+// smallest test shape (M=16 E=1 N=16 K=16) within 5 s; cause not yet found (NOTES.md).
 // Not done: TMA multicast / 2-CTA MMA, TMA-store epilogue, stream-K for the decode shape.
 //
 // Evaluate: build/warpsmith eval bf16_grouped_gemm kernels/bf16_grouped_gemm/kernel.cu --set form=dgrad
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
-// warpsmith:sass sm_90a PP=1 BN=128: HGMMA UTMALDG
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"

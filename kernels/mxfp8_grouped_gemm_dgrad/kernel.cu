@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1, 2], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [0, 1, 2, 3], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -12,12 +12,17 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3",
+                "grid": ["min(num_sms * 16, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 4, 256))"],
+                "block": ["256"], "smem": "0",
+                "args": ["bt", "bt_scales", "workspace", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "offs", "da",
-                         "M", "E", "N", "K"] } ] }
+                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
+                         "M", "E", "N", "K"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -29,8 +34,9 @@
 // Paper model, DeepSeek-V3 fc1 dgrad (M=131072, E=8, N=4096, K=7168): 7.70 TFLOP, 0.68 GB of FP8
 // operands + 1.88 GB bf16 out = 2.6 GB: B200 1.71 ms at 4.5 PFLOP/s (bytes 0.34 ms); H200 target
 // as fwd (>= 1.0x torch._grouped_mm BF16, aim 1.3x).
-// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers (BN up to 256); on sm_100a only the
-// smem budget, and BN capped to 128), BN, STAGES, GROUP_M,
+// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers (BN up to 256), 3 as 2 with B's bf16
+// tiles made by a first launch; on sm_100a only the smem budget, and BN capped to 128), BN, STAGES,
+// GROUP_M,
 // SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
 //
 // Evaluate:
@@ -40,6 +46,7 @@
 // warpsmith:sass sm_90a SCALE_PIPE=0: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
@@ -66,19 +73,27 @@ namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 }  // namespace
 
+// STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
+// GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_pre_b(
+    const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
+    unsigned char* __restrict__ workspace, int E, int N, int K) {
+  ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, workspace, ws::mxg::Problem{E, K, N, N / 32});
+}
+
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
 // (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_dgrad(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
     const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dc_scales,
-    const unsigned char* __restrict__ bt_scales,
+    const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) {
   (void)M;
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
-  const bool rega = Cfg::kStrategy == ws::mxg::kRegA;
+  const bool rega = Cfg::kRegAFamily;
   // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
   const ws::mxg::Problem p{E, K, N, N / 32};
   ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b,
-                    dc_scales, bt_scales, offs, da, p);
+                    dc_scales, bt_scales, workspace, offs, da, p);
 }

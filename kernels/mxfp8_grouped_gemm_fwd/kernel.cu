@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1, 2], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [0, 1, 2, 3], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -12,12 +12,17 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3",
+                "grid": ["min(num_sms * 16, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 4, 256))"],
+                "block": ["256"], "smem": "0",
+                "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "offs", "c",
-                         "M", "E", "N", "K"] } ] }
+                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
+                         "M", "E", "N", "K"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -35,11 +40,15 @@
 //    of 128 (SW128); warps 1-3 stage the scales as fp32; consumers issue one QGMMA m64nBNk32
 //    per MX block into a fresh fragment (scale-d = 0) and promote acc += (part * sa) * sb while
 //    the next block's QGMMA runs (two fragments).
-//  - sm_90a STRATEGY=2 (A dequantized in registers; never run on a GPU yet, NOTES.md "Session
-//    12"): TMA raw E4M3 k-blocks of 64 (A with the 64-byte swizzle); warps 1-3 convert only B
-//    to scaled bf16 SW128 tiles and stage A's block scales; each consumer thread converts its own
-//    A fragment (rows r, r+8) to bf16 times its row's scale and issues HGMMA m64nBNk16 with A from
-//    registers (BN up to 256: B's conversion and A's both amortize over the wider tile).
+//  - sm_90a STRATEGY=2 (A dequantized in registers; ok on the H200, 0.79x STRATEGY=0 at BN=256,
+//    NOTES.md "Session 13"): TMA raw E4M3 k-blocks of 64 (A with the 64-byte swizzle); warps 1-3
+//    convert only B to scaled bf16 SW128 tiles and stage A's block scales; each consumer thread
+//    converts its own A fragment (rows r, r+8) to bf16 times its row's scale and issues HGMMA
+//    m64nBNk16 with A from registers (BN up to 256). B's conversion on 96 threads is its limit.
+//  - sm_90a STRATEGY=3 (never run on a GPU yet): STRATEGY=2 with B converted once, by a first
+//    launch, into the workspace as the SW128 bf16 tiles the MMA reads; the producer copies each
+//    stage's tile with one bulk copy, the transform warps only stage A's scales. Costs E*N*K*3
+//    bytes of extra traffic (E4M3 read, bf16 written): ~1% of fc1, more where groups are short.
 //  - sm_100a (any setting): the native block-scaled MMA. TMA E4M3 k-blocks of 128 (SW128, as
 //    STRATEGY=0); warps 1-2 write the stage's E8M0 scales as two 128x4 blocked tiles (A, B); warp
 //    3 copies them into a per-stage TMEM ring (tcgen05.cp 32x128b.warpx4) and issues
@@ -59,9 +68,9 @@
 //         11-13.5 ms), aim 1.3x (8.5-10.4 ms, i.e. 740-900 TFLOP/s: at the BF16 ceiling, so B must
 //         run near peak and A must overlap its promotions); >= 2x torch FP8 rowwise at Qwen3-30B
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
-// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers; on sm_100a it only sets the plan's
-// smem budget, and BN is capped to 128 there, the tma_b box too, in
-// which sm_100a fits (128 + BN) * 144-byte stages: 5 at the defaults), BN (tile width), STAGES
+// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with B converted first; on
+// sm_100a it only sets the plan's smem budget (STRATEGY=3's first launch does nothing there), and
+// BN is capped to 128 there, the tma_b box too, in which sm_100a fits (128 + BN) * 144-byte stages: 5 at the defaults), BN (tile width), STAGES
 // (ring depth, capped to 227 KiB), GROUP_M (band height inside a group), SCALE_PIPE (sm_90a: 0 the
 // scale loads as first verified, 1 word loads ahead of the wait and vector scale reads, 2 as 1 with
 // the consumers' scale reads issued before each QGMMA wait; NOTES.md).
@@ -70,6 +79,7 @@
 // warpsmith:sass sm_90a: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a SCALE_PIPE=0: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
@@ -98,19 +108,27 @@ namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 }  // namespace
 
+// STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
+// GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pre_b(
+    const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
+    unsigned char* __restrict__ workspace, int E, int N, int K) {
+  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, workspace, ws::mxg::Problem{E, N, K, K / 32});
+}
+
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
 // (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_fwd(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
     const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ a_scales,
-    const unsigned char* __restrict__ b_scales,
+    const unsigned char* __restrict__ b_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
   (void)M;
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
-  const bool rega = Cfg::kStrategy == ws::mxg::kRegA;
+  const bool rega = Cfg::kRegAFamily;
   // The cursor's kFwd view: output columns N, depth K; scale rows of K/32 bytes.
   const ws::mxg::Problem p{E, N, K, K / 32};
   ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, a_scales,
-                    b_scales, offs, c, p);
+                    b_scales, workspace, offs, c, p);
 }

@@ -83,5 +83,5 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
   // The kWgrad view: rows N, columns K, depth a group's tokens; scale rows of M/32 bytes.
   const ws::mxg::Problem p{E, N, K, M / 32};
   ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b,
-                    dct_scales, xt_scales, offs, db, p);
+                    dct_scales, xt_scales, nullptr, offs, db, p);
 }

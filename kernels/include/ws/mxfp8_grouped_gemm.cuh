@@ -27,6 +27,7 @@
 
 #include <cuda_bf16.h>
 
+#include "ws/bulk_copy.cuh"
 #include "ws/mx_gemm.cuh"
 #include "ws/ptx_sm90.cuh"
 #include "ws/tcgen05.cuh"
@@ -37,7 +38,7 @@
 namespace ws {
 namespace mxg {
 
-enum Strategy { kPromote = 0, kDequant = 1, kRegA = 2 };
+enum Strategy { kPromote = 0, kDequant = 1, kRegA = 2, kRegAPreB = 3 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 constexpr bool kSm100 = true;
@@ -52,7 +53,8 @@ constexpr int cmin(int a, int b) { return a < b ? a : b; }
 constexpr int stage_bytes(int strategy, int bn) {
   return strategy == kPromote ? (128 + bn) * 144
          : strategy == kDequant ? (128 + bn) * 192
-                                : 9216 + 192 * bn;  // kRegA: raw A, raw B, bf16 B, A's scales
+         : strategy == kRegA    ? 9216 + 192 * bn   // raw A, raw B, bf16 B, A's scales
+                                : 9216 + 128 * bn;  // kRegAPreB: raw A, bf16 B, A's scales
 }
 constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304
 constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs table
@@ -74,11 +76,15 @@ struct Config {
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
   // at most 128 columns wide (one 128x4 blocked scale tile for B; the plan's tma_b box agrees).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
+  // kRegAPreB: kRegA with B's bf16 tiles made by a first launch (pre_dequantize_b) and copied
+  // in by the producer: no transform of B in the GEMM.
+  static constexpr bool kRegAFamily = kStrategy == kRegA || kStrategy == kRegAPreB;
+  static constexpr bool kPreB = kStrategy == kRegAPreB;
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
   static constexpr int kBlocks = kBK / 32;                        // MX blocks per stage
-  static constexpr int kRawA = kBM * kBK, kRawB = kBN * kBK;      // E4M3 bytes
+  static constexpr int kRawA = kBM * kBK, kRawB = kPreB ? 0 : kBN * kBK;  // E4M3 bytes
   static constexpr int kBf16A = kStrategy == kDequant ? kBM * kBK * 2 : 0;  // SW128 bf16
   static constexpr int kBf16B = kStrategy != kPromote ? kBN * kBK * 2 : 0;
   static constexpr int kScaleA = kStrategy != kDequant ? kBlocks * kBM * 4 : 0;  // (blocks, BM)
@@ -162,10 +168,59 @@ struct Smem {
   __device__ uint32_t x(uint32_t s) const { return base + Cfg::kOffX + s * Cfg::kXBytes; }
 };
 
+// ---- kRegAPreB: B's bf16 tiles, made once by a first launch ----
+
+/// Byte offset of B's bf16 tile (expert e, column tile tn, 64-K block kb) in the workspace: the
+/// kFwd view's B [E, n, k] as E x ceil(n / BN) x ceil(k / 64) tiles of BN rows of 128 bytes.
+template <class Cfg>
+__device__ __forceinline__ long long pre_b_offset(int e, int tn, int kb, const Problem& p) {
+  const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
+  return ((static_cast<long long>(e) * tiles_n + tn) * kblocks + kb) * Cfg::kBf16B;
+}
+
+/// The first launch of STRATEGY=3: every B tile converted exactly (dequant16_bf16, as the
+/// transform warps of STRATEGY=2 do per CTA and stage) into the shared-memory image the HGMMA
+/// reads: row r's 16-byte chunk j at j ^ (r % 8) (SW128; the stage buffers are 1024-aligned), so
+/// the GEMM's producer moves each tile with one bulk copy. Columns past n and depth past k are
+/// zeros. One thread per 16 elements; a tile's 128-byte rows are written contiguously. B is
+/// converted once instead of once per M-tile (ceil(rows / 128) times per expert).
+template <class Cfg>
+__device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
+                                                 const unsigned char* b_scales,
+                                                 unsigned char* pre_b, const Problem& p) {
+  if constexpr (Cfg::kPreB) {  // sm_100a builds no kRegAPreB: nothing to do there
+  static_assert(Cfg::kBK == 64, "64-K tiles");
+  const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
+  const long long chunks = static_cast<long long>(p.E) * tiles_n * kblocks * Cfg::kBN * 4;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
+       i += stride) {
+    const int c = static_cast<int>(i % 4);
+    long long rest = i / 4;
+    const int r = static_cast<int>(rest % Cfg::kBN);
+    rest /= Cfg::kBN;
+    const int kb = static_cast<int>(rest % kblocks);
+    rest /= kblocks;
+    const int tn = static_cast<int>(rest % tiles_n), e = static_cast<int>(rest / tiles_n);
+    const int n = tn * Cfg::kBN + r, k0 = kb * Cfg::kBK + 16 * c;
+    uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+    if (n < p.n && k0 < p.k) {  // k % 32 == 0 (the specs): the chunk lies inside
+      const long long row = static_cast<long long>(e) * p.n + n;
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(b + row * p.k + k0));
+      mx::dequant16_bf16(raw, mx::e8m0_to_f32(__ldg(b_scales + row * p.sld + k0 / 32)), o);
+    }
+    unsigned char* dst = pre_b + pre_b_offset<Cfg>(e, tn, kb, p) + r * 128;
+    *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
+    *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+  }
+  }
+}
+
 // ---- producer: one thread issues the TMA loads of every stage ----
 template <class Cfg>
 __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap* tma_b,
-                                        const Smem<Cfg>& sm, const int* offs, const Problem& p) {
+                                        const unsigned char* pre_b, const Smem<Cfg>& sm,
+                                        const int* offs, const Problem& p) {
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
   uint32_t it = 0;
@@ -178,13 +233,18 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
       mbar_wait(sm.empty + 8 * s, ph ^ 1);
-      mbar_expect_tx(sm.full + 8 * s, Cfg::kRawA + Cfg::kRawB);
+      mbar_expect_tx(sm.full + 8 * s, Cfg::kRawA + (Cfg::kPreB ? Cfg::kBf16B : Cfg::kRawB));
       const int k0 = v.depth0 + kb * Cfg::kBK;
       // kPromote loads straight into the SW128 operand tiles; kDequant into the raw tiles.
       const uint32_t a_dst = Cfg::kStrategy == kPromote ? sm.a(s) : sm.x(s);
       const uint32_t b_dst = Cfg::kStrategy == kPromote ? sm.b(s) : sm.x(s) + Cfg::kRawA;
       tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
-      tma_load_3d(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert);
+      if constexpr (Cfg::kPreB) {  // the bf16 tile, already in the SW128 image the MMA reads
+        bulk_load_1d(sm.b(s), pre_b + pre_b_offset<Cfg>(tl.g, tl.tn, kb, p), Cfg::kBf16B,
+                     sm.full + 8 * s);
+      } else {
+        tma_load_3d(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert);
+      }
     }
   }
 }
@@ -463,8 +523,9 @@ struct RegAScaleBytes {
 #pragma unroll
     for (int q = 0; q < kPer; ++q) {
       const int col = row_first + q * kRowStep;
-      sb[q] = scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
-                         blk < nblk && col < Cfg::kBN && col < v.b_cols);
+      sb[q] = Cfg::kPreB ? 127u
+                         : scale_byte(b_scales, v.b_row0 + col, p.sld, blk0 + blk,
+                                      blk < nblk && col < Cfg::kBN && col < v.b_cols);
     }
 #pragma unroll
     for (int q = 0; q < kSaPer; ++q) {
@@ -527,12 +588,14 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
       now.load(xt, v, kb, p, a_scales, b_scales);  // its latency overlaps the wait for the TMA
     }
     mbar_wait(sm.full + 8 * s, ph);
-    const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
+    if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
+      const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
 #pragma unroll
-    for (int q = 0; q < Bytes::kPer; ++q) {
-      const int col = row_first + q * Bytes::kRowStep;
-      if (col < Cfg::kBN)
-        dequant_chunk(raw_b + col * 64, now.sb[q], sm.b(s) + col * 128, off0, off1);
+      for (int q = 0; q < Bytes::kPer; ++q) {
+        const int col = row_first + q * Bytes::kRowStep;
+        if (col < Cfg::kBN)
+          dequant_chunk(raw_b + col * 64, now.sb[q], sm.b(s) + col * 128, off0, off1);
+      }
     }
     float* sc = reinterpret_cast<float*>(
         __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
@@ -542,7 +605,7 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
       if (i < Bytes::kItems)
         sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(now.sa[q]);
     }
-    fence_proxy_async_shared();  // the MMA reads the bf16 tile through the async proxy
+    if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via the async proxy
     mbar_arrive(sm.ready + 8 * s);
     if constexpr (Cfg::kScalePipe) now = next;
     v = vn, kb = kbn, kblocks = kblocks_n;
@@ -888,7 +951,7 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
       float p0[Cfg::kBN / 2], p1[Cfg::kBN / 2];
       const int nblk = v.depth / 32;
       if (nblk > 0) promote_tile<Cfg>(acc, p0, p1, sm, a_off, nblk, it, cw);
-    } else if constexpr (Cfg::kStrategy == kRegA) {
+    } else if constexpr (Cfg::kRegAFamily) {
       consume_rega<Cfg>(acc, sm, kblocks, v.depth, it, cw, signal);
     } else {
       uint32_t prev = 0;
@@ -1121,10 +1184,12 @@ __device__ __forceinline__ void drain_sm100(const Smem<Cfg>& sm, const int* offs
 template <class Cfg, class Out>
 __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma_b,
                                     const unsigned char* a_scales, const unsigned char* b_scales,
-                                    const int* offs, Out* out, const Problem& p) {
+                                    const unsigned char* pre_b, const int* offs, Out* out,
+                                    const Problem& p) {
   static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 &&
-                    Cfg::kBN <= (Cfg::kStrategy == kRegA ? 256 : 128),
-                "BN: 16..128 (sm_90a STRATEGY=2: ..256)");
+                    Cfg::kBN <= (Cfg::kRegAFamily ? 256 : 128),
+                "BN: 16..128 (sm_90a STRATEGY=2, 3: ..256)");
+  static_assert(!Cfg::kPreB || Cfg::kForm == kFwd, "STRATEGY=3: B is a weight (fwd, dgrad)");
   static_assert(Cfg::kStages >= 2, "at least two stages fit");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   Smem<Cfg> sm;
@@ -1164,7 +1229,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   const uint32_t tmem_base = tmem_alloc_cta(warp == 3, sm.tmem_slot, TmemMap<Cfg>::kCols);
 
   if (warp == 0) {
-    if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
+    if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p);
   } else if (warp <= Cfg::kXformWarps) {
     stage_scales_sm100<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
   } else if (warp == 3) {
@@ -1179,10 +1244,10 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   if (threadIdx.x < 128) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0) {
-      if (lane == 0) produce<Cfg>(tma_a, tma_b, sm, goffs, p);
+      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p);
     } else if constexpr (Cfg::kStrategy == kPromote) {
       stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
-    } else if constexpr (Cfg::kStrategy == kRegA) {
+    } else if constexpr (Cfg::kRegAFamily) {
       dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
     } else {
       dequantize<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
