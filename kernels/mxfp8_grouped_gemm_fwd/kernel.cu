@@ -70,10 +70,11 @@
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
 // Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with B converted first; on
 // sm_100a it only sets the plan's smem budget (STRATEGY=3's first launch does nothing there), and
-// BN is capped to 128 there, the tma_b box too, in which sm_100a fits (128 + BN) * 144-byte stages: 5 at the defaults), BN (tile width), STAGES
-// (ring depth, capped to 227 KiB), GROUP_M (band height inside a group), SCALE_PIPE (sm_90a: 0 the
-// scale loads as first verified, 1 word loads ahead of the wait and vector scale reads, 2 as 1 with
-// the consumers' scale reads issued before each QGMMA wait; NOTES.md).
+// BN is capped to 128 there, the tma_b box too, in which sm_100a fits (128 + BN) * 144-byte stages:
+// 5 at the defaults), BN (tile width), STAGES (ring depth, capped to 227 KiB), GROUP_M (band height
+// inside a group), SCALE_PIPE (sm_90a: 0 the scale loads as first verified, 1 word loads ahead of
+// the wait and vector scale reads, 2 as 1 with the consumers' scale reads issued before each QGMMA
+// wait; NOTES.md).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG

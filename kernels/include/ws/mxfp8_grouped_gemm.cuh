@@ -506,7 +506,8 @@ __device__ __forceinline__ void dequantize(int xt, const Smem<Cfg>& sm, const in
 // ---- kRegA: warps 1-3 convert B's raw E4M3 to scaled bf16 SW128 tiles and stage A's scales ----
 
 /// The scale bytes one transform thread needs for one kRegA stage: B's block (2 kb + c / 2) of
-/// its columns row_first + q * kRowStep, and A's two blocks of its items (row i % BM, block i / BM).
+/// its columns row_first + q * kRowStep, and A's two blocks of its items (row i % BM, block
+/// i / BM).
 template <class Cfg>
 struct RegAScaleBytes {
   static constexpr int kRowStep = Cfg::kXformThreads / 4;
@@ -876,10 +877,12 @@ __device__ __forceinline__ void rega_mma(float (&acc)[Cfg::kBN / 2], const uint3
   wgmma_fence();
   if (ksteps == 4) {  // straight-line: a guard per HGMMA makes ptxas fence each one (C7519)
 #pragma unroll
-    for (int k = 0; k < 4; ++k) wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
+    for (int k = 0; k < 4; ++k)
+      wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
   } else {
 #pragma unroll
-    for (int k = 0; k < 2; ++k) wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
+    for (int k = 0; k < 2; ++k)
+      wgmma_bf16_rs<Cfg::kBN>(acc, af[k], wgmma_desc_sw128(b + 32 * k), 1);
   }
   wgmma_commit();
 }
