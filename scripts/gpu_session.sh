@@ -358,12 +358,17 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # SpeedOfLight section and DRAM / L2 counters for the plan's kernels. CSV to $OUT/ncu, named
       # after the problem and NCU_ARGS. For mxfp8_quantize_rowwise the Triton peer is profiled the
       # same way at the same shapes (bench/profile/rowwise_ncu.py), in its rounding mode.
-      # NCU_SECTIONS: the ncu sections (default SpeedOfLight; e.g. "SpeedOfLight WarpStateStats
-      # MemoryWorkloadAnalysis" for stall reasons and cache hit rates). NCU_REPORT=1 also keeps
+      # NCU_SECTIONS: the ncu sections (default SpeedOfLight, with NCU_REPORT=1 also the stall,
+      # source, compute and memory sections). NCU_REPORT=1 also keeps
       # the .ncu-rep (profile the first NCU_LAUNCHES launches, default 1) and writes its SASS
       # source page (per-instruction executions and stall samples; needs SourceCounters) as CSV.
       mkdir -p "$OUT/ncu"
-      sections=(); for sec in ${NCU_SECTIONS:-SpeedOfLight}; do sections+=(--section "$sec"); done
+      # With NCU_REPORT=1 the default sections include the stall reasons and SourceCounters, which
+      # the source page's per-instruction stall samples need.
+      dflt=SpeedOfLight
+      [[ ${NCU_REPORT:-0} == 1 ]] &&
+        dflt="SpeedOfLight WarpStateStats SourceCounters ComputeWorkloadAnalysis MemoryWorkloadAnalysis"
+      sections=(); for sec in ${NCU_SECTIONS:-$dflt}; do sections+=(--section "$sec"); done
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
       tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9=_-' '_')
       metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
