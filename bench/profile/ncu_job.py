@@ -26,7 +26,7 @@ def main():
     for c in job["cases"]:
         if not c["id"].startswith("bench-") or not c.get("timing"):
             continue
-        c["timing"].update({"warmup": 1, "iterations": 2, "audit_iteration": 0})
+        c["timing"].update({"warmup": 1, "warmup_ms": 0, "iterations": 2, "audit_iteration": 0})
         c["dump"] = os.path.join(out_dir, "cand-" + c["id"])
         c["budget_s"] = 600  # ncu replays each launch; the watchdog must not take that for a hang
         cases.append(c)

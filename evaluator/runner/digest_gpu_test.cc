@@ -171,6 +171,21 @@ TEST_F(DigestGpuTest, DigestsMatchTheHostAndCatchEveryFlippedByte) {
   EXPECT_NE(k2.substr(16), a.substr(16));
 }
 
+// warmup_ms keeps warming up (synchronized runs) until that much wall time has passed; without it
+// the runner does exactly `warmup` runs. The pattern kernel takes microseconds, so 30 ms of
+// warm-up is many runs.
+TEST_F(DigestGpuTest, WarmupMsWarmsUpForThatLong) {
+  const std::string d = dir_ + "/w";
+  json fixed = Case("fixed", -1, true, d + "-fixed", true);
+  json timed = Case("timed", -1, true, d + "-timed", true);
+  timed["timing"]["warmup_ms"] = 30;
+  auto got = Run("warmup", 0x1234, json::array({fixed, timed}));
+  ASSERT_TRUE(got["fixed"].contains("timing"));
+  EXPECT_EQ(got["fixed"]["timing"]["warmup_runs"], 1);
+  EXPECT_GT(got["timed"]["timing"]["warmup_runs"].get<int>(), 10);
+  EXPECT_EQ(got["timed"]["timing"]["iterations"], 4);
+}
+
 TEST_F(DigestGpuTest, ADigestWithoutAKeyIsABadJob) {
   const std::string job_path = dir_ + "/nokey.job.json";
   json job = {{"cubin", ptx_},

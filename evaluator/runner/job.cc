@@ -379,6 +379,10 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
     WS_ASSIGN_OR_RETURN(int64_t iters, IntField(t, "iterations", tp, 1, 1000000));
     WS_ASSIGN_OR_RETURN(tj.l2_flush_bytes, IntField(t, "l2_flush_bytes", tp, 0, int64_t{1} << 36));
     tj.warmup = static_cast<int>(warmup);
+    if (t.contains("warmup_ms")) {
+      WS_ASSIGN_OR_RETURN(int64_t warmup_ms, IntField(t, "warmup_ms", tp, 0, 60000));
+      tj.warmup_ms = static_cast<int>(warmup_ms);
+    }
     tj.iterations = static_cast<int>(iters);
     if (t.contains("audit_iteration")) {
       WS_ASSIGN_OR_RETURN(int64_t audit, IntField(t, "audit_iteration", tp, 0, iters - 1));

@@ -54,6 +54,10 @@ struct LaunchJob {
 
 struct TimingJob {
   int warmup = 0;
+  // After `warmup` runs, further warm-up runs (each synchronized) until this much wall time has
+  // passed since the first: an idle GPU's clocks take milliseconds to ramp, and a short kernel's
+  // few warm-up runs would leave its first timed runs at idle clocks.
+  int warmup_ms = 0;
   int iterations = 1;
   int64_t l2_flush_bytes = 0;
   int audit_iteration = 0;

@@ -28,7 +28,7 @@ constexpr const char* kExample = R"({
     ],
     "input_seeds": [11, 12, 18446744073709551615],
     "poison": 165,
-    "timing": { "warmup": 5, "iterations": 100, "l2_flush_bytes": 125829120,
+    "timing": { "warmup": 5, "warmup_ms": 250, "iterations": 100, "l2_flush_bytes": 125829120,
                 "audit_iteration": 37 },
     "dump": "/abs/path/scratch/test-0",
     "dump_inputs": false
@@ -64,6 +64,8 @@ TEST(JobTest, ParsesTheProtocolExample) {
   ASSERT_TRUE(c.timing.has_value());
   EXPECT_EQ(c.timing->audit_iteration, 37);
   EXPECT_EQ(c.timing->l2_flush_bytes, 125829120);
+  EXPECT_EQ(c.timing->warmup, 5);
+  EXPECT_EQ(c.timing->warmup_ms, 250);
 }
 
 TEST(JobTest, RejectsBadJobsNamingTheField) {
@@ -75,6 +77,8 @@ TEST(JobTest, RejectsBadJobsNamingTheField) {
       {R"({"tensor": "q"})", R"({"tensor": "z"})", "cases[0].launches[0].args[1].tensor"},
       {R"({"i32": 4096})", R"({"i32": 4294967296})", "cases[0].launches[0].args[3].i32"},
       {R"("audit_iteration": 37)", R"("audit_iteration": 100)", "timing.audit_iteration"},
+      {R"("warmup_ms": 250)", R"("warmup_ms": -1)", "timing.warmup_ms"},
+      {R"("warmup_ms": 250)", R"("warmup_ms": 60001)", "timing.warmup_ms"},
       {R"("poison": 165)", R"("poison": 256)", "cases[0].poison"},
       {R"("role": "output")", R"("role": "scratch")", "cases[0].tensors[1].role"},
       {R"("mx_blocks")", R"("cauchy")", "unknown distribution"},

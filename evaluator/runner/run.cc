@@ -644,8 +644,11 @@ void CaseRun::Timing() {
     }
   }
   const int last = tj.iterations - 1;
-  for (int run = 0; run < tj.warmup + tj.iterations; ++run) {
-    const int it = run - tj.warmup;  // timed iteration, negative during warm-up
+  // Warm-up runs: tj.warmup, then more (synchronized) until tj.warmup_ms of wall time has passed.
+  const auto warm_start = std::chrono::steady_clock::now();
+  int warm_runs = tj.warmup;
+  for (int run = 0; run < warm_runs + tj.iterations; ++run) {
+    const int it = run - warm_runs;  // timed iteration, negative during warm-up
     const int set = (it >= 0 ? it : run) % sets_;
     const std::string where = it >= 0 ? fmt::format(", timed run {}", it)
                                       : fmt::format(", warm-up run {}", run);
@@ -698,6 +701,16 @@ void CaseRun::Timing() {
         dumps_["last"] = {{"set", set}, {"iteration", it}};
       }
     }
+    if (s.ok() && it < 0 && run == warm_runs - 1 && tj.warmup_ms > 0) {
+      CUresult r = cuStreamSynchronize(dc_.stream);
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} during{}", CuErrorName(r), where.substr(1)));
+        return destroy();
+      }
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - warm_start).count();
+      if (ms < tj.warmup_ms) ++warm_runs;
+    }
     if (!s.ok()) {
       destroy();
       return FailOrCrash(s, "after" + where.substr(1));
@@ -718,7 +731,8 @@ void CaseRun::Timing() {
   }
   destroy();
   TimingStats st = ComputeStats(us);
-  timing_ = {{"iterations", tj.iterations}, {"graph", tj.graph}, {"times_us", times},
+  timing_ = {{"iterations", tj.iterations}, {"warmup_runs", warm_runs}, {"graph", tj.graph},
+             {"times_us", times},
              {"median_us", st.median_us},   {"min_us", st.min_us},
              {"p90_us", st.p90_us},         {"mean_us", st.mean_us},
              {"stdev_us", st.stdev_us}};
