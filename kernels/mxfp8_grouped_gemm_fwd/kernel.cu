@@ -114,7 +114,8 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>
 extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pre_b(
     const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
     unsigned char* __restrict__ workspace, int E, int N, int K) {
-  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, workspace, ws::mxg::Problem{E, N, K, K / 32});
+  const ws::mxg::Problem p{E, N, K, K / 32};
+  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1, 2], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [0, 1, 2, 3], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [1, 0, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
@@ -12,12 +12,17 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_wgrad_pre_b", "when": "STRATEGY == 3",
+                "grid": ["min(num_sms * 16, ceil_div(ceil_div(K, BN) * BN * (ceil_div(M, 64) + E) * 4, 256))"],
+                "block": ["256"], "smem": "4 * E + 16",
+                "args": ["xt", "xt_scales", "workspace", "offs", "workspace", "M", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
                 "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN)) + 6144",
+                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dct_scales", "xt_scales", "offs",
-                         "db", "M", "E", "N", "K"] } ] }
+                         "db", "M", "E", "N", "K"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3) * ceil_div(K, BN) * BN * (ceil_div(M, 64) + E) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, wgrad (spec.json): db[g, n, k] = f32(sum over the 32-token blocks j of
 // group g of 2^(Sdct-127) 2^(Sxt-127) * sum_{r in block j} dct[n, r] xt[k, r]), dct [N,M] and
@@ -33,8 +38,9 @@
 // 1.48 GB of FP8 + 0.94 GB fp32 out: B200 1.71 ms compute (0.31 ms bytes); Qwen3-30B
 // (E=128, N=1536, K=2048): 0.83 TFLOP, 1.61 GB fp32 out + 0.47 GB in: memory-bound, 0.27 ms on
 // B200 and ~0.43 ms at the H200's 4.8 TB/s.
-// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers (BN up to 256); on sm_100a only the
-// smem budget, and BN capped to 128), BN, STAGES, GROUP_M,
+// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers (BN up to 256), 3 as 2 with xt's
+// bf16 tiles made by a first launch, in 64-token blocks that restart at each group start; on
+// sm_100a only the smem budget, and BN capped to 128), BN, STAGES, GROUP_M,
 // SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
 //
 // Evaluate:
@@ -44,6 +50,7 @@
 // warpsmith:sass sm_90a SCALE_PIPE=0: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
@@ -70,18 +77,30 @@ namespace {
 using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 }  // namespace
 
+// STRATEGY=3, first launch: xt's bf16 tiles into the workspace in 64-token blocks restarting at
+// each group start (pre_dequantize_b), which the GEMM's producer then copies stage by stage.
+// Empty on sm_100a (no STRATEGY=3 there).
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_wgrad_pre_b(
+    const unsigned char* __restrict__ xt, const unsigned char* __restrict__ xt_scales,
+    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int M, int E, int N,
+    int K) {
+  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded blocks
+  ws::mxg::pre_dequantize_b<Cfg>(xt, xt_scales, offs, workspace, ws::mxg::Problem{E, N, K, M / 32},
+                                 pre_qb);
+}
+
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
 // (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_wgrad(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
     const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dct_scales,
-    const unsigned char* __restrict__ xt_scales,
+    const unsigned char* __restrict__ xt_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, float* __restrict__ db, int M, int E, int N, int K) {
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
-  const bool rega = Cfg::kStrategy == ws::mxg::kRegA;
+  const bool rega = Cfg::kRegAFamily;
   // The kWgrad view: rows N, columns K, depth a group's tokens; scale rows of M/32 bytes.
   const ws::mxg::Problem p{E, N, K, M / 32};
   ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b,
-                    dct_scales, xt_scales, nullptr, offs, db, p);
+                    dct_scales, xt_scales, workspace, offs, db, p);
 }

@@ -178,6 +178,25 @@ __device__ __forceinline__ long long pre_b_offset(int e, int tn, int kb, const P
   return ((static_cast<long long>(e) * tiles_n + tn) * kblocks + kb) * Cfg::kBf16B;
 }
 
+/// kWgrad: B (xt [k, tokens]) in 64-token blocks that restart at every group start (group g's
+/// block j is padded block qbase(g) + j, qbase(g) = sum of ceil(len / 64) over the groups before
+/// g), so a tile's k-blocks are whole tiles; at most ceil(tokens / 64) + E of them per column
+/// tile tn. Tile (tn, q) at (tn * that bound + q) * BN * 128 bytes.
+template <class Cfg>
+__device__ __forceinline__ long long pre_b_offset_wgrad(int tn, int q, const Problem& p) {
+  const int qmax = (p.sld * 32 + Cfg::kBK - 1) / Cfg::kBK + p.E;  // sld = tokens / 32
+  return (static_cast<long long>(tn) * qmax + q) * Cfg::kBf16B;
+}
+
+/// qbase(g) for groups walked forward: the padded 64-token blocks of the groups before g.
+struct PaddedBlocks {
+  int g = 0, qbase = 0;
+  __device__ int at(int g_to, const int* offs) {
+    for (; g < g_to; ++g) qbase += ((offs[g] - (g == 0 ? 0 : offs[g - 1])) + 63) / 64;
+    return qbase;
+  }
+};
+
 /// The first launch of STRATEGY=3: every B tile converted exactly (dequant16_bf16, as the
 /// transform warps of STRATEGY=2 do per CTA and stage) into the shared-memory image the HGMMA
 /// reads: row r's 16-byte chunk j at j ^ (r % 8) (SW128; the stage buffers are 1024-aligned), so
@@ -188,7 +207,7 @@ template <class Cfg>
 __device__ __forceinline__ void pre_dequantize_tiles(const unsigned char* b,
                                                      const unsigned char* b_scales,
                                                      unsigned char* pre_b, const Problem& p) {
-  static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
+  static_assert(Cfg::kPreB && Cfg::kBK == 64 && Cfg::kForm == kFwd, "STRATEGY=3's 64-K tiles");
   const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
   const long long chunks = static_cast<long long>(p.E) * tiles_n * kblocks * Cfg::kBN * 4;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -214,13 +233,70 @@ __device__ __forceinline__ void pre_dequantize_tiles(const unsigned char* b,
   }
 }
 
+/// kWgrad's tiles (pre_b_offset_wgrad): B = xt [k, tokens]; tokens past a group's end and padded
+/// blocks past the last group are zeros. qbase of every group is computed once per block into
+/// qb (E + 1 ints of dynamic shared memory), then each 16-token chunk finds its group by binary
+/// search.
+template <class Cfg>
+__device__ __forceinline__ void pre_dequantize_tiles_wgrad(const unsigned char* b,
+                                                           const unsigned char* b_scales,
+                                                           const int* offs, unsigned char* pre_b,
+                                                           const Problem& p, int* qb) {
+  static_assert(Cfg::kPreB && Cfg::kBK == 64 && Cfg::kForm == kWgrad, "STRATEGY=3's tiles");
+  if (threadIdx.x == 0) {
+    PaddedBlocks pb;
+    for (int g = 0; g <= p.E; ++g) qb[g] = pb.at(g, offs);
+  }
+  __syncthreads();
+  const int tokens = p.sld * 32;
+  const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = (tokens + 63) / 64 + p.E;
+  const long long chunks = static_cast<long long>(tiles_n) * qmax * Cfg::kBN * 4;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
+       i += stride) {
+    const int c = static_cast<int>(i % 4);
+    long long rest = i / 4;
+    const int r = static_cast<int>(rest % Cfg::kBN);
+    rest /= Cfg::kBN;
+    const int q = static_cast<int>(rest % qmax), tn = static_cast<int>(rest / qmax);
+    const int col = tn * Cfg::kBN + r;
+    uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+    if (col < p.k && q < qb[p.E]) {
+      int lo = 0, hi = p.E - 1;  // the group g with qb[g] <= q < qb[g + 1]
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (qb[mid] <= q) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      const int g = lo, s = g == 0 ? 0 : offs[g - 1];
+      const int t0 = s + (q - qb[g]) * 64 + 16 * c;  // group sizes % 32 == 0: 16-byte aligned
+      if (t0 < offs[g]) {
+        const long long row = col;
+        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(b + row * tokens + t0));
+        mx::dequant16_bf16(raw, mx::e8m0_to_f32(__ldg(b_scales + row * p.sld + t0 / 32)), o);
+      }
+    }
+    unsigned char* dst = pre_b + pre_b_offset_wgrad<Cfg>(tn, q, p) + r * 128;
+    *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
+    *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+  }
+}
+
 /// The first launch's body: the tiles for STRATEGY=3, nothing otherwise (sm_100a builds no
-/// STRATEGY=3; the plan launches this kernel only when the knob says 3).
+/// STRATEGY=3; the plan launches this kernel only when the knob says 3). qb: kWgrad's E + 1 ints
+/// of dynamic shared memory.
 template <class Cfg>
 __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
-                                                 const unsigned char* b_scales,
-                                                 unsigned char* pre_b, const Problem& p) {
-  if constexpr (Cfg::kPreB) pre_dequantize_tiles<Cfg>(b, b_scales, pre_b, p);
+                                                 const unsigned char* b_scales, const int* offs,
+                                                 unsigned char* pre_b, const Problem& p, int* qb) {
+  if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
+    pre_dequantize_tiles_wgrad<Cfg>(b, b_scales, offs, pre_b, p, qb);
+  } else if constexpr (Cfg::kPreB) {
+    pre_dequantize_tiles<Cfg>(b, b_scales, pre_b, p);
+  }
 }
 
 // ---- producer: one thread issues the TMA loads of every stage ----
@@ -230,11 +306,13 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
                                         const int* offs, const Problem& p) {
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
+  PaddedBlocks padded;  // kWgrad STRATEGY=3: where group g's B tiles start
   uint32_t it = 0;
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
     const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
+    const int qbase = Cfg::kPreB && Cfg::kForm == kWgrad ? padded.at(tl.g, offs) : 0;
     const int a_c1 = static_cast<int>(v.a_row0);
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -247,8 +325,9 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
       const uint32_t b_dst = Cfg::kStrategy == kPromote ? sm.b(s) : sm.x(s) + Cfg::kRawA;
       tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
       if constexpr (Cfg::kPreB) {  // the bf16 tile, already in the SW128 image the MMA reads
-        bulk_load_1d(sm.b(s), pre_b + pre_b_offset<Cfg>(tl.g, tl.tn, kb, p), Cfg::kBf16B,
-                     sm.full + 8 * s);
+        const long long off = Cfg::kForm == kWgrad ? pre_b_offset_wgrad<Cfg>(tl.tn, qbase + kb, p)
+                                                   : pre_b_offset<Cfg>(tl.g, tl.tn, kb, p);
+        bulk_load_1d(sm.b(s), pre_b + off, Cfg::kBf16B, sm.full + 8 * s);
       } else {
         tma_load_3d(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert);
       }
@@ -1199,7 +1278,6 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 &&
                     Cfg::kBN <= (Cfg::kRegAFamily ? 256 : 128),
                 "BN: 16..128 (sm_90a STRATEGY=2, 3: ..256)");
-  static_assert(!Cfg::kPreB || Cfg::kForm == kFwd, "STRATEGY=3: B is a weight (fwd, dgrad)");
   static_assert(Cfg::kStages >= 2, "at least two stages fit");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   Smem<Cfg> sm;
