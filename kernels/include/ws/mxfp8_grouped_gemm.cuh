@@ -197,52 +197,63 @@ struct PaddedBlocks {
   }
 };
 
-/// The first launch of STRATEGY=3: every B tile converted exactly (dequant16_bf16, as the
+/// The first launch of STRATEGY=3: B's tiles (tile = outer * inner_count + inner, as
+/// pre_b_offset / pre_b_offset_wgrad number them) converted exactly (dequant16_bf16, as the
 /// transform warps of STRATEGY=2 do per CTA and stage) into the shared-memory image the HGMMA
 /// reads: row r's 16-byte chunk j at j ^ (r % 8) (SW128; the stage buffers are 1024-aligned), so
-/// the GEMM's producer moves each tile with one bulk copy. Columns past n and depth past k are
-/// zeros. One thread per 16 elements; a tile's 128-byte rows are written contiguously. B is
-/// converted once instead of once per M-tile (ceil(rows / 128) times per expert).
-template <class Cfg>
-__device__ __forceinline__ void pre_dequantize_tiles(const unsigned char* b,
-                                                     const unsigned char* b_scales,
-                                                     unsigned char* pre_b, const Problem& p) {
-  static_assert(Cfg::kPreB && Cfg::kBK == 64 && Cfg::kForm == kFwd, "STRATEGY=3's 64-K tiles");
-  const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  const long long chunks = static_cast<long long>(p.E) * tiles_n * kblocks * Cfg::kBN * 4;
+/// the GEMM's producer moves each tile with one bulk copy. One thread per 16 elements; a tile's
+/// 128-byte rows are written contiguously. src(outer, inner, r, c) gives the E4M3 row (a pointer
+/// to its 16 bytes of chunk c) and its scale byte, or nullptr where the tile holds zeros.
+template <class Cfg, class Src>
+__device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long long tiles,
+                                                     int inner_count, Src src) {
+  static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
+  const long long chunks = tiles * Cfg::kBN * 4;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
        i += stride) {
-    const int c = static_cast<int>(i % 4);
-    long long rest = i / 4;
-    const int r = static_cast<int>(rest % Cfg::kBN);
-    rest /= Cfg::kBN;
-    const int kb = static_cast<int>(rest % kblocks);
-    rest /= kblocks;
-    const int tn = static_cast<int>(rest % tiles_n), e = static_cast<int>(rest / tiles_n);
-    const int n = tn * Cfg::kBN + r, k0 = kb * Cfg::kBK + 16 * c;
+    const int c = static_cast<int>(i % 4), r = static_cast<int>(i / 4 % Cfg::kBN);
+    const long long tile = i / 4 / Cfg::kBN;
     uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-    if (n < p.n && k0 < p.k) {  // k % 32 == 0 (the specs): the chunk lies inside
-      const long long row = static_cast<long long>(e) * p.n + n;
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(b + row * p.k + k0));
-      mx::dequant16_bf16(raw, mx::e8m0_to_f32(__ldg(b_scales + row * p.sld + k0 / 32)), o);
-    }
-    unsigned char* dst = pre_b + pre_b_offset<Cfg>(e, tn, kb, p) + r * 128;
+    unsigned scale = 0;
+    const unsigned char* raw = src(static_cast<int>(tile / inner_count),
+                                   static_cast<int>(tile % inner_count), r, c, scale);
+    if (raw != nullptr)
+      mx::dequant16_bf16(__ldg(reinterpret_cast<const uint4*>(raw)), mx::e8m0_to_f32(scale), o);
+    unsigned char* dst = pre_b + tile * Cfg::kBf16B + r * 128;
     *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
     *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
   }
 }
 
-/// kWgrad's tiles (pre_b_offset_wgrad): B = xt [k, tokens]; tokens past a group's end and padded
-/// blocks past the last group are zeros. qbase of every group is computed once per block into
-/// qb (E + 1 ints of dynamic shared memory), then each 16-token chunk finds its group by binary
-/// search.
+/// kFwd: B [E, n, k], tiles (e, tn, kb): outer e * tiles_n + tn, inner kb. Columns past n are
+/// zeros (k % 32 == 0, the specs: a chunk is inside or past k whole).
 template <class Cfg>
-__device__ __forceinline__ void pre_dequantize_tiles_wgrad(const unsigned char* b,
-                                                           const unsigned char* b_scales,
-                                                           const int* offs, unsigned char* pre_b,
-                                                           const Problem& p, int* qb) {
-  static_assert(Cfg::kPreB && Cfg::kBK == 64 && Cfg::kForm == kWgrad, "STRATEGY=3's tiles");
+__device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
+                                                   const unsigned char* b_scales,
+                                                   unsigned char* pre_b, const Problem& p) {
+  const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
+  pre_dequantize_tiles<Cfg>(
+      pre_b, static_cast<long long>(p.E) * tiles_n * kblocks, kblocks,
+      [&](int outer, int kb, int r, int c, unsigned& scale) -> const unsigned char* {
+        const int n = outer % tiles_n * Cfg::kBN + r, k0 = kb * Cfg::kBK + 16 * c;
+        if (n >= p.n || k0 >= p.k) return nullptr;
+        const long long row = static_cast<long long>(outer / tiles_n) * p.n + n;
+        scale = __ldg(b_scales + row * p.sld + k0 / 32);
+        return b + row * p.k + k0;
+      });
+}
+
+/// kWgrad's tiles (pre_b_offset_wgrad): B = xt [k, tokens], outer tn, inner the padded block q;
+/// tokens past a group's end and blocks past the last group are zeros. qbase of every group is
+/// computed once per block into qb (E + 1 ints of dynamic shared memory), then each chunk finds
+/// its group by binary search.
+template <class Cfg>
+__device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
+                                                     const unsigned char* b_scales,
+                                                     const int* offs, unsigned char* pre_b,
+                                                     const Problem& p, int* qb) {
+  static_assert(Cfg::kForm == kWgrad, "kWgrad's tiles");
   if (threadIdx.x == 0) {
     PaddedBlocks pb;
     for (int g = 0; g <= p.E; ++g) qb[g] = pb.at(g, offs);
@@ -250,39 +261,25 @@ __device__ __forceinline__ void pre_dequantize_tiles_wgrad(const unsigned char* 
   __syncthreads();
   const int tokens = p.sld * 32;
   const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = (tokens + 63) / 64 + p.E;
-  const long long chunks = static_cast<long long>(tiles_n) * qmax * Cfg::kBN * 4;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
-       i += stride) {
-    const int c = static_cast<int>(i % 4);
-    long long rest = i / 4;
-    const int r = static_cast<int>(rest % Cfg::kBN);
-    rest /= Cfg::kBN;
-    const int q = static_cast<int>(rest % qmax), tn = static_cast<int>(rest / qmax);
-    const int col = tn * Cfg::kBN + r;
-    uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-    if (col < p.k && q < qb[p.E]) {
-      int lo = 0, hi = p.E - 1;  // the group g with qb[g] <= q < qb[g + 1]
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (qb[mid] <= q) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
+  pre_dequantize_tiles<Cfg>(
+      pre_b, static_cast<long long>(tiles_n) * qmax, qmax,
+      [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
+        const int col = tn * Cfg::kBN + r;
+        if (col >= p.k || q >= qb[p.E]) return nullptr;
+        int lo = 0, hi = p.E - 1;  // the group g with qb[g] <= q < qb[g + 1]
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (qb[mid] <= q) {
+            lo = mid;
+          } else {
+            hi = mid - 1;
+          }
         }
-      }
-      const int g = lo, s = g == 0 ? 0 : offs[g - 1];
-      const int t0 = s + (q - qb[g]) * 64 + 16 * c;  // group sizes % 32 == 0: 16-byte aligned
-      if (t0 < offs[g]) {
-        const long long row = col;
-        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(b + row * tokens + t0));
-        mx::dequant16_bf16(raw, mx::e8m0_to_f32(__ldg(b_scales + row * p.sld + t0 / 32)), o);
-      }
-    }
-    unsigned char* dst = pre_b + pre_b_offset_wgrad<Cfg>(tn, q, p) + r * 128;
-    *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
-    *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
-  }
+        const int t0 = (lo == 0 ? 0 : offs[lo - 1]) + (q - qb[lo]) * 64 + 16 * c;
+        if (t0 >= offs[lo]) return nullptr;  // group sizes % 32 == 0: chunks are whole
+        scale = __ldg(b_scales + static_cast<long long>(col) * p.sld + t0 / 32);
+        return b + static_cast<long long>(col) * tokens + t0;
+      });
 }
 
 /// The first launch's body: the tiles for STRATEGY=3, nothing otherwise (sm_100a builds no
@@ -293,9 +290,9 @@ __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
                                                  const unsigned char* b_scales, const int* offs,
                                                  unsigned char* pre_b, const Problem& p, int* qb) {
   if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
-    pre_dequantize_tiles_wgrad<Cfg>(b, b_scales, offs, pre_b, p, qb);
+    pre_dequantize_wgrad<Cfg>(b, b_scales, offs, pre_b, p, qb);
   } else if constexpr (Cfg::kPreB) {
-    pre_dequantize_tiles<Cfg>(b, b_scales, pre_b, p);
+    pre_dequantize_fwd<Cfg>(b, b_scales, pre_b, p);
   }
 }
 
