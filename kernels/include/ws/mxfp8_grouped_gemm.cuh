@@ -66,7 +66,8 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 /// 2 = as 1, and kPromote's consumers read a block's scales before waiting for its QGMMA (the
 /// loads' latency hidden behind the wait instead of stalling the first FMULs: ncu, session 12),
 /// with the column scales prefetched two LDS.128 ahead and the QGMMA descriptors built once per
-/// stage.
+/// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
+/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0>
 struct Config {
@@ -182,10 +183,12 @@ __device__ __forceinline__ long long pre_b_offset(int e, int tn, int kb, const P
 /// block j is padded block qbase(g) + j, qbase(g) = sum of ceil(len / 64) over the groups before
 /// g), so a tile's k-blocks are whole tiles; at most ceil(tokens / 64) + E of them per column
 /// tile tn. Tile (tn, q) at (tn * that bound + q) * BN * 128 bytes.
+__device__ __forceinline__ int wgrad_padded_blocks(const Problem& p) {
+  return (p.sld * 32 + 63) / 64 + p.E;  // sld = tokens / 32
+}
 template <class Cfg>
 __device__ __forceinline__ long long pre_b_offset_wgrad(int tn, int q, const Problem& p) {
-  const int qmax = (p.sld * 32 + Cfg::kBK - 1) / Cfg::kBK + p.E;  // sld = tokens / 32
-  return (static_cast<long long>(tn) * qmax + q) * Cfg::kBf16B;
+  return (static_cast<long long>(tn) * wgrad_padded_blocks(p) + q) * Cfg::kBf16B;
 }
 
 /// qbase(g) for groups walked forward: the padded 64-token blocks of the groups before g.
@@ -260,7 +263,7 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
   }
   __syncthreads();
   const int tokens = p.sld * 32;
-  const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = (tokens + 63) / 64 + p.E;
+  const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = wgrad_padded_blocks(p);
   pre_dequantize_tiles<Cfg>(
       pre_b, static_cast<long long>(tiles_n) * qmax, qmax,
       [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
@@ -625,10 +628,8 @@ struct RegAScaleBytes {
 /// row i % BM, block i / BM), which the consumers read while they convert A in registers.
 /// Writing stage s waits for its `full` phase, which the producer starts only after the
 /// consumers freed the stage: the previous round's bf16 tile and scales are no longer read.
-/// SCALE_PIPE >= 1 loads the next stage's scale bytes (the next k-block, or the first of the
-/// CTA's next tile) before converting this one: these warps run ahead of the consumers, so
-/// `full` is mostly complete on arrival and a load issued right before it (SCALE_PIPE=0) leaves
-/// its whole L2 latency in every stage.
+/// The scale bytes are loaded before that wait. (Loading them a whole stage ahead was measured
+/// on the H200 in session 13: no gain, 0.696x against 0.706x of STRATEGY=0, so it is not kept.)
 template <class Cfg>
 __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
@@ -641,58 +642,36 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
   const uint32_t off0 = ((2 * c) ^ sw) * 16, off1 = ((2 * c + 1) ^ sw) * 16;
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
-  int t = blockIdx.x;
-  if (!cur.seek(t, offs, p.E, p.n, p.k, tl)) return;
-  TileView v = view_of<Cfg>(tl, p);
-  int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK, kb = 0;
-  // Tiles of an empty group have no stages: step to the first stage that exists.
-  bool more = true;
-  while (more && kblocks == 0) {
-    t += gridDim.x;
-    more = cur.seek(t, offs, p.E, p.n, p.k, tl);
-    if (more) v = view_of<Cfg>(tl, p), kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
-  }
-  Bytes now;
-  if (more && Cfg::kScalePipe) now.load(xt, v, kb, p, a_scales, b_scales);
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+    const TileView v = view_of<Cfg>(tl, p);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
 #pragma unroll 1
-  for (uint32_t it = 0; more; ++it) {
-    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-    // The stage after this one.
-    TileView vn = v;
-    int kbn = kb + 1, kblocks_n = kblocks;
-    while (more && kbn == kblocks_n) {
-      t += gridDim.x;
-      more = cur.seek(t, offs, p.E, p.n, p.k, tl);
-      if (more) vn = view_of<Cfg>(tl, p), kbn = 0, kblocks_n = (vn.depth + Cfg::kBK - 1) / Cfg::kBK;
-    }
-    Bytes next;
-    if constexpr (Cfg::kScalePipe) {
-      if (more) next.load(xt, vn, kbn, p, a_scales, b_scales);
-    } else {
-      now.load(xt, v, kb, p, a_scales, b_scales);  // its latency overlaps the wait for the TMA
-    }
-    mbar_wait(sm.full + 8 * s, ph);
-    if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
-      const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      Bytes bytes;
+      bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
+      mbar_wait(sm.full + 8 * s, ph);
+      if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
+        const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
 #pragma unroll
-      for (int q = 0; q < Bytes::kPer; ++q) {
-        const int col = row_first + q * Bytes::kRowStep;
-        if (col < Cfg::kBN)
-          dequant_chunk(raw_b + col * 64, now.sb[q], sm.b(s) + col * 128, off0, off1);
+        for (int q = 0; q < Bytes::kPer; ++q) {
+          const int col = row_first + q * Bytes::kRowStep;
+          if (col < Cfg::kBN)
+            dequant_chunk(raw_b + col * 64, bytes.sb[q], sm.b(s) + col * 128, off0, off1);
+        }
       }
-    }
-    float* sc = reinterpret_cast<float*>(
-        __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
+      float* sc = reinterpret_cast<float*>(
+          __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
 #pragma unroll
-    for (int q = 0; q < Bytes::kSaPer; ++q) {
-      const int i = xt + q * Cfg::kXformThreads;
-      if (i < Bytes::kItems)
-        sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(now.sa[q]);
+      for (int q = 0; q < Bytes::kSaPer; ++q) {
+        const int i = xt + q * Cfg::kXformThreads;
+        if (i < Bytes::kItems)
+          sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(bytes.sa[q]);
+      }
+      if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via async proxy
+      mbar_arrive(sm.ready + 8 * s);
     }
-    if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via the async proxy
-    mbar_arrive(sm.ready + 8 * s);
-    if constexpr (Cfg::kScalePipe) now = next;
-    v = vn, kb = kbn, kblocks = kblocks_n;
   }
 }
 
