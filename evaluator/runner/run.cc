@@ -685,12 +685,18 @@ void CaseRun::Timing() {
       if (r != CUDA_SUCCESS) s = CuError(r, "cuEventRecord");
     }
     if (s.ok()) s = LaunchGuardCheck();
-    if (s.ok() && (it == tj.audit_iteration || it == last)) {
+    // Checked runs (the audited and the last) and the last warm-up run of a time-based warm-up
+    // wait for the stream.
+    const bool checked = it == tj.audit_iteration || it == last;
+    const bool warm_end = it < 0 && run == warm_runs - 1 && tj.warmup_ms > 0;
+    if (s.ok() && (checked || warm_end)) {
       CUresult r = cuStreamSynchronize(dc_.stream);
       if (r != CUDA_SUCCESS) {
         Fail("crashed", fmt::format("{} during{}", CuErrorName(r), where.substr(1)));
         return destroy();
       }
+    }
+    if (s.ok() && checked) {
       s = CollectGuards();
       if (s.ok() && it == tj.audit_iteration) {
         DumpOutputs("audit");
@@ -701,12 +707,7 @@ void CaseRun::Timing() {
         dumps_["last"] = {{"set", set}, {"iteration", it}};
       }
     }
-    if (s.ok() && it < 0 && run == warm_runs - 1 && tj.warmup_ms > 0) {
-      CUresult r = cuStreamSynchronize(dc_.stream);
-      if (r != CUDA_SUCCESS) {
-        Fail("crashed", fmt::format("{} during{}", CuErrorName(r), where.substr(1)));
-        return destroy();
-      }
+    if (s.ok() && warm_end) {  // not warm yet: one more warm-up run
       const double ms = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - warm_start).count();
       if (ms < tj.warmup_ms) ++warm_runs;
