@@ -1,28 +1,34 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1, 2, 3], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0] },
+{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["128", "min(BN, 128)", "1"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b128": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["128", "128", "1"], "swizzle": 128,
+                  "oob_fill": "zero", "l2_promotion": 256 },
     "raw_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["64", "128"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "raw_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3",
-                "grid": ["min(num_sms * 16, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 4, 256))"],
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
+                "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["bt", "bt_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "STRATEGY != 3 || M >= SHORT * E",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
-                         "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128", "zero": false } }
+                         "M", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
+                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, 128))"],
+                "block": ["384"], "smem": "153600",
+                "args": ["tma_a", "tma_b128", "dc_scales", "bt_scales", "offs", "da", "M", "E", "N", "K"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -35,16 +41,18 @@
 // operands + 1.88 GB bf16 out = 2.6 GB: B200 1.71 ms at 4.5 PFLOP/s (bytes 0.34 ms); H200 target
 // as fwd (>= 1.0x torch._grouped_mm BF16, aim 1.3x).
 // Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers (BN up to 256), 3 as 2 with B's bf16
-// tiles made by a first launch; on sm_100a only the smem budget, and BN capped to 128), BN, STAGES,
-// GROUP_M,
-// SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
+// tiles made by a first launch, the default; on sm_100a only the smem budget, and BN capped to
+// 128), BN, STAGES, GROUP_M, SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md),
+// SHORT (STRATEGY=3: below SHORT tokens per group on average, M < SHORT * E, the plan runs the
+// STRATEGY=0 kernel _short instead, as fwd; dgrad's crossover is higher: 0.88x at 512 per group).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
-// warpsmith:sass sm_90a: QGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
-// warpsmith:sass sm_90a SCALE_PIPE=0: QGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=0: HGMMA UTMALDG
+// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0 BN=128: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 BN=128 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
@@ -71,6 +79,18 @@
 
 namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+// The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
+using ShortCfg = ws::mxg::Config<ws::kFwd, ws::mxg::kPromote, 128, 4, 8, 2>;
+
+// The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
+template <class C>
+__device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::TensorMap* b_map,
+                                     const unsigned char* dc_scales, const unsigned char* bt_scales,
+                                     const unsigned char* workspace, const int* offs,
+                                     __nv_bfloat16* da, int E, int N, int K) {
+  ws::mxg::run<C>(a_map, b_map, dc_scales, bt_scales, workspace, offs, da,
+                  ws::mxg::Problem{E, K, N, N / 32});
+}
 }  // namespace
 
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
@@ -93,8 +113,16 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
   (void)M;
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
   const bool rega = Cfg::kRegAFamily;
-  // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
-  const ws::mxg::Problem p{E, K, N, N / 32};
-  ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b,
-                    dc_scales, bt_scales, workspace, offs, da, p);
+  gemm<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, dc_scales,
+            bt_scales, workspace, offs, da, E, N, K);
+}
+
+// STRATEGY=3 below SHORT tokens per group: the STRATEGY=0 kernel (tma_b128: its 128-column box).
+extern "C" __global__ void __launch_bounds__(ShortCfg::kThreads, 1)
+    sm90_sm100_mxfp8_grouped_gemm_dgrad_short(
+        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b128,
+        const unsigned char* __restrict__ dc_scales, const unsigned char* __restrict__ bt_scales,
+        const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) {
+  (void)M;
+  gemm<ShortCfg>(&tma_a, &tma_b128, dc_scales, bt_scales, nullptr, offs, da, E, N, K);
 }

@@ -1,28 +1,34 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1, 2, 3], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0] },
+{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["128", "min(BN, 128)", "1"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b128": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["128", "128", "1"], "swizzle": 128,
+                  "oob_fill": "zero", "l2_promotion": 256 },
     "raw_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "raw_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3",
-                "grid": ["min(num_sms * 16, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 4, 256))"],
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
+                "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY != 3 || M >= SHORT * E",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
-                         "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128", "zero": false } }
+                         "M", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
+                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, 128))"],
+                "block": ["384"], "smem": "153600",
+                "args": ["tma_a", "tma_b128", "a_scales", "b_scales", "offs", "c", "M", "E", "N", "K"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -36,7 +42,7 @@
 //  - sm_90a STRATEGY=1 (§9.2 B, the exact path): warps 1-3 dequantize each raw E4M3
 //    k-block of 64 into bf16 * 2^(S-127) (cvt e4m3x2 -> f16x2 -> fp32 * scale -> bf16x2: exact)
 //    in 128-byte-swizzled tiles; consumer warpgroups 1-2 run HGMMA m64nBNk16, fp32 accumulate.
-//  - sm_90a STRATEGY=0 (the default: 1.6x STRATEGY=1 on the H200; §9.2 A): TMA E4M3 k-blocks
+//  - sm_90a STRATEGY=0 (1.6x STRATEGY=1 on the H200; §9.2 A; the short-group kernel): TMA E4M3 k-blocks
 //    of 128 (SW128); warps 1-3 stage the scales as fp32; consumers issue one QGMMA m64nBNk32
 //    per MX block into a fresh fragment (scale-d = 0) and promote acc += (part * sa) * sb while
 //    the next block's QGMMA runs (two fragments).
@@ -45,10 +51,14 @@
 //    convert only B to scaled bf16 SW128 tiles and stage A's block scales; each consumer thread
 //    converts its own A fragment (rows r, r+8) to bf16 times its row's scale and issues HGMMA
 //    m64nBNk16 with A from registers (BN up to 256). B's conversion on 96 threads is its limit.
-//  - sm_90a STRATEGY=3 (never run on a GPU yet): STRATEGY=2 with B converted once, by a first
+//  - sm_90a STRATEGY=3 (the default; 1.13-1.17x the STRATEGY=0 geomean on the H200, 1.5x at
+//    DeepSeek-V3 fc1): STRATEGY=2 with B converted once, by a first
 //    launch, into the workspace as the SW128 bf16 tiles the MMA reads; the producer copies each
 //    stage's tile with one bulk copy, the transform warps only stage A's scales. Costs E*N*K*3
-//    bytes of extra traffic (E4M3 read, bf16 written): ~1% of fc1, more where groups are short.
+//    bytes of extra traffic (E4M3 read, bf16 written), paid back only over long groups: below
+//    SHORT tokens per group on average (M < SHORT * E) the plan runs the STRATEGY=0 kernel
+//    instead (_short: BN=128, STAGES=4, SCALE_PIPE=2, its measured defaults). On sm_100a both
+//    kernels are the block-scaled path.
 //  - sm_100a (any setting): the native block-scaled MMA. TMA E4M3 k-blocks of 128 (SW128, as
 //    STRATEGY=0); warps 1-2 write the stage's E8M0 scales as two 128x4 blocked tiles (A, B); warp
 //    3 copies them into a per-stage TMEM ring (tcgen05.cp 32x128b.warpx4) and issues
@@ -74,15 +84,16 @@
 // 5 at the defaults), BN (tile width), STAGES (ring depth, capped to 227 KiB), GROUP_M (band height
 // inside a group), SCALE_PIPE (sm_90a: 0 the scale loads as first verified, 1 word loads ahead of
 // the wait and vector scale reads, 2 as 1 with the consumers' scale reads issued before each QGMMA
-// wait; NOTES.md).
+// wait; NOTES.md), SHORT (STRATEGY=3: the tokens per group below which _short runs; 0 never).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
-// warpsmith:sass sm_90a: QGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
+// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0 BN=128: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
-// warpsmith:sass sm_90a SCALE_PIPE=0: QGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=0: HGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 BN=128 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
@@ -107,6 +118,18 @@
 
 namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+// The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
+using ShortCfg = ws::mxg::Config<ws::kFwd, ws::mxg::kPromote, 128, 4, 8, 2>;
+
+// The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
+template <class C>
+__device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::TensorMap* b_map,
+                                     const unsigned char* a_scales, const unsigned char* b_scales,
+                                     const unsigned char* workspace, const int* offs,
+                                     __nv_bfloat16* c, int E, int N, int K) {
+  ws::mxg::run<C>(a_map, b_map, a_scales, b_scales, workspace, offs, c,
+                  ws::mxg::Problem{E, N, K, K / 32});
+}
 }  // namespace
 
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
@@ -129,8 +152,16 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
   (void)M;
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
   const bool rega = Cfg::kRegAFamily;
-  // The cursor's kFwd view: output columns N, depth K; scale rows of K/32 bytes.
-  const ws::mxg::Problem p{E, N, K, K / 32};
-  ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, a_scales,
-                    b_scales, workspace, offs, c, p);
+  gemm<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, a_scales,
+            b_scales, workspace, offs, c, E, N, K);
+}
+
+// STRATEGY=3 below SHORT tokens per group: the STRATEGY=0 kernel (tma_b128: its 128-column box).
+extern "C" __global__ void __launch_bounds__(ShortCfg::kThreads, 1)
+    sm90_sm100_mxfp8_grouped_gemm_fwd_short(
+        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b128,
+        const unsigned char* __restrict__ a_scales, const unsigned char* __restrict__ b_scales,
+        const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
+  (void)M;
+  gemm<ShortCfg>(&tma_a, &tma_b128, a_scales, b_scales, nullptr, offs, c, E, N, K);
 }

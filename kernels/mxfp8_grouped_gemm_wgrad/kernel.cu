@@ -13,15 +13,15 @@
     "sw64_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_wgrad_pre_b", "when": "STRATEGY == 3",
-                "grid": ["min(num_sms * 16, ceil_div(ceil_div(K, BN) * BN * (ceil_div(M, 64) + E) * 4, 256))"],
+                "grid": ["min(num_sms * 4, ceil_div(ceil_div(K, BN) * BN * (ceil_div(M, 64) + E), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
-                "args": ["xt", "xt_scales", "workspace", "offs", "workspace", "M", "E", "N", "K"] },
+                "args": ["xt", "xt_scales", "offs", "workspace", "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
                 "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dct_scales", "xt_scales", "offs",
-                         "db", "M", "E", "N", "K"] } ],
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dct_scales", "xt_scales", "workspace",
+                         "offs", "db", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3) * ceil_div(K, BN) * BN * (ceil_div(M, 64) + E) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, wgrad (spec.json): db[g, n, k] = f32(sum over the 32-token blocks j of

@@ -204,28 +204,36 @@ struct PaddedBlocks {
 /// pre_b_offset / pre_b_offset_wgrad number them) converted exactly (dequant16_bf16, as the
 /// transform warps of STRATEGY=2 do per CTA and stage) into the shared-memory image the HGMMA
 /// reads: row r's 16-byte chunk j at j ^ (r % 8) (SW128; the stage buffers are 1024-aligned), so
-/// the GEMM's producer moves each tile with one bulk copy. One thread per 16 elements; a tile's
-/// 128-byte rows are written contiguously. src(outer, inner, r, c) gives the E4M3 row (a pointer
-/// to its 16 bytes of chunk c) and its scale byte, or nullptr where the tile holds zeros.
+/// the GEMM's producer moves each tile with one bulk copy. One thread per tile row (64 elements,
+/// 128 bytes out): its four 16-byte loads are issued before any conversion, which keeps enough
+/// bytes in flight for DRAM (one load per thread reached 56% of it). src(outer, inner, r, c) gives
+/// the E4M3 row's chunk c (a pointer to its 16 bytes) and its scale byte, or nullptr where the
+/// tile holds zeros. Row indices fit in int: the workspace (at most 8 GB) holds < 2^26 rows.
 template <class Cfg, class Src>
 __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long long tiles,
                                                      int inner_count, Src src) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
-  const long long chunks = tiles * Cfg::kBN * 4;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < chunks;
-       i += stride) {
-    const int c = static_cast<int>(i % 4), r = static_cast<int>(i / 4 % Cfg::kBN);
-    const long long tile = i / 4 / Cfg::kBN;
-    uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-    unsigned scale = 0;
-    const unsigned char* raw = src(static_cast<int>(tile / inner_count),
-                                   static_cast<int>(tile % inner_count), r, c, scale);
-    if (raw != nullptr)
-      mx::dequant16_bf16(__ldg(reinterpret_cast<const uint4*>(raw)), mx::e8m0_to_f32(scale), o);
-    unsigned char* dst = pre_b + tile * Cfg::kBf16B + r * 128;
-    *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
-    *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+  const int rows = static_cast<int>(tiles * Cfg::kBN);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
+    const int r = i % Cfg::kBN, tile = i / Cfg::kBN;
+    const int outer = tile / inner_count, inner = tile % inner_count;
+    uint4 v[4];
+    unsigned scale[4] = {0, 0, 0, 0};
+    bool on[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const unsigned char* raw = src(outer, inner, r, c, scale[c]);
+      on[c] = raw != nullptr;
+      v[c] = on[c] ? __ldg(reinterpret_cast<const uint4*>(raw)) : make_uint4(0, 0, 0, 0);
+    }
+    unsigned char* dst = pre_b + static_cast<long long>(tile) * Cfg::kBf16B + r * 128;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+      if (on[c]) mx::dequant16_bf16(v[c], mx::e8m0_to_f32(scale[c]), o);
+      *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
+      *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+    }
   }
 }
 
@@ -249,17 +257,21 @@ __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
 
 /// kWgrad's tiles (pre_b_offset_wgrad): B = xt [k, tokens], outer tn, inner the padded block q;
 /// tokens past a group's end and blocks past the last group are zeros. qbase of every group is
-/// computed once per block into qb (E + 1 ints of dynamic shared memory), then each chunk finds
-/// its group by binary search.
+/// computed once per block into qb (E + 1 ints of dynamic shared memory; the same sums as
+/// PaddedBlocks), then each row finds its group by binary search.
 template <class Cfg>
 __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
                                                      const unsigned char* b_scales,
                                                      const int* offs, unsigned char* pre_b,
                                                      const Problem& p, int* qb) {
   static_assert(Cfg::kForm == kWgrad, "kWgrad's tiles");
+  // The groups' block counts in parallel, then one thread's prefix sum over shared memory.
+  for (int g = threadIdx.x; g < p.E; g += blockDim.x)
+    qb[g + 1] = (offs[g] - (g == 0 ? 0 : offs[g - 1]) + 63) / 64;
+  __syncthreads();
   if (threadIdx.x == 0) {
-    PaddedBlocks pb;
-    for (int g = 0; g <= p.E; ++g) qb[g] = pb.at(g, offs);
+    qb[0] = 0;
+    for (int g = 0; g < p.E; ++g) qb[g + 1] += qb[g];
   }
   __syncthreads();
   const int tokens = p.sld * 32;
