@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [0, 1, 2, 3], "BN": [128, 64, 256], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [1, 0, 2] },
+{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+             "SCALE_PIPE": [2, 1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -39,18 +39,19 @@
 // (E=128, N=1536, K=2048): 0.83 TFLOP, 1.61 GB fp32 out + 0.47 GB in: memory-bound, 0.27 ms on
 // B200 and ~0.43 ms at the H200's 4.8 TB/s.
 // Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers (BN up to 256), 3 as 2 with xt's
-// bf16 tiles made by a first launch, in 64-token blocks that restart at each group start; on
+// bf16 tiles made by a first launch, in 64-token blocks that restart at each group start: the
+// default, 1.37-1.71x STRATEGY=0 (SCALE_PIPE=1) at the long-group shapes on the H200; on
 // sm_100a only the smem budget, and BN capped to 128), BN, STAGES, GROUP_M,
 // SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
-// warpsmith:sass sm_90a: QGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=1: HGMMA UTMALDG
-// warpsmith:sass sm_90a SCALE_PIPE=0: QGMMA UTMALDG
-// warpsmith:sass sm_90a STRATEGY=1 SCALE_PIPE=0: HGMMA UTMALDG
+// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=1: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
+// warpsmith:sass sm_90a STRATEGY=1 BN=128 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
-// warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
@@ -70,7 +71,7 @@
 #define GROUP_M 8
 #endif
 #ifndef SCALE_PIPE
-#define SCALE_PIPE 1  // ok at every test, hidden and bench shape on the H200, 1.3-2.0x over 0 (2026-12-01)
+#define SCALE_PIPE 2  // STRATEGY=0 measured best at 1: 1.3-2.0x over 0 (2026-12-01)
 #endif
 
 namespace {

@@ -204,33 +204,39 @@ struct PaddedBlocks {
 /// pre_b_offset / pre_b_offset_wgrad number them) converted exactly (dequant16_bf16, as the
 /// transform warps of STRATEGY=2 do per CTA and stage) into the shared-memory image the HGMMA
 /// reads: row r's 16-byte chunk j at j ^ (r % 8) (SW128; the stage buffers are 1024-aligned), so
-/// the GEMM's producer moves each tile with one bulk copy. One thread per tile row (64 elements,
-/// 128 bytes out): its four 16-byte loads are issued before any conversion, which keeps enough
-/// bytes in flight for DRAM (one load per thread reached 56% of it). src(outer, inner, r, c) gives
-/// the E4M3 row's chunk c (a pointer to its 16 bytes) and its scale byte, or nullptr where the
-/// tile holds zeros. Row indices fit in int: the workspace (at most 8 GB) holds < 2^26 rows.
+/// the GEMM's producer moves each tile with one bulk copy. One thread per 16 elements (4 threads
+/// per 64-element row, so a warp's loads and stores are whole sectors), four of them per pass a
+/// grid apart, their loads issued before any conversion: one load in flight per thread reached 56%
+/// of DRAM bandwidth, one tile row per thread (64 B in flight but half-sector requests) less.
+/// src(outer, inner, r, c) gives the E4M3 row's chunk c (a pointer to its 16 bytes) and its scale
+/// byte, or nullptr where the tile holds zeros. Chunk indices fit in int: the workspace (at most
+/// 8 GB) holds < 2^28 chunks.
 template <class Cfg, class Src>
 __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long long tiles,
                                                      int inner_count, Src src) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
-  const int rows = static_cast<int>(tiles * Cfg::kBN);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += gridDim.x * blockDim.x) {
-    const int r = i % Cfg::kBN, tile = i / Cfg::kBN;
-    const int outer = tile / inner_count, inner = tile % inner_count;
-    uint4 v[4];
-    unsigned scale[4] = {0, 0, 0, 0};
-    bool on[4];
+  constexpr int kUnroll = 4;
+  const int chunks = static_cast<int>(tiles * Cfg::kBN * 4);
+  const int stride = gridDim.x * blockDim.x;
+  for (int i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < chunks; i0 += kUnroll * stride) {
+    uint4 v[kUnroll];
+    unsigned scale[kUnroll];
+    bool on[kUnroll];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const unsigned char* raw = src(outer, inner, r, c, scale[c]);
-      on[c] = raw != nullptr;
-      v[c] = on[c] ? __ldg(reinterpret_cast<const uint4*>(raw)) : make_uint4(0, 0, 0, 0);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + u * stride, c = i % 4, r = i / 4 % Cfg::kBN, tile = i / 4 / Cfg::kBN;
+      const unsigned char* raw =
+          i < chunks ? src(tile / inner_count, tile % inner_count, r, c, scale[u]) : nullptr;
+      on[u] = raw != nullptr;
+      v[u] = on[u] ? __ldg(reinterpret_cast<const uint4*>(raw)) : make_uint4(0, 0, 0, 0);
     }
-    unsigned char* dst = pre_b + static_cast<long long>(tile) * Cfg::kBf16B + r * 128;
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + u * stride, c = i % 4, r = i / 4 % Cfg::kBN, tile = i / 4 / Cfg::kBN;
+      if (i >= chunks) break;
       uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-      if (on[c]) mx::dequant16_bf16(v[c], mx::e8m0_to_f32(scale[c]), o);
+      if (on[u]) mx::dequant16_bf16(v[u], mx::e8m0_to_f32(scale[u]), o);
+      unsigned char* dst = pre_b + static_cast<long long>(tile) * Cfg::kBf16B + r * 128;
       *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
       *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
     }
