@@ -665,6 +665,18 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     res.sandbox_layers["stage"] = "compile";
   }
   if (!res.compile.ok) return reject(Verdict::kCompileError, res.compile.log);
+  // The plan's argument lists against the kernels' parameters, as the runner will check them on
+  // the GPU: found here, a mismatch costs no GPU time and shows in compile-only runs. A cubin
+  // this reader cannot parse is left to the runner's check.
+  if (!library) {
+    if (auto bytes = ReadFile(res.compile.cubin_path); bytes.ok()) {
+      if (auto params = CubinKernelParams(*bytes); params.ok()) {
+        if (std::string m = PlanCubinMismatch(*plan, spec, *params); !m.empty()) {
+          return reject(Verdict::kPlanError, m);
+        }
+      }
+    }
+  }
   if (req.compile_only) {
     return reject(Verdict::kNotRun,
                   fmt::format("compiled for {}; plan valid; not run (compile only)",

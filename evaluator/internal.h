@@ -21,6 +21,17 @@ namespace ws {
 ResourceReport ParsePtxasLog(const std::string& log);
 std::vector<std::string> DefaultIncludeDirs();
 
+/// Each kernel's parameter sizes in bytes, in order, from a cubin's .nv.info.<kernel> sections
+/// (their EIATTR_KPARAM_INFO records): what the driver will read, known without a GPU. An error
+/// for bytes that are not a well-formed 64-bit ELF (cubin.cc).
+Result<std::map<std::string, std::vector<int>>> CubinKernelParams(std::string_view elf);
+
+/// "" when each launch passes as many arguments as its kernel takes, each of the size the runner
+/// will pass (tensor maps 128 bytes, i32 4, the rest 8); else what the runner would refuse. A
+/// kernel `params` does not describe is left to the runner.
+std::string PlanCubinMismatch(const Plan& plan, const ProblemSpec& spec,
+                              const std::map<std::string, std::vector<int>>& params);
+
 // ---- The checker (check.cc) ---------------------------------------------------------------------
 // Each Compare* returns "" on a pass, else what failed, where (coordinates) and by how much, for
 // the first `max_reports` failures plus a count (and the worst one where it is not among them).
