@@ -127,8 +127,9 @@ std::string PlanCubinMismatch(const Plan& plan, const ProblemSpec& spec,
                        : kind == PlanArg::Kind::kTensorMap ? 128
                                                            : 8;
       if (sizes[i] != want) {
-        return fmt::format("launch {} ({}): parameter {} is {} bytes, the plan passes {} bytes ('{}')",
-                           k, l.kernel, i, sizes[i], want, l.args[i].text);
+        return fmt::format(
+            "launch {} ({}): parameter {} is {} bytes, the plan passes {} bytes ('{}')", k,
+            l.kernel, i, sizes[i], want, l.args[i].text);
       }
     }
   }

@@ -27,11 +27,6 @@ __device__ __forceinline__ void split_range(int s, int splits, int kblocks, int&
   kb1 = static_cast<int>(static_cast<long long>(s + 1) * kblocks / splits);
 }
 
-/// Lets the plan's next launch (pdl) start now: this kernel shares no memory with it.
-__device__ __forceinline__ void griddep_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-
 /// Named barrier id (1..15) over count threads (a multiple of 32).
 __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
