@@ -1,7 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048],
-             "OVERLAP": [0, 32, 24, 48] },
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -16,17 +15,11 @@
     "sw64_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
-                "grid": ["(OVERLAP > 0) * OVERLAP + (OVERLAP == 0) * min(num_sms * 4, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64), 256))"],
-                "block": ["256 + 768 * (OVERLAP > 0)"], "smem": "0",
+                "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64), 256))"],
+                "block": ["256"], "smem": "0",
                 "args": ["bt", "bt_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "(STRATEGY != 3 || M >= SHORT * E) && (STRATEGY != 3 || OVERLAP == 0)",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "STRATEGY != 3 || M >= SHORT * E",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
-                "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
-                         "M", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "STRATEGY == 3 && M >= SHORT * E && OVERLAP > 0", "pdl": true,
-                "grid": ["min(num_sms - OVERLAP, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
@@ -35,7 +28,7 @@
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, 128))"],
                 "block": ["384"], "smem": "153600",
                 "args": ["tma_a", "tma_b128", "dc_scales", "bt_scales", "offs", "da", "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * (E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + 4 * OVERLAP)", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -51,8 +44,7 @@
 // tiles made by a first launch, the default; on sm_100a only the smem budget, and BN capped to
 // 128), BN, STAGES, GROUP_M, SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md),
 // SHORT (STRATEGY=3: below SHORT tokens per group on average, M < SHORT * E, the plan runs the
-// STRATEGY=0 kernel _short instead, as fwd; dgrad's crossover is higher: 0.88x at 512 per group),
-// OVERLAP (STRATEGY=3, never run yet: the first launch beside the GEMM on OVERLAP SMs, as fwd).
+// STRATEGY=0 kernel _short instead, as fwd; dgrad's crossover is higher: 0.88x at 512 per group).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -85,10 +77,6 @@
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.13x over 1 (12-02)
 #endif
 
-#ifndef OVERLAP
-#define OVERLAP 0
-#endif
-
 namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 // The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
@@ -100,21 +88,18 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
                                      const unsigned char* dc_scales, const unsigned char* bt_scales,
                                      const unsigned char* workspace, const int* offs,
                                      __nv_bfloat16* da, int E, int N, int K) {
-  const ws::mxg::Problem p{E, K, N, N / 32};
-  ws::mxg::run<C>(a_map, b_map, dc_scales, bt_scales, workspace, offs, da, p,
-                  ws::mxg::overlap_ready<C>(workspace, p, OVERLAP));
+  ws::mxg::run<C>(a_map, b_map, dc_scales, bt_scales, workspace, offs, da,
+                  ws::mxg::Problem{E, K, N, N / 32});
 }
 }  // namespace
 
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
 // GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
-extern "C" __global__ void __launch_bounds__(OVERLAP > 0 ? 1024 : 256)
-    sm90_mxfp8_grouped_gemm_dgrad_pre_b(
-        const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
-        unsigned char* __restrict__ workspace, int E, int N, int K) {
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_pre_b(
+    const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
+    unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, K, N, N / 32};
-  ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, nullptr, workspace, p, nullptr,
-                                 ws::mxg::overlap_progress<Cfg>(workspace, p, OVERLAP));
+  ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

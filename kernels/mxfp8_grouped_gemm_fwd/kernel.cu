@@ -1,7 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048],
-             "OVERLAP": [0, 32, 24, 48] },
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -16,17 +15,11 @@
     "sw64_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
-                "grid": ["(OVERLAP > 0) * OVERLAP + (OVERLAP == 0) * min(num_sms * 4, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64), 256))"],
-                "block": ["256 + 768 * (OVERLAP > 0)"], "smem": "0",
+                "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64), 256))"],
+                "block": ["256"], "smem": "0",
                 "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "(STRATEGY != 3 || M >= SHORT * E) && (STRATEGY != 3 || OVERLAP == 0)",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY != 3 || M >= SHORT * E",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
-                "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
-                         "M", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY == 3 && M >= SHORT * E && OVERLAP > 0", "pdl": true,
-                "grid": ["min(num_sms - OVERLAP, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
@@ -35,7 +28,7 @@
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, 128))"],
                 "block": ["384"], "smem": "153600",
                 "args": ["tma_a", "tma_b128", "a_scales", "b_scales", "offs", "c", "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * (E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + 4 * OVERLAP)", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -93,9 +86,7 @@
 // 5 at the defaults), BN (tile width), STAGES (ring depth, capped to 227 KiB), GROUP_M (band height
 // inside a group), SCALE_PIPE (sm_90a: 0 the scale loads as first verified, 1 word loads ahead of
 // the wait and vector scale reads, 2 as 1 with the consumers' scale reads issued before each QGMMA
-// wait; NOTES.md), SHORT (STRATEGY=3: the tokens per group below which _short runs; 0 never),
-// OVERLAP (STRATEGY=3, never run yet: the first launch on OVERLAP SMs beside the GEMM, which is
-// launched with pdl on the others and copies an expert's tiles once they are published; 0 off).
+// wait; NOTES.md), SHORT (STRATEGY=3: the tokens per group below which _short runs; 0 never).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B QGMMA UTMALDG
@@ -127,10 +118,6 @@
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.09x over 1 (12-02)
 #endif
 
-#ifndef OVERLAP
-#define OVERLAP 0
-#endif
-
 namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 // The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
@@ -142,21 +129,18 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
                                      const unsigned char* a_scales, const unsigned char* b_scales,
                                      const unsigned char* workspace, const int* offs,
                                      __nv_bfloat16* c, int E, int N, int K) {
-  const ws::mxg::Problem p{E, N, K, K / 32};
-  ws::mxg::run<C>(a_map, b_map, a_scales, b_scales, workspace, offs, c, p,
-                  ws::mxg::overlap_ready<C>(workspace, p, OVERLAP));
+  ws::mxg::run<C>(a_map, b_map, a_scales, b_scales, workspace, offs, c,
+                  ws::mxg::Problem{E, N, K, K / 32});
 }
 }  // namespace
 
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
 // GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
-extern "C" __global__ void __launch_bounds__(OVERLAP > 0 ? 1024 : 256)
-    sm90_mxfp8_grouped_gemm_fwd_pre_b(
-        const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
-        unsigned char* __restrict__ workspace, int E, int N, int K) {
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pre_b(
+    const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
+    unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, N, K, K / 32};
-  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr,
-                                 ws::mxg::overlap_progress<Cfg>(workspace, p, OVERLAP));
+  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

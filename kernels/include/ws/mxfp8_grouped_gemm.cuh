@@ -211,28 +211,14 @@ struct PaddedBlocks {
 /// src(outer, inner, r, c) gives the E4M3 row's chunk c (a pointer to its 16 bytes) and its scale
 /// byte, or nullptr where the tile holds zeros. Chunk indices fit in int: the workspace (at most
 /// 8 GB) holds < 2^28 chunks.
-/// progress (OVERLAP, see PreBReady): this block's finished passes, published after each pass
-/// (a pass: kPreBUnroll chunks per thread, so pass q covers chunks [q, q + 1) * kPreBUnroll *
-/// threads of the grid); zeroed before the dependent GEMM may launch.
-constexpr int kPreBUnroll = 4;
 template <class Cfg, class Src>
 __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long long tiles,
-                                                     int inner_count, Src src,
-                                                     int* progress = nullptr) {
+                                                     int inner_count, Src src) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
-  constexpr int kUnroll = kPreBUnroll;
+  constexpr int kUnroll = 4;
   const int chunks = static_cast<int>(tiles * Cfg::kBN * 4);
   const int stride = gridDim.x * blockDim.x;
-  if (progress != nullptr) {
-    if (threadIdx.x == 0) {
-      progress[blockIdx.x] = 0;
-      __threadfence();  // visible before the GEMM can launch (it reads it with acquire)
-    }
-    __syncthreads();
-    griddep_launch_dependents();
-  }
-  // Kernel-wide pass of four chunks per thread starting at chunk i0.
-  auto pass_of = [&](int i0) {
+  for (int i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < chunks; i0 += kUnroll * stride) {
     uint4 v[kUnroll];
     unsigned scale[kUnroll];
     bool on[kUnroll];
@@ -254,54 +240,15 @@ __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long 
       *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
       *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
     }
-  };
-  const int first = blockIdx.x * blockDim.x + threadIdx.x;
-  if (progress == nullptr) {
-    for (int i0 = first; i0 < chunks; i0 += kUnroll * stride) pass_of(i0);
-    return;
-  }
-  // Every thread of the block takes every pass (the barrier), then one gpu-scope release of the
-  // block's stores of that pass.
-  for (int pass = 0; pass * kUnroll * stride < chunks; ++pass) {
-    pass_of(first + pass * kUnroll * stride);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      st_release_gpu(progress + blockIdx.x, pass + 1);
-    }
   }
 }
-
-/// STRATEGY=3 with OVERLAP: the first launch runs on its own OVERLAP SMs beside the GEMM (which
-/// is launched with pdl on the rest) and publishes each block's finished passes; the producer
-/// copies expert g's tiles once every block is past the pass holding g's last chunk (fwd's tiles
-/// are expert-major and the GEMM walks the groups forward, so it trails the conversion).
-struct PreBReady {
-  const int* progress = nullptr;  // null: the first launch completed before the GEMM started
-  int blocks = 0;                 // the first launch's blocks (of kPreBThreads)
-  int ready = 0;                  // passes every block is known to have finished
-  static constexpr int kPreBThreads = 1024;
-  __device__ void wait_chunks(long long end_chunk) {
-    if (progress == nullptr) return;
-    const long long pass_chunks = static_cast<long long>(kPreBUnroll) * blocks * kPreBThreads;
-    const int need = static_cast<int>((end_chunk - 1) / pass_chunks) + 1;
-    while (ready < need) {
-      int m = need;
-      for (int b = 0; b < blocks; ++b) m = min(m, ld_acquire_gpu(progress + b));
-      ready = m;
-      if (ready < need) __nanosleep(500);
-    }
-    fence_proxy_async_global();  // the bulk copies read what the acquire made visible
-  }
-};
 
 /// kFwd: B [E, n, k], tiles (e, tn, kb): outer e * tiles_n + tn, inner kb. Columns past n are
 /// zeros (k % 32 == 0, the specs: a chunk is inside or past k whole).
 template <class Cfg>
 __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
                                                    const unsigned char* b_scales,
-                                                   unsigned char* pre_b, const Problem& p,
-                                                   int* progress) {
+                                                   unsigned char* pre_b, const Problem& p) {
   const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
   pre_dequantize_tiles<Cfg>(
       pre_b, static_cast<long long>(p.E) * tiles_n * kblocks, kblocks,
@@ -311,8 +258,7 @@ __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
         const long long row = static_cast<long long>(outer / tiles_n) * p.n + n;
         scale = __ldg(b_scales + row * p.sld + k0 / 32);
         return b + row * p.k + k0;
-      },
-      progress);
+      });
 }
 
 /// kWgrad's tiles (pre_b_offset_wgrad): B = xt [k, tokens], outer tn, inner the padded block q;
@@ -363,49 +309,19 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
 template <class Cfg>
 __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
                                                  const unsigned char* b_scales, const int* offs,
-                                                 unsigned char* pre_b, const Problem& p, int* qb,
-                                                 int* progress = nullptr) {
+                                                 unsigned char* pre_b, const Problem& p, int* qb) {
   if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
     pre_dequantize_wgrad<Cfg>(b, b_scales, offs, pre_b, p, qb);
   } else if constexpr (Cfg::kPreB) {
-    pre_dequantize_fwd<Cfg>(b, b_scales, pre_b, p, progress);
+    pre_dequantize_fwd<Cfg>(b, b_scales, pre_b, p);
   }
-}
-
-/// OVERLAP (fwd / dgrad STRATEGY=3): the progress words, one per first-launch block, follow the
-/// bf16 tiles in the workspace. The first launch's side; it must run as `overlap` blocks of
-/// PreBReady::kPreBThreads (the plan's launch), which the GEMM's pass arithmetic assumes.
-template <class Cfg>
-__device__ __forceinline__ int* overlap_progress(unsigned char* workspace, const Problem& p,
-                                                 int overlap) {
-  if constexpr (!Cfg::kPreB || Cfg::kForm == kWgrad) {
-    return nullptr;
-  } else {
-    if (overlap == 0) return nullptr;
-    if (gridDim.x != static_cast<unsigned>(overlap) || blockDim.x != PreBReady::kPreBThreads)
-      __trap();
-    return reinterpret_cast<int*>(workspace + pre_b_offset<Cfg>(p.E, 0, 0, p));
-  }
-}
-/// The GEMM's side: where to wait for the first launch, or nothing without OVERLAP.
-template <class Cfg>
-__device__ __forceinline__ PreBReady overlap_ready(const unsigned char* workspace,
-                                                   const Problem& p, int overlap) {
-  PreBReady r;
-  if constexpr (Cfg::kPreB && Cfg::kForm != kWgrad) {
-    if (overlap > 0) {
-      r.progress = reinterpret_cast<const int*>(workspace + pre_b_offset<Cfg>(p.E, 0, 0, p));
-      r.blocks = overlap;
-    }
-  }
-  return r;
 }
 
 // ---- producer: one thread issues the TMA loads of every stage ----
 template <class Cfg>
 __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap* tma_b,
                                         const unsigned char* pre_b, const Smem<Cfg>& sm,
-                                        const int* offs, const Problem& p, PreBReady ready) {
+                                        const int* offs, const Problem& p) {
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
   PaddedBlocks padded;  // kWgrad STRATEGY=3: where group g's B tiles start
@@ -416,9 +332,6 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
     const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
     const int qbase = Cfg::kPreB && Cfg::kForm == kWgrad ? padded.at(tl.g, offs) : 0;
     const int a_c1 = static_cast<int>(v.a_row0);
-    // Expert g's chunks end where expert g + 1's tiles start (32 output bytes per chunk).
-    if constexpr (Cfg::kPreB && Cfg::kForm != kWgrad)
-      ready.wait_chunks(pre_b_offset<Cfg>(tl.g + 1, 0, 0, p) / 32);
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
@@ -1351,12 +1264,11 @@ __device__ __forceinline__ void drain_sm100(const Smem<Cfg>& sm, const int* offs
 /// The whole kernel body. tma_a: A as (depth, rows) boxes (BK, 128); tma_b: B as (depth, cols,
 /// experts) boxes (BK, BN, 1), both SW128 for kPromote and unswizzled for kDequant (the plan
 /// passes the pair the strategy needs); offs [E] cumulative group ends; out as the form says.
-/// ready: STRATEGY=3 with OVERLAP, where the first launch's progress is (PreBReady).
 template <class Cfg, class Out>
 __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma_b,
                                     const unsigned char* a_scales, const unsigned char* b_scales,
                                     const unsigned char* pre_b, const int* offs, Out* out,
-                                    const Problem& p, PreBReady ready = {}) {
+                                    const Problem& p) {
   static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 &&
                     Cfg::kBN <= (Cfg::kRegAFamily ? 256 : 128),
                 "BN: 16..128 (sm_90a STRATEGY=2, 3: ..256)");
@@ -1399,7 +1311,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   const uint32_t tmem_base = tmem_alloc_cta(warp == 3, sm.tmem_slot, TmemMap<Cfg>::kCols);
 
   if (warp == 0) {
-    if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p, ready);
+    if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p);
   } else if (warp <= Cfg::kXformWarps) {
     stage_scales_sm100<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
   } else if (warp == 3) {
@@ -1414,7 +1326,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   if (threadIdx.x < 128) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0) {
-      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p, ready);
+      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p);
     } else if constexpr (Cfg::kStrategy == kPromote) {
       stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
     } else if constexpr (Cfg::kRegAFamily) {

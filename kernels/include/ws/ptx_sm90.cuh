@@ -77,25 +77,9 @@ __device__ __forceinline__ void mbar_init_ring(uint32_t full, uint32_t full_coun
 
 /// Lets the plan's next launch (pdl) start once every CTA of this grid has issued this or exited.
 /// It orders no memory: the dependent grid reads nothing this one writes without its own
-/// synchronization (griddepcontrol.wait, or flags published with release / read with acquire).
+/// synchronization (griddepcontrol.wait).
 __device__ __forceinline__ void griddep_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-
-/// gpu-scope release store / acquire load of a flag another SM reads / wrote.
-__device__ __forceinline__ void st_release_gpu(int* p, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/// Orders this thread's view of global memory (generic proxy; e.g. data another SM published)
-/// before its later async-proxy reads of it (bulk copies, TMA).
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
 
 /// Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it
