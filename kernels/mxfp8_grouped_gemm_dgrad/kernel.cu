@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -13,22 +13,28 @@
     "raw_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["64", "128"], "swizzle": 64,
+                "oob_fill": "zero", "l2_promotion": 256 },
+    "sw64_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["64", "128", "1"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_x", "when": "STRATEGY == 4",
+                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(N, 64), 256))"],
+                "block": ["256"], "smem": "4 * E + 16",
+                "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K"] },
+              { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
                 "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["bt", "bt_scales", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "STRATEGY != 3 || M >= SHORT * E",
-                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
+                "grid": ["min(num_sms, (STRATEGY == 4) * ceil_div(K, 128) * (ceil_div(M, BN) + E) + (STRATEGY != 4) * (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
+                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da",
                          "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, 128))"],
                 "block": ["384"], "smem": "153600",
                 "args": ["tma_a", "tma_b128", "dc_scales", "bt_scales", "offs", "da", "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -78,7 +84,9 @@
 #endif
 
 namespace {
-using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+// STRATEGY=4 is STRATEGY=3's pipeline on the transposed problem (ws::kFwdT).
+using Cfg = ws::mxg::Config<STRATEGY == 4 ? ws::kFwdT : ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN,
+                            STAGES, GROUP_M, SCALE_PIPE>;
 // The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
 using ShortCfg = ws::mxg::Config<ws::kFwd, ws::mxg::kPromote, 128, 4, 8, 2>;
 
@@ -93,24 +101,43 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
 }
 }  // namespace
 
+// STRATEGY=4, first launch: dc's bf16 tiles into the workspace, BN tokens each, restarting at every
+// group start (pre_dequantize_b for ws::kFwdT), which the GEMM's producer copies stage by stage.
+// Empty on sm_100a.
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_pre_x(
+    const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,
+    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
+  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded tiles
+  const ws::mxg::Problem p{E, K, N, N / 32};
+  if constexpr (Cfg::kForm == ws::kFwdT)
+    ws::mxg::pre_dequantize_b<Cfg>(dc, dc_scales, offs, workspace, p, pre_qb);
+}
+
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
 // GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
 extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_pre_b(
     const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
     unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, K, N, N / 32};
-  ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, nullptr, workspace, p, nullptr);
+  if constexpr (Cfg::kForm != ws::kFwdT)
+    ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
-// (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2).
+// (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2, 3);
+// sw64_b: B as (depth, rows, experts) boxes of (64, 128, 1), the 64-byte swizzle (STRATEGY=4).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_dgrad(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
-    const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dc_scales,
+    const __grid_constant__ ws::TensorMap sw64_a, const __grid_constant__ ws::TensorMap sw64_b,
+    const unsigned char* __restrict__ dc_scales,
     const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) {
   (void)M;
+  if constexpr (Cfg::kForm == ws::kFwdT) {  // A: the weights (64-byte swizzle), B: the workspace
+    gemm<Cfg>(&sw64_b, &tma_b, bt_scales, dc_scales, workspace, offs, da, E, N, K);
+    return;
+  }
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
   const bool rega = Cfg::kRegAFamily;
   gemm<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, dc_scales,

@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -13,22 +13,28 @@
     "raw_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 64,
+                "oob_fill": "zero", "l2_promotion": 256 },
+    "sw64_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "128", "1"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_x", "when": "STRATEGY == 4",
+                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(K, 64), 256))"],
+                "block": ["256"], "smem": "4 * E + 16",
+                "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
+              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
                 "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY != 3 || M >= SHORT * E",
-                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
+                "grid": ["min(num_sms, (STRATEGY == 4) * ceil_div(N, 128) * (ceil_div(M, BN) + E) + (STRATEGY != 4) * (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
+                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + 6144",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c",
                          "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, 128))"],
                 "block": ["384"], "smem": "153600",
                 "args": ["tma_a", "tma_b128", "a_scales", "b_scales", "offs", "c", "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -59,6 +65,13 @@
 //    SHORT tokens per group on average (M < SHORT * E) the plan runs the STRATEGY=0 kernel
 //    instead (_short: BN=128, STAGES=4, SCALE_PIPE=2, its measured defaults). On sm_100a both
 //    kernels are the block-scaled path.
+//  - sm_90a STRATEGY=4 (ws::kFwdT; first built in session 15): STRATEGY=3 on the transposed
+//    problem, out^T = b_g a_g^T per tile: the weights are the operand dequantized in registers
+//    (128 rows of b per tile, TMA with the 64-byte swizzle, its scales staged by warps 1-3) and
+//    the tokens are converted first, in BN-token tiles restarting at each group start, so the
+//    first launch moves M*K*3 bytes instead of E*N*K*3 (6.4 GB -> 0.57 GB at gpt-oss-120b's 128
+//    experts of 512 tokens); the store writes each fragment transposed (pairs exchanged between
+//    lanes). Meant where M < E*N and for short groups (BN=64).
 //  - sm_100a (any setting): the native block-scaled MMA. TMA E4M3 k-blocks of 128 (SW128, as
 //    STRATEGY=0); warps 1-2 write the stage's E8M0 scales as two 128x4 blocked tiles (A, B); warp
 //    3 copies them into a per-stage TMEM ring (tcgen05.cp 32x128b.warpx4) and issues
@@ -80,7 +93,8 @@
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
 //   H200 measured (session 14, defaults): fc1 11.74 ms = 655 TFLOP/s, 1.02x torch bf16 in the
 //         same call; Qwen3-30B 1.86 ms = 443 TFLOP/s, 0.81x bf16 and 1.29x FP8 rowwise.
-// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with B converted first; on
+// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with B converted first, 4
+// as 3 transposed; on
 // sm_100a it only sets the plan's smem budget (STRATEGY=3's first launch does nothing there), and
 // BN is capped to 128 there, the tma_b box too, in which sm_100a fits (128 + BN) * 144-byte stages:
 // 5 at the defaults), BN (tile width), STAGES (ring depth, capped to 227 KiB), GROUP_M (band height
@@ -119,7 +133,9 @@
 #endif
 
 namespace {
-using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+// STRATEGY=4 is STRATEGY=3's pipeline on the transposed problem (ws::kFwdT).
+using Cfg = ws::mxg::Config<STRATEGY == 4 ? ws::kFwdT : ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN,
+                            STAGES, GROUP_M, SCALE_PIPE>;
 // The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
 using ShortCfg = ws::mxg::Config<ws::kFwd, ws::mxg::kPromote, 128, 4, 8, 2>;
 
@@ -134,24 +150,43 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
 }
 }  // namespace
 
+// STRATEGY=4, first launch: a's bf16 tiles into the workspace, BN tokens each, restarting at every
+// group start (pre_dequantize_b for ws::kFwdT), which the GEMM's producer copies stage by stage.
+// Empty on sm_100a.
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pre_x(
+    const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
+    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
+  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded tiles
+  const ws::mxg::Problem p{E, N, K, K / 32};
+  if constexpr (Cfg::kForm == ws::kFwdT)
+    ws::mxg::pre_dequantize_b<Cfg>(a, a_scales, offs, workspace, p, pre_qb);
+}
+
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
 // GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
 extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pre_b(
     const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
     unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, N, K, K / 32};
-  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
+  if constexpr (Cfg::kForm != ws::kFwdT)
+    ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
-// (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2).
+// (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2, 3);
+// sw64_b: B as (depth, rows, experts) boxes of (64, 128, 1), the 64-byte swizzle (STRATEGY=4).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_fwd(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
-    const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ a_scales,
+    const __grid_constant__ ws::TensorMap sw64_a, const __grid_constant__ ws::TensorMap sw64_b,
+    const unsigned char* __restrict__ a_scales,
     const unsigned char* __restrict__ b_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
   (void)M;
+  if constexpr (Cfg::kForm == ws::kFwdT) {  // A: the weights (64-byte swizzle), B: the workspace
+    gemm<Cfg>(&sw64_b, &tma_b, b_scales, a_scales, workspace, offs, c, E, N, K);
+    return;
+  }
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
   const bool rega = Cfg::kRegAFamily;
   gemm<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, a_scales,

@@ -71,7 +71,9 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0>
 struct Config {
-  static constexpr int kForm = kForm_;
+  // kFwdT (STRATEGY=4 of fwd / dgrad: the weights are the register operand, the tokens the
+  // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
+  static constexpr int kForm = kSm100 && kForm_ == kFwdT ? kFwd : kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
   static constexpr bool kScalesEarly = kScalePipe_ >= 2;
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
@@ -81,6 +83,7 @@ struct Config {
   // in by the producer: no transform of B in the GEMM.
   static constexpr bool kRegAFamily = kStrategy == kRegA || kStrategy == kRegAPreB;
   static constexpr bool kPreB = kStrategy == kRegAPreB;
+  static_assert(kForm != kFwdT || kPreB, "kFwdT is STRATEGY=3's pipeline with the operands swapped");
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -135,7 +138,14 @@ template <class Cfg>
 __device__ __forceinline__ TileView view_of(const GroupTile<Cfg::kForm>& tl, const Problem& p) {
   TileView v;
   v.col0 = tl.tn * Cfg::kBN;
-  if (Cfg::kForm == kWgrad) {
+  if (Cfg::kForm == kFwdT) {  // A: expert g's b rows; B: the group's tokens (converted first)
+    v.a_row0 = static_cast<long long>(tl.g) * p.n + tl.tm * Cfg::kBM;
+    v.a_rows = p.n - tl.tm * Cfg::kBM;
+    v.b_row0 = tl.s + v.col0;
+    v.b_cols = tl.e - tl.s - v.col0;
+    v.depth0 = 0;
+    v.depth = p.k;
+  } else if (Cfg::kForm == kWgrad) {
     v.a_row0 = tl.tm * Cfg::kBM;
     v.a_rows = p.n - tl.tm * Cfg::kBM;
     v.b_row0 = v.col0;
@@ -191,14 +201,51 @@ __device__ __forceinline__ long long pre_b_offset_wgrad(int tn, int q, const Pro
   return (static_cast<long long>(tn) * wgrad_padded_blocks(p) + q) * Cfg::kBf16B;
 }
 
-/// qbase(g) for groups walked forward: the padded 64-token blocks of the groups before g.
+/// kFwdT: B (the tokens [M, k]) in BN-token tiles that restart at every group start (group g's
+/// tile j is padded tile qbase(g) + j), each as ceil(k / 64) SW128 tiles of BN rows: tile
+/// (T, kb) at (T * ceil(k / 64) + kb) * BN * 128 bytes; at most ceil(M / BN) + E tiles T.
+template <class Cfg>
+__device__ __forceinline__ long long pre_b_offset_fwdt(int T, int kb, const Problem& p) {
+  return (static_cast<long long>(T) * ((p.k + Cfg::kBK - 1) / Cfg::kBK) + kb) * Cfg::kBf16B;
+}
+
+/// qbase(g) for groups walked forward: the padded kRows-token blocks of the groups before g.
+template <int kRows>
 struct PaddedBlocks {
   int g = 0, qbase = 0;
   __device__ int at(int g_to, const int* offs) {
-    for (; g < g_to; ++g) qbase += ((offs[g] - (g == 0 ? 0 : offs[g - 1])) + 63) / 64;
+    for (; g < g_to; ++g) qbase += ((offs[g] - (g == 0 ? 0 : offs[g - 1])) + kRows - 1) / kRows;
     return qbase;
   }
 };
+
+/// The same sums for a whole block at once: qb[g] = qbase(g) for g <= E (qb[E]: all blocks), in
+/// E + 1 ints of shared memory; the groups' counts in parallel, then one thread's prefix sum.
+template <int kRows>
+__device__ __forceinline__ void padded_prefix(const int* offs, int E, int* qb) {
+  for (int g = threadIdx.x; g < E; g += blockDim.x)
+    qb[g + 1] = (offs[g] - (g == 0 ? 0 : offs[g - 1]) + kRows - 1) / kRows;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    qb[0] = 0;
+    for (int g = 0; g < E; ++g) qb[g + 1] += qb[g];
+  }
+  __syncthreads();
+}
+
+/// The group g with qb[g] <= q < qb[g + 1], for q < qb[E] (binary search; empty groups skipped).
+__device__ __forceinline__ int padded_group(const int* qb, int E, int q) {
+  int lo = 0, hi = E - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (qb[mid] <= q) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
 
 /// The first launch of STRATEGY=3: B's tiles (tile = outer * inner_count + inner, as
 /// pre_b_offset / pre_b_offset_wgrad number them) converted exactly (dequant16_bf16, as the
@@ -271,15 +318,7 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
                                                      const int* offs, unsigned char* pre_b,
                                                      const Problem& p, int* qb) {
   static_assert(Cfg::kForm == kWgrad, "kWgrad's tiles");
-  // The groups' block counts in parallel, then one thread's prefix sum over shared memory.
-  for (int g = threadIdx.x; g < p.E; g += blockDim.x)
-    qb[g + 1] = (offs[g] - (g == 0 ? 0 : offs[g - 1]) + 63) / 64;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    qb[0] = 0;
-    for (int g = 0; g < p.E; ++g) qb[g + 1] += qb[g];
-  }
-  __syncthreads();
+  padded_prefix<64>(offs, p.E, qb);
   const int tokens = p.sld * 32;
   const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = wgrad_padded_blocks(p);
   pre_dequantize_tiles<Cfg>(
@@ -287,15 +326,7 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
       [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
         const int col = tn * Cfg::kBN + r;
         if (col >= p.k || q >= qb[p.E]) return nullptr;
-        int lo = 0, hi = p.E - 1;  // the group g with qb[g] <= q < qb[g + 1]
-        while (lo < hi) {
-          const int mid = (lo + hi + 1) / 2;
-          if (qb[mid] <= q) {
-            lo = mid;
-          } else {
-            hi = mid - 1;
-          }
-        }
+        const int lo = padded_group(qb, p.E, q);
         const int t0 = (lo == 0 ? 0 : offs[lo - 1]) + (q - qb[lo]) * 64 + 16 * c;
         if (t0 >= offs[lo]) return nullptr;  // group sizes % 32 == 0: chunks are whole
         scale = __ldg(b_scales + static_cast<long long>(col) * p.sld + t0 / 32);
@@ -303,14 +334,38 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
       });
 }
 
-/// The first launch's body: the tiles for STRATEGY=3, nothing otherwise (sm_100a builds no
-/// STRATEGY=3; the plan launches this kernel only when the knob says 3). qb: kWgrad's E + 1 ints
-/// of dynamic shared memory.
+/// kFwdT's tiles (pre_b_offset_fwdt): B = the tokens [M, k] with their scales, only the qb[E]
+/// padded tiles the GEMM reads; rows past a group's end are zeros. qb as pre_dequantize_wgrad's.
+template <class Cfg>
+__device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
+                                                    const unsigned char* b_scales,
+                                                    const int* offs, unsigned char* pre_b,
+                                                    const Problem& p, int* qb) {
+  static_assert(Cfg::kForm == kFwdT, "kFwdT's tiles");
+  padded_prefix<Cfg::kBN>(offs, p.E, qb);
+  const int kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
+  pre_dequantize_tiles<Cfg>(
+      pre_b, static_cast<long long>(qb[p.E]) * kblocks, kblocks,
+      [&](int T, int kb, int r, int c, unsigned& scale) -> const unsigned char* {
+        const int g = padded_group(qb, p.E, T);
+        const int tok = (g == 0 ? 0 : offs[g - 1]) + (T - qb[g]) * Cfg::kBN + r;
+        const int k0 = kb * Cfg::kBK + 16 * c;
+        if (tok >= offs[g] || k0 >= p.k) return nullptr;
+        scale = __ldg(b_scales + static_cast<long long>(tok) * p.sld + k0 / 32);
+        return b + static_cast<long long>(tok) * p.k + k0;
+      });
+}
+
+/// The first launch's body: the tiles for STRATEGY=3 (and kFwdT's), nothing otherwise (sm_100a
+/// builds neither; the plan launches this kernel only when the knob says so). qb: kWgrad's and
+/// kFwdT's E + 1 ints of dynamic shared memory.
 template <class Cfg>
 __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
                                                  const unsigned char* b_scales, const int* offs,
                                                  unsigned char* pre_b, const Problem& p, int* qb) {
-  if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
+  if constexpr (Cfg::kPreB && Cfg::kForm == kFwdT) {
+    pre_dequantize_fwdt<Cfg>(b, b_scales, offs, pre_b, p, qb);
+  } else if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
     pre_dequantize_wgrad<Cfg>(b, b_scales, offs, pre_b, p, qb);
   } else if constexpr (Cfg::kPreB) {
     pre_dequantize_fwd<Cfg>(b, b_scales, pre_b, p);
@@ -324,13 +379,14 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
                                         const int* offs, const Problem& p) {
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
-  PaddedBlocks padded;  // kWgrad STRATEGY=3: where group g's B tiles start
+  PaddedBlocks<Cfg::kForm == kFwdT ? Cfg::kBN : 64> padded;  // kWgrad / kFwdT: group g's B tiles
   uint32_t it = 0;
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
     const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
-    const int qbase = Cfg::kPreB && Cfg::kForm == kWgrad ? padded.at(tl.g, offs) : 0;
+    const int qbase =
+        Cfg::kPreB && (Cfg::kForm == kWgrad || Cfg::kForm == kFwdT) ? padded.at(tl.g, offs) : 0;
     const int a_c1 = static_cast<int>(v.a_row0);
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -341,10 +397,15 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
       // kPromote loads straight into the SW128 operand tiles; kDequant into the raw tiles.
       const uint32_t a_dst = Cfg::kStrategy == kPromote ? sm.a(s) : sm.x(s);
       const uint32_t b_dst = Cfg::kStrategy == kPromote ? sm.b(s) : sm.x(s) + Cfg::kRawA;
-      tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
+      if constexpr (Cfg::kForm == kFwdT) {  // A: expert g's b rows, (depth, rows, experts)
+        tma_load_3d(a_dst, tma_a, sm.full + 8 * s, k0, tl.tm * Cfg::kBM, tl.g);
+      } else {
+        tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
+      }
       if constexpr (Cfg::kPreB) {  // the bf16 tile, already in the SW128 image the MMA reads
         const long long off = Cfg::kForm == kWgrad ? pre_b_offset_wgrad<Cfg>(tl.tn, qbase + kb, p)
-                                                   : pre_b_offset<Cfg>(tl.g, tl.tn, kb, p);
+                              : Cfg::kForm == kFwdT ? pre_b_offset_fwdt<Cfg>(qbase + tl.tn, kb, p)
+                                                    : pre_b_offset<Cfg>(tl.g, tl.tn, kb, p);
         bulk_load_1d(sm.b(s), pre_b + off, Cfg::kBf16B, sm.full + 8 * s);
       } else {
         tma_load_3d(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert);
@@ -703,6 +764,29 @@ __device__ __forceinline__ void store_pair(float* out, long long idx, float v0, 
 
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
 // ---- sm_90a consumers ----
+
+/// kFwdT's store: the fragment's rows are output columns o.col0 + r, its columns tokens
+/// o.row0 + c. Lanes l and l ^ 4 hold rows r and r ^ 1 of the same columns; one exchange gives
+/// each a pair of adjacent output columns: the even row's lane stores both rows at its column c,
+/// the odd row's at c + 1 (a 4-byte store each instead of two 2-byte ones).
+template <class Cfg, class Out>
+__device__ __forceinline__ void store_transposed(Out* out, const float (&acc)[Cfg::kBN / 2],
+                                                 const OutTile& o, int r0, int lane) {
+  const bool even = (r0 & 1) == 0;
+#pragma unroll
+  for (int q = 0; q < Cfg::kBN / 8; ++q) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];  // row r, cols c, c + 1
+      const float got = __shfl_xor_sync(0xFFFFFFFFu, even ? v1 : v0, 4);
+      const int row = r0 + 8 * h - (even ? 0 : 1);  // the pair's first output column
+      const int tok = 8 * q + 2 * (lane % 4) + (even ? 0 : 1);
+      if (tok < o.rows_left && o.col0 + row < o.ncols)
+        store_pair(out, (o.row0 + tok) * o.ncols + o.col0 + row, even ? v0 : got,
+                   even ? got : v1);
+    }
+  }
+}
 
 /// A thread's four column scales of fragment quads 2h, 2h + 1 (sb_slot layout; sbj: its first).
 /// Two float2 loads of adjacent slots: ptxas merges them into one LDS.128 (sm_90a SASS).
@@ -1063,6 +1147,10 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
     }
     // Fragment: register 4q+e of (warp w, lane l) is row 16w + l/4 + 8(e/2), col 8q + 2(l%4) + e%2.
     const OutTile o = Cursor<Cfg>::out_tile(tl, p.n, p.k);
+    if constexpr (Cfg::kForm == kFwdT) {
+      store_transposed<Cfg>(out, acc, o, r0, lane);
+      continue;
+    }
     const int colb = o.col0 + 2 * (lane % 4);
 #pragma unroll
     for (int q = 0; q < Cfg::kBN / 8; ++q) {

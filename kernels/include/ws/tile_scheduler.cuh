@@ -23,7 +23,9 @@ __device__ __forceinline__ void band_tile(int r, int tiles_m, int tiles_n, int& 
 ///  kFwd:   out[r, n] = sum_k a[r, k] b[g, n, k]   rows: the group's tokens, cols N, depth K
 ///  kDgrad: out[r, k] = sum_n a[r, n] b[g, n, k]   rows: the group's tokens, cols K, depth N
 ///  kWgrad: out[g, n, k] = sum_{r in g} a[r, n] b[r, k]   rows N, cols K, depth: the group's tokens
-enum GroupedForm { kFwd = 0, kDgrad = 1, kWgrad = 2 };
+///  kFwdT:  kFwd computed transposed, out[r, n]^T tile by tile: rows N (expert g's b rows), cols
+///          the group's tokens, depth K (the MXFP8 GEMM's weights-in-registers strategy)
+enum GroupedForm { kFwd = 0, kDgrad = 1, kWgrad = 2, kFwdT = 3 };
 
 /// The group ends a cursor reads: offs copied once into offs_smem by the CTA's kThreads threads
 /// when E <= kMaxE, else offs itself (global reads, L2-resident, walked forward). The copy is
@@ -40,7 +42,7 @@ struct GroupTile {
   int g, s, e, tm, tn;
   /// Contraction length: K (fwd), N (dgrad), the group's rows (wgrad).
   __device__ int depth(int N, int K) const {
-    return kForm == kFwd ? K : kForm == kDgrad ? N : e - s;
+    return kForm == kFwd || kForm == kFwdT ? K : kForm == kDgrad ? N : e - s;
   }
 };
 
@@ -53,8 +55,8 @@ struct OutTile {
 /// Walks the groups forward as the linear tile index grows (each role keeps its own cursor), so
 /// mapping a tile costs O(1) amortized; inside a group, tiles go in band order (band_tile).
 /// Only the walk's position lives in registers; the problem sizes are re-read from the params.
-/// Empty groups own no tiles in fwd/dgrad; in wgrad every group owns ceil(N/kBM) x ceil(K/kBN)
-/// tiles (an empty group's are zeros of depth 0).
+/// Empty groups own no tiles in fwd/dgrad/fwdT; in wgrad every group owns ceil(N/kBM) x
+/// ceil(K/kBN) tiles (an empty group's are zeros of depth 0). kFwdT: ceil(N/kBM) x ceil(len/kBN).
 template <int kForm, int kBM, int kBN, int kGroupM>
 struct GroupCursor {
   int g = -1, base = 0, count = 0, s = 0, e = 0;
@@ -62,6 +64,20 @@ struct GroupCursor {
   __device__ static int tiles_n(int N, int K) { return ((kForm == kFwd ? N : K) + kBN - 1) / kBN; }
   /// Tile t (t never decreases between calls); false once t is past the last group.
   __device__ bool seek(int t, const int* offs, int E, int N, int K, GroupTile<kForm>& tile) {
+    if constexpr (kForm == kFwdT) {  // the group's length sets the column tiles, N the rows
+      const int tm_count = (N + kBM - 1) / kBM;
+      while (t >= base + count) {
+        base += count;
+        if (++g >= E) return false;
+        s = g == 0 ? 0 : offs[g - 1];
+        e = offs[g];
+        count = (e - s + kBN - 1) / kBN * tm_count;
+      }
+      int tm, tn;
+      band_tile<kGroupM>(t - base, tm_count, count / tm_count, tm, tn);
+      tile = GroupTile<kForm>{g, s, e, tm, tn};
+      return true;
+    }
     const int tn_count = tiles_n(N, K);
     while (t >= base + count) {
       base += count;
@@ -75,9 +91,17 @@ struct GroupCursor {
     tile = GroupTile<kForm>{g, s, e, tm, tn};
     return true;
   }
-  /// Where tile's output lies in out (row-major, ld = the output's width).
+  /// Where tile's output lies in out (row-major, ld = the output's width). kFwdT: the tile's
+  /// transpose, tokens [row0, row0 + rows_left) and columns col0 + (the tile's rows) < ncols.
   __device__ static OutTile out_tile(const GroupTile<kForm>& tl, int N, int K) {
     OutTile o;
+    if (kForm == kFwdT) {
+      o.row0 = tl.s + tl.tn * kBN;
+      o.rows_left = tl.e - tl.s - tl.tn * kBN;
+      o.col0 = tl.tm * kBM;
+      o.ncols = N;
+      return o;
+    }
     if (kForm == kWgrad) {
       o.row0 = static_cast<long long>(tl.g) * N + tl.tm * kBM;
       o.rows_left = N - tl.tm * kBM;
