@@ -1,13 +1,13 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [1024, 0, 512, 2048] },
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["128", "min(BN, 128)", "1"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
-    "tma_b128": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["128", "128", "1"], "swizzle": 128,
-                  "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_b64": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["128", "64", "1"], "swizzle": 128,
+                 "oob_fill": "zero", "l2_promotion": 256 },
     "raw_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 0,
                "oob_fill": "zero", "l2_promotion": 256 },
     "raw_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "BN", "1"], "swizzle": 0,
@@ -16,25 +16,34 @@
                 "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "128", "1"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_x", "when": "STRATEGY == 4",
-                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(K, 64), 256))"],
-                "block": ["256"], "smem": "4 * E + 16",
-                "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E && M >= E * N",
                 "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY != 3 || M >= SHORT * E",
-                "grid": ["min(num_sms, (STRATEGY == 4) * ceil_div(N, 128) * (ceil_div(M, BN) + E) + (STRATEGY != 4) * (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * N)",
+                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c",
+                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
                          "M", "E", "N", "K"] },
+              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_t_pre", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)",
+                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(K, 64), 256))"],
+                "block": ["256"], "smem": "4 * E + 16",
+                "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)",
+                "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, BN) + E))"],
+                "block": ["384"],
+                "smem": "min(STAGES, 226304 / (9216 + 128 * BN)) * (9216 + 128 * BN) + 6144",
+                "args": ["tma_a", "tma_b", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K"] },
+              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
+                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(K, 64), 256))"],
+                "block": ["256"], "smem": "4 * E + 16",
+                "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
-                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, 128))"],
-                "block": ["384"], "smem": "153600",
-                "args": ["tma_a", "tma_b128", "a_scales", "b_scales", "offs", "c", "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128", "zero": false } }
+                "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
+                "block": ["384"], "smem": "75776",
+                "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -48,8 +57,7 @@
 //  - sm_90a STRATEGY=1 (§9.2 B, the exact path): warps 1-3 dequantize each raw E4M3
 //    k-block of 64 into bf16 * 2^(S-127) (cvt e4m3x2 -> f16x2 -> fp32 * scale -> bf16x2: exact)
 //    in 128-byte-swizzled tiles; consumer warpgroups 1-2 run HGMMA m64nBNk16, fp32 accumulate.
-//  - sm_90a STRATEGY=0 (1.6x STRATEGY=1 on the H200; §9.2 A; the short-group kernel): TMA E4M3 k-blocks
-//    of 128 (SW128); warps 1-3 stage the scales as fp32; consumers issue one QGMMA m64nBNk32
+//  - sm_90a STRATEGY=0 (1.6x STRATEGY=1 on the H200; §9.2 A): TMA E4M3 k-blocks of 128 (SW128); warps 1-3 stage the scales as fp32; consumers issue one QGMMA m64nBNk32
 //    per MX block into a fresh fragment (scale-d = 0) and promote acc += (part * sa) * sb while
 //    the next block's QGMMA runs (two fragments).
 //  - sm_90a STRATEGY=2 (A dequantized in registers; ok on the H200, 0.79x STRATEGY=0 at BN=256,
@@ -57,21 +65,23 @@
 //    convert only B to scaled bf16 SW128 tiles and stage A's block scales; each consumer thread
 //    converts its own A fragment (rows r, r+8) to bf16 times its row's scale and issues HGMMA
 //    m64nBNk16 with A from registers (BN up to 256). B's conversion on 96 threads is its limit.
-//  - sm_90a STRATEGY=3 (the default; 1.13-1.17x the STRATEGY=0 geomean on the H200, 1.5x at
-//    DeepSeek-V3 fc1): STRATEGY=2 with B converted once, by a first
+//  - sm_90a STRATEGY=3 (the default): STRATEGY=2 with one operand converted once, by a first
 //    launch, into the workspace as the SW128 bf16 tiles the MMA reads; the producer copies each
-//    stage's tile with one bulk copy, the transform warps only stage A's scales. Costs E*N*K*3
-//    bytes of extra traffic (E4M3 read, bf16 written), paid back only over long groups: below
-//    SHORT tokens per group on average (M < SHORT * E) the plan runs the STRATEGY=0 kernel
-//    instead (_short: BN=128, STAGES=4, SCALE_PIPE=2, its measured defaults). On sm_100a both
-//    kernels are the block-scaled path.
-//  - sm_90a STRATEGY=4 (ws::kFwdT; first built in session 15): STRATEGY=3 on the transposed
-//    problem, out^T = b_g a_g^T per tile: the weights are the operand dequantized in registers
-//    (128 rows of b per tile, TMA with the 64-byte swizzle, its scales staged by warps 1-3) and
-//    the tokens are converted first, in BN-token tiles restarting at each group start, so the
-//    first launch moves M*K*3 bytes instead of E*N*K*3 (6.4 GB -> 0.57 GB at gpt-oss-120b's 128
-//    experts of 512 tokens); the store writes each fragment transposed (pairs exchanged between
-//    lanes). Meant where M < E*N and for short groups (BN=64).
+//    stage's tile with one bulk copy, the transform warps only stage the register operand's
+//    scales. The plan picks the operand whose conversion moves fewer bytes (E4M3 read, bf16
+//    written: 3 bytes per element):
+//     - M >= E*N (long groups): B, E*N*K*3 bytes (pre_b, then the GEMM; 1.5x STRATEGY=0 at
+//       DeepSeek-V3 fc1);
+//     - M < E*N: the tokens, M*K*3 bytes, on the transposed problem (ws::kFwdT, out^T = b_g a_g^T
+//       per tile: 128 rows of b per tile dequantized in the consumers' registers, TMA with the
+//       64-byte swizzle; the tokens in BN-token tiles restarting at each group start; the store
+//       writes the fragment transposed, pairs of rows exchanged between lanes): _t_pre, then _t.
+//       At gpt-oss-120b's 128 experts of 512 tokens that is 0.57 GB instead of 6.4 GB: 1.50x the
+//       STRATEGY=0 kernel that ran there before (session 15);
+//     - below SHORT tokens per group on average (M < SHORT * E): the same transposed pipeline at
+//       BN=64 (_short_pre, _short; 1.07x the STRATEGY=0 kernel it replaced at 32 per group).
+//    STRATEGY=4 runs the transposed pipeline (at BN) at every shape. On sm_100a every kernel is
+//    the block-scaled path and the first launches do nothing.
 //  - sm_100a (any setting): the native block-scaled MMA. TMA E4M3 k-blocks of 128 (SW128, as
 //    STRATEGY=0); warps 1-2 write the stage's E8M0 scales as two 128x4 blocked tiles (A, B); warp
 //    3 copies them into a per-stage TMEM ring (tcgen05.cp 32x128b.warpx4) and issues
@@ -93,17 +103,17 @@
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
 //   H200 measured (session 14, defaults): fc1 11.74 ms = 655 TFLOP/s, 1.02x torch bf16 in the
 //         same call; Qwen3-30B 1.86 ms = 443 TFLOP/s, 0.81x bf16 and 1.29x FP8 rowwise.
-// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with B converted first, 4
-// as 3 transposed; on
-// sm_100a it only sets the plan's smem budget (STRATEGY=3's first launch does nothing there), and
+// Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with one operand converted
+// first, 4 always the transposed form of 3; on sm_100a it only sets the plan's smem budget, and
 // BN is capped to 128 there, the tma_b box too, in which sm_100a fits (128 + BN) * 144-byte stages:
-// 5 at the defaults), BN (tile width), STAGES (ring depth, capped to 227 KiB), GROUP_M (band height
-// inside a group), SCALE_PIPE (sm_90a: 0 the scale loads as first verified, 1 word loads ahead of
-// the wait and vector scale reads, 2 as 1 with the consumers' scale reads issued before each QGMMA
-// wait; NOTES.md), SHORT (STRATEGY=3: the tokens per group below which _short runs; 0 never).
+// 5 at the defaults), BN (tile width: output columns, or tokens in the transposed form), STAGES
+// (ring depth, capped to 227 KiB), GROUP_M (band height inside a group), SCALE_PIPE (sm_90a: 0 the
+// scale loads as first verified, 1 word loads ahead of the wait and vector scale reads, 2 as 1
+// with the consumers' scale reads issued before each QGMMA wait; NOTES.md), SHORT (STRATEGY=3:
+// the tokens per group below which _short runs; 0 never).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
-// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B QGMMA UTMALDG
+// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -133,11 +143,11 @@
 #endif
 
 namespace {
-// STRATEGY=4 is STRATEGY=3's pipeline on the transposed problem (ws::kFwdT).
-using Cfg = ws::mxg::Config<STRATEGY == 4 ? ws::kFwdT : ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN,
-                            STAGES, GROUP_M, SCALE_PIPE>;
-// The short-group kernel: STRATEGY=0 at the settings measured as its defaults.
-using ShortCfg = ws::mxg::Config<ws::kFwd, ws::mxg::kPromote, 128, 4, 8, 2>;
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+// STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the short-group
+// kernel at BN=64 (its other settings the defaults, as measured).
+using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, 4, 8, 2>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
 template <class C>
@@ -148,19 +158,31 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
   ws::mxg::run<C>(a_map, b_map, a_scales, b_scales, workspace, offs, c,
                   ws::mxg::Problem{E, N, K, K / 32});
 }
-}  // namespace
 
-// STRATEGY=4, first launch: a's bf16 tiles into the workspace, BN tokens each, restarting at every
-// group start (pre_dequantize_b for ws::kFwdT), which the GEMM's producer copies stage by stage.
-// Empty on sm_100a.
-extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pre_x(
-    const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
-    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
-  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded tiles
-  const ws::mxg::Problem p{E, N, K, K / 32};
-  if constexpr (Cfg::kForm == ws::kFwdT)
-    ws::mxg::pre_dequantize_b<Cfg>(a, a_scales, offs, workspace, p, pre_qb);
+// kFwdT's first launch: a's bf16 tiles into the workspace, C::kBN tokens each, restarting at
+// every group start. Nothing on sm_100a (no kFwdT there).
+template <class C>
+__device__ __forceinline__ void pre_tokens(const unsigned char* a, const unsigned char* a_scales,
+                                           const int* offs, unsigned char* workspace, int E, int N,
+                                           int K, int* qb) {
+  if constexpr (C::kForm == ws::kFwdT)
+    ws::mxg::pre_dequantize_b<C>(a, a_scales, offs, workspace, ws::mxg::Problem{E, N, K, K / 32}, qb);
 }
+
+// kFwdT's GEMM: on sm_90a A is b (sw64_b: (depth, rows, experts) boxes of (64, 128, 1), the
+// 64-byte swizzle) and B the workspace; sm_100a runs the block-scaled kFwd GEMM (tma_a, b_map).
+template <class C>
+__device__ __forceinline__ void gemm_t(const ws::TensorMap* tma_a, const ws::TensorMap* b_map,
+                                       const ws::TensorMap* sw64_b, const unsigned char* a_scales,
+                                       const unsigned char* b_scales, const unsigned char* workspace,
+                                       const int* offs, __nv_bfloat16* c, int E, int N, int K) {
+  if constexpr (C::kForm == ws::kFwdT) {
+    gemm<C>(sw64_b, b_map, b_scales, a_scales, workspace, offs, c, E, N, K);
+  } else {
+    gemm<C>(tma_a, b_map, a_scales, b_scales, workspace, offs, c, E, N, K);
+  }
+}
+}  // namespace
 
 // STRATEGY=3, first launch: B's bf16 tiles into the workspace (pre_dequantize_b), which the
 // GEMM's producer then copies stage by stage. Empty on sm_100a (no STRATEGY=3 there).
@@ -168,37 +190,56 @@ extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pr
     const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
     unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, N, K, K / 32};
-  if constexpr (Cfg::kForm != ws::kFwdT)
-    ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
+  ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled
-// (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2, 3);
-// sw64_b: B as (depth, rows, experts) boxes of (64, 128, 1), the 64-byte swizzle (STRATEGY=4).
+// (sm_90a STRATEGY=1; raw_b for 2); sw64_a: A with the 64-byte swizzle (sm_90a STRATEGY=2, 3).
 extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_grouped_gemm_fwd(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
-    const __grid_constant__ ws::TensorMap sw64_a, const __grid_constant__ ws::TensorMap sw64_b,
-    const unsigned char* __restrict__ a_scales,
+    const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ a_scales,
     const unsigned char* __restrict__ b_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
   (void)M;
-  if constexpr (Cfg::kForm == ws::kFwdT) {  // A: the weights (64-byte swizzle), B: the workspace
-    gemm<Cfg>(&sw64_b, &tma_b, b_scales, a_scales, workspace, offs, c, E, N, K);
-    return;
-  }
   const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
   const bool rega = Cfg::kRegAFamily;
   gemm<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b, a_scales,
             b_scales, workspace, offs, c, E, N, K);
 }
 
-// STRATEGY=3 below SHORT tokens per group: the STRATEGY=0 kernel (tma_b128: its 128-column box).
-extern "C" __global__ void __launch_bounds__(ShortCfg::kThreads, 1)
-    sm90_sm100_mxfp8_grouped_gemm_fwd_short(
-        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b128,
-        const unsigned char* __restrict__ a_scales, const unsigned char* __restrict__ b_scales,
+// The transposed pipeline (STRATEGY=4; STRATEGY=3 where M < E * N, fewer tokens than weight
+// rows): its first launch, then its GEMM.
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_t_pre(
+    const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
+    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
+  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded tiles
+  pre_tokens<TCfg>(a, a_scales, offs, workspace, E, N, K, pre_qb);
+}
+extern "C" __global__ void __launch_bounds__(TCfg::kThreads, 1)
+    sm90_sm100_mxfp8_grouped_gemm_fwd_t(
+        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+        const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ a_scales,
+        const unsigned char* __restrict__ b_scales, const unsigned char* __restrict__ workspace,
         const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
   (void)M;
-  gemm<ShortCfg>(&tma_a, &tma_b128, a_scales, b_scales, nullptr, offs, c, E, N, K);
+  gemm_t<TCfg>(&tma_a, &tma_b, &sw64_b, a_scales, b_scales, workspace, offs, c, E, N, K);
+}
+
+// STRATEGY=3 below SHORT tokens per group: the transposed pipeline at BN=64 (tma_b64: its box
+// on sm_100a).
+extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_short_pre(
+    const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
+    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
+  extern __shared__ int pre_qb[];
+  pre_tokens<ShortCfg>(a, a_scales, offs, workspace, E, N, K, pre_qb);
+}
+extern "C" __global__ void __launch_bounds__(ShortCfg::kThreads, 1)
+    sm90_sm100_mxfp8_grouped_gemm_fwd_short(
+        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b64,
+        const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ a_scales,
+        const unsigned char* __restrict__ b_scales, const unsigned char* __restrict__ workspace,
+        const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int M, int E, int N, int K) {
+  (void)M;
+  gemm_t<ShortCfg>(&tma_a, &tma_b64, &sw64_b, a_scales, b_scales, workspace, offs, c, E, N, K);
 }

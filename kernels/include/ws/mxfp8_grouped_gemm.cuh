@@ -6,6 +6,9 @@
 //    g's [cols, depth] slice of a 3-D [E, cols, depth] tensor; out [tokens, cols] bf16.
 //  - ws::kWgrad form: depth is a group's tokens, A [rows, tokens], B [cols, tokens];
 //    out [E, rows, cols] fp32; an empty group's tile is stored as zeros.
+//  - ws::kFwdT form (sm_90a kRegAPreB only): kFwd transposed, A is expert g's [cols, depth]
+//    slice (the register operand), B the group's tokens (converted first, BN-token tiles per
+//    group); the tile's fragment is stored transposed into out [tokens, cols] bf16.
 // Machinery (ws/ptx_sm90.cuh, ws/wgmma.cuh, ws/tcgen05.cuh, ws/tile_scheduler.cuh): persistent CTAs
 // of 384 threads over the group cursor's tiles (128 x BN), TMA rings on mbarriers; warpgroup 0
 // produces, warpgroups 1-2 consume. Strategies on sm_90a (no hardware block scaling):
