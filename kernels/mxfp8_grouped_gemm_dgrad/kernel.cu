@@ -95,9 +95,10 @@
 #endif
 
 namespace {
-using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
-// STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the short-group
-// kernel at BN=64 (its other settings the defaults, as measured).
+using Cfg =
+    ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+// STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
+// short-group kernel at BN=64 (its other settings the defaults, as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE>;
 using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, 4, 8, 2>;
 
@@ -118,7 +119,8 @@ __device__ __forceinline__ void pre_tokens(const unsigned char* dc, const unsign
                                            const int* offs, unsigned char* workspace, int E, int N,
                                            int K, int* qb) {
   if constexpr (C::kForm == ws::kFwdT)
-    ws::mxg::pre_dequantize_b<C>(dc, dc_scales, offs, workspace, ws::mxg::Problem{E, K, N, N / 32}, qb);
+    ws::mxg::pre_dequantize_b<C>(dc, dc_scales, offs, workspace, ws::mxg::Problem{E, K, N, N / 32},
+                                 qb);
 }
 
 // kFwdT's GEMM: on sm_90a A is bt (sw64_b: (depth, rows, experts) boxes of (64, 128, 1), the
@@ -126,8 +128,9 @@ __device__ __forceinline__ void pre_tokens(const unsigned char* dc, const unsign
 template <class C>
 __device__ __forceinline__ void gemm_t(const ws::TensorMap* tma_a, const ws::TensorMap* b_map,
                                        const ws::TensorMap* sw64_b, const unsigned char* dc_scales,
-                                       const unsigned char* bt_scales, const unsigned char* workspace,
-                                       const int* offs, __nv_bfloat16* da, int E, int N, int K) {
+                                       const unsigned char* bt_scales,
+                                       const unsigned char* workspace, const int* offs,
+                                       __nv_bfloat16* da, int E, int N, int K) {
   if constexpr (C::kForm == ws::kFwdT) {
     gemm<C>(sw64_b, b_map, bt_scales, dc_scales, workspace, offs, da, E, N, K);
   } else {
@@ -160,38 +163,28 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
             bt_scales, workspace, offs, da, E, N, K);
 }
 
-// The transposed pipeline (STRATEGY=4; STRATEGY=3 where M < E * K, fewer tokens than weight
-// rows): its first launch, then its GEMM.
-extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_t_pre(
-    const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,
-    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
-  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded tiles
-  pre_tokens<TCfg>(dc, dc_scales, offs, workspace, E, N, K, pre_qb);
-}
-extern "C" __global__ void __launch_bounds__(TCfg::kThreads, 1)
-    sm90_sm100_mxfp8_grouped_gemm_dgrad_t(
-        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-        const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ dc_scales,
-        const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,
-        const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) {
-  (void)M;
-  gemm_t<TCfg>(&tma_a, &tma_b, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K);
-}
+// The transposed pipeline's two launches for config C: PRE (the tokens' bf16 tiles; pre_qb: E + 1
+// ints, the groups' first padded tiles), then GEMM (b_map: the SW128 map with C's column box,
+// which sm_100a reads).
+#define WS_TRANSPOSED_KERNELS(PRE, GEMM, C)                                                       \
+  extern "C" __global__ void __launch_bounds__(256) PRE(                                          \
+      const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,          \
+      const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) { \
+    extern __shared__ int pre_qb[];                                                               \
+    pre_tokens<C>(dc, dc_scales, offs, workspace, E, N, K, pre_qb);                               \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(C::kThreads, 1) GEMM(                              \
+      const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap b_map,   \
+      const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ dc_scales,  \
+      const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,   \
+      const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) { \
+    (void)M;                                                                                      \
+    gemm_t<C>(&tma_a, &b_map, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K);       \
+  }
 
-// STRATEGY=3 below SHORT tokens per group: the transposed pipeline at BN=64 (tma_b64: its box
-// on sm_100a).
-extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_short_pre(
-    const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,
-    const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) {
-  extern __shared__ int pre_qb[];
-  pre_tokens<ShortCfg>(dc, dc_scales, offs, workspace, E, N, K, pre_qb);
-}
-extern "C" __global__ void __launch_bounds__(ShortCfg::kThreads, 1)
-    sm90_sm100_mxfp8_grouped_gemm_dgrad_short(
-        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b64,
-        const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ dc_scales,
-        const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,
-        const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) {
-  (void)M;
-  gemm_t<ShortCfg>(&tma_a, &tma_b64, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K);
-}
+// STRATEGY=4, and STRATEGY=3 where M < E * K (fewer tokens than weight rows): at the knobs' BN.
+WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_t_pre, sm90_sm100_mxfp8_grouped_gemm_dgrad_t,
+                      TCfg)
+// STRATEGY=3 below SHORT tokens per group: at BN=64 (the plan passes tma_b64 as b_map).
+WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_short_pre,
+                      sm90_sm100_mxfp8_grouped_gemm_dgrad_short, ShortCfg)
