@@ -102,8 +102,9 @@
 //         11-13.5 ms), aim 1.3x (8.5-10.4 ms, i.e. 740-900 TFLOP/s: at the BF16 ceiling, so B must
 //         run near peak and A must overlap its promotions); >= 2x torch FP8 rowwise at Qwen3-30B
 //         (366 TFLOP/s there -> >= 732 TFLOP/s: 1.1 ms for M=131072, N=1536, K=2048).
-//   H200 measured (session 14, defaults): fc1 11.74 ms = 655 TFLOP/s, 1.02x torch bf16 in the
-//         same call; Qwen3-30B 1.86 ms = 443 TFLOP/s, 0.81x bf16 and 1.29x FP8 rowwise.
+//   H200 measured (session 15, defaults): fc1 11.54 ms = 667 TFLOP/s, 1.04x torch bf16 in the
+//         same call; Qwen3-30B 1.74 ms = 473 TFLOP/s, 0.79x bf16 and 1.39x FP8 rowwise; gpt-oss
+//         4.08 ms = 533 TFLOP/s, 0.96x bf16 (session 14: 0.63x).
 // Knobs: STRATEGY (0 promote, 1 dequantize, 2 A in registers, 3 as 2 with one operand converted
 // first, 4 always the transposed form of 3; on sm_100a it only sets the plan's smem budget, and
 // BN is capped to 128 there, the tma_b box too, in which sm_100a fits (128 + BN) * 144-byte stages:
