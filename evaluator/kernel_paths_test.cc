@@ -1,0 +1,127 @@
+// The hand-tuned kernels' plans pick launches by shape ("when"). A path that runs at a bench or
+// hidden shape but at no test shape would be timed and shipped without its cheap, early check, so
+// every launch that some bench or hidden shape runs must also run at some test shape, for every
+// parameter setting at the default knobs. Also holds the MXFP8 fwd / dgrad plans to the paths
+// their headers describe at the bench shapes.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "evaluator/evaluator.h"
+
+namespace ws {
+namespace {
+
+const std::string kRoot = WS_SOURCE_DIR;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every combination of the spec's parameter values.
+std::vector<std::map<std::string, std::string>> Settings(const ProblemSpec& spec) {
+  std::vector<std::map<std::string, std::string>> out = {{}};
+  for (const ParamSpec& p : spec.params) {
+    std::vector<std::map<std::string, std::string>> next;
+    for (const auto& s : out) {
+      for (const std::string& v : p.values) {
+        auto t = s;
+        t[p.name] = v;
+        next.push_back(t);
+      }
+    }
+    out = next;
+  }
+  return out;
+}
+
+// The kernels the plan launches at one shape, in launch order.
+std::vector<std::string> Launched(const Plan& plan, const ProblemSpec& spec, const Shape& shape,
+                                  const std::map<std::string, std::string>& params) {
+  auto rp = ResolvePlan(plan, spec, BindSymbols(spec, shape, params), {}, DeviceLimits{});
+  EXPECT_TRUE(rp.ok()) << spec.name << " " << ShapeText(spec, shape) << ": "
+                       << rp.status().message();
+  std::vector<std::string> names;
+  if (rp.ok()) {
+    for (const ResolvedLaunch& l : rp->launches) names.push_back(l.kernel);
+  }
+  return names;
+}
+
+TEST(KernelPathsTest, EveryTimedPathRunsAtATestShape) {
+  int kernels = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(kRoot + "/kernels")) {
+    const std::string name = dir.path().filename();
+    const std::string kernel = dir.path().string() + "/kernel.cu";
+    const std::string spec_path = kRoot + "/problems/" + name + "/spec.json";
+    if (!std::filesystem::exists(kernel) || !std::filesystem::exists(spec_path)) continue;
+    auto spec = LoadProblem(spec_path);
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    auto plan = ParsePlan(Slurp(kernel));
+    ASSERT_TRUE(plan.ok()) << kernel << ": " << plan.status().message();
+    ++kernels;
+    for (const auto& params : Settings(*spec)) {
+      std::set<std::string> tested;
+      for (const Shape& s : spec->test_shapes) {
+        for (const std::string& k : Launched(*plan, *spec, s, params)) tested.insert(k);
+      }
+      for (const auto* shapes : {&spec->bench_shapes, &spec->hidden_shapes}) {
+        for (const Shape& s : *shapes) {
+          for (const std::string& k : Launched(*plan, *spec, s, params)) {
+            EXPECT_TRUE(tested.count(k))
+                << name << " at " << ShapeText(*spec, s) << " launches " << k
+                << ", which no test shape runs";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(kernels, 20);
+}
+
+// The MXFP8 fwd / dgrad plans (their kernel.cu headers): B converted first where M >= E * (output
+// columns), the tokens on the transposed problem where fewer, the BN=64 transposed pair below
+// 128 tokens per group; exactly one GEMM per shape.
+TEST(KernelPathsTest, Mxfp8PlansConvertTheSmallerOperand) {
+  for (const std::string form : {"fwd", "dgrad"}) {
+    const std::string name = "mxfp8_grouped_gemm_" + form;
+    auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    auto plan = ParsePlan(Slurp(kRoot + "/kernels/" + name + "/kernel.cu"));
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    const std::string sm90 = "sm90_" + name, both = "sm90_sm100_" + name;
+    const std::string cols = form == "fwd" ? "N" : "K";
+    int paths[3] = {0, 0, 0};
+    for (const Shape& s : spec->bench_shapes) {
+      const int64_t m = s.symbols.at("M"), e = s.symbols.at("E"), c = s.symbols.at(cols);
+      std::vector<std::string> want;
+      if (m < 128 * e) {
+        want = {sm90 + "_short_pre", both + "_short"};
+        ++paths[2];
+      } else if (m < e * c) {
+        want = {sm90 + "_t_pre", both + "_t"};
+        ++paths[1];
+      } else {
+        want = {sm90 + "_pre_b", both};
+        ++paths[0];
+      }
+      EXPECT_EQ(Launched(*plan, *spec, s, {}), want) << name << " " << ShapeText(*spec, s);
+    }
+    // The bench set reaches all three paths (8-expert, 128-expert and decode shapes).
+    EXPECT_GT(paths[0], 0) << name;
+    EXPECT_GT(paths[1], 0) << name;
+    EXPECT_GT(paths[2], 0) << name;
+  }
+}
+
+}  // namespace
+}  // namespace ws
