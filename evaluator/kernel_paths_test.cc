@@ -63,7 +63,8 @@ TEST(KernelPathsTest, EveryTimedPathRunsAtATestShape) {
     const std::string name = dir.path().filename();
     const std::string kernel = dir.path().string() + "/kernel.cu";
     const std::string spec_path = kRoot + "/problems/" + name + "/spec.json";
-    if (!std::filesystem::exists(kernel) || !std::filesystem::exists(spec_path)) continue;
+    if (!std::filesystem::exists(kernel) || !std::filesystem::exists(spec_path))
+      continue;
     auto spec = LoadProblem(spec_path);
     ASSERT_TRUE(spec.ok()) << spec.status().message();
     auto plan = ParsePlan(Slurp(kernel));
@@ -77,9 +78,8 @@ TEST(KernelPathsTest, EveryTimedPathRunsAtATestShape) {
       for (const auto* shapes : {&spec->bench_shapes, &spec->hidden_shapes}) {
         for (const Shape& s : *shapes) {
           for (const std::string& k : Launched(*plan, *spec, s, params)) {
-            EXPECT_TRUE(tested.count(k))
-                << name << " at " << ShapeText(*spec, s) << " launches " << k
-                << ", which no test shape runs";
+            EXPECT_TRUE(tested.count(k)) << name << " at " << ShapeText(*spec, s) << " launches "
+                                         << k << ", which no test shape runs";
           }
         }
       }
