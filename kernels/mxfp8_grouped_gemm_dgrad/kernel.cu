@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024] },
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
+             "SHORT_STAGES": [4, 8, 12] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -41,7 +42,7 @@
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
-                "block": ["384"], "smem": "75776",
+                "block": ["384"], "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128", "zero": false } }
 */
@@ -61,7 +62,8 @@
 // the transposed form; on sm_100a only the smem budget, and BN capped to 128), BN, STAGES,
 // GROUP_M, SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md), SHORT
 // (STRATEGY=3: below SHORT tokens per group on average, M < SHORT * E, the transposed pipeline at
-// BN=64, _short, as fwd: 1.18x the STRATEGY=0 kernel it replaced at 32 per group).
+// BN=64, _short, as fwd: 1.18x the STRATEGY=0 kernel it replaced at 32 per group), SHORT_STAGES
+// (its ring depth, as fwd).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -90,6 +92,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef SHORT_STAGES
+#define SHORT_STAGES 4
+#endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.13x over 1 (12-02)
 #endif
@@ -98,9 +103,9 @@ namespace {
 using Cfg =
     ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
-// short-group kernel at BN=64 (its other settings the defaults, as measured).
+// short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE>;
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, 4, 8, 2>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>

@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024] },
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
+             "SHORT_STAGES": [4, 8, 12] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -41,7 +42,7 @@
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
-                "block": ["384"], "smem": "75776",
+                "block": ["384"], "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128", "zero": false } }
 */
@@ -112,7 +113,8 @@
 // (ring depth, capped to 227 KiB), GROUP_M (band height inside a group), SCALE_PIPE (sm_90a: 0 the
 // scale loads as first verified, 1 word loads ahead of the wait and vector scale reads, 2 as 1
 // with the consumers' scale reads issued before each QGMMA wait; NOTES.md), SHORT (STRATEGY=3:
-// the tokens per group below which _short runs; 0 never).
+// the tokens per group below which _short runs; 0 never), SHORT_STAGES (its ring depth: its
+// stages are 17 KB, and at 32 tokens per group each CTA streams 256 KB of b through them).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -140,6 +142,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef SHORT_STAGES
+#define SHORT_STAGES 4
+#endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.09x over 1 (12-02)
 #endif
@@ -148,9 +153,9 @@ namespace {
 using Cfg =
     ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
-// short-group kernel at BN=64 (its other settings the defaults, as measured).
+// short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE>;
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, 4, 8, 2>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
 template <class C>
