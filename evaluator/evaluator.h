@@ -32,7 +32,7 @@ namespace ws {
 // Expressions may use the shape symbols, parameters (bound to their value index), knobs and
 // `num_sms`. Args: a tensor name (device pointer), "workspace", a tensor map's name (the 128-byte
 // CUtensorMap by value), an expression (int32, range-checked) or {"i64": expr}. A launch may set
-// "pdl": true (programmatic dependent launch).
+// "pdl": true, or an expression (on where nonzero), for programmatic dependent launch.
 
 struct PlanArg {
   enum class Kind { kTensor, kWorkspace, kI32, kI64, kTensorMap };
@@ -45,7 +45,7 @@ struct PlanLaunch {
   std::vector<std::string> grid, block, cluster;  // 1-3 expressions each; cluster may be empty
   std::string smem = "0";
   std::vector<PlanArg> args;
-  bool pdl = false;  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+  std::string pdl;   // PROGRAMMATIC_STREAM_SERIALIZATION where nonzero ("1": true); empty: off
   std::string when;  // launched only where this is nonzero; empty: always
 };
 

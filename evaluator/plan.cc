@@ -242,8 +242,13 @@ Result<Plan> ParsePlanJson(const json& root) {
       WS_ASSIGN_OR_RETURN(pl.smem, ExprField(l["smem"], base + ".smem"));
     }
     if (l.contains("pdl")) {
-      if (!l["pdl"].is_boolean()) return Status::Error("{}.pdl: expected true or false", base);
-      pl.pdl = l["pdl"].get<bool>();
+      if (l["pdl"].is_boolean()) {
+        pl.pdl = l["pdl"].get<bool>() ? "1" : "";
+      } else if (l["pdl"].is_string()) {
+        WS_ASSIGN_OR_RETURN(pl.pdl, ExprField(l["pdl"], base + ".pdl"));
+      } else {
+        return Status::Error("{}.pdl: expected true, false or an expression", base);
+      }
     }
     if (l.contains("when")) {
       WS_ASSIGN_OR_RETURN(pl.when, ExprField(l["when"], base + ".when"));
@@ -410,6 +415,7 @@ Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
     WS_RETURN_IF_ERROR(check_dims(l.cluster, "cluster"));
     WS_RETURN_IF_ERROR(CheckExpr(l.smem, base + ".smem", names));
     if (!l.when.empty()) WS_RETURN_IF_ERROR(CheckExpr(l.when, base + ".when", names));
+    if (!l.pdl.empty()) WS_RETURN_IF_ERROR(CheckExpr(l.pdl, base + ".pdl", names));
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
       const PlanArg& a = l.args[ai];
       std::string field = fmt::format("{}.args[{}]", base, ai);
@@ -540,7 +546,10 @@ Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, cons
       }
       rl.args.push_back(std::move(ra));
     }
-    rl.pdl = l.pdl;
+    if (!l.pdl.empty()) {
+      WS_ASSIGN_OR_RETURN(int64_t pdl, eval(l.pdl, base + ".pdl"));
+      rl.pdl = pdl != 0;
+    }
     out.launches.push_back(std::move(rl));
   }
   // A library baseline's plan has no launches at all (the runner makes the call); a kernel's

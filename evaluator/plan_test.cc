@@ -113,6 +113,42 @@ extern "C" __global__ void big() {}
   EXPECT_NE(v.message().find("launch[0].when"), std::string::npos) << v.message();
 }
 
+// "pdl" may be an expression: on where it is nonzero at the shape and knobs; unknown names in it
+// are plan errors like any other expression's.
+TEST(PlanTest, PdlMayBeAnExpression) {
+  constexpr char kPdl[] = R"P(/* warpsmith:plan
+{ "knobs": { "PDL": [1, 0] },
+  "launch": [ { "kernel": "pre", "grid": [1], "block": [32], "args": ["x", "M"] },
+              { "kernel": "main", "grid": [1], "block": [32], "pdl": "PDL && M < 64",
+                "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void pre() {}
+extern "C" __global__ void main() {}
+)P";
+  auto plan = ParsePlan(kPdl);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ProblemSpec spec = QuantizeSpec();
+  ASSERT_TRUE(ValidatePlan(*plan, spec).ok());
+  auto on = ResolvePlan(*plan, spec, {{"M", 16}, {"K", 64}}, {}, {});
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  EXPECT_FALSE(on->launches[0].pdl);
+  EXPECT_TRUE(on->launches[1].pdl);
+  auto big = ResolvePlan(*plan, spec, {{"M", 640}, {"K", 64}}, {}, {});
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_FALSE(big->launches[1].pdl);
+  auto off = ResolvePlan(*plan, spec, {{"M", 16}, {"K", 64}}, {{"PDL", 0}}, {});
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_FALSE(off->launches[1].pdl);
+
+  std::string unknown = kPdl;
+  unknown.replace(unknown.find("PDL && M"), 3, "PDQ");
+  auto bad = ParsePlan(unknown);
+  ASSERT_TRUE(bad.ok()) << bad.status().message();
+  Status v = ValidatePlan(*bad, spec);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.message().find("launch[1].pdl"), std::string::npos) << v.message();
+}
+
 struct BadPlan {
   const char* body;
   const char* expected;  // a substring of the error

@@ -55,7 +55,7 @@ TEST(TensorMapPlanTest, ParsesValidatesAndResolves) {
   EXPECT_EQ(m.l2_promotion, 256);
   EXPECT_FALSE(m.oob_nan);
   EXPECT_EQ(plan->launches[0].args[0].kind, PlanArg::Kind::kTensorMap);
-  EXPECT_TRUE(plan->launches[0].pdl);
+  EXPECT_EQ(plan->launches[0].pdl, "1");
   ASSERT_TRUE(ValidatePlan(*plan, GemmSpec()).ok());
 
   auto rp = ResolvePlan(*plan, GemmSpec(), kShape, {{"BM", 128}}, {});
@@ -199,10 +199,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadMap{R"({ "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": [64, 64] } })",
                R"({"i64": "tma_a"}, "d")", "unknown name 'tma_a'"}));
 
-TEST(TensorMapPlanTest, PdlMustBeABoolean) {
+TEST(TensorMapPlanTest, PdlMustBeABooleanOrAnExpression) {
   auto plan = ParsePlan(Source(kMapA, R"("tma_a", "d")", R"("pdl": 1, )"));
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("launch[0].pdl: expected true or false"),
+  EXPECT_NE(plan.status().message().find("launch[0].pdl: expected true, false or an expression"),
             std::string::npos)
       << plan.status().message();
 }

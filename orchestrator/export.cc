@@ -765,10 +765,17 @@ Result<std::string> LauncherUnit(const ExportItem& it) {
     WS_ASSIGN_OR_RETURN(std::string smem, ExprToCpp(l.smem));
     out += fmt::format("    l.smem = {};\n", smem);
     // As in the runner: the first launch must not overlap the caller's earlier stream work.
-    if (l.pdl && conditional) {
-      out += "    l.pdl = launched;\n";
-    } else if (l.pdl && li > 0) {
-      out += "    l.pdl = true;\n";
+    if (!l.pdl.empty() && (conditional || li > 0)) {
+      const std::string first = conditional ? "launched" : "true";
+      if (l.pdl == "1") {
+        out += fmt::format("    l.pdl = {};\n", first);
+      } else {
+        WS_ASSIGN_OR_RETURN(std::string p, ExprToCpp(l.pdl));
+        out += fmt::format(
+            "    l.pdl = {} && ({}) != 0;\n"
+            "    if (e.error != nullptr) return wsd::Error(\"{}\", {}, e.error);\n",
+            first, p, fn, CString(where + ".pdl"));
+      }
     }
     std::vector<std::string> arg_refs;
     for (size_t ai = 0; ai < l.args.size(); ++ai) {
@@ -2032,7 +2039,11 @@ std::string PlanJson(const Plan& plan) {
         {"kernel", l.kernel}, {"grid", l.grid}, {"block", l.block}, {"smem", l.smem}, {"args", a}};
     if (!l.cluster.empty())
       lj["cluster"] = l.cluster;
-    if (l.pdl) lj["pdl"] = true;
+    if (l.pdl == "1") {
+      lj["pdl"] = true;
+    } else if (!l.pdl.empty()) {
+      lj["pdl"] = l.pdl;
+    }
     if (!l.when.empty()) lj["when"] = l.when;
     j["launch"].push_back(lj);
   }

@@ -716,6 +716,29 @@ extern "C" __global__ void big_m(const __nv_bfloat16* a, const __nv_bfloat16* b,
   EXPECT_NE(text.find("if (!launched)"), std::string::npos) << text;
 }
 
+// "pdl" as an expression: the launcher evaluates it per call (and still never on a first launch).
+TEST_F(ExportTest, PdlExpressionLaunchersCompile) {
+  const std::string source = R"CU(/* warpsmith:plan
+{ "knobs": { "PDL": [1, 0] },
+  "launch": [ { "kernel": "first", "grid": ["ceil_div(N, 64)"], "block": [128],
+                "args": ["a", "b", "d", "M", "N", "K"] },
+              { "kernel": "second", "grid": ["ceil_div(N, 128)", "ceil_div(M, 128)"],
+                "block": [256], "pdl": "PDL && M < 4096", "args": ["a", "b", "d", "M", "N", "K"] } ] }
+*/
+#include <cuda_bf16.h>
+extern "C" __global__ void first(const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                 __nv_bfloat16* d, int M, int N, int K) {}
+extern "C" __global__ void second(const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                  __nv_bfloat16* d, int M, int N, int K) {}
+)CU";
+  const std::string text = ExportBf16GemmLauncher(source, "pdlexpr");
+  const size_t pdl = text.find("l.pdl = true && (");
+  EXPECT_NE(pdl, std::string::npos) << text;
+  EXPECT_LT(text.find("launch[1]"), pdl) << text;
+  EXPECT_NE(text.find("launch[1] (second).pdl"), std::string::npos) << text;
+  EXPECT_EQ(text.find("l.pdl = true;"), std::string::npos) << text;
+}
+
 TEST(TimeWithinSpreadTest, UsesTheLargerOfTheSpreads) {
   ShapeTiming rec{"", "bench", 100, 99, 101, 0.5, 200, 0};
   ShapeTiming now = rec;

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
-             "SHORT_STAGES": [4, 8, 12] },
+             "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -23,7 +23,7 @@
                 "args": ["bt", "bt_scales", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * K)",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
-                "block": ["384"],
+                "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
                          "M", "E", "N", "K"] },
@@ -33,7 +33,7 @@
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, BN) + E))"],
-                "block": ["384"],
+                "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, 226304 / (9216 + 128 * BN)) * (9216 + 128 * BN) + 6144",
                 "args": ["tma_a", "tma_b", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K"] },
               { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
@@ -42,7 +42,7 @@
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
-                "block": ["384"], "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
+                "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128", "zero": false } }
 */
@@ -63,7 +63,7 @@
 // GROUP_M, SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md), SHORT
 // (STRATEGY=3: below SHORT tokens per group on average, M < SHORT * E, the transposed pipeline at
 // BN=64, _short, as fwd: 1.18x the STRATEGY=0 kernel it replaced at 32 per group), SHORT_STAGES
-// (its ring depth, as fwd).
+// (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -92,6 +92,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef PDL
+#define PDL 0
+#endif
 #ifndef SHORT_STAGES
 #define SHORT_STAGES 4
 #endif
@@ -100,12 +103,13 @@
 #endif
 
 namespace {
-using Cfg =
-    ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M,
+                            SCALE_PIPE, PDL>;
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
-using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE>;
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2>;
+using TCfg =
+    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE, PDL>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>
@@ -123,6 +127,7 @@ template <class C>
 __device__ __forceinline__ void pre_tokens(const unsigned char* dc, const unsigned char* dc_scales,
                                            const int* offs, unsigned char* workspace, int E, int N,
                                            int K, int* qb) {
+  if (PDL) ws::griddep_launch_dependents();  // the GEMM's prologue may start (it waits for us)
   if constexpr (C::kForm == ws::kFwdT)
     ws::mxg::pre_dequantize_b<C>(dc, dc_scales, offs, workspace, ws::mxg::Problem{E, K, N, N / 32},
                                  qb);
@@ -150,6 +155,7 @@ extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_
     const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
     unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, K, N, N / 32};
+  if (PDL) ws::griddep_launch_dependents();
   ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, nullptr, workspace, p, nullptr);
 }
 

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
-             "SHORT_STAGES": [4, 8, 12] },
+             "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -23,7 +23,7 @@
                 "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * N)",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
-                "block": ["384"],
+                "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
                          "M", "E", "N", "K"] },
@@ -33,7 +33,7 @@
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)",
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, BN) + E))"],
-                "block": ["384"],
+                "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, 226304 / (9216 + 128 * BN)) * (9216 + 128 * BN) + 6144",
                 "args": ["tma_a", "tma_b", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K"] },
               { "kernel": "sm90_mxfp8_grouped_gemm_fwd_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
@@ -42,7 +42,7 @@
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
-                "block": ["384"], "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
+                "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128", "zero": false } }
 */
@@ -114,7 +114,9 @@
 // scale loads as first verified, 1 word loads ahead of the wait and vector scale reads, 2 as 1
 // with the consumers' scale reads issued before each QGMMA wait; NOTES.md), SHORT (STRATEGY=3:
 // the tokens per group below which _short runs; 0 never), SHORT_STAGES (its ring depth: its
-// stages are 17 KB, and at 32 tokens per group each CTA streams 256 KB of b through them).
+// stages are 17 KB, and at 32 tokens per group each CTA streams 256 KB of b through them), PDL
+// (1: each GEMM is launched with pdl after its first launch, which lets it start at once; the
+// producer waits, griddepcontrol.wait, before its first copy of the converted tiles).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -142,6 +144,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef PDL
+#define PDL 0
+#endif
 #ifndef SHORT_STAGES
 #define SHORT_STAGES 4
 #endif
@@ -150,12 +155,13 @@
 #endif
 
 namespace {
-using Cfg =
-    ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M,
+                            SCALE_PIPE, PDL>;
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
-using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE>;
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2>;
+using TCfg =
+    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE, PDL>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
 template <class C>
@@ -173,6 +179,7 @@ template <class C>
 __device__ __forceinline__ void pre_tokens(const unsigned char* a, const unsigned char* a_scales,
                                            const int* offs, unsigned char* workspace, int E, int N,
                                            int K, int* qb) {
+  if (PDL) ws::griddep_launch_dependents();  // the GEMM's prologue may start (it waits for us)
   if constexpr (C::kForm == ws::kFwdT)
     ws::mxg::pre_dequantize_b<C>(a, a_scales, offs, workspace, ws::mxg::Problem{E, N, K, K / 32},
                                  qb);
@@ -200,6 +207,7 @@ extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_fwd_pr
     const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
     unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, N, K, K / 32};
+  if (PDL) ws::griddep_launch_dependents();
   ws::mxg::pre_dequantize_b<Cfg>(b, b_scales, nullptr, workspace, p, nullptr);
 }
 

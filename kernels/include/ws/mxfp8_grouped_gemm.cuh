@@ -72,7 +72,7 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
 /// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0>
+          int kScalePipe_ = 0, int kPdl_ = 0>
 struct Config {
   // kFwdT (STRATEGY=4 of fwd / dgrad: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
@@ -86,7 +86,10 @@ struct Config {
   // in by the producer: no transform of B in the GEMM.
   static constexpr bool kRegAFamily = kStrategy == kRegA || kStrategy == kRegAPreB;
   static constexpr bool kPreB = kStrategy == kRegAPreB;
-  static_assert(kForm != kFwdT || kPreB, "kFwdT is STRATEGY=3's pipeline with the operands swapped");
+  // kPreB under a pdl launch (knob PDL): the producer waits for the first launch (griddep_wait)
+  // before its first bulk copy of the tiles, not before the kernel's prologue and A's first load.
+  static constexpr bool kPdl = kPdl_ != 0 && kPreB;
+  static_assert(kForm != kFwdT || kPreB, "kFwdT: STRATEGY=3's pipeline, operands swapped");
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -384,6 +387,7 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
   GroupTile<Cfg::kForm> tl;
   PaddedBlocks<Cfg::kForm == kFwdT ? Cfg::kBN : 64> padded;  // kWgrad / kFwdT: group g's B tiles
   uint32_t it = 0;
+  bool waited = !Cfg::kPdl;
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
@@ -406,6 +410,10 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
         tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
       }
       if constexpr (Cfg::kPreB) {  // the bf16 tile, already in the SW128 image the MMA reads
+        if (!waited) {
+          griddep_wait();
+          waited = true;
+        }
         const long long off = Cfg::kForm == kWgrad ? pre_b_offset_wgrad<Cfg>(tl.tn, qbase + kb, p)
                               : Cfg::kForm == kFwdT ? pre_b_offset_fwdt<Cfg>(qbase + tl.tn, kb, p)
                                                     : pre_b_offset<Cfg>(tl.g, tl.tn, kb, p);

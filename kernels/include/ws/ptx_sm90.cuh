@@ -82,6 +82,12 @@ __device__ __forceinline__ void griddep_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
+/// Waits until the grids this one depends on (the plan's previous launch, under pdl) have
+/// completed and their writes are visible; returns at once for a launch without pdl.
+__device__ __forceinline__ void griddep_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
 /// Orders this thread's generic-proxy writes to shared memory before later async-proxy reads of it
 /// (wgmma / tcgen05 operands, TMA stores); issue it before the arrive that publishes the data.
 __device__ __forceinline__ void fence_proxy_async_shared() {
