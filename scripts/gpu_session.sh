@@ -59,7 +59,8 @@ setting() {
 kernel_files() {
   local p
   if [[ -z ${KERNELS:-} ]]; then ls kernels/*/kernel.cu; return; fi
-  for p in $KERNELS; do
+  # Spaces or commas: KERNELS=a,b in the environment means what the stage word KERNELS=a,b does.
+  for p in ${KERNELS//,/ }; do
     if [[ -f kernels/$p/kernel.cu ]]; then echo "kernels/$p/kernel.cu"
     else echo "KERNELS: no kernels/$p/kernel.cu" >&2; fi
   done
@@ -164,7 +165,7 @@ for stage in "$@"; do
       todo=()  # "problem setting" words
       for spec in problems/*/spec.json; do
         p=$(basename "$(dirname "$spec")")
-        [[ -n ${PROBLEMS:-} && " $PROBLEMS " != *" $p "* ]] && continue
+        [[ -n ${PROBLEMS:-} && " ${PROBLEMS//,/ } " != *" $p "* ]] && continue
         for v in $(wanted_variants "$spec"); do todo+=("$p $v"); done
       done
       # The verifications first, VERIFY_JOBS at a time (they time nothing; the CPU references
