@@ -74,7 +74,7 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0, int kPdl_ = 0>
 struct Config {
-  // kFwdT (STRATEGY=4 of fwd / dgrad: the weights are the register operand, the tokens the
+  // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
   static constexpr int kForm = kSm100 && kForm_ == kFwdT ? kFwd : kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;

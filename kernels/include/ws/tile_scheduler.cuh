@@ -62,32 +62,24 @@ struct GroupCursor {
   int g = -1, base = 0, count = 0, s = 0, e = 0;
 
   __device__ static int tiles_n(int N, int K) { return ((kForm == kFwd ? N : K) + kBN - 1) / kBN; }
-  /// Tile t (t never decreases between calls); false once t is past the last group.
+  /// Tile t (t never decreases between calls); false once t is past the last group. A group's
+  /// tiles: `fixed` along the side N or K sets (kFwdT: its b rows; else its column tiles) times
+  /// those along the side its length sets (kWgrad: N's row tiles, fixed too).
   __device__ bool seek(int t, const int* offs, int E, int N, int K, GroupTile<kForm>& tile) {
-    if constexpr (kForm == kFwdT) {  // the group's length sets the column tiles, N the rows
-      const int tm_count = (N + kBM - 1) / kBM;
-      while (t >= base + count) {
-        base += count;
-        if (++g >= E) return false;
-        s = g == 0 ? 0 : offs[g - 1];
-        e = offs[g];
-        count = (e - s + kBN - 1) / kBN * tm_count;
-      }
-      int tm, tn;
-      band_tile<kGroupM>(t - base, tm_count, count / tm_count, tm, tn);
-      tile = GroupTile<kForm>{g, s, e, tm, tn};
-      return true;
-    }
-    const int tn_count = tiles_n(N, K);
+    constexpr bool kTokenCols = kForm == kFwdT;  // the group's tokens are the tile columns
+    const int fixed = kTokenCols ? (N + kBM - 1) / kBM : tiles_n(N, K);
     while (t >= base + count) {
       base += count;
       if (++g >= E) return false;
       s = g == 0 ? 0 : offs[g - 1];
       e = offs[g];
-      count = ((kForm == kWgrad ? N : e - s) + kBM - 1) / kBM * tn_count;
+      count = (kTokenCols ? (e - s + kBN - 1) / kBN
+                          : ((kForm == kWgrad ? N : e - s) + kBM - 1) / kBM) *
+              fixed;
     }
+    const int other = count / fixed;
     int tm, tn;
-    band_tile<kGroupM>(t - base, count / tn_count, tn_count, tm, tn);
+    band_tile<kGroupM>(t - base, kTokenCols ? fixed : other, kTokenCols ? other : fixed, tm, tn);
     tile = GroupTile<kForm>{g, s, e, tm, tn};
     return true;
   }
