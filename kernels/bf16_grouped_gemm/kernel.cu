@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 64, 192], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0] },
+             "PP": [0], "EPI": [1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -11,7 +11,7 @@
   "launch": [ { "kernel": "sm90_sm100_bf16_grouped_gemm_tma",
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / (16384 + 128 * BN)) * (16384 + 128 * BN) + 6144",
+                "smem": "min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
@@ -46,7 +46,10 @@
 //    an empty one has zero k-blocks: its tiles are stored as zeros without touching the MMA.
 //  - sm_90a: warpgroup 0 produces (one thread issues TMA, setmaxnreg 40), warpgroups 1 and 2
 //    consume 64 rows each with wgmma m64nBNk16 (transpose bits per form), wait_group(1) to free
-//    the previous stage; bf16 pairs stored from the accumulator fragment.
+//    the previous stage. Epilogue (EPI=1): the fragment's bf16 rows staged in shared memory
+//    and stored one row per cp.async.bulk (rows past the group's end skipped), so the tensor
+//    cores do not wait for global stores; the staging costs BN=256 its fourth stage. EPI=0:
+//    bf16 pairs stored from the accumulator fragment.
 //  - sm_100a: warp 0 TMA, warp 1 issues tcgen05.mma (M=128, N=BN, a/b major bits per form) into
 //    a double-buffered TMEM accumulator; warps 4..11 drain it (tcgen05.ld 32x32b.x32) and store.
 // Knobs: BN (output tile width; 192 tiles K = 2880 exactly, where 256 wastes 6.7% of the MMAs on
@@ -57,10 +60,11 @@
 // 64 KiB register-to-global epilogue per 128x256 tile); order barriers in acc_full's slots.
 // PP=1 is not offered to the tuner: its first H200 run (fwd, 2026-12-02) did not finish the
 // smallest test shape (M=16 E=1 N=16 K=16) within 5 s; cause not yet found (NOTES.md).
-// Not done: TMA multicast / 2-CTA MMA, TMA-store epilogue, stream-K for the decode shape.
+// Not done: TMA multicast / 2-CTA MMA, stream-K for the decode shape.
 //
 // Evaluate: build/warpsmith eval bf16_grouped_gemm kernels/bf16_grouped_gemm/kernel.cu --set form=dgrad
-// warpsmith:sass sm_90a: HGMMA UTMALDG
+// warpsmith:sass sm_90a: HGMMA UTMALDG UBLKCP
+// warpsmith:sass sm_90a EPI=0: HGMMA UTMALDG
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
@@ -82,6 +86,13 @@
 #ifndef PP
 #define PP 0
 #endif
+#ifndef EPI
+#define EPI 1  // sm_90a: 1 = staged epilogue (ws::StagedStore), 0 = stores from registers
+#endif
+#if PP != 0 && EPI != 0  // ping-pong consumers store from registers
+#undef EPI
+#define EPI 0
+#endif
 
 namespace {
 
@@ -98,7 +109,11 @@ struct Config {
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kMaxE = 1024;                    // offs held in shared memory
   static constexpr int kSmemCap = 227 * 1024 - 6144;    // 226304, the plan's cap
-  static constexpr int kStages = STAGES < kSmemCap / kStageBytes ? STAGES : kSmemCap / kStageBytes;
+  // EPI = 1: two consumer warpgroups' staged output rows between the ring and the barriers.
+  using Staged = ws::StagedStore<kBN, __nv_bfloat16>;
+  static constexpr int kEpiBytes = EPI ? 2 * Staged::kBytes : 0;  // = EPI * 128 * (2 * BN + 16)
+  static constexpr int kRingCap = kSmemCap - kEpiBytes;
+  static constexpr int kStages = STAGES < kRingCap / kStageBytes ? STAGES : kRingCap / kStageBytes;
   static constexpr int kGroupM = GROUP_M;
   static constexpr int kAccCols = ws::tmem_columns(2 * kBN);  // double-buffered accumulator
   // MN-major (transposed) operands: A in wgrad, B in dgrad and wgrad.
@@ -293,15 +308,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  // Tiles need 1024-byte alignment (swizzle atoms); barriers, then offs, follow the ring.
+  // Tiles need 1024-byte alignment (swizzle atoms); the staged output rows (EPI = 1), the
+  // barriers, then offs follow the ring.
   const uint32_t smem = (ws::smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t bars = smem + Config::kStages * Config::kStageBytes;
+  const uint32_t staged = smem + Config::kStages * Config::kStageBytes;
+  const uint32_t bars = staged + Config::kEpiBytes;
   const uint32_t full = bars, empty = bars + 8 * Config::kStages;
   const uint32_t acc_full = bars + 16 * Config::kStages, acc_empty = acc_full + 16;
   const uint32_t tmem_slot = acc_empty + 16;
   int* offs_smem = reinterpret_cast<int*>(smem_raw + (bars + 1024 - ws::smem_u32(smem_raw)));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   (void)M;
+  (void)staged;
 
   const int* goffs = ws::stage_offs<Config::kMaxE, Config::kThreads>(offs_smem, offs, E);
 
@@ -441,6 +459,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     Tile tl;
     float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
+#if EPI != 0
+    const Config::Staged epi{staged + cw * Config::Staged::kBytes};
+#endif
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
       const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
 #pragma unroll
@@ -476,11 +497,19 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
+#if EPI != 0
+      epi.store(out, acc, o.row0, cw * 64, o.rows_left, o.col0, o.ncols, cw,
+                [](float lo, float hi) { return ws::pack_bf16(lo, hi); });
+#else
       const int w = t128 / 32;
       const int r = cw * 64 + 16 * w + lane / 4;
       ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
                                            o.col0 + 2 * (lane % 4), o.ncols);
+#endif
     }
+#if EPI != 0
+    epi.drain();
+#endif
 #endif  // PP
   }
 #endif

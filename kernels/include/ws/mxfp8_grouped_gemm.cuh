@@ -31,6 +31,7 @@
 #include <cuda_bf16.h>
 
 #include "ws/bulk_copy.cuh"
+#include "ws/gemm.cuh"
 #include "ws/mx_gemm.cuh"
 #include "ws/ptx_sm90.cuh"
 #include "ws/tcgen05.cuh"
@@ -72,7 +73,7 @@ constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs t
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
 /// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0, int kPdl_ = 0>
+          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0>
 struct Config {
   // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
@@ -102,7 +103,14 @@ struct Config {
   static constexpr int kStageBytes = kRawA + kRawB + kBf16A + kBf16B + kScaleA + kScaleB;
   // The plan sizes smem for the knob's strategy; the stage count follows from that budget.
   static constexpr int kKnobStageBytes = stage_bytes(kKnobStrategy, kBN_);
-  static constexpr int kBudget = cmin(kKnobStages, kSmemCap / kKnobStageBytes) * kKnobStageBytes;
+  // Knob EPI (kFwd under STRATEGY=3, sm_90a): the consumers' bf16 output rows staged in shared
+  // memory after the ring and stored by cp.async.bulk (ws::StagedStore). Sized from the knobs
+  // alone, like the ring, so the plan's smem says the same on both architectures.
+  static constexpr bool kEpi = kEpi_ != 0 && kForm_ == kFwd && kKnobStrategy == kRegAPreB;
+  using Staged = StagedStore<kBN_, __nv_bfloat16>;
+  static constexpr int kEpiBytes = kEpi ? 2 * Staged::kBytes : 0;  // 128 * (2 * BN + 16)
+  static constexpr int kBudget =
+      cmin(kKnobStages, (kSmemCap - kEpiBytes) / kKnobStageBytes) * kKnobStageBytes;
   static constexpr int kStages = kBudget / kStageBytes;
   // Smem offsets from the 1024-aligned base: the swizzled tiles first.
   static constexpr int kOffA = 0;  // kPromote: raw A (SW128); kDequant: bf16 A (SW128)
@@ -176,6 +184,7 @@ using Cursor = GroupCursor<Cfg::kForm, Cfg::kBM, Cfg::kBN, Cfg::kGroupM>;
 template <class Cfg>
 struct Smem {
   uint32_t base, full, empty, ready, acc_full, acc_empty, tmem_slot;
+  uint32_t staged;  // Cfg::kEpi: the staged output rows, after the ring
   __device__ uint32_t a(uint32_t s) const {  // SW128 operand A of stage s
     return base + Cfg::kOffA + s * (Cfg::kStrategy == kPromote ? Cfg::kRawA : Cfg::kBf16A);
   }
@@ -1162,6 +1171,12 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
       store_transposed<Cfg>(out, acc, o, r0, lane);
       continue;
     }
+    if constexpr (Cfg::kEpi) {
+      const typename Cfg::Staged staged{sm.staged + cw * Cfg::Staged::kBytes};
+      staged.store(out, acc, o.row0, cw * 64, o.rows_left, o.col0, o.ncols, cw,
+                   [](float lo, float hi) { return pack_bf16(lo, hi); });
+      continue;
+    }
     const int colb = o.col0 + 2 * (lane % 4);
 #pragma unroll
     for (int q = 0; q < Cfg::kBN / 8; ++q) {
@@ -1173,6 +1188,10 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
           store_pair(out, (o.row0 + r0 + 8) * o.ncols + col, acc[4 * q + 2], acc[4 * q + 3]);
       }
     }
+  }
+  if constexpr (Cfg::kEpi) {
+    const typename Cfg::Staged staged{sm.staged + cw * Cfg::Staged::kBytes};
+    staged.drain();  // shared memory must outlive the last row copies
   }
 }
 #endif
@@ -1375,7 +1394,8 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   Smem<Cfg> sm;
   sm.base = (smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t bars = sm.base + Cfg::kStages * Cfg::kStageBytes;
+  sm.staged = sm.base + Cfg::kStages * Cfg::kStageBytes;
+  const uint32_t bars = sm.staged + Cfg::kEpiBytes;
   sm.full = bars;
   sm.empty = bars + 8 * Cfg::kStages;
   sm.ready = bars + 16 * Cfg::kStages;

@@ -27,11 +27,6 @@ __device__ __forceinline__ void split_range(int s, int splits, int kblocks, int&
   kb1 = static_cast<int>(static_cast<long long>(s + 1) * kblocks / splits);
 }
 
-/// Named barrier id (1..15) over count threads (a multiple of 32).
-__device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-
 /// A CTA's split-K unit: output tile `tile` = (tm, tn), m fastest, over the k-blocks [kb0, kb1)
 /// of split `split` (splits clamped so every split is non-empty); the workspace holds 2 counters
 /// per tile (rounded up to 256 bytes), then splits slices of M x N fp32 partials. The kernels fill
