@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
-              "STORE_CS": [1, 0], "STORE_ORDER": [0, 1] },
+              "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
+              "WIDE_CHUNKS": [4, 8, 2] },
   "launch": [ { "kernel": "moe_permute_chunk_counts",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
@@ -11,7 +12,12 @@
               { "kernel": "moe_permute_rank",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "T", "E", "K"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize",
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "when": "K < WIDE_K",
+                "grid":  ["ceil_div(T + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
+                "block": ["THREADS"], "smem": "0",
+                "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_wide", "when": "K >= WIDE_K",
                 "grid":  ["ceil_div(T + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
@@ -44,6 +50,8 @@
 // STORE_ORDER (0: a tile's stores go chunk by chunk, each to the K rows; 1: row by row, so each
 // destination row takes its CHUNKS x 256 contiguous bytes back to back: the writes, K times the
 // reads, land on K scattered rows at once, and DRAM pages favour longer runs per row).
+// Those two apply below WIDE_K choices per token; from WIDE_K on the plan runs the _wide kernel:
+// row by row with WIDE_CHUNKS loads per lane (the default at K = 8 since 2026-12-02).
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -70,6 +78,12 @@
 #endif
 #ifndef STORE_ORDER
 #define STORE_ORDER 0
+#endif
+#ifndef WIDE_K
+#define WIDE_K 4  // K from which the plan runs the _wide kernel (row by row, WIDE_CHUNKS)
+#endif
+#ifndef WIDE_CHUNKS
+#define WIDE_CHUNKS 4
 #endif
 
 namespace {
@@ -197,15 +211,20 @@ extern "C" __global__ void __launch_bounds__(32)
   }
 }
 
+namespace {
+
 // x (T,H) bf16; slot_row (T,K), row_slot (MP); q (MP,H) e4m3, scales (MP,H/32) e8m0.
 // Warp items: t < T quantizes token t into its K rows; T + b zeroes the -1 rows of 32b..32b+31.
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_bf16_moe_permute_mxfp8_quantize(const unsigned short* __restrict__ x,
-                                         const int* __restrict__ slot_row,
-                                         const int* __restrict__ row_slot,
-                                         unsigned char* __restrict__ q,
-                                         unsigned char* __restrict__ scales, int T, int H, int K,
-                                         int MP) {
+// kChunks 16-byte loads per lane per tile; kRowByRow: each destination row's bytes of a tile
+// back to back (STORE_ORDER).
+template <int kChunks, bool kRowByRow>
+__device__ __forceinline__ void permute_quantize(const unsigned short* __restrict__ x,
+                                                 const int* __restrict__ slot_row,
+                                                 const int* __restrict__ row_slot,
+                                                 unsigned char* __restrict__ q,
+                                                 unsigned char* __restrict__ scales, int T, int H,
+                                                 int K, int MP) {
+  constexpr int kTileChunks = 32 * kChunks;
   const int lane = threadIdx.x & 31;
   const long long item = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
   const int row_chunks = H / 8;      // multiple of 4
@@ -228,35 +247,35 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   // Token item: lane j < K holds the row of slot (item, j).
   const int my_row = lane < K ? slot_row[item * K + lane] : 0;
   const Chunk* xr = reinterpret_cast<const Chunk*>(x + item * H);
-  const int tiles = (row_chunks + Config::kTileChunks - 1) / Config::kTileChunks;
-  Chunk next[Config::kChunks];
+  const int tiles = (row_chunks + kTileChunks - 1) / kTileChunks;
+  Chunk next[kChunks];
 #pragma unroll
-  for (int u = 0; u < Config::kChunks; ++u) {
+  for (int u = 0; u < kChunks; ++u) {
     const int ci = u * 32 + lane;
     next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
   }
   for (int tile = 0; tile < tiles; ++tile) {
-    Chunk cur[Config::kChunks];
+    Chunk cur[kChunks];
 #pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) cur[u] = next[u];
+    for (int u = 0; u < kChunks; ++u) cur[u] = next[u];
     if (tile + 1 < tiles) {
 #pragma unroll
-      for (int u = 0; u < Config::kChunks; ++u) {
-        const int ci = (tile + 1) * Config::kTileChunks + u * 32 + lane;
+      for (int u = 0; u < kChunks; ++u) {
+        const int ci = (tile + 1) * kTileChunks + u * 32 + lane;
         next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
       }
     }
-    if constexpr (Config::kRowByRow) {
-      unsigned lo[Config::kChunks], hi[Config::kChunks], sc[Config::kChunks];
+    if constexpr (kRowByRow) {
+      unsigned lo[kChunks], hi[kChunks], sc[kChunks];
 #pragma unroll
-      for (int u = 0; u < Config::kChunks; ++u) {
+      for (int u = 0; u < kChunks; ++u) {
         sc[u] = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo[u], hi[u]);
       }
       for (int j = 0; j < K; ++j) {  // the shuffle on all lanes, as below
         const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
 #pragma unroll
-        for (int u = 0; u < Config::kChunks; ++u) {
-          const int ci = tile * Config::kTileChunks + u * 32 + lane;
+        for (int u = 0; u < kChunks; ++u) {
+          const int ci = tile * kTileChunks + u * 32 + lane;
           if (ci < row_chunks) {
             ws::store_global8<Config::kStoreCs>(q + row * H + ci * 8, lo[u], hi[u]);
             if ((lane & 3) == 0) {
@@ -268,8 +287,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       continue;
     }
 #pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      const int ci = tile * Config::kTileChunks + u * 32 + lane;
+    for (int u = 0; u < kChunks; ++u) {
+      const int ci = tile * kTileChunks + u * 32 + lane;
       unsigned lo, hi;
       const unsigned s = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo, hi);
       // NOTE: the shuffle runs on all lanes (lane j may be past the row); K is warp-uniform.
@@ -282,4 +301,30 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       }
     }
   }
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_bf16_moe_permute_mxfp8_quantize(const unsigned short* __restrict__ x,
+                                         const int* __restrict__ slot_row,
+                                         const int* __restrict__ row_slot,
+                                         unsigned char* __restrict__ q,
+                                         unsigned char* __restrict__ scales, int T, int H, int K,
+                                         int MP) {
+  permute_quantize<Config::kChunks, Config::kRowByRow>(x, slot_row, row_slot, q, scales, T, H, K,
+                                                       MP);
+}
+
+// K >= WIDE_K: the writes are K times the reads, so each destination row takes its bytes of a
+// tile back to back, WIDE_CHUNKS x 256 contiguous bytes (H200, 2026-12-02: CHUNKS=4 row by row
+// was 1.19x / 1.12x the chunk-order default at K = 8, 0.93-0.98x at K = 1, 2).
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_bf16_moe_permute_mxfp8_quantize_wide(const unsigned short* __restrict__ x,
+                                              const int* __restrict__ slot_row,
+                                              const int* __restrict__ row_slot,
+                                              unsigned char* __restrict__ q,
+                                              unsigned char* __restrict__ scales, int T, int H,
+                                              int K, int MP) {
+  permute_quantize<WIDE_CHUNKS, true>(x, slot_row, row_slot, q, scales, T, H, K, MP);
 }
