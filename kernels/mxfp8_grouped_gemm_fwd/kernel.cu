@@ -34,7 +34,7 @@
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)",
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, BN) + E))"],
                 "block": ["384"], "pdl": "PDL",
-                "smem": "min(STAGES, 226304 / (9216 + 128 * BN)) * (9216 + 128 * BN) + 6144",
+                "smem": "min(STAGES, (226304 - EPI * 288 * BN) / (9216 + 128 * BN)) * (9216 + 128 * BN) + EPI * 288 * BN + 6144",
                 "args": ["tma_a", "tma_b", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K"] },
               { "kernel": "sm90_mxfp8_grouped_gemm_fwd_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(K, 64), 256))"],
@@ -151,7 +151,7 @@
 #define SHORT_STAGES 4
 #endif
 #ifndef EPI
-#define EPI 1  // STRATEGY=3's kFwd GEMM: output rows staged in shared memory, bulk-copied out
+#define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out
 #endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.09x over 1 (12-02)
@@ -163,7 +163,7 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg =
-    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE, PDL>;
+    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE, PDL, EPI>;
 using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
