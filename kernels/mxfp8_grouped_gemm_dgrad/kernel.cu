@@ -63,11 +63,12 @@
 // GROUP_M, SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md), SHORT
 // (STRATEGY=3: below SHORT tokens per group on average, M < SHORT * E, the transposed pipeline at
 // BN=64, _short, as fwd: 1.18x the STRATEGY=0 kernel it replaced at 32 per group), SHORT_STAGES
-// (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd).
+// (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
+// EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
-// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG

@@ -116,10 +116,14 @@
 // the tokens per group below which _short runs; 0 never), SHORT_STAGES (its ring depth: its
 // stages are 17 KB, and at 32 tokens per group each CTA streams 256 KB of b through them), PDL
 // (1: each GEMM is launched with pdl after its first launch, which lets it start at once; the
-// producer waits, griddepcontrol.wait, before its first copy of the converted tiles).
+// producer waits, griddepcontrol.wait, before its first copy of the converted tiles; H200
+// 2026-12-02: 0.98-1.09x, within noise, so off), EPI (STRATEGY=3's GEMMs, not _short: 1 = each
+// consumer warpgroup stages its bf16 output rows in shared memory and bulk-copies them out, one
+// copy per row, ws::StagedStore, or per token row in the transposed form, StagedStoreT, so the
+// tensor cores do not wait for global stores; the staging takes one ring stage at BN=256).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
-// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=2 BN=256: HGMMA LDS.U16 F2FP.F16.E4M3.UNPACK_B UTMALDG
