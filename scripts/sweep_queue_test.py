@@ -21,16 +21,16 @@ def main():
     failures = []
     good = ("# a comment\n\nmxfp8_quantize_rowwise | rounding=rceil rounding=floor | "
             "LANE_PAIRS=1; THREADS=256  CHUNKS=4 |\nmxfp8_grouped_gemm_fwd | - | SCALE_PIPE=0 | hidden\n"
-            "bf16_gemm | - | EPI=1 | where M <= 128\n"
-            "bf16_gemm | - | EPI=1 | hidden where max(M, 1) <= 128 && K > 16\n")
+            "bf16_gemm | - | EPI=0 | where M <= 128\n"
+            "bf16_gemm | - | EPI=0 | hidden where max(M, 1) <= 128 && K > 16\n")
     r = run("check", good)
     if r.returncode != 0:
         failures.append(f"a good queue is refused: {r.stdout}")
     r = run("list", good)
     want = ["mxfp8_quantize_rowwise\trounding=rceil rounding=floor\tLANE_PAIRS=1;THREADS=256 CHUNKS=4\t0\t-",
             "mxfp8_grouped_gemm_fwd\t-\tSCALE_PIPE=0\t1\t-",
-            "bf16_gemm\t-\tEPI=1\t0\tM <= 128",
-            "bf16_gemm\t-\tEPI=1\t1\tmax(M, 1) <= 128 && K > 16"]
+            "bf16_gemm\t-\tEPI=0\t0\tM <= 128",
+            "bf16_gemm\t-\tEPI=0\t1\tmax(M, 1) <= 128 && K > 16"]
     if r.stdout.splitlines() != want:
         failures.append(f"list: {r.stdout.splitlines()}")
     bad = {"no_such_problem | - | A=1 |\n": "no problem",
@@ -40,7 +40,7 @@ def main():
            "mxfp8_quantize_rowwise | - | CHUNKS=2 |\n": "default",
            "mxfp8_quantize_rowwise | - | LANE_PAIRS=1 | fast\n": "unknown option",
            "mxfp8_quantize_rowwise | - | LANE_PAIRS=1 | where\n": "unknown option",
-           "bf16_gemm | - | EPI=1 | where Q <= 128\n": "'Q' in the bench filter",
+           "bf16_gemm | - | EPI=0 | where Q <= 128\n": "'Q' in the bench filter",
            "mxfp8_quantize_rowwise | LANE_PAIRS=1\n": "PROBLEM | SETTINGS"}
     for text, says in bad.items():
         r = run("check", text)
