@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0] },
+             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -19,7 +19,7 @@
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
                 "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + 6144",
+                "smem": "min(STAGES, (226304 - EPI * (STRATEGY == 3) * 36864) / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + EPI * (STRATEGY == 3) * 36864 + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dct_scales", "xt_scales", "workspace",
                          "offs", "db", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3) * ceil_div(K, BN) * BN * (ceil_div(M, 64) + E) * 128", "zero": false } }
@@ -42,11 +42,16 @@
 // bf16 tiles made by a first launch, in 64-token blocks that restart at each group start: the
 // default, 1.37-1.71x STRATEGY=0 (SCALE_PIPE=1) at the long-group shapes on the H200; on
 // sm_100a only the smem budget, and BN capped to 128), BN, STAGES, GROUP_M,
-// SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md).
+// SCALE_PIPE (sm_90a scale loading; see mxfp8_grouped_gemm_fwd/NOTES.md), EPI (STRATEGY=3,
+// sm_90a: 1 = each consumer warpgroup stages its fp32 rows in shared memory in 4 passes of 64
+// columns, 36 KB for both, and bulk-copies one row per pass per thread (ws::StagedStore), so the
+// tensor cores do not wait for the 128 KB fp32 stores of a 128 x 256 tile; at 128 experts a
+// group's tiles have 16 k-blocks and the output is 1.6 GB. Built 2026-12-02, not yet run: 0).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a EPI=1: HGMMA UBLKCP.S.G UBLKCP.G.S UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=1: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
@@ -70,12 +75,15 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef EPI
+#define EPI 0  // 1 (STRATEGY=3): fp32 rows staged in passes of 64 columns, bulk-copied; not yet run
+#endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // STRATEGY=0 measured best at 1: 1.3-2.0x over 0 (2026-12-01)
 #endif
 
 namespace {
-using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE>;
+using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE, 0, EPI>;
 }  // namespace
 
 // STRATEGY=3, first launch: xt's bf16 tiles into the workspace in 64-token blocks restarting at

@@ -67,12 +67,15 @@ __device__ __forceinline__ void store_fragment_bf16(__nv_bfloat16* out, const fl
 /// global stores (bf16_gemm, 2026-12-02: 1.06x register stores geomean, 1.12-1.17x at K <= 2880).
 /// Fragment row r (16w + l/4, + 8) goes to out row row0 + rbase + r if rbase + r < rows_left,
 /// columns col0 .. min(col0 + kBN, ncols) (col0 and ncols multiples of 16: the copies' 16-byte
-/// rule for T of 2 or 4 bytes). The pitch's 8-element pad puts a warp's pair writes on distinct
-/// banks. Before the staging is rewritten each issuing thread waits until its last copy has read
-/// it; drain() before the kernel exits (shared memory must outlive the copies).
-template <int kBN, class T>
+/// rule for T of 2 or 4 bytes). kCols < kBN stages the fragment in kBN / kCols passes of kCols
+/// columns through a smaller buffer (fp32 tiles), each pass waiting until the previous one's
+/// copies have read it. The pitch's 8-element pad puts a warp's pair writes on distinct banks.
+/// Before the staging is rewritten each issuing thread waits until its last copy has read it;
+/// drain() before the kernel exits (shared memory must outlive the copies).
+template <int kBN, class T, int kCols = kBN>
 struct StagedStore {
-  static constexpr int kPitch = (kBN + 8) * static_cast<int>(sizeof(T));
+  static_assert(kBN % kCols == 0 && kCols % 16 == 0, "whole passes of 16-column multiples");
+  static constexpr int kPitch = (kCols + 8) * static_cast<int>(sizeof(T));
   static constexpr int kBytes = 64 * kPitch;  // per consumer warpgroup
   uint32_t base;  // this warpgroup's staging (shared address, 16-byte aligned)
 
@@ -83,23 +86,28 @@ struct StagedStore {
     using Pair = decltype(pack(0.0f, 0.0f));
     static_assert(sizeof(Pair) == 2 * sizeof(T), "pack makes two adjacent outputs");
     const int t128 = threadIdx.x % 128, w = t128 / 32, lane = threadIdx.x % 32;
-    if (t128 < 64) bulk_wait_group_read<0>();  // the previous tile's row left the staging
-    named_bar_sync(1 + cw, 128);
-    unsigned char* rows = static_cast<unsigned char*>(__cvta_shared_to_generic(base));
-    unsigned char* r0 = rows + (16 * w + lane / 4) * kPitch + 2 * sizeof(T) * (lane % 4);
 #pragma unroll
-    for (int j = 0; j < kBN / 8; ++j) {
-      *reinterpret_cast<Pair*>(r0 + 8 * sizeof(T) * j) = pack(acc[4 * j], acc[4 * j + 1]);
-      *reinterpret_cast<Pair*>(r0 + 8 * kPitch + 8 * sizeof(T) * j) =
-          pack(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-    fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
-    named_bar_sync(1 + cw, 128);
-    if (t128 < 64 && rbase + t128 < rows_left && col0 < ncols) {
-      const int cols = ncols - col0 < kBN ? ncols - col0 : kBN;
-      bulk_store_1d(out + (row0 + rbase + t128) * ncols + col0, base + t128 * kPitch,
-                    cols * static_cast<int>(sizeof(T)));
-      bulk_commit_group();
+    for (int pass = 0; pass < kBN / kCols; ++pass) {
+      if (t128 < 64) bulk_wait_group_read<0>();  // the previous copies left the staging
+      named_bar_sync(1 + cw, 128);
+      unsigned char* rows = static_cast<unsigned char*>(__cvta_shared_to_generic(base));
+      unsigned char* r0 = rows + (16 * w + lane / 4) * kPitch + 2 * sizeof(T) * (lane % 4);
+#pragma unroll
+      for (int j = 0; j < kCols / 8; ++j) {
+        const int f = pass * (kCols / 8) + j;  // fragment column group
+        *reinterpret_cast<Pair*>(r0 + 8 * sizeof(T) * j) = pack(acc[4 * f], acc[4 * f + 1]);
+        *reinterpret_cast<Pair*>(r0 + 8 * kPitch + 8 * sizeof(T) * j) =
+            pack(acc[4 * f + 2], acc[4 * f + 3]);
+      }
+      fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
+      named_bar_sync(1 + cw, 128);
+      const int c0 = col0 + pass * kCols;
+      if (t128 < 64 && rbase + t128 < rows_left && c0 < ncols) {
+        const int cols = ncols - c0 < kCols ? ncols - c0 : kCols;
+        bulk_store_1d(out + (row0 + rbase + t128) * ncols + c0, base + t128 * kPitch,
+                      cols * static_cast<int>(sizeof(T)));
+        bulk_commit_group();
+      }
     }
   }
 

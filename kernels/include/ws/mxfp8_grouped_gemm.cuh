@@ -63,6 +63,16 @@ constexpr int stage_bytes(int strategy, int bn) {
 constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304
 constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs table
 
+/// The output's element type per form: fp32 weight gradients, bf16 otherwise.
+template <int kForm>
+struct OutOf {
+  using type = __nv_bfloat16;
+};
+template <>
+struct OutOf<kWgrad> {
+  using type = float;
+};
+
 /// kScalePipe (knob SCALE_PIPE, sm_90a only): 0 = the scale paths as first verified on the H200
 /// (kPromote: one byte load and store per scale, serialized; kDequant: a stage's bytes loaded right
 /// before its conversion); 1 = scale loads issued one stage ahead, kPromote's as one 32-bit word
@@ -106,13 +116,14 @@ struct Config {
   // Knob EPI (kFwd under STRATEGY=3, sm_90a): the consumers' bf16 output rows staged in shared
   // memory after the ring and stored by cp.async.bulk (ws::StagedStore). Sized from the knobs
   // alone, like the ring, so the plan's smem says the same on both architectures.
-  // kFwdT stages the transposed tile (StagedStoreT). Off in the short-group kernel's config.
-  static constexpr bool kEpi =
-      kEpi_ != 0 && (kForm_ == kFwd || kForm_ == kFwdT) && kKnobStrategy == kRegAPreB;
-  using Staged = StagedStore<kBN_, __nv_bfloat16>;
+  // kFwdT stages the transposed tile (StagedStoreT); kWgrad's fp32 rows go in passes of 64
+  // columns (a whole 128 x 256 fp32 tile would not fit beside the ring). Off in the short-group
+  // kernel's config.
+  static constexpr bool kEpi = kEpi_ != 0 && kKnobStrategy == kRegAPreB;
+  using Staged = StagedStore<kBN_, typename OutOf<kForm_>::type, kForm_ == kWgrad ? 64 : kBN_>;
   static constexpr int kEpiBytes = !kEpi              ? 0
                                    : kForm_ == kFwdT ? 288 * kBN_  // 2 StagedStoreT<BN>
-                                                     : 2 * Staged::kBytes;  // 128 * (2 * BN + 16)
+                                                     : 2 * Staged::kBytes;  // see the plans
   static constexpr int kBudget =
       cmin(kKnobStages, (kSmemCap - kEpiBytes) / kKnobStageBytes) * kKnobStageBytes;
   static constexpr int kStages = kBudget / kStageBytes;
@@ -778,6 +789,14 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
   }
 }
 
+/// Two adjacent outputs as one value of their type (the staged stores' pack).
+__device__ __forceinline__ uint32_t packed_pair(const __nv_bfloat16*, float lo, float hi) {
+  return pack_bf16(lo, hi);
+}
+__device__ __forceinline__ float2 packed_pair(const float*, float lo, float hi) {
+  return make_float2(lo, hi);
+}
+
 /// Two adjacent outputs (col even, both inside: widths are multiples of 16).
 __device__ __forceinline__ void store_pair(__nv_bfloat16* out, long long idx, float v0, float v1) {
   *reinterpret_cast<__nv_bfloat162*>(out + idx) = __floats2bfloat162_rn(v0, v1);
@@ -817,6 +836,8 @@ __device__ __forceinline__ void store_transposed(Out* out, const float (&acc)[Cf
 /// memory as kBN token rows of 64 bf16 (pitch 144 bytes: a warp's pair writes hit 32 banks),
 /// paired by store_transposed's lane exchange; then each thread bulk-copies kBN / 128 token
 /// rows of 128 bytes (rows past the group's end and columns past N skipped). Named barrier 1 + cw.
+/// NOTE: the exchange loop is store_transposed's, written out again: one helper for both (tried)
+/// selected lo / hi before packing, 2.3x the FSEL and F2FP here and other SASS in _short.
 template <int kBN>
 struct StagedStoreT {
   static constexpr int kPitch = (64 + 8) * 2;
@@ -1229,7 +1250,7 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
     if constexpr (Cfg::kEpi) {
       const typename Cfg::Staged staged{sm.staged + cw * Cfg::Staged::kBytes};
       staged.store(out, acc, o.row0, cw * 64, o.rows_left, o.col0, o.ncols, cw,
-                   [](float lo, float hi) { return pack_bf16(lo, hi); });
+                   [out](float lo, float hi) { return packed_pair(out, lo, hi); });
       continue;
     }
     const int colb = o.col0 + 2 * (lane % 4);
