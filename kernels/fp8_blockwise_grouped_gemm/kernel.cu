@@ -1,5 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [128, 64], "STAGES": [6, 4, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1] },
+{ "knobs": { "BN": [128, 64], "STAGES": [6, 4, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
+             "EPI": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -10,7 +11,7 @@
   "launch": [ { "kernel": "sm90_sm100_fp8_blockwise_grouped_gemm_tma",
                 "grid": ["min(num_sms, ceil_div(M, 128) * ceil_div(N, BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, 226304 / (16896 + 128 * BN)) * (16896 + 128 * BN) + 6144",
+                "smem": "min(STAGES, (226304 - EPI * 128 * (2 * BN + 16)) / (16896 + 128 * BN)) * (16896 + 128 * BN) + EPI * 128 * (2 * BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "tma_sa", "b_scales", "offs", "c", "M", "E", "N",
                          "K"] } ] }
 */
@@ -60,8 +61,11 @@
 //    are). A stage is released by the MMA's commit plus the 8 promotion warps (they read its
 //    scales), so empty counts 9.
 // Knobs: BN (128: one scale per tile, 64: twice the tiles for small M), STAGES (ring depth,
-// capped to fit 227 KiB), OVERLAP (sm_90a promotion variant, above), GROUP_M (band height).
-// Not done: epilogue/MMA overlap across tiles on sm_90a (stores happen while the ring refills),
+// capped to fit 227 KiB), OVERLAP (sm_90a promotion variant, above), GROUP_M (band height),
+// EPI (sm_90a: 1 = each consumer warpgroup stages its bf16 rows in shared memory and bulk-copies
+// them, one row per thread, ws::StagedStore: the epilogue that made fp8_rowwise_gemm 1.2x on the
+// H200; one ring stage fewer at BN=128; built 2026-12-02, not yet run, so 0).
+// Not done: epilogue/MMA overlap across tiles on sm_90a beyond EPI's asynchronous stores,
 // TMA multicast of B across a cluster, BN = 256 on sm_100a, split-K for the decode shape.
 //
 // Paper model (cost in spec.json), B200 at ~7.7 TB/s and ~4.5 PFLOP/s dense FP8 beside the H200
@@ -80,6 +84,7 @@
 // Evaluate:
 //   build/warpsmith eval fp8_blockwise_grouped_gemm kernels/fp8_blockwise_grouped_gemm/kernel.cu
 // warpsmith:sass sm_90a: QGMMA UTMALDG
+// warpsmith:sass sm_90a EPI=1: QGMMA UTMALDG UBLKCP.G.S
 // warpsmith:sass sm_100a: UTCQMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
@@ -94,6 +99,9 @@
 #endif
 #ifndef OVERLAP
 #define OVERLAP 1
+#endif
+#ifndef EPI
+#define EPI 0  // sm_90a: 1 = bf16 rows staged in shared memory, one bulk copy per row
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
@@ -113,7 +121,11 @@ struct Config {
   static constexpr int kStageBytes = kABytes + kBBytes + kSaBytes;
   static constexpr int kMaxE = 1024;              // offs held in shared memory
   static constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304, the plan's cap
-  static constexpr int kStages = STAGES < kSmemCap / kStageBytes ? STAGES : kSmemCap / kStageBytes;
+  // EPI = 1: the two consumer warpgroups' staged output rows after the scale slots.
+  using Staged = ws::StagedStore<kBN, __nv_bfloat16>;
+  static constexpr int kEpiBytes = EPI ? 2 * Staged::kBytes : 0;  // = EPI * 128 * (2 * BN + 16)
+  static constexpr int kRingCap = kSmemCap - kEpiBytes;
+  static constexpr int kStages = STAGES < kRingCap / kStageBytes ? STAGES : kRingCap / kStageBytes;
   static constexpr int kOverlap = OVERLAP;
   static constexpr int kGroupM = GROUP_M;
   static constexpr int kAcc = kBN / 2;  // sm_90a: fp32 fragment registers of a (64, BN) tile
@@ -141,6 +153,7 @@ struct Smem {
   uint32_t full, empty;         // [kStages] mbarriers
   uint32_t acc_full, acc_empty;  // [kAccBufs] mbarriers (sm_100a)
   uint32_t tmem_slot;
+  uint32_t staged;      // EPI = 1: the staged output rows (sm_90a)
   const float* sa_ptr;  // (kStages, BM) activation scales
   float* sb_ptr;        // (kStages) the tile's weight scale per stage
   __device__ uint32_t a_at(uint32_t s) const { return a + s * Config::kABytes; }
@@ -251,7 +264,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
   sm.a = base;
   sm.b = base + Config::kStages * Config::kABytes;
   sm.sa = sm.b + Config::kStages * Config::kBBytes;
-  const uint32_t bars = sm.sa + Config::kStages * Config::kSaBytes;
+  sm.staged = sm.sa + Config::kStages * Config::kSaBytes;
+  const uint32_t bars = sm.staged + Config::kEpiBytes;
   sm.full = bars;
   sm.empty = bars + 8 * Config::kStages;
   sm.acc_full = bars + 16 * Config::kStages;
@@ -380,6 +394,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     float p0[Config::kAcc];     // (64, BN) partial of an even block (every block if OVERLAP 0)
     BlockScale sc0, sc1;
     uint32_t it = 0;
+#if EPI != 0
+    const Config::Staged epi{sm.staged + cw * Config::Staged::kBytes};
+#endif
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
 #pragma unroll
       for (int i = 0; i < Config::kAcc; ++i) total[i] = 0.0f;
@@ -415,6 +432,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
       // Fragment: register 4j+e of thread (warp w, lane l) is row r + 8*(e/2), column
       // 8j + 2*(l%4) + e%2; every tile is whole (groups and N are multiples of 128).
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
+#if EPI != 0
+      epi.store(c, total, o.row0, cw * 64, o.rows_left, o.col0, N, cw,
+                [](float lo, float hi) { return ws::pack_bf16(lo, hi); });
+#else
       __nv_bfloat16* row_lo = c + (o.row0 + r) * N + o.col0 + 2 * (lane % 4);
       __nv_bfloat16* row_hi = row_lo + 8LL * N;
 #pragma unroll
@@ -424,7 +445,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
         *reinterpret_cast<uint32_t*>(row_hi + 8 * j) =
             ws::pack_bf16(total[4 * j + 2], total[4 * j + 3]);
       }
+#endif
     }
+#if EPI != 0
+    epi.drain();
+#endif
   }
 #endif
 }
