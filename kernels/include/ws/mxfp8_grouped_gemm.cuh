@@ -113,12 +113,11 @@ struct Config {
   static constexpr int kStageBytes = kRawA + kRawB + kBf16A + kBf16B + kScaleA + kScaleB;
   // The plan sizes smem for the knob's strategy; the stage count follows from that budget.
   static constexpr int kKnobStageBytes = stage_bytes(kKnobStrategy, kBN_);
-  // Knob EPI (kFwd under STRATEGY=3, sm_90a): the consumers' bf16 output rows staged in shared
-  // memory after the ring and stored by cp.async.bulk (ws::StagedStore). Sized from the knobs
-  // alone, like the ring, so the plan's smem says the same on both architectures.
-  // kFwdT stages the transposed tile (StagedStoreT); kWgrad's fp32 rows go in passes of 64
-  // columns (a whole 128 x 256 fp32 tile would not fit beside the ring). Off in the short-group
-  // kernel's config.
+  // Knob EPI (STRATEGY=3's GEMMs, sm_90a): the consumers' output rows staged in shared memory
+  // after the ring and stored by cp.async.bulk (ws::StagedStore). Sized from the knobs alone,
+  // like the ring, so the plan's smem says the same on both architectures. kFwdT stages the
+  // transposed tile (StagedStoreT); kWgrad's fp32 rows go in passes of 64 columns (a whole
+  // 128 x 256 fp32 tile would not fit beside the ring). Off in the short-group kernel's config.
   static constexpr bool kEpi = kEpi_ != 0 && kKnobStrategy == kRegAPreB;
   using Staged = StagedStore<kBN_, typename OutOf<kForm_>::type, kForm_ == kWgrad ? 64 : kBN_>;
   static constexpr int kEpiBytes = !kEpi              ? 0
