@@ -1,7 +1,9 @@
 # Peers of the GEMM problems on the GPU at hand, at each problem's bench shapes (read from its
 # spec.json): the library call a torch user makes for the same product.
 #   bf16_gemm:               torch.mm (cuBLAS)
-#   fp8_rowwise_gemm:        torch._scaled_mm, rowwise fp32 scales (cuBLASLt)
+#   fp8_rowwise_gemm:        torch._scaled_mm, rowwise fp32 scales (cuBLASLt); the JSON's
+#                            "accuracy" holds its error against fp64 with and without
+#                            use_fast_accum (and the fast form's time), never a ratio's peer
 #   bf16_grouped_gemm:       torch._grouped_mm, in the problem's form (fwd, dgrad, wgrad)
 #   mxfp8_grouped_gemm_*:    torch._grouped_mm on the operands dequantized to bf16 beforehand
 #                            ("bf16", the issue's 1.0x mark), and torch._scaled_grouped_mm with
@@ -74,6 +76,28 @@ def make_fp8_rowwise_gemm(s, form):
     sa, sb = rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
     return {"cublaslt_fp8_rowwise": lambda: torch._scaled_mm(a, b.t(), sa, sb,
                                                               out_dtype=torch.bfloat16)}
+
+
+def fp8_rowwise_accuracy(s):
+    """How exact the FP8 rowwise peer is: its relative Frobenius error against an fp64 product
+    of the same operands, with use_fast_accum False (the timed peer) and True (time and error),
+    so a gap to the peer can be read as exact against exact or not. Untimed unless stated."""
+    a, b = e4m3((s["M"], s["K"])), e4m3((s["N"], s["K"]))
+    sa, sb = rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
+    want = (a.double() @ b.double().t()) * sa.double() * sb.double()
+    out = {}
+    for fast in (False, True):
+        fn = lambda: torch._scaled_mm(a, b.t(), sa, sb, out_dtype=torch.bfloat16,
+                                      use_fast_accum=fast)
+        got = fn().double()
+        r = {"rel_frobenius": float((got - want).norm() / want.norm())}
+        if fast:
+            r["protocol_us"] = protocol_time_us(lambda i: fn(), [], iters=50)
+        out["use_fast_accum=" + str(fast).lower()] = r
+    return out
+
+
+ACCURACY = {"fp8_rowwise_gemm": fp8_rowwise_accuracy}
 
 
 def grouped(form, m, e, n, k, align, dtype_fp8):
@@ -158,6 +182,14 @@ def main(problem, out_path):
             res["shapes"][key] = r
             peers = None
             torch.cuda.empty_cache()
+            if problem in ACCURACY:  # kept apart from the timed peers: never a ratio's peer
+                try:
+                    acc = ACCURACY[problem](s)
+                except Exception as ex:
+                    acc = {"error": repr(ex)[:400]}
+                print(key, "accuracy", json.dumps(acc), flush=True)
+                res.setdefault("accuracy", {})[key] = acc
+                torch.cuda.empty_cache()
     with open(out_path, "w") as f:
         json.dump(res, f, indent=1)
 
