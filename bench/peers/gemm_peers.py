@@ -71,9 +71,14 @@ def make_bf16_gemm(s, form):
     return {"cublas_bf16": lambda: torch.mm(a, b.t())}
 
 
-def make_fp8_rowwise_gemm(s, form):
+def fp8_rowwise_operands(s):
+    """a [M,K], b [N,K] E4M3 and their fp32 row / column scales."""
     a, b = e4m3((s["M"], s["K"])), e4m3((s["N"], s["K"]))
-    sa, sb = rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
+    return a, b, rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
+
+
+def make_fp8_rowwise_gemm(s, form):
+    a, b, sa, sb = fp8_rowwise_operands(s)
     return {"cublaslt_fp8_rowwise": lambda: torch._scaled_mm(a, b.t(), sa, sb,
                                                               out_dtype=torch.bfloat16)}
 
@@ -82,8 +87,7 @@ def fp8_rowwise_accuracy(s):
     """How exact the FP8 rowwise peer is: its relative Frobenius error against an fp64 product
     of the same operands, with use_fast_accum False (the timed peer) and True (time and error),
     so a gap to the peer can be read as exact against exact or not. Untimed unless stated."""
-    a, b = e4m3((s["M"], s["K"])), e4m3((s["N"], s["K"]))
-    sa, sb = rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
+    a, b, sa, sb = fp8_rowwise_operands(s)
     want = (a.double() @ b.double().t()) * sa.double() * sb.double()
     out = {}
     for fast in (False, True):

@@ -63,6 +63,55 @@ constexpr int stage_bytes(int strategy, int bn) {
 constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304
 constexpr int kSmemExtra = 6144;             // 1024 alignment, barriers, offs table
 
+/// kFwdT's staged store (knob EPI) for consumer warpgroup cw: its fragment (rows: output columns
+/// o.col0 + 64cw.., columns: kBN output rows, i.e. tokens) is written transposed into shared
+/// memory as kBN token rows of 64 bf16 (pitch 144 bytes: a warp's pair writes hit 32 banks),
+/// paired by store_transposed's lane exchange (below); then each thread bulk-copies kBN / 128
+/// token rows of 128 bytes (rows past the group's end and columns past N skipped). Named barrier
+/// 1 + cw.
+/// NOTE: the exchange loop is store_transposed's, written out again: one helper for both (tried)
+/// selected lo / hi before packing, 2.3x the FSEL and F2FP here and other SASS in _short.
+template <int kBN>
+struct StagedStoreT {
+  static constexpr int kPitch = (64 + 8) * 2;
+  static constexpr int kBytes = kBN * kPitch;  // per consumer warpgroup
+  uint32_t base;
+
+  __device__ __forceinline__ void store(__nv_bfloat16* out, const float (&acc)[kBN / 2],
+                                        const OutTile& o, int cw) const {
+    const int t128 = threadIdx.x % 128, lane = threadIdx.x % 32;
+    bulk_wait_group_read<0>();  // this thread's rows of the previous tile left the staging
+    named_bar_sync(1 + cw, 128);
+    const int r = 16 * (t128 / 32) + lane / 4;  // fragment rows r, r + 8 of the warpgroup's 64
+    const bool even = (r & 1) == 0;
+    unsigned char* rows = static_cast<unsigned char*>(__cvta_shared_to_generic(base));
+#pragma unroll
+    for (int q = 0; q < kBN / 8; ++q) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];  // row r, cols c, c + 1
+        const float got = __shfl_xor_sync(0xFFFFFFFFu, even ? v1 : v0, 4);
+        const int col = r + 8 * h - (even ? 0 : 1);  // the pair's first output column
+        const int tok = 8 * q + 2 * (lane % 4) + (even ? 0 : 1);
+        *reinterpret_cast<uint32_t*>(rows + tok * kPitch + 2 * col) =
+            even ? pack_bf16(v0, got) : pack_bf16(got, v1);
+      }
+    }
+    fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
+    named_bar_sync(1 + cw, 128);
+    const int col0 = o.col0 + 64 * cw, cols = cmin(64, o.ncols - col0);
+    if (cols <= 0) return;
+#pragma unroll
+    for (int i = 0; i < (kBN + 127) / 128; ++i) {
+      const int tok = t128 + 128 * i;
+      if (tok < kBN && tok < o.rows_left) {
+        bulk_store_1d(out + (o.row0 + tok) * o.ncols + col0, base + tok * kPitch, 2 * cols);
+        bulk_commit_group();
+      }
+    }
+  }
+};
+
 /// The output's element type per form: fp32 weight gradients, bf16 otherwise.
 template <int kForm>
 struct OutOf {
@@ -121,7 +170,7 @@ struct Config {
   static constexpr bool kEpi = kEpi_ != 0 && kKnobStrategy == kRegAPreB;
   using Staged = StagedStore<kBN_, typename OutOf<kForm_>::type, kForm_ == kWgrad ? 64 : kBN_>;
   static constexpr int kEpiBytes = !kEpi              ? 0
-                                   : kForm_ == kFwdT ? 288 * kBN_  // 2 StagedStoreT<BN>
+                                   : kForm_ == kFwdT ? 2 * StagedStoreT<kBN_>::kBytes
                                                      : 2 * Staged::kBytes;  // see the plans
   static constexpr int kBudget =
       cmin(kKnobStages, (kSmemCap - kEpiBytes) / kKnobStageBytes) * kKnobStageBytes;
@@ -830,54 +879,6 @@ __device__ __forceinline__ void store_transposed(Out* out, const float (&acc)[Cf
   }
 }
 
-/// kFwdT's staged store (knob EPI) for consumer warpgroup cw: its fragment (rows: output columns
-/// o.col0 + 64cw.., columns: kBN output rows, i.e. tokens) is written transposed into shared
-/// memory as kBN token rows of 64 bf16 (pitch 144 bytes: a warp's pair writes hit 32 banks),
-/// paired by store_transposed's lane exchange; then each thread bulk-copies kBN / 128 token
-/// rows of 128 bytes (rows past the group's end and columns past N skipped). Named barrier 1 + cw.
-/// NOTE: the exchange loop is store_transposed's, written out again: one helper for both (tried)
-/// selected lo / hi before packing, 2.3x the FSEL and F2FP here and other SASS in _short.
-template <int kBN>
-struct StagedStoreT {
-  static constexpr int kPitch = (64 + 8) * 2;
-  static constexpr int kBytes = kBN * kPitch;  // per consumer warpgroup
-  uint32_t base;
-
-  __device__ __forceinline__ void store(__nv_bfloat16* out, const float (&acc)[kBN / 2],
-                                        const OutTile& o, int cw) const {
-    const int t128 = threadIdx.x % 128, lane = threadIdx.x % 32;
-    bulk_wait_group_read<0>();  // this thread's rows of the previous tile left the staging
-    named_bar_sync(1 + cw, 128);
-    const int r = 16 * (t128 / 32) + lane / 4;  // fragment rows r, r + 8 of the warpgroup's 64
-    const bool even = (r & 1) == 0;
-    unsigned char* rows = static_cast<unsigned char*>(__cvta_shared_to_generic(base));
-#pragma unroll
-    for (int q = 0; q < kBN / 8; ++q) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float v0 = acc[4 * q + 2 * h], v1 = acc[4 * q + 2 * h + 1];  // row r, cols c, c + 1
-        const float got = __shfl_xor_sync(0xFFFFFFFFu, even ? v1 : v0, 4);
-        const int col = r + 8 * h - (even ? 0 : 1);  // the pair's first output column
-        const int tok = 8 * q + 2 * (lane % 4) + (even ? 0 : 1);
-        *reinterpret_cast<uint32_t*>(rows + tok * kPitch + 2 * col) =
-            even ? pack_bf16(v0, got) : pack_bf16(got, v1);
-      }
-    }
-    fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
-    named_bar_sync(1 + cw, 128);
-    const int col0 = o.col0 + 64 * cw, cols = cmin(64, o.ncols - col0);
-    if (cols <= 0) return;
-#pragma unroll
-    for (int i = 0; i < (kBN + 127) / 128; ++i) {
-      const int tok = t128 + 128 * i;
-      if (tok < kBN && tok < o.rows_left) {
-        bulk_store_1d(out + (o.row0 + tok) * o.ncols + col0, base + tok * kPitch, 2 * cols);
-        bulk_commit_group();
-      }
-    }
-  }
-};
-
 /// A thread's four column scales of fragment quads 2h, 2h + 1 (sb_slot layout; sbj: its first).
 /// Two float2 loads of adjacent slots: ptxas merges them into one LDS.128 (sm_90a SASS).
 __device__ __forceinline__ float4 sb_quad(const float* sbj, int h) {
@@ -1238,7 +1239,6 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
     // Fragment: register 4q+e of (warp w, lane l) is row 16w + l/4 + 8(e/2), col 8q + 2(l%4) + e%2.
     const OutTile o = Cursor<Cfg>::out_tile(tl, p.n, p.k);
     if constexpr (Cfg::kForm == kFwdT && Cfg::kEpi) {
-      static_assert(Cfg::kEpiBytes == 2 * StagedStoreT<Cfg::kBN>::kBytes, "the plan's smem");
       const StagedStoreT<Cfg::kBN> staged{sm.staged + cw * StagedStoreT<Cfg::kBN>::kBytes};
       staged.store(out, acc, o, cw);
       continue;
