@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8],
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8], "SMC": [1, 2, 4, 8],
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -12,9 +12,11 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "SBN"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_as": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128 / SMC"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_gemv",
                 "when": "M <= GEMV_M",
@@ -25,10 +27,12 @@
                 "args": ["a", "b", "d", "M", "N", "K"] },
               { "kernel": "sm90_sm100_bf16_gemm_splitk",
                 "when": "M > GEMV_M && M <= SPLIT_M",
-                "grid": ["ceil_div(M, 128) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))"],
+                "grid": ["ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC) * max(1, min(num_sms / (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"],
+                "cluster": ["SMC"],
                 "block": ["384"],
                 "smem": "min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048",
-                "args": ["tma_a", "tma_bs", "d", "workspace", "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 64) / SPLIT_KB))"] },
+                "args": ["tma_a", "tma_bs", "tma_as", "d", "workspace", "M", "N", "K",
+                         "max(1, min(num_sms / (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
@@ -106,6 +110,9 @@
 #ifndef SBN
 #define SBN 128
 #endif
+#ifndef SMC
+#define SMC 1  // split-K kernel: CTAs per cluster along N sharing A by TMA multicast (sm_90a)
+#endif
 #ifndef EPI
 #define EPI 1  // H200, 2026-12-02: 1.06x EPI=0 geomean, 1.12-1.17x at K 2048 / 2880 (README)
 #endif
@@ -158,8 +165,8 @@ struct Config {
   // EPI = 1 (sm_90a): per consumer warpgroup, 64 staged bf16 output rows of 2*BN + 16 bytes (the
   // pad makes the fragment writes conflict-free), after the ring.
   static constexpr int kEpi = EPI;
-  static constexpr int kOutPitch = 2 * kBN + 16;
-  static constexpr int kEpiWgBytes = 64 * kOutPitch;
+  using Staging = ws::StagedStore<kBN, __nv_bfloat16, kBN>;
+  static constexpr int kEpiWgBytes = Staging::kBytes;
   static constexpr int kEpiBytes = EPI ? 2 * kEpiWgBytes : 0;  // = EPI * (256 * BN + 2048)
   static constexpr int kStages = STAGES < (kSmemCap - kEpiBytes) / kStageBytes
                                      ? STAGES
@@ -185,7 +192,9 @@ struct SplitConfig {
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kStages = 8 < Config::kSmemCap / kStageBytes ? 8 : Config::kSmemCap / kStageBytes;
   static constexpr int kAccCols = ws::tmem_columns(kBN);  // one accumulator
+  static constexpr int kMc = SMC;  // sm_90a only: sm_100a CTAs load their own A
 };
+static_assert(SMC == 1 || SMC == 2 || SMC == 4 || SMC == 8, "SMC: 1, 2, 4 or 8 CTAs");
 static_assert(SplitConfig::kBN % 64 == 0 && SplitConfig::kBN <= 256, "SBN: 64..256 in steps of 64");
 static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
 
@@ -309,23 +318,21 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
 
 #if EPI != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
 // sm_90a consumer warpgroup cw (rows 64*cw.. of each 128 x BN tile) with EPI = 1: today's main
-// loop, then a staged epilogue: each thread writes its bf16 pairs into 64 staged rows (pitch
-// 2*BN + 16: conflict-free), and 64 threads store one row each with cp.async.bulk (shared ->
-// global, clipped to N, rows < M only), so the warpgroup returns to its MMAs at once; before the
-// staging is rewritten (next tile) each issuing thread waits for its bulk group to have read it.
+// loop, then a staged epilogue (ws::StagedStore, one pass of BN columns): each thread writes its
+// bf16 pairs into 64 staged rows (pitch 2*BN + 16: conflict-free), and 64 threads store one row
+// each with cp.async.bulk (clipped to N, rows < M only), so the warpgroup returns to its MMAs at
+// once; before the staging is rewritten (next tile) each issuing thread waits for its bulk group
+// to have read it.
 __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t full,
                                                          uint32_t empty,
                                                          __nv_bfloat16* __restrict__ d, int M,
                                                          int N, int tiles, int tiles_m,
-                                                         int tiles_n, int kblocks, int cw, int lane,
-                                                         unsigned char* smem_raw) {
+                                                         int tiles_n, int kblocks, int cw) {
   ws::setmaxnreg_inc<232>();
-  const int t128 = threadIdx.x % 128;  // thread in the warpgroup
-  const int w = t128 / 32;
-  const bool signal = t128 == 0;
+  const bool signal = threadIdx.x % 128 == 0;
   const uint32_t stage_out =
       smem + Config::kStages * Config::kStageBytes + cw * Config::kEpiWgBytes;
-  unsigned char* out_rows = smem_raw + (stage_out - ws::smem_u32(smem_raw));
+  const Config::Staging store{stage_out};
   float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
   uint32_t it = 0;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -334,31 +341,10 @@ __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t
     const uint32_t prev = mainloop<Config>(acc, smem, full, empty, kblocks, cw, signal, it);
     ws::fence_operands(acc);
     if (signal) ws::mbar_arrive(empty + 8 * prev);
-    if (t128 < 64) ws::bulk_wait_group_read<0>();  // the previous tile's row left the staging
-    ws::named_bar_sync(1 + cw, 128);
-    // Fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
-    // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
-    unsigned char* r0 = out_rows + (16 * w + lane / 4) * Config::kOutPitch + 4 * (lane % 4);
-#pragma unroll
-    for (int j = 0; j < Config::kBN / 8; ++j) {
-      *reinterpret_cast<uint32_t*>(r0 + 16 * j) = ws::pack_bf16(acc[4 * j], acc[4 * j + 1]);
-      *reinterpret_cast<uint32_t*>(r0 + 8 * Config::kOutPitch + 16 * j) =
-          ws::pack_bf16(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-    ws::fence_proxy_async_shared();  // the staged rows, before the async proxy reads them
-    ws::named_bar_sync(1 + cw, 128);
-    if (t128 < 64) {
-      const int row = tm * Config::kBM + cw * 64 + t128;
-      const int col0 = tn * Config::kBN;
-      const int cols = min(Config::kBN, N - col0);  // N % 16 == 0: 32-byte multiples
-      if (row < M) {
-        ws::bulk_store_1d(d + static_cast<long long>(row) * N + col0,
-                          stage_out + t128 * Config::kOutPitch, 2 * cols);
-        ws::bulk_commit_group();
-      }
-    }
+    store.store(d, acc, static_cast<long long>(tm) * Config::kBM, cw * 64, M - tm * Config::kBM,
+                tn * Config::kBN, N, cw, [](float x, float y) { return ws::pack_bf16(x, y); });
   }
-  if (t128 < 64) ws::bulk_wait_group<0>();  // shared memory stays until the stores have read it
+  store.drain();  // shared memory stays until the stores have read it
 }
 #endif
 
@@ -491,8 +477,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       ws::store_fragment_bf16<Config::kBN>(d, acc, 0, row0, M, colb, N);
     }
 #else
-    consumer_staged_epilogue(smem, full, empty, d, M, N, tiles, tiles_m, tiles_n, kblocks, wg - 1,
-                             lane, smem_raw);
+    consumer_staged_epilogue(smem, full, empty, d, M, N, tiles, tiles_m, tiles_n, kblocks,
+                             wg - 1);
 #endif
   }
 #if MC > 1
@@ -513,8 +499,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // It triggers the plan's next launch at once (they share no memory).
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    __nv_bfloat16* __restrict__ d, unsigned char* workspace, int M, int N, int K, int splits) {
+    const __grid_constant__ ws::TensorMap tma_as, __nv_bfloat16* __restrict__ d,
+    unsigned char* workspace, int M, int N, int K, int splits) {
   using C = SplitConfig;
+  (void)tma_as;
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
@@ -524,13 +512,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   const int tiles = tiles_m * tiles_n;
   const int plan_splits = splits;
   splits = max(1, min(splits, kblocks));  // every split non-empty
-  if (static_cast<int>(blockIdx.x) >= tiles * splits) return;
+  // CTA = ((column group * tiles_m + tm) * plan_splits + split) * SMC + rank: a cluster's CTAs
+  // share tm and split (so their k-blocks), tn = group * SMC + rank; a CTA with tn past the last
+  // column tile (N not a multiple of SMC tiles) still serves its share of A and stores nothing.
+  const int q = blockIdx.x / C::kMc;
+  if (q >= tiles_m * ((tiles_n + C::kMc - 1) / C::kMc) * plan_splits) return;  // whole clusters
   u.splits = splits;
-  u.tile = blockIdx.x / plan_splits;
-  u.split = blockIdx.x % plan_splits;
+  u.split = q % plan_splits;
   if (u.split >= splits) return;
-  u.tm = u.tile % tiles_m;
-  u.tn = u.tile / tiles_m;
+  u.tm = (q / plan_splits) % tiles_m;
+  u.tn = (q / plan_splits) / tiles_m * C::kMc + static_cast<int>(blockIdx.x % C::kMc);
+  u.tile = u.tm + tiles_m * u.tn;
+  const bool owns_tile = u.tn < tiles_n;
   ws::split_range(u.split, splits, kblocks, u.kb0, u.kb1);
   u.counters = reinterpret_cast<int*>(workspace);
   u.part = reinterpret_cast<float*>(workspace + ((8 * tiles + 255) & ~255));
@@ -545,6 +538,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
+  if (!owns_tile) return;  // no multicast here: a cluster's CTAs are independent
   ws::init_ring<C::kStages, 1>(&tma_a, &tma_b, rs, 1);
   const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, rs.tmem_slot, C::kAccCols);
   if (warp == 0) {
@@ -565,18 +559,29 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 #else
   // ======================= sm_90a =======================
   // Consumer warpgroups with rows in the tile: the second only when more than 64 rows remain.
+  // With SMC > 1 each empty barrier counts the active warpgroups of every CTA of the cluster (all
+  // share tm, so the same count), and the barriers exist cluster-wide before any multicast.
   const int active = M - u.tm * C::kBM > 64 ? 2 : 1;
-  ws::init_ring<C::kStages, 0>(&tma_a, &tma_b, rs, active);
-  __syncthreads();
+  ws::init_ring<C::kStages, 0>(C::kMc > 1 ? &tma_as : &tma_a, &tma_b, rs, active * C::kMc);
+  if constexpr (C::kMc > 1) {
+    ws::cluster_sync();
+  } else {
+    __syncthreads();
+  }
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0)
-      ws::produce_range<C>(&tma_a, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0, u.kb1);
-  } else {
+    if (threadIdx.x == 0) {
+      if constexpr (C::kMc > 1) {
+        ws::produce_range_mc<C, C::kMc>(&tma_as, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0,
+                                        u.kb1);
+      } else {
+        ws::produce_range<C>(&tma_a, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0, u.kb1);
+      }
+    }
+  } else if (wg - 1 < active) {
     ws::setmaxnreg_inc<232>();
     const int cw = wg - 1;
-    if (cw >= active) return;
     const int t128 = threadIdx.x % 128;
     const bool signal = t128 == 0;
     float acc[C::kBN / 2];
@@ -599,7 +604,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       ws::wgmma_commit();
       if (kb > 0) {
         ws::wgmma_wait<1>();
-        if (signal) ws::mbar_arrive(empty + 8 * prev);
+        if (signal) ws::release_cluster<C::kMc>(empty + 8 * prev);
       }
       prev = s;
     }
@@ -609,7 +614,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     const int row = u.tm * C::kBM + cw * 64 + 16 * w + lane / 4;
     const int colb = u.tn * C::kBN + 2 * (lane % 4);
     // NOTE: local: a shared store-partial / arrive / reduce function compiled to other SASS.
-    if (u.splits == 1) {
+    if (!owns_tile) {
+    } else if (u.splits == 1) {
       ws::store_fragment_bf16<C::kBN>(d, acc, 0, row, M, colb, N);
     } else {
       ws::store_fragment_f32<C::kBN>(u.part + u.split * u.slice, acc, 0, row, M, colb, N);
@@ -619,6 +625,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
         ws::store_fragment_bf16<C::kBN>(d, acc, 0, row, M, colb, N);
       }
     }
+  }
+  if constexpr (C::kMc > 1) {  // no CTA leaves while a peer may still arrive on its barriers
+    __syncwarp();
+    ws::cluster_sync();
   }
 #endif
 }
