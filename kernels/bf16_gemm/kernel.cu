@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8], "SMC": [1, 2, 4, 8],
+             "SBM": [128, 64], "SSTAGES": [8, 12, 16],
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -12,11 +13,13 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "SBN"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
-    "tma_as": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128 / SMC"], "swizzle": 128,
+    "tma_as": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "SBM"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_ac": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "SBM / SMC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_gemv",
                 "when": "M <= GEMV_M",
@@ -27,12 +30,12 @@
                 "args": ["a", "b", "d", "M", "N", "K"] },
               { "kernel": "sm90_sm100_bf16_gemm_splitk",
                 "when": "M > GEMV_M && M <= SPLIT_M",
-                "grid": ["ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC) * max(1, min(num_sms / (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"],
+                "grid": ["ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC) * max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"],
                 "cluster": ["SMC"],
                 "block": ["384"],
-                "smem": "min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048",
-                "args": ["tma_a", "tma_bs", "tma_as", "d", "workspace", "M", "N", "K",
-                         "max(1, min(num_sms / (ceil_div(M, 128) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"] },
+                "smem": "min(SSTAGES, 230400 / (128 * SBM + 128 * SBN)) * (128 * SBM + 128 * SBN) + 2048",
+                "args": ["tma_as", "tma_bs", "tma_ac", "d", "workspace", "M", "N", "K",
+                         "max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
@@ -110,6 +113,12 @@
 #ifndef SBN
 #define SBN 128
 #endif
+#ifndef SBM
+#define SBM 128  // split-K kernel: tile rows (64: one consumer warpgroup, a deeper ring)
+#endif
+#ifndef SSTAGES
+#define SSTAGES 8  // split-K kernel: most ring stages
+#endif
 #ifndef SMC
 #define SMC 1  // split-K kernel: CTAs per cluster along N sharing A by TMA multicast (sm_90a)
 #endif
@@ -184,17 +193,19 @@ static_assert(PP == 0 || (Config::kBN <= 128 && Config::kEpi == 0),
 static_assert(Config::kEpiBytes == Config::kEpi * (256 * Config::kBN + 2048), "the plan's smem");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
-// The split-K kernel's tiles: 128 x SBN, as deep a ring as fits (up to 8 stages).
+// The split-K kernel's tiles: SBM x SBN, as deep a ring as fits (up to SSTAGES stages).
 struct SplitConfig {
-  static constexpr int kBM = 128, kBN = SBN, kBK = 64;
+  static constexpr int kBM = SBM, kBN = SBN, kBK = 64;
   static constexpr int kABytes = kBM * kBK * 2;
   static constexpr int kBBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kStages = 8 < Config::kSmemCap / kStageBytes ? 8 : Config::kSmemCap / kStageBytes;
+  static constexpr int kStages =
+      SSTAGES < Config::kSmemCap / kStageBytes ? SSTAGES : Config::kSmemCap / kStageBytes;
   static constexpr int kAccCols = ws::tmem_columns(kBN);  // one accumulator
   static constexpr int kMc = SMC;  // sm_90a only: sm_100a CTAs load their own A
 };
 static_assert(SMC == 1 || SMC == 2 || SMC == 4 || SMC == 8, "SMC: 1, 2, 4 or 8 CTAs");
+static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
 static_assert(SplitConfig::kBN % 64 == 0 && SplitConfig::kBN <= 256, "SBN: 64..256 in steps of 64");
 static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
 
@@ -207,8 +218,10 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // Instruction descriptor, kind::f16: D f32, A and B bf16, both K-major, M=128, N=BN.
 constexpr uint32_t kIdesc =
     ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, Config::kBM, Config::kBN);
+// M = 128 even when SBM = 64: rows 64..127 then read the ring bytes after the stage's A tile
+// (shared memory of this CTA, whatever it holds) into accumulator rows the epilogue drops.
 constexpr uint32_t kIdescSplit =
-    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, SplitConfig::kBM, SplitConfig::kBN);
+    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, 128, SplitConfig::kBN);
 #endif
 
 }  // namespace
@@ -499,10 +512,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // It triggers the plan's next launch at once (they share no memory).
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    const __grid_constant__ ws::TensorMap tma_as, __nv_bfloat16* __restrict__ d,
+    const __grid_constant__ ws::TensorMap tma_ac, __nv_bfloat16* __restrict__ d,
     unsigned char* workspace, int M, int N, int K, int splits) {
   using C = SplitConfig;
-  (void)tma_as;
+  (void)tma_ac;
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
@@ -550,7 +563,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
                                                 tmem_base, blockIdx.x + 1, u.kb1 - u.kb0);
     }
   } else if (warp >= 4) {
-    ws::split_epilogue_sm100<C>(u, tmem_base, rs.acc_full, &last_flag[0], M, N, warp, lane,
+    // Rows past the tile (SBM = 64: accumulator rows 64..127) are dropped like rows past M.
+    ws::split_epilogue_sm100<C>(u, tmem_base, rs.acc_full, &last_flag[0],
+                                min(M, (u.tm + 1) * C::kBM), N, warp, lane,
                                 [&](long long off, const float* f, int col) {
                                   ws::store_row32_bf16(d + off, f, col, N);
                                 });
@@ -561,8 +576,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   // Consumer warpgroups with rows in the tile: the second only when more than 64 rows remain.
   // With SMC > 1 each empty barrier counts the active warpgroups of every CTA of the cluster (all
   // share tm, so the same count), and the barriers exist cluster-wide before any multicast.
-  const int active = M - u.tm * C::kBM > 64 ? 2 : 1;
-  ws::init_ring<C::kStages, 0>(C::kMc > 1 ? &tma_as : &tma_a, &tma_b, rs, active * C::kMc);
+  const int active = C::kBM > 64 && M - u.tm * C::kBM > 64 ? 2 : 1;
+  ws::init_ring<C::kStages, 0>(C::kMc > 1 ? &tma_ac : &tma_a, &tma_b, rs, active * C::kMc);
   if constexpr (C::kMc > 1) {
     ws::cluster_sync();
   } else {
@@ -573,7 +588,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     ws::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
       if constexpr (C::kMc > 1) {
-        ws::produce_range_mc<C, C::kMc>(&tma_as, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0,
+        ws::produce_range_mc<C, C::kMc>(&tma_ac, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0,
                                         u.kb1);
       } else {
         ws::produce_range<C>(&tma_a, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0, u.kb1);

@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [128, 64], "STAGES": [6, 4, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
-             "EPI": [0, 1] },
+{ "knobs": { "BN": [128, 64], "STAGES": [4, 6, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
+             "EPI": [1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -95,13 +95,13 @@
 #define BN 128
 #endif
 #ifndef STAGES
-#define STAGES 6
+#define STAGES 4
 #endif
 #ifndef OVERLAP
 #define OVERLAP 1
 #endif
 #ifndef EPI
-#define EPI 0  // sm_90a: 1 = bf16 rows staged in shared memory, one bulk copy per row
+#define EPI 1  // sm_90a: bf16 rows staged in shared memory, one bulk copy per row (0: registers)
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
