@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8], "SMC": [1, 2, 4, 8],
-             "SBM": [128, 64], "SSTAGES": [8, 12, 16],
+             "SBM": [64, 128], "SSTAGES": [8, 4, 6, 12, 16],
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -114,7 +114,7 @@
 #define SBN 128
 #endif
 #ifndef SBM
-#define SBM 128  // split-K kernel: tile rows (64: one consumer warpgroup, a deeper ring)
+#define SBM 64  // split-K kernel: tile rows (one consumer warpgroup; 128: two)
 #endif
 #ifndef SSTAGES
 #define SSTAGES 8  // split-K kernel: most ring stages
