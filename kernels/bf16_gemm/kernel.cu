@@ -75,7 +75,10 @@
 // STAGES (ring depth), GROUP_M (tile-order group height; 1 = row-major order), PP (sm_90a, BN <=
 // 128: ping-pong consumers, each warpgroup a whole tile, one's epilogue under the other's MMAs;
 // for short K, where the stores from registers idle the tensor cores between tiles).
-// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
+// Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md):
+// SBM x SBN tiles (64 x 64: one consumer warpgroup, 16 KiB stages; 1.25-1.43x the 128-row tiles on
+// the H200, whose A boxes were half zero fill at M 64), SSTAGES ring stages, SMC CTAs per cluster
+// along N sharing A by TMA multicast (sm_90a; measured no gain, default 1).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER).
@@ -93,6 +96,7 @@
 // warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_90a GEMV_KSPLIT=4: HMMA.16816.F32.BF16 UCGABAR_ARV
+// warpsmith:sass sm_90a SMC=4: HGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
 #include <cuda_bf16.h>
 

@@ -46,7 +46,7 @@
 // sm_90a: 1 = each consumer warpgroup stages its fp32 rows in shared memory in 4 passes of 64
 // columns, 36 KB for both, and bulk-copies one row per pass per thread (ws::StagedStore), so the
 // tensor cores do not wait for the 128 KB fp32 stores of a 128 x 256 tile; at 128 experts a
-// group's tiles have 16 k-blocks and the output is 1.6 GB. Built 2026-12-02, not yet run: 0).
+// group's tiles have 16 k-blocks and the output is 1.6 GB. H200 2026-12-03: 0.96x EPI=0, so 0).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
@@ -76,7 +76,7 @@
 #define GROUP_M 8
 #endif
 #ifndef EPI
-#define EPI 0  // 1 (STRATEGY=3): fp32 rows staged in passes of 64 columns, bulk-copied; not yet run
+#define EPI 0  // 1 (STRATEGY=3): fp32 rows staged, bulk-copied (H200: 0.96x geomean)
 #endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // STRATEGY=0 measured best at 1: 1.3-2.0x over 0 (2026-12-01)
