@@ -1,7 +1,8 @@
 /* warpsmith:plan
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "EPI": [2, 1, 0], "MC": [1, 2],
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "SBM": [128, 64],
+             "SSTAGES": [8, 6, 12], "EPI": [2, 1, 0], "MC": [1, 2],
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -13,9 +14,11 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "SBN"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_as": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "SBM"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, 128) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_fp8_rowwise_gemm_gemv",
                 "when": "M <= GEMV_M",
@@ -26,11 +29,11 @@
                 "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk",
                 "when": "M > GEMV_M && M <= SPLIT_M",
-                "grid": ["ceil_div(M, 128) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"],
+                "grid": ["ceil_div(M, SBM) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"],
                 "block": ["384"],
-                "smem": "min(8, 230400 / (16384 + 128 * SBN)) * (16384 + 128 * SBN) + 2048",
-                "args": ["tma_a", "tma_bs", "a_scale", "b_scale", "d", "workspace",
-                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, 128) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"] },
+                "smem": "min(SSTAGES, 230400 / (128 * SBM + 128 * SBN)) * (128 * SBM + 128 * SBN) + 2048",
+                "args": ["tma_as", "tma_bs", "a_scale", "b_scale", "d", "workspace",
+                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
@@ -110,6 +113,12 @@
 #ifndef SBN
 #define SBN 128
 #endif
+#ifndef SBM
+#define SBM 128  // split-K kernel: tile rows (64: one consumer warpgroup; bf16_gemm's default)
+#endif
+#ifndef SSTAGES
+#define SSTAGES 8  // split-K kernel: most ring stages
+#endif
 #ifndef EPI
 #define EPI 2  // H200, 2026-12-02: 1.20x EPI=0 geomean, 1.45x at K=2048 (kernels/README.md)
 #endif
@@ -182,16 +191,18 @@ static_assert(Config::kEpiBytes == (Config::kEpi > 0) * (264 * Config::kBN + 204
 static_assert(Config::kPromote >= 1, "promote at least once per tile");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
-// The split-K kernel's tiles: 128 x SBN, as deep a ring as fits (up to 8 stages).
+// The split-K kernel's tiles: SBM x SBN, as deep a ring as fits (up to SSTAGES stages).
 struct SplitConfig {
-  static constexpr int kBM = 128, kBN = SBN, kBK = 128;
+  static constexpr int kBM = SBM, kBN = SBN, kBK = 128;
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kBBytes = kBN * kBK;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kStages = 8 < Config::kSmemCap / kStageBytes ? 8 : Config::kSmemCap / kStageBytes;
+  static constexpr int kStages =
+      SSTAGES < Config::kSmemCap / kStageBytes ? SSTAGES : Config::kSmemCap / kStageBytes;
   static constexpr int kAccCols = ws::tmem_columns(kBN);  // one accumulator
 };
 static_assert(SplitConfig::kBN % 64 == 0 && SplitConfig::kBN <= 128, "SBN: 64 or 128");
+static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
 static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
 
 // Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.
@@ -203,8 +214,10 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // Instruction descriptor, kind::f8f6f4: D f32, A and B E4M3, both K-major, M=128, N=BN.
 constexpr uint32_t kIdesc =
     ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, Config::kBM, Config::kBN);
+// M = 128 even when SBM = 64: rows 64..127 then read the ring bytes after the stage's A tile
+// (shared memory of this CTA, whatever it holds) into accumulator rows the epilogue drops.
 constexpr uint32_t kIdescSplit =
-    ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, SplitConfig::kBM, SplitConfig::kBN);
+    ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, 128, SplitConfig::kBN);
 #endif
 
 // sm_90a main loop of consumer warpgroup cw over one tile's nkb k-blocks, from ring position it
@@ -609,7 +622,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     const int q = warp % 4, h = (warp - 4) / 4;
     const int row = tm * C::kBM + q * 32 + lane;
     const long long row_off = static_cast<long long>(row) * N;
-    const float sa = row < M ? a_scale[row] : 0.0f;
+    // Rows past the tile (SBM = 64: accumulator rows 64..127) are dropped like rows past M.
+    const int row_end = min(M, (tm + 1) * C::kBM);
+    const float sa = row < row_end ? a_scale[row] : 0.0f;
     ws::mbar_wait(rs.acc_full, 0);
     ws::tc_fence_after();
 #pragma unroll 1
@@ -618,7 +633,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
       uint32_t r[32];
       ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + col0, r);
       const int col = tn * C::kBN + col0;
-      if (row < M) {
+      if (row < row_end) {
         if (u.splits == 1) {
           ws::store_row32_scaled_bf16(d + row_off + col, reinterpret_cast<const float*>(r), sa,
                                       b_scale + col, col, N);
@@ -633,7 +648,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
 #pragma unroll 1
       for (int c = 0; c < C::kBN / 2; c += 32) {
         const int col = tn * C::kBN + h * (C::kBN / 2) + c;
-        if (row < M) {
+        if (row < row_end) {
           float f[32];
           ws::reduce_row32_f32(f, u.part + row_off + col, u.slice, u.splits, col, N);
           ws::store_row32_scaled_bf16(d + row_off + col, f, sa, b_scale + col, col, N);
@@ -644,7 +659,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
   ws::tmem_free_cta(warp == 2, tmem_base, C::kAccCols);
 #else
   // ======================= sm_90a =======================
-  const int active = M - tm * C::kBM > 64 ? 2 : 1;
+  const int active = C::kBM > 64 && M - tm * C::kBM > 64 ? 2 : 1;
   ws::init_ring<C::kStages, 0>(&tma_a, &tma_b, rs, active);
   __syncthreads();
   const int wg = threadIdx.x / 128;
