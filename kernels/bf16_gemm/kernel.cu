@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256], "SPLIT_KB": [4, 2, 8], "SMC": [1, 2, 4, 8],
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256, 32], "SPLIT_KB": [4, 2, 8], "SMC": [1, 2, 4, 8],
              "SBM": [64, 128], "SSTAGES": [8, 4, 6, 12, 16],
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
@@ -210,7 +210,8 @@ struct SplitConfig {
 };
 static_assert(SMC == 1 || SMC == 2 || SMC == 4 || SMC == 8, "SMC: 1, 2, 4 or 8 CTAs");
 static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
-static_assert(SplitConfig::kBN % 64 == 0 && SplitConfig::kBN <= 256, "SBN: 64..256 in steps of 64");
+static_assert(SBN == 32 || SBN == 64 || SBN == 128 || SBN == 192 || SBN == 256,
+              "SBN: 32, 64, 128, 192 or 256 (wgmma N)");
 static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
 
 // Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.

@@ -234,14 +234,18 @@ template <class Cfg, class Store>
 __device__ __forceinline__ void split_epilogue_sm100(const SplitUnit& u, uint32_t tmem_base,
                                                      uint32_t acc_full, volatile int* flag, int M,
                                                      int N, int warp, int lane, Store store) {
+  // Each half of the epilogue warps takes kHalf columns; with kBN = 32 the first half takes them
+  // all and the second only counts in split_arrive.
+  constexpr int kHalf = Cfg::kBN / 2 >= 32 ? Cfg::kBN / 2 : 32;
   const int q = warp % 4, h = (warp - 4) / 4;
+  const bool has_cols = h * kHalf < Cfg::kBN;
   const int row = u.tm * Cfg::kBM + q * 32 + lane;
   const long long row_off = static_cast<long long>(row) * N;
   mbar_wait(acc_full, 0);
   tc_fence_after();
 #pragma unroll 1
-  for (int c = 0; c < Cfg::kBN / 2; c += 32) {
-    const int col0 = h * (Cfg::kBN / 2) + c;
+  for (int c = 0; c < kHalf && has_cols; c += 32) {
+    const int col0 = h * kHalf + c;
     uint32_t r[32];
     tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + col0, r);
     const int col = u.tn * Cfg::kBN + col0;
@@ -257,8 +261,8 @@ __device__ __forceinline__ void split_epilogue_sm100(const SplitUnit& u, uint32_
   if (u.splits > 1 &&
       split_arrive<256>(u.counters + 2 * u.tile, u.splits, 1, threadIdx.x == 128, flag)) {
 #pragma unroll 1
-    for (int c = 0; c < Cfg::kBN / 2; c += 32) {
-      const int col = u.tn * Cfg::kBN + h * (Cfg::kBN / 2) + c;
+    for (int c = 0; c < kHalf && has_cols; c += 32) {
+      const int col = u.tn * Cfg::kBN + h * kHalf + c;
       if (row < M) {
         float f[32];
         reduce_row32_f32(f, u.part + row_off + col, u.slice, u.splits, col, N);
