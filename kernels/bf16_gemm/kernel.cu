@@ -512,9 +512,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // (ws/split_k.cuh: split_range; the CTA order is below). splits == 1 stores bf16 directly; else
 // each unit stores its fp32 partial into slice `split` of the workspace (after 8 * tiles bytes
 // of counters, rounded up to 256) and the last unit of a tile (a consumer warpgroup's 64 rows on
-// sm_90a) sums the slices in split order and stores bf16. Same ring, barriers and MMAs as the kernel above,
-// one unit per CTA (not persistent); a consumer warpgroup whose 64 rows are all past M (or past
-// the tile: SBM = 64 has one) idles. tma_a: A boxes of SBM rows; tma_ac: of SBM / SMC rows.
+// sm_90a) sums the slices in split order and stores bf16. Same ring, barriers and MMAs as the
+// kernel above, one unit per CTA (not persistent); a consumer warpgroup whose 64 rows are all past
+// M (or past the tile: SBM = 64 has one) idles. tma_a: A boxes of SBM rows; tma_ac: of SBM / SMC rows.
 // It triggers the plan's next launch at once (they share no memory).
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
