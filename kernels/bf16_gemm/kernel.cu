@@ -514,8 +514,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // of counters, rounded up to 256) and the last unit of a tile (a consumer warpgroup's 64 rows on
 // sm_90a) sums the slices in split order and stores bf16. Same ring, barriers and MMAs as the
 // kernel above, one unit per CTA (not persistent); a consumer warpgroup whose 64 rows are all past
-// M (or past the tile: SBM = 64 has one) idles. tma_a: A boxes of SBM rows; tma_ac: of SBM / SMC rows.
-// It triggers the plan's next launch at once (they share no memory).
+// M (or past the tile: SBM = 64 has one) idles. tma_a: A boxes of SBM rows; tma_ac: of
+// SBM / SMC rows. It triggers the plan's next launch at once (they share no memory).
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap tma_ac, __nv_bfloat16* __restrict__ d,
