@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "BN": [256, 128, 64, 192], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0], "EPI": [0, 1] },
+             "PP": [0], "EPI": [0, 1], "EPI_SHORT": [1024, 0, 512, 2048] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -9,9 +9,16 @@
                "box": ["64", "(form == 0) * BN + (form != 0) * 64"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_sm100_bf16_grouped_gemm_tma",
+                "when": "form != 2 || M > EPI_SHORT * E",
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16) + 6144",
+                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_bf16_grouped_gemm_tma_staged",
+                "when": "form == 2 && M <= EPI_SHORT * E",
+                "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, BN))"],
+                "block": ["384"],
+                "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (PP == 0) * 128 * (2 * BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
@@ -49,11 +56,15 @@
 //    the previous stage; bf16 pairs stored from the accumulator fragment (EPI=0). EPI=1: the
 //    rows staged in shared memory and stored one row per cp.async.bulk (rows past the group's
 //    end skipped); the staging costs BN=256 its fourth stage, and on the H200 (2026-12-02) the
-//    two came out even: 0.95-1.04x EPI=0 per shape in fwd and dgrad.
+//    two came out even: 0.95-1.04x EPI=0 per shape in fwd and dgrad. In wgrad, where a group of
+//    512-1024 tokens gives a tile only 8-16 k-blocks, the staged epilogue paid (H200 2026-12-03:
+//    1.07x, 1.34x, 2.07x at 1024, 512, 32 tokens per group; 0.91-0.97x at 4096 and more), so the
+//    module holds both: the plan launches `_tma_staged` in wgrad where M <= EPI_SHORT * E.
 //  - sm_100a: warp 0 TMA, warp 1 issues tcgen05.mma (M=128, N=BN, a/b major bits per form) into
 //    a double-buffered TMEM accumulator; warps 4..11 drain it (tcgen05.ld 32x32b.x32) and store.
 // Knobs: BN (output tile width; 192 tiles K = 2880 exactly, where 256 wastes 6.7% of the MMAs on
-// zero-filled columns), STAGES (ring depth, capped to fit), GROUP_M (band height).
+// zero-filled columns), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI (the main
+// instance's epilogue), EPI_SHORT (wgrad: most tokens per group for the staged instance; 0: never).
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
 // runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
@@ -109,11 +120,6 @@ struct Config {
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kMaxE = 1024;                    // offs held in shared memory
   static constexpr int kSmemCap = 227 * 1024 - 6144;    // 226304, the plan's cap
-  // EPI = 1: two consumer warpgroups' staged output rows between the ring and the barriers.
-  using Staged = ws::StagedStore<kBN, __nv_bfloat16>;
-  static constexpr int kEpiBytes = EPI ? 2 * Staged::kBytes : 0;  // = EPI * 128 * (2 * BN + 16)
-  static constexpr int kRingCap = kSmemCap - kEpiBytes;
-  static constexpr int kStages = STAGES < kRingCap / kStageBytes ? STAGES : kRingCap / kStageBytes;
   static constexpr int kGroupM = GROUP_M;
   static constexpr int kAccCols = ws::tmem_columns(2 * kBN);  // double-buffered accumulator
   // MN-major (transposed) operands: A in wgrad, B in dgrad and wgrad.
@@ -124,10 +130,23 @@ struct Config {
   static constexpr int kPingPong = PP;
   static constexpr int kEmptyArrivals = PP ? 1 : 2;
 };
+// The ring of the kernel instance with epilogue kEpi (0: stores from registers, 1: staged; the
+// plan launches the EPI instance, and in wgrad the staged one where groups are short).
+template <int kEpi>
+struct Ring {
+  // kEpi = 1: two consumer warpgroups' staged output rows between the ring and the barriers.
+  using Staged = ws::StagedStore<Config::kBN, __nv_bfloat16>;
+  static constexpr int kEpiBytes = kEpi ? 2 * Staged::kBytes : 0;  // = EPI * 128 * (2 * BN + 16)
+  static constexpr int kRingCap = Config::kSmemCap - kEpiBytes;
+  static constexpr int kStages =
+      STAGES < kRingCap / Config::kStageBytes ? STAGES : kRingCap / Config::kStageBytes;
+  static_assert(kStages >= 2, "at least two stages fit");
+};
+// PP consumers store from registers: their staged instance is the plain one.
+constexpr int kStagedEpi = PP ? 0 : 1;
 static_assert(Config::kForm >= 0 && Config::kForm <= 2, "WS_FORM: 0 fwd, 1 dgrad, 2 wgrad");
 static_assert(Config::kBN == 64 || Config::kBN == 128 || Config::kBN == 192 || Config::kBN == 256,
               "BN: 64, 128, 192, 256");
-static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kPingPong == 0 || Config::kPingPong == 1, "PP: 0 or 1");
 static_assert(Config::kPingPong == 0 || Config::kBN <= 128,
               "PP: a warpgroup holds a 128 x BN fp32 tile (BN registers): BN <= 128");
@@ -139,6 +158,7 @@ using Cursor = ws::GroupCursor<Config::kForm, Config::kBM, Config::kBN, Config::
 using Tile = ws::GroupTile<Config::kForm>;
 
 // Producer loop (one thread): the same tile sequence and stage counter as the MMA side.
+template <int kStages>
 __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::TensorMap* tma_b,
                                         uint32_t smem, uint32_t full, uint32_t empty,
                                         const int* offs, int E, int N, int K) {
@@ -149,11 +169,11 @@ __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::Te
     const int kblocks = (tl.depth(N, K) + Config::kBK - 1) / Config::kBK;
 #pragma unroll 1  // the producer lives in 40 registers (setmaxnreg)
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t st = it % Config::kStages, ph = (it / Config::kStages) & 1;
+      const uint32_t st = it % kStages, ph = (it / kStages) & 1;
       ws::mbar_wait(empty + 8 * st, ph ^ 1);
       ws::mbar_expect_tx(full + 8 * st, Config::kStageBytes);
       const uint32_t a_dst = smem + st * Config::kABytes;
-      const uint32_t b_dst = smem + Config::kStages * Config::kABytes + st * Config::kBBytes;
+      const uint32_t b_dst = smem + kStages * Config::kABytes + st * Config::kBBytes;
       const uint32_t bar = full + 8 * st;
       const int k0 = kb * Config::kBK;
       if (Config::kForm == 0) {
@@ -256,10 +276,10 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
     for (int i = 0; i < Config::kBN / 2; ++i) acc0[i] = acc1[i] = 0.0f;
     uint32_t prev = 0;
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+      const uint32_t s = it % Ring<0>::kStages, ph = (it / Ring<0>::kStages) & 1;
       ws::mbar_wait(full + 8 * s, ph);
       const uint32_t a = smem + s * Config::kABytes;
-      const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+      const uint32_t b = smem + Ring<0>::kStages * Config::kABytes + s * Config::kBBytes;
       const int ksteps = ksteps_of(depth, kb);
       ws::wgmma_fence();
       if (ksteps == Config::kBK / 16) {  // whole k-block: straight-line wgmmas
@@ -303,18 +323,23 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
 }
 #endif
 
-// tma_a / tma_b: see the plan (boxes per form); offs [E] cumulative group ends; out as spec.json.
-extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
-    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
+// The kernel with epilogue kEpi (Ring); tma_a / tma_b: see the plan (boxes per form); offs [E]
+// cumulative group ends; out as spec.json.
+template <int kEpi>
+__device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
+                                             const ws::TensorMap& tma_b,
+                                             const int* __restrict__ offs,
+                                             __nv_bfloat16* __restrict__ out, int M, int E, int N,
+                                             int K) {
+  using R = Ring<kEpi>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Tiles need 1024-byte alignment (swizzle atoms); the staged output rows (EPI = 1), the
   // barriers, then offs follow the ring.
   const uint32_t smem = (ws::smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t staged = smem + Config::kStages * Config::kStageBytes;
-  const uint32_t bars = staged + Config::kEpiBytes;
-  const uint32_t full = bars, empty = bars + 8 * Config::kStages;
-  const uint32_t acc_full = bars + 16 * Config::kStages, acc_empty = acc_full + 16;
+  const uint32_t staged = smem + R::kStages * Config::kStageBytes;
+  const uint32_t bars = staged + R::kEpiBytes;
+  const uint32_t full = bars, empty = bars + 8 * R::kStages;
+  const uint32_t acc_full = bars + 16 * R::kStages, acc_empty = acc_full + 16;
   const uint32_t tmem_slot = acc_empty + 16;
   int* offs_smem = reinterpret_cast<int*>(smem_raw + (bars + 1024 - ws::smem_u32(smem_raw)));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -328,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
-    ws::mbar_init_ring<Config::kStages>(full, 1, empty, 1);  // empty: one tcgen05.commit
+    ws::mbar_init_ring<R::kStages>(full, 1, empty, 1);  // empty: one tcgen05.commit
     // acc_full: the commit after a tile's last MMA; acc_empty: one arrive per epilogue warp.
     ws::mbar_init_ring<2>(acc_full, 1, acc_empty, 8);
     ws::fence_mbarrier_init();
@@ -337,7 +362,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, Config::kAccCols);
 
   if (warp == 0) {
-    if (lane == 0) produce(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
+    if (lane == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else if (warp == 1) {
     if (lane == 0) {
       Cursor cur;
@@ -352,11 +377,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
         ws::tc_fence_after();
         const uint32_t d_tmem = tmem_base + buf * Config::kBN;
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
-          const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+          const uint32_t s = it % R::kStages, ph = (it / R::kStages) & 1;
           ws::mbar_wait(full + 8 * s, ph);
           ws::tc_fence_after();
           const uint32_t a = smem + s * Config::kABytes;
-          const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+          const uint32_t b = smem + R::kStages * Config::kABytes + s * Config::kBBytes;
           const int ksteps = ksteps_of(depth, kb);
 #pragma unroll
           for (int k = 0; k < Config::kBK / 16; ++k) {
@@ -429,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
     // empty: one arrival per consumer warpgroup (PP: the tile's owner only)
-    ws::mbar_init_ring<Config::kStages>(full, 1, empty, Config::kEmptyArrivals);
+    ws::mbar_init_ring<R::kStages>(full, 1, empty, Config::kEmptyArrivals);
 #if PP != 0
     // PP: the consumers' order barriers, in sm_100a's acc_full slots (unused on sm_90a).
     ws::mbar_init(acc_full, 1);
@@ -441,7 +466,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) produce(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
+    if (threadIdx.x == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else {
 #if PP != 0
     if (wg == 1)
@@ -459,19 +484,17 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     Tile tl;
     float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
-#if EPI != 0
-    const Config::Staged epi{staged + cw * Config::Staged::kBytes};
-#endif
+    const typename R::Staged epi{staged + cw * R::Staged::kBytes};
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
       const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
       uint32_t prev = 0;
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
-        const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
+        const uint32_t s = it % R::kStages, ph = (it / R::kStages) & 1;
         ws::mbar_wait(full + 8 * s, ph);
         const uint32_t a = smem + s * Config::kABytes + a_off;
-        const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
+        const uint32_t b = smem + R::kStages * Config::kABytes + s * Config::kBBytes;
         const int ksteps = ksteps_of(depth, kb);
         ws::wgmma_fence();
         if (ksteps == Config::kBK / 16) {  // whole k-block: straight-line wgmmas
@@ -497,20 +520,34 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
-#if EPI != 0
-      epi.store(out, acc, o.row0, cw * 64, o.rows_left, o.col0, o.ncols, cw,
-                [](float lo, float hi) { return ws::pack_bf16(lo, hi); });
-#else
-      const int w = t128 / 32;
-      const int r = cw * 64 + 16 * w + lane / 4;
-      ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
-                                           o.col0 + 2 * (lane % 4), o.ncols);
-#endif
+      if constexpr (kEpi != 0) {
+        epi.store(out, acc, o.row0, cw * 64, o.rows_left, o.col0, o.ncols, cw,
+                  [](float lo, float hi) { return ws::pack_bf16(lo, hi); });
+      } else {
+        const int w = t128 / 32;
+        const int r = cw * 64 + 16 * w + lane / 4;
+        ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
+                                             o.col0 + 2 * (lane % 4), o.ncols);
+      }
     }
-#if EPI != 0
-    epi.drain();
-#endif
+    if constexpr (kEpi != 0) epi.drain();
 #endif  // PP
   }
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
+    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+    const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
+  grouped_gemm<EPI>(tma_a, tma_b, offs, out, M, E, N, K);
+}
+
+// The staged-epilogue instance, for short groups (the plan's EPI_SHORT).
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_sm100_bf16_grouped_gemm_tma_staged(const __grid_constant__ ws::TensorMap tma_a,
+                                            const __grid_constant__ ws::TensorMap tma_b,
+                                            const int* __restrict__ offs,
+                                            __nv_bfloat16* __restrict__ out, int M, int E, int N,
+                                            int K) {
+  grouped_gemm<kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K);
 }
