@@ -124,5 +124,29 @@ TEST(KernelPathsTest, Mxfp8PlansConvertTheSmallerOperand) {
   }
 }
 
+// bf16_grouped_gemm (its kernel.cu header): wgrad at up to EPI_SHORT = 1024 tokens per group runs
+// the staged-epilogue instance, every other shape and form the EPI instance; one GEMM per shape.
+TEST(KernelPathsTest, GroupedGemmStagesShortWgradGroups) {
+  const std::string name = "bf16_grouped_gemm";
+  auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
+  const std::string main = "sm90_sm100_" + name + "_tma", staged = main + "_staged";
+  int paths[2] = {0, 0};
+  for (const std::string form : {"fwd", "dgrad", "wgrad"}) {
+    for (const Shape& s : spec->bench_shapes) {
+      const int64_t m = s.symbols.at("M"), e = s.symbols.at("E");
+      const bool short_groups = form == "wgrad" && m <= 1024 * e;
+      ++paths[short_groups];
+      EXPECT_EQ(Launched(plan, *spec, s, {{"form", form}}),
+                std::vector<std::string>{short_groups ? staged : main})
+          << form << " " << ShapeText(*spec, s);
+    }
+  }
+  // Both instances are timed: the 8-16 expert shapes and the 128-expert / decode wgrad ones.
+  EXPECT_GT(paths[0], 0);
+  EXPECT_GT(paths[1], 0);
+}
+
 }  // namespace
 }  // namespace ws
