@@ -593,12 +593,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
-      if constexpr (C::kMc > 1) {
-        ws::produce_range_mc<C, C::kMc>(&tma_ac, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0,
-                                        u.kb1);
-      } else {
-        ws::produce_range<C>(&tma_a, &tma_b, smem, full, empty, u.tm, u.tn, u.kb0, u.kb1);
-      }
+      ws::produce_range<C, C::kMc>(C::kMc > 1 ? &tma_ac : &tma_a, &tma_b, smem, full, empty,
+                                   u.tm, u.tn, u.kb0, u.kb1);
     }
   } else if (wg - 1 < active) {
     ws::setmaxnreg_inc<232>();
@@ -625,7 +621,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       ws::wgmma_commit();
       if (kb > 0) {
         ws::wgmma_wait<1>();
-        if (signal) ws::release_cluster<C::kMc>(empty + 8 * prev);
+        if (signal) ws::release_stage<C::kMc>(empty + 8 * prev);
       }
       prev = s;
     }

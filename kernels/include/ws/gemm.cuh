@@ -182,11 +182,14 @@ __device__ __forceinline__ void produce_band(const TensorMap* tma_a, const Tenso
 // (empty counts 2 x 2: release_stage arrives in both CTAs); each full barrier still expects the
 // whole stage. A CTA whose row tile is past M (odd tile rows) loads zeros and stores nothing.
 
-/// Frees a stage for the producers: kMc = 2, for both CTAs' producers, whose multicasts write it.
+/// Frees a stage for the producers of all kMc CTAs of the cluster (a power of two), whose
+/// multicasts write it; kMc = 1: this CTA's only.
 template <int kMc>
 __device__ __forceinline__ void release_stage(uint32_t bar) {
+  static_assert((kMc & (kMc - 1)) == 0, "kMc: a power of two");
   mbar_arrive(bar);
-  if constexpr (kMc > 1) mbar_arrive_cluster(bar, cluster_rank() ^ 1);
+#pragma unroll
+  for (uint32_t r = 1; r < kMc; ++r) mbar_arrive_cluster(bar, cluster_rank() ^ r);
 }
 
 /// Pair tile t of the cluster's CTA (band order over tile-row pairs): its row and column tiles.

@@ -40,11 +40,18 @@ struct SplitUnit {
 };
 
 /// Producer of one unit (one thread): k-blocks [kb0, kb1) of output tile (tm, tn) into the ring,
-/// A (kBM rows) then B (kBN rows) per stage, as produce_band lays them out.
-template <class Cfg>
+/// A (kBM rows) then B (kBN rows) per stage, as produce_band lays them out. kMc > 1 (sm_90a): a
+/// cluster of kMc CTAs along N shares the tile row's A; CTA rank r loads rows r * kBM / kMc .. of
+/// each A box (tma_a then has boxes of kBM / kMc rows) multicast into the same stage of every CTA,
+/// and its own B box. Every CTA of the cluster walks the same k-blocks; a stage is rewritten only
+/// once the consumers of all kMc CTAs have freed it (release_stage<kMc>: the empty barriers count
+/// kMc arrivals per consumer), and each full barrier still expects the whole stage.
+template <class Cfg, int kMc = 1>
 __device__ __forceinline__ void produce_range(const TensorMap* tma_a, const TensorMap* tma_b,
                                               uint32_t smem, uint32_t full, uint32_t empty, int tm,
                                               int tn, int kb0, int kb1) {
+  constexpr int kRows = Cfg::kBM / kMc;
+  static_assert(kRows % 8 == 0, "whole 8-row swizzle atoms per CTA's share of A");
   uint32_t it = 0;
   for (int kb = kb0; kb < kb1; ++kb, ++it) {
     const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
@@ -52,44 +59,14 @@ __device__ __forceinline__ void produce_range(const TensorMap* tma_a, const Tens
     mbar_expect_tx(full + 8 * s, Cfg::kStageBytes);
     const uint32_t a_dst = smem + s * Cfg::kABytes;
     const uint32_t b_dst = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
-    tma_load_2d(a_dst, tma_a, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM);
+    if constexpr (kMc == 1) {
+      tma_load_2d(a_dst, tma_a, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM);
+    } else {
+      const uint32_t rank = cluster_rank();
+      tma_load_2d_multicast(a_dst + rank * (kRows * 128), tma_a, full + 8 * s, kb * Cfg::kBK,
+                            tm * Cfg::kBM + rank * kRows, static_cast<uint16_t>((1u << kMc) - 1));
+    }
     tma_load_2d(b_dst, tma_b, full + 8 * s, kb * Cfg::kBK, tn * Cfg::kBN);
-  }
-}
-
-/// produce_range for a cluster of kMc CTAs along N that share the tile row's A (sm_90a): CTA rank r
-/// loads rows r * kBM / kMc .. of each A box (tma_as: boxes of kBM / kMc rows) multicast into the
-/// same stage of every CTA, and its own B box. Every CTA of the cluster walks the same k-blocks;
-/// a stage is rewritten only once the consumers of all kMc CTAs have freed it (release_cluster:
-/// the empty barriers count kMc arrivals per consumer), and each full barrier still expects the
-/// whole stage.
-template <class Cfg, int kMc>
-__device__ __forceinline__ void produce_range_mc(const TensorMap* tma_as, const TensorMap* tma_b,
-                                                 uint32_t smem, uint32_t full, uint32_t empty,
-                                                 int tm, int tn, int kb0, int kb1) {
-  constexpr int kRows = Cfg::kBM / kMc;
-  const uint32_t rank = cluster_rank();
-  uint32_t it = 0;
-  for (int kb = kb0; kb < kb1; ++kb, ++it) {
-    const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-    mbar_wait(empty + 8 * s, ph ^ 1);
-    mbar_expect_tx(full + 8 * s, Cfg::kStageBytes);
-    const uint32_t a_dst = smem + s * Cfg::kABytes + rank * (kRows * 128);
-    const uint32_t b_dst = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
-    tma_load_2d_multicast(a_dst, tma_as, full + 8 * s, kb * Cfg::kBK, tm * Cfg::kBM + rank * kRows,
-                          static_cast<uint16_t>((1u << kMc) - 1));
-    tma_load_2d(b_dst, tma_b, full + 8 * s, kb * Cfg::kBK, tn * Cfg::kBN);
-  }
-}
-
-/// A consumer freeing a stage that the multicasts of all kMc CTAs write (kMc = 1: its own only).
-template <int kMc>
-__device__ __forceinline__ void release_cluster(uint32_t bar) {
-  if constexpr (kMc == 1) {
-    mbar_arrive(bar);
-  } else {
-#pragma unroll
-    for (uint32_t r = 0; r < kMc; ++r) mbar_arrive_cluster(bar, r);
   }
 }
 
