@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
-             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "SBM": [128, 64],
+             "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "SBM": [64, 128],
              "SSTAGES": [8, 6, 12], "EPI": [2, 1, 0], "MC": [1, 2],
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
@@ -114,7 +114,7 @@
 #define SBN 128
 #endif
 #ifndef SBM
-#define SBM 128  // split-K kernel: tile rows (64: one consumer warpgroup; bf16_gemm's default)
+#define SBM 64  // split-K kernel: tile rows (one consumer warpgroup; 128: two)
 #endif
 #ifndef SSTAGES
 #define SSTAGES 8  // split-K kernel: most ring stages

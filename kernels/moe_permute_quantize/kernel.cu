@@ -1,28 +1,28 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
-              "WIDE_CHUNKS": [4, 8, 2] },
+              "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [1, 2, 4] },
   "launch": [ { "kernel": "moe_permute_chunk_counts",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
-              { "kernel": "moe_permute_scan",
-                "grid":  [1], "block": [1024], "smem": "0",
-                "args":  ["workspace", "offsets", "row_slot", "T", "E", "A",
-                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "moe_permute_rank",
+              { "kernel": "moe_permute_scan", "pdl": true,
+                "grid":  ["ceil_div(E, 32)"], "block": [1024], "smem": "0",
+                "args":  ["workspace", "T", "E"] },
+              { "kernel": "moe_permute_rank", "pdl": true,
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
-                "args":  ["idx", "workspace", "slot_row", "row_slot", "T", "E", "K"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "when": "K < WIDE_K",
-                "grid":  ["ceil_div(T + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
+                "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "when": "K < WIDE_K", "pdl": true,
+                "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_wide", "when": "K >= WIDE_K",
-                "grid":  ["ceil_div(T + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_wide", "when": "K >= WIDE_K", "pdl": true,
+                "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] } ],
-  "workspace": { "bytes": "ceil_div(T, CHUNK) * E * 4", "zero": false } }
+  "workspace": { "bytes": "(ceil_div(T, CHUNK) + 1) * E * 4", "zero": false } }
 */
 // MoE dispatch + rowwise MXFP8, hand-tuned. x [T,H] bf16, idx [T,K] -> q [MP,H] E4M3,
 // scales [MP,H/32], row_slot [MP], slot_row [T,K], offsets [E].
@@ -30,18 +30,23 @@
 // Design: the routing is three small launches; the bytes move in the fourth.
 //  1. chunk_counts: per chunk of CHUNK tokens, an expert histogram (shared-memory atomics; counts
 //     are order-free) -> workspace[chunk][e].
-//  2. scan (one CTA): per expert the total over chunks (G = 1024 / pow2(E) threads share an expert,
-//     each summing a range of chunks), padded group sizes scanned into offsets, the workspace
-//     turned into each (chunk, expert)'s first row, and row_slot = -1 written for every padding
-//     and filler row (so each row_slot entry is written once, no clearing pass).
-//  3. rank (one warp per chunk): the chunk's slots in ascending order, 32 per round;
-//     __match_any_sync groups a round's lanes by expert, a lane's row is the expert's running row
-//     plus its rank among the earlier lanes of its group. Stable, deterministic, no global atomics.
-//  4. quantize: warp items. Item t < T: token t's row is read ONCE (16-byte loads, the next tile's
-//     loads issued before the current tile is quantized), quantized exactly as
+//  2. scan (one CTA per 32 experts): per expert a scan over the chunks, every load in flight at
+//     once -> each (chunk, expert)'s first row relative to the expert's, and the expert's total.
+//  3. rank (one warp per chunk): each warp scans the E padded totals itself (the experts' first
+//     rows; CTA 0 writes offsets, the CTAs share the row_slot = -1 of padding and filler rows),
+//     then the chunk's slots in ascending order, 32 per round; __match_any_sync groups a round's
+//     lanes by expert, a lane's row is the expert's running row plus its rank among the earlier
+//     lanes of its group. Stable, deterministic, no global atomics, each row_slot written once.
+//     (The one-CTA scan this replaced took 8-29 us on the bench shapes, ncu 2026-12-03.)
+//  4. quantize: warp items. Zero items first: rows 32b .. 32b+31, the warp zeroes those whose
+//     row_slot is -1, the filler past the last group (whole row blocks, the heaviest items)
+//     first of all, so they do not trail the grid. Then token items: token t's row (ROW_SPLIT
+//     items share it, a range of tiles each) is read ONCE (16-byte loads, the next tile's loads
+//     issued before the current tile is quantized), quantized exactly as
 //     kernels/mxfp8_quantize_rowwise (lane quads per block), and each 8-byte q word and scale is
-//     stored to all K destination rows (256 contiguous bytes per warp store). Item T + b: rows
-//     32b .. 32b+31; the warp zeroes those whose row_slot is -1 (padding and filler).
+//     stored to all K destination rows (256 contiguous bytes per warp store).
+//  Launches 2-4 are pdl: each starts while its predecessor runs and waits (griddepcontrol.wait)
+//  before reading its results; the quantize issues its first x loads before that wait.
 // Why it should be fast: x is read once although every token goes to K rows (a gather per output
 // row would read x K times: at K = 8 that is ~2x the floor's bytes); stores are full lines;
 // nothing waits on atomics. sm_100a: rceil from cvt.rp.satfinite.ue8m0x2.f32.
@@ -52,6 +57,7 @@
 // reads, land on K scattered rows at once, and DRAM pages favour longer runs per row).
 // Those two apply below WIDE_K choices per token; from WIDE_K on the plan runs the _wide kernel:
 // row by row with WIDE_CHUNKS loads per lane (the default at K = 8 since 2026-12-02).
+// ROW_SPLIT: warp items per token row (finer items, a shorter tail of the grid's last wave).
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -60,6 +66,7 @@
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #include "ws/mx_block.cuh"
+#include "ws/ptx_sm90.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
@@ -85,6 +92,9 @@
 #ifndef WIDE_CHUNKS
 #define WIDE_CHUNKS 4
 #endif
+#ifndef ROW_SPLIT
+#define ROW_SPLIT 1
+#endif
 
 namespace {
 
@@ -99,6 +109,7 @@ struct Config {
   static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr bool kRowByRow = STORE_ORDER != 0;
+  static constexpr int kRowSplit = ROW_SPLIT;   // warp items per token row
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
@@ -114,6 +125,7 @@ __device__ __forceinline__ void store_zero16(unsigned char* p) {
 // ws (chunks,E): slots of each chunk routed to each expert.
 extern "C" __global__ void moe_permute_chunk_counts(const int* __restrict__ idx,
                                                     int* __restrict__ ws, int T, int E, int K) {
+  ws::griddep_launch_dependents();
   __shared__ int hist[Config::kMaxExperts];
   for (int e = threadIdx.x; e < E; e += blockDim.x) hist[e] = 0;
   __syncthreads();
@@ -127,72 +139,109 @@ extern "C" __global__ void moe_permute_chunk_counts(const int* __restrict__ idx,
   }
 }
 
-// One CTA of 1024 threads: offsets, ws (chunks,E) counts -> first rows, row_slot = -1 on padding
-// and filler rows. Thread t serves expert t % P (P = pow2 >= E) for chunk range t / P.
+// Per expert, a scan over the chunks: ws (chunks,E) counts -> each (chunk, expert)'s first row
+// relative to the expert's first row, and the expert's slot total into ws[chunks][e]. A CTA
+// serves 32 experts (lane = expert, so each chunk's read is one coalesced run), its 32 warps
+// a range of chunks each; the ranges' sums meet in shared memory. Every load of a range is
+// independent (batches of 8 in flight), so the latency is two round trips however long T is.
 extern "C" __global__ void __launch_bounds__(1024)
-    moe_permute_scan(int* __restrict__ ws, int* __restrict__ offsets, int* __restrict__ row_slot,
-                     int T, int E, int A, int MP) {
-  __shared__ int part[1024];   // (G,P) partial counts
-  __shared__ int ends[1024];   // (P) inclusive scan of padded sizes
-  const int tid = threadIdx.x;
-  int P = 1;
-  while (P < E) P <<= 1;
-  const int G = 1024 / P;
-  const int e = tid % P, g = tid / P;
+    moe_permute_scan(int* __restrict__ ws, int T, int E) {
+  __shared__ int part[32][33];  // (warp, lane) range sums, padded against bank conflicts
+  ws::griddep_launch_dependents();
+  ws::griddep_wait();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int e = blockIdx.x * 32 + lane;
   const int chunks = (T + Config::kChunk - 1) / Config::kChunk;
-  const int per = (chunks + G - 1) / G;
-  const int c0 = min(g * per, chunks), c1 = min(c0 + per, chunks);
+  const int per = (chunks + 31) / 32;
+  const int c0 = min(warp * per, chunks), c1 = min(c0 + per, chunks);
+  int* col = ws + e;
   int sum = 0;
   if (e < E) {
-    for (int c = c0; c < c1; ++c) sum += ws[static_cast<long long>(c) * E + e];
+    for (int c = c0; c < c1; c += 8) {
+      int v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = c + u < c1 ? col[static_cast<long long>(c + u) * E] : 0;
+#pragma unroll
+      for (int u = 0; u < 8; ++u) sum += v[u];
+    }
   }
-  part[tid] = sum;
+  part[warp][lane] = sum;
   __syncthreads();
-  int total = 0, before = 0;  // this expert's slots; those of the chunk ranges before this one
-  for (int k = 0; k < G; ++k) {
-    const int v = part[k * P + e];
+  int before = 0, total = 0;  // this expert's slots in the ranges before this warp's; in all
+#pragma unroll 8
+  for (int w = 0; w < 32; ++w) {
+    const int v = part[w][lane];
     total += v;
-    if (k < g) before += v;
+    before += w < warp ? v : 0;
   }
-  const int padded = e < E ? (total + A - 1) / A * A : 0;
-  if (tid < P) ends[tid] = padded;
-  __syncthreads();
-  for (int off = 1; off < P; off <<= 1) {  // inclusive Hillis-Steele scan over P entries
-    const int add = tid < P && tid >= off ? ends[tid - off] : 0;
-    __syncthreads();
-    if (tid < P) ends[tid] += add;
-    __syncthreads();
-  }
-  if (e < E) {
-    const int start = ends[e] - padded;
-    int row = start + before;
-    for (int c = c0; c < c1; ++c) {
-      int* cell = ws + static_cast<long long>(c) * E + e;
-      const int n = *cell;
-      *cell = row;
-      row += n;
-    }
-    if (g == 0) {
-      offsets[e] = ends[e];
-      for (int r = start + total; r < ends[e]; ++r) row_slot[r] = -1;  // group padding
+  if (e >= E) return;
+  int row = before;
+  for (int c = c0; c < c1; c += 8) {
+    int v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = c + u < c1 ? col[static_cast<long long>(c + u) * E] : 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      if (c + u < c1) col[static_cast<long long>(c + u) * E] = row;
+      row += v[u];
     }
   }
-  for (int r = ends[P - 1] + tid; r < MP; r += 1024) row_slot[r] = -1;  // filler
+  if (warp == 0) col[static_cast<long long>(chunks) * E] = total;
 }
 
-// One warp per chunk: slot rows in ascending slot order within each expert.
+// One warp per chunk: slot rows in ascending slot order within each expert. Each warp first
+// scans the experts' padded totals (ws[chunks][.]) into their first rows, so the routing needs
+// no single-CTA pass: CTA b writes the offsets (b = 0), the padding rows' row_slot = -1 of
+// experts e = b (mod grid) and a share of the filler rows past the last group.
 extern "C" __global__ void __launch_bounds__(32)
     moe_permute_rank(const int* __restrict__ idx, const int* __restrict__ ws,
-                     int* __restrict__ slot_row, int* __restrict__ row_slot, int T, int E, int K) {
+                     int* __restrict__ slot_row, int* __restrict__ row_slot,
+                     int* __restrict__ offsets, int T, int E, int K, int A, int MP) {
   __shared__ int next_row[Config::kMaxExperts];              // (E)
   __shared__ int sidx[Config::kChunk * Config::kMaxK];       // (CHUNK*K) the chunk's experts
+  ws::griddep_launch_dependents();
+  ws::griddep_wait();
   const int lane = threadIdx.x;
+  const int chunks = (T + Config::kChunk - 1) / Config::kChunk;
+  const int* totals = ws + static_cast<long long>(chunks) * E;
   const long long first = static_cast<long long>(blockIdx.x) * Config::kChunk * K;
   const int n = static_cast<int>(
       min(static_cast<long long>(blockIdx.x + 1) * Config::kChunk, static_cast<long long>(T)) * K -
       first);
-  for (int e = lane; e < E; e += 32) next_row[e] = ws[static_cast<long long>(blockIdx.x) * E + e];
+  for (int e = lane; e < E; e += 32) next_row[e] = totals[e];
   for (int i = lane; i < n; i += 32) sidx[i] = idx[first + i];
+  __syncwarp();
+  // Exclusive scan of the padded totals, 32 experts per round: next_row[e] = expert e's first row.
+  int carry = 0;
+  for (int e0 = 0; e0 < E; e0 += 32) {
+    const int e = e0 + lane;
+    const int total = e < E ? next_row[e] : 0;
+    const int padded = (total + A - 1) / A * A;
+    int incl = padded;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int up = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (lane >= d) incl += up;
+    }
+    const int start = carry + incl - padded;
+    if (e < E) {
+      next_row[e] = start;
+      if (blockIdx.x == 0) offsets[e] = start + padded;
+      if (e % gridDim.x == blockIdx.x) {
+        for (int r = start + total; r < start + padded; ++r) row_slot[r] = -1;  // group padding
+      }
+    }
+    carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
+  }
+  __syncwarp();
+  // carry: the end of the last group; the rows from there to MP are filler.
+  for (long long r = carry + (static_cast<long long>(blockIdx.x) * 32 + lane); r < MP;
+       r += static_cast<long long>(gridDim.x) * 32) {
+    row_slot[r] = -1;
+  }
+  for (int e = lane; e < E; e += 32) {
+    next_row[e] += ws[static_cast<long long>(blockIdx.x) * E + e];
+  }
   __syncwarp();
   const unsigned lanes_below = (1u << lane) - 1u;
   for (int i0 = 0; i0 < n; i0 += 32) {
@@ -229,9 +278,12 @@ __device__ __forceinline__ void permute_quantize(const unsigned short* __restric
   const long long item = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
   const int row_chunks = H / 8;      // multiple of 4
   const int row_blocks = H / 32;
-  if (item >= T) {
-    const long long r0 = (item - T) * 32;
-    if (r0 >= MP) return;
+  const long long zero_items = (MP + 31) / 32;
+  if (item < zero_items) {
+    // Zero items first, the last row blocks (the filler past the last group: every row) first,
+    // so the heaviest items start in the first wave instead of trailing the grid.
+    ws::griddep_wait();
+    const long long r0 = (zero_items - 1 - item) * 32;
     const bool pad = r0 + lane < MP && row_slot[r0 + lane] < 0;
     unsigned todo = __ballot_sync(0xFFFFFFFFu, pad);
     while (todo != 0) {
@@ -244,21 +296,30 @@ __device__ __forceinline__ void permute_quantize(const unsigned short* __restric
     }
     return;
   }
-  // Token item: lane j < K holds the row of slot (item, j).
-  const int my_row = lane < K ? slot_row[item * K + lane] : 0;
-  const Chunk* xr = reinterpret_cast<const Chunk*>(x + item * H);
+  // Token item: part `part` (of kRowSplit) of token t's row, its tiles [tile0, tile1).
+  const long long t = (item - zero_items) / Config::kRowSplit;
+  if (t >= T) return;  // the grid's last CTA may run past the items
+  const int part = static_cast<int>((item - zero_items) % Config::kRowSplit);
+  const Chunk* xr = reinterpret_cast<const Chunk*>(x + t * H);
   const int tiles = (row_chunks + kTileChunks - 1) / kTileChunks;
+  const int tile0 = tiles * part / Config::kRowSplit;
+  const int tile1 = tiles * (part + 1) / Config::kRowSplit;
+  if (tile0 == tile1) return;
+  // x does not depend on the routing: the first tile's loads go out before the wait (pdl).
   Chunk next[kChunks];
 #pragma unroll
   for (int u = 0; u < kChunks; ++u) {
-    const int ci = u * 32 + lane;
+    const int ci = tile0 * kTileChunks + u * 32 + lane;
     next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
   }
-  for (int tile = 0; tile < tiles; ++tile) {
+  ws::griddep_wait();
+  // Lane j < K holds the row of slot (t, j).
+  const int my_row = lane < K ? slot_row[t * K + lane] : 0;
+  for (int tile = tile0; tile < tile1; ++tile) {
     Chunk cur[kChunks];
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) cur[u] = next[u];
-    if (tile + 1 < tiles) {
+    if (tile + 1 < tile1) {
 #pragma unroll
       for (int u = 0; u < kChunks; ++u) {
         const int ci = (tile + 1) * kTileChunks + u * 32 + lane;
