@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
-              "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [1, 2, 4] },
+              "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2] },
   "launch": [ { "kernel": "moe_permute_chunk_counts",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
@@ -93,7 +93,7 @@
 #define WIDE_CHUNKS 4
 #endif
 #ifndef ROW_SPLIT
-#define ROW_SPLIT 1
+#define ROW_SPLIT 4
 #endif
 
 namespace {
