@@ -1,14 +1,19 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
-              "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2] },
-  "launch": [ { "kernel": "moe_permute_chunk_counts",
+              "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
+              "ROUTE": [1, 0] },
+  "launch": [ { "kernel": "moe_permute_route", "when": "ROUTE == 1",
+                "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
+                "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+              { "kernel": "moe_permute_chunk_counts", "when": "ROUTE == 0",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
-              { "kernel": "moe_permute_scan", "pdl": true,
+              { "kernel": "moe_permute_scan", "when": "ROUTE == 0", "pdl": true,
                 "grid":  ["ceil_div(E, 32)"], "block": [1024], "smem": "0",
                 "args":  ["workspace", "T", "E"] },
-              { "kernel": "moe_permute_rank", "pdl": true,
+              { "kernel": "moe_permute_rank", "when": "ROUTE == 0", "pdl": true,
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
@@ -22,7 +27,7 @@
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] } ],
-  "workspace": { "bytes": "(ceil_div(T, CHUNK) + 1) * E * 4", "zero": false } }
+  "workspace": { "bytes": "(ROUTE == 0) * (ceil_div(T, CHUNK) + 1) * E * 4", "zero": false } }
 */
 // MoE dispatch + rowwise MXFP8, hand-tuned. x [T,H] bf16, idx [T,K] -> q [MP,H] E4M3,
 // scales [MP,H/32], row_slot [MP], slot_row [T,K], offsets [E].
@@ -65,6 +70,7 @@
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
+#include "ws/cluster.cuh"
 #include "ws/mx_block.cuh"
 #include "ws/ptx_sm90.cuh"
 
@@ -94,6 +100,9 @@
 #endif
 #ifndef ROW_SPLIT
 #define ROW_SPLIT 4
+#endif
+#ifndef ROUTE
+#define ROUTE 1  // 1: one cluster launch; 0: three routing launches (counts, scan, rank)
 #endif
 
 namespace {
@@ -257,6 +266,133 @@ extern "C" __global__ void __launch_bounds__(32)
       if (lane == 31 - __clz(group)) next_row[e] = base + __popc(group);  // the group's last lane
     }
     __syncwarp();
+  }
+}
+
+// ROUTE=1: the whole routing in one launch, a cluster of kRouteCtas CTAs of 1024 threads. CTA r
+// owns slots [r S / n, (r+1) S / n) of the S = T K slots, warp w a contiguous 1/32 of those.
+//  1. each warp counts its slots per expert (shared-memory atomics) -> wh[w][e];
+//  2. per expert, wh turns into each warp's prefix within the CTA; ch[e] = the CTA's count;
+//  3. over distributed shared memory, the counts of the lower-ranked CTAs (cp[e]) and the total;
+//  4. a CTA-wide scan of the padded totals gives each expert's first row (every CTA computes it;
+//     CTA 0 writes offsets, CTA e mod n the padding rows' row_slot = -1, all CTAs the filler);
+//  5. each warp ranks its slots in order, 32 per round, as moe_permute_rank does.
+// Slots go to rows in slot order within each expert, the same rows as ROUTE=0.
+// Shared memory: wh (32 E) + ch, cp, base (E each) + 33 ints.
+extern "C" __global__ void __launch_bounds__(1024)
+    moe_permute_route(const int* __restrict__ idx, int* __restrict__ slot_row,
+                      int* __restrict__ row_slot, int* __restrict__ offsets, int T, int E, int K,
+                      int A, int MP) {
+  extern __shared__ int smem[];
+  int* wh = smem;              // (32, E)
+  int* ch = wh + 32 * E;       // (E) this CTA's count; read by the cluster
+  int* cp = ch + E;            // (E) the counts of the lower-ranked CTAs
+  int* base = cp + E;          // (E) the expert's first row, then this CTA's first row in it
+  int* wsum = base + E;        // (32) the block scan's warp totals, then the warps' prefixes
+  int* end_rows = wsum + 32;   // (1) the end of the last group
+  ws::griddep_launch_dependents();
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned rank = ws::cluster_rank(), ctas = gridDim.x;
+  const long long slots = static_cast<long long>(T) * K;
+  const long long lo = slots * rank / ctas, hi = slots * (rank + 1) / ctas;
+  const long long w0 = lo + (hi - lo) * warp / 32, w1 = lo + (hi - lo) * (warp + 1) / 32;
+  for (int i = tid; i < 32 * E; i += 1024) wh[i] = 0;
+  __syncthreads();
+  int* mine = wh + warp * E;
+  for (long long s0 = w0; s0 < w1; s0 += 8 * 32) {  // 8 rounds' loads in flight at once
+    int e[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long s = s0 + u * 32 + lane;
+      e[u] = s < w1 ? idx[s] : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      if (e[u] >= 0) atomicAdd(&mine[e[u]], 1);
+    }
+  }
+  __syncthreads();
+  for (int e = tid; e < E; e += 1024) {
+    int run = 0;
+    for (int w = 0; w < 32; ++w) {
+      const int c = wh[w * E + e];
+      wh[w * E + e] = run;
+      run += c;
+    }
+    ch[e] = run;
+  }
+  ws::cluster_sync();  // every CTA's ch is written
+  int total = 0;       // expert tid's slots in the whole cluster (tid < E)
+  if (tid < E) {
+    int below = 0;
+    for (unsigned r = 0; r < ctas; ++r) {
+      const int c = r == rank ? ch[tid] : ws::cluster_load_s32(ch + tid, r);
+      total += c;
+      below += r < rank ? c : 0;
+    }
+    cp[tid] = below;
+  }
+  ws::cluster_sync();  // no CTA exits (or reuses ch) while another reads its ch
+  // Exclusive scan of the padded totals over the experts, one expert per thread.
+  const int padded = tid < E ? (total + A - 1) / A * A : 0;
+  int incl = padded;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int up = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (lane >= d) incl += up;
+  }
+  if (lane == 31) wsum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const int v = wsum[lane];
+    int x = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int up = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      if (lane >= d) x += up;
+    }
+    wsum[lane] = x - v;  // the warps before this one
+  }
+  __syncthreads();
+  const int start = wsum[warp] + incl - padded;
+  if (tid < E) {
+    if (rank == 0) offsets[tid] = start + padded;
+    if (static_cast<unsigned>(tid) % ctas == rank) {
+      for (int r = start + total; r < start + padded; ++r) row_slot[r] = -1;  // group padding
+    }
+    base[tid] = start + cp[tid];
+  }
+  if (tid == 1023) *end_rows = start + padded;  // thread 1023 ends the scan
+  __syncthreads();
+  for (long long r = *end_rows + static_cast<long long>(rank) * 1024 + tid; r < MP;
+       r += static_cast<long long>(ctas) * 1024) {
+    row_slot[r] = -1;  // filler
+  }
+  // Rank: a lane's row is its expert's running row (base + the warp's prefix, kept in `mine`)
+  // plus its rank among the round's earlier lanes of the same expert.
+  const unsigned lanes_below = (1u << lane) - 1u;
+  for (long long s8 = w0; s8 < w1; s8 += 8 * 32) {
+    int es[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long s = s8 + u * 32 + lane;
+      es[u] = s < w1 ? idx[s] : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const long long s = s8 + u * 32 + lane;
+      const int e = es[u];  // -1: a lane past the range, in a group of its own kind
+      const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
+      const int run = e >= 0 ? base[e] + mine[e] : 0;
+      __syncwarp();
+      if (e >= 0) {
+        const int row = run + __popc(group & lanes_below);
+        slot_row[s] = row;
+        row_slot[row] = static_cast<int>(s);
+        if (lane == 31 - __clz(group)) mine[e] += __popc(group);  // the group's last lane
+      }
+      __syncwarp();
+    }
   }
 }
 

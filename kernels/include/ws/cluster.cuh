@@ -37,4 +37,14 @@ __device__ __forceinline__ float4 cluster_load_f4(const void* local, unsigned ra
   return v;
 }
 
+/// The int at shared address `local` (this CTA's layout) in cluster CTA `rank`.
+__device__ __forceinline__ int cluster_load_s32(const void* local, unsigned rank) {
+  unsigned remote;
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  int v;
+  asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+  return v;
+}
+
 }  // namespace ws
