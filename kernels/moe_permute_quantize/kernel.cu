@@ -2,18 +2,18 @@
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
-              "ROUTE": [1, 0] },
-  "launch": [ { "kernel": "moe_permute_route", "when": "ROUTE == 1",
+              "ROUTE_K": [2, 0, 8] },
+  "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "moe_permute_chunk_counts", "when": "ROUTE == 0",
+              { "kernel": "moe_permute_chunk_counts", "when": "K > ROUTE_K",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
-              { "kernel": "moe_permute_scan", "when": "ROUTE == 0", "pdl": true,
+              { "kernel": "moe_permute_scan", "when": "K > ROUTE_K", "pdl": true,
                 "grid":  ["ceil_div(E, 32)"], "block": [1024], "smem": "0",
                 "args":  ["workspace", "T", "E"] },
-              { "kernel": "moe_permute_rank", "when": "ROUTE == 0", "pdl": true,
+              { "kernel": "moe_permute_rank", "when": "K > ROUTE_K", "pdl": true,
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
@@ -27,12 +27,15 @@
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] } ],
-  "workspace": { "bytes": "(ROUTE == 0) * (ceil_div(T, CHUNK) + 1) * E * 4", "zero": false } }
+  "workspace": { "bytes": "(K > ROUTE_K) * (ceil_div(T, CHUNK) + 1) * E * 4", "zero": false } }
 */
 // MoE dispatch + rowwise MXFP8, hand-tuned. x [T,H] bf16, idx [T,K] -> q [MP,H] E4M3,
 // scales [MP,H/32], row_slot [MP], slot_row [T,K], offsets [E].
 //
-// Design: the routing is three small launches; the bytes move in the fourth.
+// Design: the routing takes one launch (K <= ROUTE_K) or three; the bytes move in the last.
+//  0. route (K <= ROUTE_K, default 2): a cluster of 8 CTAs does steps 1-3 at once, the CTAs'
+//     counts meeting in distributed shared memory (below, at the kernel). It saved 5-6 us at
+//     K = 1, 2 but lost 3-9% at K = 8, whose 8x more slots rank on 8 SMs (H200, 2026-12-03).
 //  1. chunk_counts: per chunk of CHUNK tokens, an expert histogram (shared-memory atomics; counts
 //     are order-free) -> workspace[chunk][e].
 //  2. scan (one CTA per 32 experts): per expert a scan over the chunks, every load in flight at
@@ -50,8 +53,9 @@
 //     issued before the current tile is quantized), quantized exactly as
 //     kernels/mxfp8_quantize_rowwise (lane quads per block), and each 8-byte q word and scale is
 //     stored to all K destination rows (256 contiguous bytes per warp store).
-//  Launches 2-4 are pdl: each starts while its predecessor runs and waits (griddepcontrol.wait)
-//  before reading its results; the quantize issues its first x loads before that wait.
+//  Launches after the first are pdl: each starts while its predecessor runs and waits
+//  (griddepcontrol.wait) before reading its results; the quantize issues its first x loads
+//  before that wait.
 // Why it should be fast: x is read once although every token goes to K rows (a gather per output
 // row would read x K times: at K = 8 that is ~2x the floor's bytes); stores are full lines;
 // nothing waits on atomics. sm_100a: rceil from cvt.rp.satfinite.ue8m0x2.f32.
@@ -63,6 +67,12 @@
 // Those two apply below WIDE_K choices per token; from WIDE_K on the plan runs the _wide kernel:
 // row by row with WIDE_CHUNKS loads per lane (the default at K = 8 since 2026-12-02).
 // ROW_SPLIT: warp items per token row (finer items, a shorter tail of the grid's last wave).
+// ROUTE_K: the largest K routed by the one-launch cluster kernel (0: never).
+// Measured (H200, 2026-12-03, bench/results/sweeps-h200-2026-12-03-session18.json): the old
+// one-CTA scan -> these defaults 1.21x (E256 K8 H7168), 1.11x (E128 K8), 1.23x (E8 K2), 1.22x
+// (E16 K1), products of same-call ratios; of copy-bandwidth SOL 0.82 / 0.74 / 0.79 / 0.82 (was
+// 0.68 / 0.66 / 0.64 / 0.68). At K = 8 the writes fan out to scattered rows: bench/profile/
+// bandwidth_mix.cu moves a 1:8 fan-out at 0.85 of memcpy's rate on the H200.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -100,9 +110,6 @@
 #endif
 #ifndef ROW_SPLIT
 #define ROW_SPLIT 4
-#endif
-#ifndef ROUTE
-#define ROUTE 1  // 1: one cluster launch; 0: three routing launches (counts, scan, rank)
 #endif
 
 namespace {
@@ -269,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(32)
   }
 }
 
-// ROUTE=1: the whole routing in one launch, a cluster of kRouteCtas CTAs of 1024 threads. CTA r
+// K <= ROUTE_K: the whole routing in one launch, a cluster of n = 8 CTAs of 1024 threads. CTA r
 // owns slots [r S / n, (r+1) S / n) of the S = T K slots, warp w a contiguous 1/32 of those.
 //  1. each warp counts its slots per expert (shared-memory atomics) -> wh[w][e];
 //  2. per expert, wh turns into each warp's prefix within the CTA; ch[e] = the CTA's count;
@@ -277,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(32)
 //  4. a CTA-wide scan of the padded totals gives each expert's first row (every CTA computes it;
 //     CTA 0 writes offsets, CTA e mod n the padding rows' row_slot = -1, all CTAs the filler);
 //  5. each warp ranks its slots in order, 32 per round, as moe_permute_rank does.
-// Slots go to rows in slot order within each expert, the same rows as ROUTE=0.
+// Slots go to rows in slot order within each expert, the same rows as the three launches give.
 // Shared memory: wh (32 E) + ch, cp, base (E each) + 33 ints.
 extern "C" __global__ void __launch_bounds__(1024)
     moe_permute_route(const int* __restrict__ idx, int* __restrict__ slot_row,
