@@ -276,6 +276,16 @@ extern "C" __global__ void __launch_bounds__(32)
   }
 }
 
+// The experts of slots s0 + 32u + lane, u < 8 (eight rounds' loads in flight at once); -1 past end.
+__device__ __forceinline__ void load_experts8(const int* __restrict__ idx, long long s0,
+                                              long long end, int lane, int (&e)[8]) {
+#pragma unroll
+  for (int u = 0; u < 8; ++u) {
+    const long long s = s0 + u * 32 + lane;
+    e[u] = s < end ? idx[s] : -1;
+  }
+}
+
 // K <= ROUTE_K: the whole routing in one launch, a cluster of n = 8 CTAs of 1024 threads. CTA r
 // owns slots [r S / n, (r+1) S / n) of the S = T K slots, warp w a contiguous 1/32 of those.
 //  1. each warp counts its slots per expert (shared-memory atomics) -> wh[w][e];
@@ -306,13 +316,9 @@ extern "C" __global__ void __launch_bounds__(1024)
   for (int i = tid; i < 32 * E; i += 1024) wh[i] = 0;
   __syncthreads();
   int* mine = wh + warp * E;
-  for (long long s0 = w0; s0 < w1; s0 += 8 * 32) {  // 8 rounds' loads in flight at once
+  for (long long s0 = w0; s0 < w1; s0 += 8 * 32) {
     int e[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const long long s = s0 + u * 32 + lane;
-      e[u] = s < w1 ? idx[s] : -1;
-    }
+    load_experts8(idx, s0, w1, lane, e);
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
       if (e[u] >= 0) atomicAdd(&mine[e[u]], 1);
@@ -380,11 +386,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   const unsigned lanes_below = (1u << lane) - 1u;
   for (long long s8 = w0; s8 < w1; s8 += 8 * 32) {
     int es[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) {
-      const long long s = s8 + u * 32 + lane;
-      es[u] = s < w1 ? idx[s] : -1;
-    }
+    load_experts8(idx, s8, w1, lane, es);
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
       const long long s = s8 + u * 32 + lane;
