@@ -2,6 +2,7 @@
 { "knobs": { "BN": [256, 128, 192, 64], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128, 256, 32], "SPLIT_KB": [4, 2, 8], "SMC": [1, 2, 4, 8],
              "SBM": [64, 128], "SSTAGES": [8, 4, 6, 12, 16],
+             "NARROW_N": [0, 2048, 4096], "NSBN": [32, 64], "NSSTAGES": [16, 8, 12],
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -13,13 +14,15 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "SBN"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_bn": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "NSBN"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_as": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "SBM"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
     "tma_ac": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "SBM / SMC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M && N <= NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, NSBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N) + (M <= SPLIT_M && M > GEMV_M && N > NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_gemv",
                 "when": "M <= GEMV_M",
@@ -28,8 +31,15 @@
                 "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * ceil_div(max(GEMV_M, 1), 16) * GEMV_NT * 512",
                 "args": ["a", "b", "d", "M", "N", "K"] },
+              { "kernel": "sm90_sm100_bf16_gemm_splitk_narrow",
+                "when": "M > GEMV_M && M <= SPLIT_M && N <= NARROW_N",
+                "grid": ["ceil_div(M, SBM) * ceil_div(N, NSBN) * max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))"],
+                "block": ["384"],
+                "smem": "min(NSSTAGES, 230400 / (128 * SBM + 128 * NSBN)) * (128 * SBM + 128 * NSBN) + 2048",
+                "args": ["tma_as", "tma_bn", "d", "workspace", "M", "N", "K",
+                         "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_splitk",
-                "when": "M > GEMV_M && M <= SPLIT_M",
+                "when": "M > GEMV_M && M <= SPLIT_M && N > NARROW_N",
                 "grid": ["ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC) * max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"],
                 "cluster": ["SMC"],
                 "block": ["384"],
@@ -123,6 +133,12 @@
 #ifndef SSTAGES
 #define SSTAGES 8  // split-K kernel: most ring stages
 #endif
+#ifndef NSBN
+#define NSBN 32  // the narrow split-K instance's tile N (where N <= NARROW_N)
+#endif
+#ifndef NSSTAGES
+#define NSSTAGES 16  // its most ring stages
+#endif
 #ifndef SMC
 #define SMC 1  // split-K kernel: CTAs per cluster along N sharing A by TMA multicast (sm_90a)
 #endif
@@ -197,22 +213,26 @@ static_assert(PP == 0 || (Config::kBN <= 128 && Config::kEpi == 0),
 static_assert(Config::kEpiBytes == Config::kEpi * (256 * Config::kBN + 2048), "the plan's smem");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
-// The split-K kernel's tiles: SBM x SBN, as deep a ring as fits (up to SSTAGES stages).
-struct SplitConfig {
-  static constexpr int kBM = SBM, kBN = SBN, kBK = 64;
+// The split-K kernel's tiles: SBM x kBn, as deep a ring as fits (up to kMaxStages stages).
+template <int kBn, int kMaxStages, int kCluster>
+struct SplitConfigT {
+  static constexpr int kBM = SBM, kBN = kBn, kBK = 64;
   static constexpr int kABytes = kBM * kBK * 2;
   static constexpr int kBBytes = kBN * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kStages =
-      SSTAGES < Config::kSmemCap / kStageBytes ? SSTAGES : Config::kSmemCap / kStageBytes;
+      kMaxStages < Config::kSmemCap / kStageBytes ? kMaxStages : Config::kSmemCap / kStageBytes;
   static constexpr int kAccCols = ws::tmem_columns(kBN);  // one accumulator
-  static constexpr int kMc = SMC;  // sm_90a only: sm_100a CTAs load their own A
+  static constexpr int kMc = kCluster;  // sm_90a only: sm_100a CTAs load their own A
+  static_assert(kBN == 32 || kBN == 64 || kBN == 128 || kBN == 192 || kBN == 256,
+                "split-K tile N: 32, 64, 128, 192 or 256 (wgmma N)");
+  static_assert(kStages >= 2, "at least two stages fit");
 };
+// SBN wide tiles; where N <= NARROW_N the plan launches the NSBN-wide instance (no cluster).
+using SplitConfig = SplitConfigT<SBN, SSTAGES, SMC>;
+using SplitConfigNarrow = SplitConfigT<NSBN, NSSTAGES, 1>;
 static_assert(SMC == 1 || SMC == 2 || SMC == 4 || SMC == 8, "SMC: 1, 2, 4 or 8 CTAs");
 static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
-static_assert(SBN == 32 || SBN == 64 || SBN == 128 || SBN == 192 || SBN == 256,
-              "SBN: 32, 64, 128, 192 or 256 (wgmma N)");
-static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
 
 // Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -225,8 +245,8 @@ constexpr uint32_t kIdesc =
     ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, Config::kBM, Config::kBN);
 // M = 128 even when SBM = 64: rows 64..127 then read the ring bytes after the stage's A tile
 // (shared memory of this CTA, whatever it holds) into accumulator rows the epilogue drops.
-constexpr uint32_t kIdescSplit =
-    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, 128, SplitConfig::kBN);
+template <class C>
+constexpr uint32_t kIdescSplit = ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, 128, C::kBN);
 #endif
 
 }  // namespace
@@ -516,11 +536,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 // kernel above, one unit per CTA (not persistent); a consumer warpgroup whose 64 rows are all past
 // M (or past the tile: SBM = 64 has one) idles. tma_a: A boxes of SBM rows; tma_ac: of
 // SBM / SMC rows. It triggers the plan's next launch at once (they share no memory).
-extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
-    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    const __grid_constant__ ws::TensorMap tma_ac, __nv_bfloat16* __restrict__ d,
-    unsigned char* workspace, int M, int N, int K, int splits) {
-  using C = SplitConfig;
+template <class C>
+__device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
+                                            const ws::TensorMap& tma_b,
+                                            const ws::TensorMap& tma_ac,
+                                            __nv_bfloat16* __restrict__ d,
+                                            unsigned char* workspace, int M, int N, int K,
+                                            int splits) {
   (void)tma_ac;
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
@@ -565,7 +587,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   } else if (warp == 1) {
     // issue_mma_band over "tiles = blockIdx.x + 1": exactly this CTA's one unit, buffer 0.
     if (lane == 0) {
-      ws::issue_mma_band<C, false, kIdescSplit>(smem, full, empty, rs.acc_full, rs.acc_empty,
+      ws::issue_mma_band<C, false, kIdescSplit<C>>(smem, full, empty, rs.acc_full, rs.acc_empty,
                                                 tmem_base, blockIdx.x + 1, u.kb1 - u.kb0);
     }
   } else if (warp >= 4) {
@@ -648,6 +670,23 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     ws::cluster_sync();
   }
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
+    const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
+    const __grid_constant__ ws::TensorMap tma_ac, __nv_bfloat16* __restrict__ d,
+    unsigned char* workspace, int M, int N, int K, int splits) {
+  splitk_body<SplitConfig>(tma_a, tma_b, tma_ac, d, workspace, M, N, K, splits);
+}
+
+// The same over NSBN-wide tiles (cuBLAS's 64 x 32 at M128 N1536: 96 tiles, no split), for
+// N <= NARROW_N. tma_b: B boxes of NSBN rows; no cluster (tma_a stands in for tma_ac).
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_sm100_bf16_gemm_splitk_narrow(const __grid_constant__ ws::TensorMap tma_a,
+                                       const __grid_constant__ ws::TensorMap tma_b,
+                                       __nv_bfloat16* __restrict__ d, unsigned char* workspace,
+                                       int M, int N, int K, int splits) {
+  splitk_body<SplitConfigNarrow>(tma_a, tma_b, tma_a, d, workspace, M, N, K, splits);
 }
 
 // Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into
