@@ -2,18 +2,25 @@
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
-              "ROUTE_K": [2, 0, 8] },
+              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "moe_permute_chunk_counts", "when": "K > ROUTE_K",
+              { "kernel": "moe_permute_route_starts", "when": "K > ROUTE_K && K <= RANGE_K",
+                "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
+                "args":  ["idx", "workspace", "row_slot", "offsets", "T", "E", "K", "A",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+              { "kernel": "moe_permute_rank_ranges", "when": "K > ROUTE_K && K <= RANGE_K",
+                "pdl": true, "grid":  [256], "block": [32], "smem": "0",
+                "args":  ["idx", "workspace", "slot_row", "row_slot", "T", "E", "K"] },
+              { "kernel": "moe_permute_chunk_counts", "when": "K > max(ROUTE_K, RANGE_K)",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
-              { "kernel": "moe_permute_scan", "when": "K > ROUTE_K", "pdl": true,
+              { "kernel": "moe_permute_scan", "when": "K > max(ROUTE_K, RANGE_K)", "pdl": true,
                 "grid":  ["ceil_div(E, 32)"], "block": [1024], "smem": "0",
                 "args":  ["workspace", "T", "E"] },
-              { "kernel": "moe_permute_rank", "when": "K > ROUTE_K", "pdl": true,
+              { "kernel": "moe_permute_rank", "when": "K > max(ROUTE_K, RANGE_K)", "pdl": true,
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
@@ -27,7 +34,8 @@
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] } ],
-  "workspace": { "bytes": "(K > ROUTE_K) * (ceil_div(T, CHUNK) + 1) * E * 4", "zero": false } }
+  "workspace": { "bytes": "(K > ROUTE_K && K <= RANGE_K) * 256 * E * 4 + (K > max(ROUTE_K, RANGE_K)) * (ceil_div(T, CHUNK) + 1) * E * 4",
+                 "zero": false } }
 */
 // MoE dispatch + rowwise MXFP8, hand-tuned. x [T,H] bf16, idx [T,K] -> q [MP,H] E4M3,
 // scales [MP,H/32], row_slot [MP], slot_row [T,K], offsets [E].
@@ -67,7 +75,9 @@
 // Those two apply below WIDE_K choices per token; from WIDE_K on the plan runs the _wide kernel:
 // row by row with WIDE_CHUNKS loads per lane (the default at K = 8 since 2026-12-02).
 // ROW_SPLIT: warp items per token row (finer items, a shorter tail of the grid's last wave).
-// ROUTE_K: the largest K routed by the one-launch cluster kernel (0: never).
+// ROUTE_K: the largest K routed by the one-launch cluster kernel (0: never). RANGE_K: above
+// ROUTE_K and up to RANGE_K, two launches: the cluster's steps 1-4, then 256 one-warp CTAs rank
+// (default 0, never run).
 // Measured (H200, 2026-12-03, bench/results/sweeps-h200-2026-12-03-session18.json): the old
 // one-CTA scan -> these defaults 1.21x (E256 K8 H7168), 1.11x (E128 K8), 1.23x (E8 K2), 1.22x
 // (E16 K1), products of same-call ratios; of copy-bandwidth SOL 0.82 / 0.74 / 0.79 / 0.82 (was
@@ -286,33 +296,36 @@ __device__ __forceinline__ void load_experts8(const int* __restrict__ idx, long 
   }
 }
 
-// K <= ROUTE_K: the whole routing in one launch, a cluster of n = 8 CTAs of 1024 threads. CTA r
-// owns slots [r S / n, (r+1) S / n) of the S = T K slots, warp w a contiguous 1/32 of those.
+// Warp `warp` of cluster CTA `rank` (of `ctas`) owns slots [w0, w1): CTA r owns
+// [r S / n, (r+1) S / n) of the S = T K slots, warp w a contiguous 1/32 of those.
+__device__ __forceinline__ void route_range(long long slots, unsigned rank, unsigned ctas, int warp,
+                                            long long& w0, long long& w1) {
+  const long long lo = slots * rank / ctas, hi = slots * (rank + 1) / ctas;
+  w0 = lo + (hi - lo) * warp / 32;
+  w1 = lo + (hi - lo) * (warp + 1) / 32;
+}
+
+// Steps 1-4 of the cluster routing (a cluster of n = 8 CTAs of 1024 threads, the slots split
+// as route_range says):
 //  1. each warp counts its slots per expert (shared-memory atomics) -> wh[w][e];
 //  2. per expert, wh turns into each warp's prefix within the CTA; ch[e] = the CTA's count;
 //  3. over distributed shared memory, the counts of the lower-ranked CTAs (cp[e]) and the total;
 //  4. a CTA-wide scan of the padded totals gives each expert's first row (every CTA computes it;
-//     CTA 0 writes offsets, CTA e mod n the padding rows' row_slot = -1, all CTAs the filler);
-//  5. each warp ranks its slots in order, 32 per round, as moe_permute_rank does.
-// Slots go to rows in slot order within each expert, the same rows as the three launches give.
+//     CTA 0 writes offsets, CTA e mod n the padding rows' row_slot = -1, all CTAs the filler).
+// After it, warp w's slots of expert e start at row base[e] + wh[w][e].
 // Shared memory: wh (32 E) + ch, cp, base (E each) + 33 ints.
-extern "C" __global__ void __launch_bounds__(1024)
-    moe_permute_route(const int* __restrict__ idx, int* __restrict__ slot_row,
-                      int* __restrict__ row_slot, int* __restrict__ offsets, int T, int E, int K,
-                      int A, int MP) {
-  extern __shared__ int smem[];
+__device__ __forceinline__ void route_scan(const int* __restrict__ idx, int* __restrict__ row_slot,
+                                           int* __restrict__ offsets, int T, int E, int K, int A,
+                                           int MP, int* smem, long long& w0, long long& w1) {
   int* wh = smem;              // (32, E)
   int* ch = wh + 32 * E;       // (E) this CTA's count; read by the cluster
   int* cp = ch + E;            // (E) the counts of the lower-ranked CTAs
   int* base = cp + E;          // (E) the expert's first row, then this CTA's first row in it
   int* wsum = base + E;        // (32) the block scan's warp totals, then the warps' prefixes
   int* end_rows = wsum + 32;   // (1) the end of the last group
-  ws::griddep_launch_dependents();
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned rank = ws::cluster_rank(), ctas = gridDim.x;
-  const long long slots = static_cast<long long>(T) * K;
-  const long long lo = slots * rank / ctas, hi = slots * (rank + 1) / ctas;
-  const long long w0 = lo + (hi - lo) * warp / 32, w1 = lo + (hi - lo) * (warp + 1) / 32;
+  route_range(static_cast<long long>(T) * K, rank, ctas, warp, w0, w1);
   for (int i = tid; i < 32 * E; i += 1024) wh[i] = 0;
   __syncthreads();
   int* mine = wh + warp * E;
@@ -381,8 +394,15 @@ extern "C" __global__ void __launch_bounds__(1024)
        r += static_cast<long long>(ctas) * 1024) {
     row_slot[r] = -1;  // filler
   }
-  // Rank: a lane's row is its expert's running row (base + the warp's prefix, kept in `mine`)
-  // plus its rank among the round's earlier lanes of the same expert.
+}
+
+// Step 5: one warp ranks slots [w0, w1) in order, 32 per round: a lane's row is its expert's
+// running row (base[e] + run[e] with kBase, else run[e]; run is the warp's own, updated) plus its
+// rank among the round's earlier lanes of the same expert.
+template <bool kBase>
+__device__ __forceinline__ void rank_slots(const int* __restrict__ idx, long long w0, long long w1,
+                                           const int* base, int* run, int* __restrict__ slot_row,
+                                           int* __restrict__ row_slot, int lane) {
   const unsigned lanes_below = (1u << lane) - 1u;
   for (long long s8 = w0; s8 < w1; s8 += 8 * 32) {
     int es[8];
@@ -392,17 +412,67 @@ extern "C" __global__ void __launch_bounds__(1024)
       const long long s = s8 + u * 32 + lane;
       const int e = es[u];  // -1: a lane past the range, in a group of its own kind
       const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
-      const int run = e >= 0 ? base[e] + mine[e] : 0;
+      const int r0 = e >= 0 ? (kBase ? base[e] : 0) + run[e] : 0;
       __syncwarp();
       if (e >= 0) {
-        const int row = run + __popc(group & lanes_below);
+        const int row = r0 + __popc(group & lanes_below);
         slot_row[s] = row;
         row_slot[row] = static_cast<int>(s);
-        if (lane == 31 - __clz(group)) mine[e] += __popc(group);  // the group's last lane
+        if (lane == 31 - __clz(group)) run[e] += __popc(group);  // the group's last lane
       }
       __syncwarp();
     }
   }
+}
+
+// K <= ROUTE_K: the whole routing in one launch (route_scan, then each warp ranks its slots).
+// Slots go to rows in slot order within each expert, the same rows as the three launches give.
+extern "C" __global__ void __launch_bounds__(1024)
+    moe_permute_route(const int* __restrict__ idx, int* __restrict__ slot_row,
+                      int* __restrict__ row_slot, int* __restrict__ offsets, int T, int E, int K,
+                      int A, int MP) {
+  extern __shared__ int smem[];
+  ws::griddep_launch_dependents();
+  long long w0, w1;
+  route_scan(idx, row_slot, offsets, T, E, K, A, MP, smem, w0, w1);
+  const int warp = threadIdx.x >> 5;
+  rank_slots<true>(idx, w0, w1, smem + 32 * E + 2 * E, smem + warp * E, slot_row, row_slot,
+                   threadIdx.x & 31);
+}
+
+// ROUTE_K < K <= RANGE_K: route_scan, then each warp's first rows (base + its prefix) go to
+// workspace row 32 r + w, and moe_permute_rank_ranges ranks the 256 ranges on 256 CTAs
+// (ranking on the cluster's 8 SMs alone lost 2-8% at K = 8, H200 2026-12-03).
+extern "C" __global__ void __launch_bounds__(1024)
+    moe_permute_route_starts(const int* __restrict__ idx, int* __restrict__ ws,
+                             int* __restrict__ row_slot, int* __restrict__ offsets, int T, int E,
+                             int K, int A, int MP) {
+  extern __shared__ int smem[];
+  ws::griddep_launch_dependents();
+  long long w0, w1;
+  route_scan(idx, row_slot, offsets, T, E, K, A, MP, smem, w0, w1);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int* base = smem + 32 * E + 2 * E;
+  const int* mine = smem + warp * E;
+  int* out = ws + static_cast<long long>(ws::cluster_rank() * 32 + warp) * E;
+  for (int e = lane; e < E; e += 32) out[e] = base[e] + mine[e];
+}
+
+// One warp per range of moe_permute_route_starts (grid 8 x 32, the same split of the slots).
+extern "C" __global__ void __launch_bounds__(32)
+    moe_permute_rank_ranges(const int* __restrict__ idx, const int* __restrict__ ws,
+                            int* __restrict__ slot_row, int* __restrict__ row_slot, int T, int E,
+                            int K) {
+  __shared__ int next_row[Config::kMaxExperts];  // (E)
+  ws::griddep_launch_dependents();
+  ws::griddep_wait();
+  const int lane = threadIdx.x;
+  long long w0, w1;
+  route_range(static_cast<long long>(T) * K, blockIdx.x / 32, 8, blockIdx.x % 32, w0, w1);
+  const int* row = ws + static_cast<long long>(blockIdx.x) * E;
+  for (int e = lane; e < E; e += 32) next_row[e] = row[e];
+  __syncwarp();
+  rank_slots<false>(idx, w0, w1, nullptr, next_row, slot_row, row_slot, lane);
 }
 
 namespace {
