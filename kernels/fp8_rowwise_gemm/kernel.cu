@@ -2,7 +2,8 @@
 { "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "SBM": [64, 128],
-             "SSTAGES": [8, 6, 12], "EPI": [2, 1, 0], "MC": [1, 2],
+             "SSTAGES": [8, 6, 12], "NARROW_N": [0, 2048, 4096], "NSBN": [32, 64],
+             "NSSTAGES": [16, 8, 12], "EPI": [2, 1, 0], "MC": [1, 2],
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
@@ -14,11 +15,13 @@
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bs": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "SBN"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_bn": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "NSBN"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_as": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "SBM"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["128", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M && N <= NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, NSBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N) + (M <= SPLIT_M && M > GEMV_M && N > NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, SBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_fp8_rowwise_gemm_gemv",
                 "when": "M <= GEMV_M",
@@ -27,8 +30,15 @@
                 "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * ceil_div(max(GEMV_M, 1), 16) * GEMV_NT * 512",
                 "args": ["a", "b", "a_scale", "b_scale", "d", "M", "N", "K"] },
+              { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk_narrow",
+                "when": "M > GEMV_M && M <= SPLIT_M && N <= NARROW_N",
+                "grid": ["ceil_div(M, SBM) * ceil_div(N, NSBN) * max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 128) / SPLIT_KB))"],
+                "block": ["384"],
+                "smem": "min(NSSTAGES, 230400 / (128 * SBM + 128 * NSBN)) * (128 * SBM + 128 * NSBN) + 2048",
+                "args": ["tma_as", "tma_bn", "a_scale", "b_scale", "d", "workspace",
+                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 128) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk",
-                "when": "M > GEMV_M && M <= SPLIT_M",
+                "when": "M > GEMV_M && M <= SPLIT_M && N > NARROW_N",
                 "grid": ["ceil_div(M, SBM) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"],
                 "block": ["384"],
                 "smem": "min(SSTAGES, 230400 / (128 * SBM + 128 * SBN)) * (128 * SBM + 128 * SBN) + 2048",
@@ -119,6 +129,12 @@
 #ifndef SSTAGES
 #define SSTAGES 8  // split-K kernel: most ring stages
 #endif
+#ifndef NSBN
+#define NSBN 32  // the narrow split-K instance's tile N (where N <= NARROW_N)
+#endif
+#ifndef NSSTAGES
+#define NSSTAGES 16  // its most ring stages
+#endif
 #ifndef EPI
 #define EPI 2  // H200, 2026-12-02: 1.20x EPI=0 geomean, 1.45x at K=2048 (kernels/README.md)
 #endif
@@ -191,19 +207,24 @@ static_assert(Config::kEpiBytes == (Config::kEpi > 0) * (264 * Config::kBN + 204
 static_assert(Config::kPromote >= 1, "promote at least once per tile");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
 
-// The split-K kernel's tiles: SBM x SBN, as deep a ring as fits (up to SSTAGES stages).
-struct SplitConfig {
-  static constexpr int kBM = SBM, kBN = SBN, kBK = 128;
+// The split-K kernel's tiles: SBM x kBn, as deep a ring as fits (up to kMaxStages stages).
+template <int kBn, int kMaxStages>
+struct SplitConfigT {
+  static constexpr int kBM = SBM, kBN = kBn, kBK = 128;
   static constexpr int kABytes = kBM * kBK;
   static constexpr int kBBytes = kBN * kBK;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kStages =
-      SSTAGES < Config::kSmemCap / kStageBytes ? SSTAGES : Config::kSmemCap / kStageBytes;
+      kMaxStages < Config::kSmemCap / kStageBytes ? kMaxStages : Config::kSmemCap / kStageBytes;
   static constexpr int kAccCols = ws::tmem_columns(kBN);  // one accumulator
+  static_assert(kBN == 32 || kBN == 64 || kBN == 128, "split-K tile N: 32, 64 or 128");
+  static_assert(kStages >= 2, "at least two stages fit");
 };
-static_assert(SplitConfig::kBN % 64 == 0 && SplitConfig::kBN <= 128, "SBN: 64 or 128");
+// SBN wide tiles; where N <= NARROW_N the plan launches the NSBN-wide instance.
+using SplitConfig = SplitConfigT<SBN, SSTAGES>;
+using SplitConfigNarrow = SplitConfigT<NSBN, NSSTAGES>;
+static_assert(SBN == 64 || SBN == 128, "SBN: 64 or 128");
 static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
-static_assert(SplitConfig::kStages >= 2, "at least two stages fit");
 
 // Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -216,8 +237,8 @@ constexpr uint32_t kIdesc =
     ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, Config::kBM, Config::kBN);
 // M = 128 even when SBM = 64: rows 64..127 then read the ring bytes after the stage's A tile
 // (shared memory of this CTA, whatever it holds) into accumulator rows the epilogue drops.
-constexpr uint32_t kIdescSplit =
-    ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, 128, SplitConfig::kBN);
+template <class C>
+constexpr uint32_t kIdescSplit = ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, 128, C::kBN);
 #endif
 
 // sm_90a main loop of consumer warpgroup cw over one tile's nkb k-blocks, from ring position it
@@ -568,14 +589,14 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
 // barriers, MMAs and PROMOTE intervals (counted from the split's first k-block) as the kernel
 // above, one unit per CTA; a consumer warpgroup whose 64 rows are all past M idles. It triggers
 // the plan's next launch at once (they share no memory).
-extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
-    sm90_sm100_fp8_rowwise_gemm_splitk(const __grid_constant__ ws::TensorMap tma_a,
-                                       const __grid_constant__ ws::TensorMap tma_b,
-                                       const float* __restrict__ a_scale,
-                                       const float* __restrict__ b_scale,
-                                       __nv_bfloat16* __restrict__ d, unsigned char* workspace,
-                                       int M, int N, int K, int splits) {
-  using C = SplitConfig;
+template <class C>
+__device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
+                                            const ws::TensorMap& tma_b,
+                                            const float* __restrict__ a_scale,
+                                            const float* __restrict__ b_scale,
+                                            __nv_bfloat16* __restrict__ d,
+                                            unsigned char* workspace, int M, int N, int K,
+                                            int splits) {
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
@@ -614,12 +635,16 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
   } else if (warp == 1) {
     // issue_mma_band over "tiles = blockIdx.x + 1": exactly this CTA's one unit, buffer 0.
     if (lane == 0) {
-      ws::issue_mma_band<C, true, kIdescSplit>(smem, full, empty, rs.acc_full, rs.acc_empty,
+      ws::issue_mma_band<C, true, kIdescSplit<C>>(smem, full, empty, rs.acc_full, rs.acc_empty,
                                                tmem_base, blockIdx.x + 1, nkb);
     }
   } else if (warp >= 4) {
     // NOTE: not ws::split_epilogue_sm100: with the scale load outside it, registers move.
+    // Each half of the epilogue warps takes kHalf columns; with kBN = 32 the first half takes
+    // them all and the second only counts in split_arrive.
+    constexpr int kHalf = C::kBN / 2 >= 32 ? C::kBN / 2 : 32;
     const int q = warp % 4, h = (warp - 4) / 4;
+    const bool has_cols = h * kHalf < C::kBN;
     const int row = tm * C::kBM + q * 32 + lane;
     const long long row_off = static_cast<long long>(row) * N;
     // Rows past the tile (SBM = 64: accumulator rows 64..127) are dropped like rows past M.
@@ -628,8 +653,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     ws::mbar_wait(rs.acc_full, 0);
     ws::tc_fence_after();
 #pragma unroll 1
-    for (int c = 0; c < C::kBN / 2; c += 32) {
-      const int col0 = h * (C::kBN / 2) + c;
+    for (int c = 0; c < kHalf && has_cols; c += 32) {
+      const int col0 = h * kHalf + c;
       uint32_t r[32];
       ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + col0, r);
       const int col = tn * C::kBN + col0;
@@ -646,8 +671,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     if (u.splits > 1 && ws::split_arrive<256>(u.counters + 2 * u.tile, u.splits, 1,
                                               threadIdx.x == 128, &last_flag[0])) {
 #pragma unroll 1
-      for (int c = 0; c < C::kBN / 2; c += 32) {
-        const int col = tn * C::kBN + h * (C::kBN / 2) + c;
+      for (int c = 0; c < kHalf && has_cols; c += 32) {
+        const int col = tn * C::kBN + h * kHalf + c;
         if (row < row_end) {
           float f[32];
           ws::reduce_row32_f32(f, u.part + row_off + col, u.slice, u.splits, col, N);
@@ -711,6 +736,29 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     }
   }
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_sm100_fp8_rowwise_gemm_splitk(const __grid_constant__ ws::TensorMap tma_a,
+                                       const __grid_constant__ ws::TensorMap tma_b,
+                                       const float* __restrict__ a_scale,
+                                       const float* __restrict__ b_scale,
+                                       __nv_bfloat16* __restrict__ d, unsigned char* workspace,
+                                       int M, int N, int K, int splits) {
+  splitk_body<SplitConfig>(tma_a, tma_b, a_scale, b_scale, d, workspace, M, N, K, splits);
+}
+
+// The same over NSBN-wide tiles (at M128 N1536: 96 tiles, no split), for N <= NARROW_N; tma_b:
+// B boxes of NSBN rows.
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_sm100_fp8_rowwise_gemm_splitk_narrow(const __grid_constant__ ws::TensorMap tma_a,
+                                              const __grid_constant__ ws::TensorMap tma_b,
+                                              const float* __restrict__ a_scale,
+                                              const float* __restrict__ b_scale,
+                                              __nv_bfloat16* __restrict__ d,
+                                              unsigned char* workspace, int M, int N, int K,
+                                              int splits) {
+  splitk_body<SplitConfigNarrow>(tma_a, tma_b, a_scale, b_scale, d, workspace, M, N, K, splits);
 }
 
 // Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into
