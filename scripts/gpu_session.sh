@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# profile, bench.
+# profile, bench, bandwidth.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -426,6 +426,12 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         start=$(date +%s%N); build/ws_runner devices >/dev/null 2>&1
         echo "ws_runner devices (bare): $(( ($(date +%s%N) - start) / 1000000 )) ms"
       done ;;
+    bandwidth)
+      # DRAM bandwidth by read:write mix and row fan-out (bench/profile/bandwidth_mix.cu), with
+      # the nvcc of this machine: the floor of write-heavy kernels beside the probe's copy rate.
+      nvcc -O3 -arch=sm_90a bench/profile/bandwidth_mix.cu -o "$OUT/bwmix" &&
+        "$OUT/bwmix" >"$OUT/bandwidth_mix.json" && cat "$OUT/bandwidth_mix.json" || status=1
+      rm -f "$OUT/bwmix" ;;
     bench)
       # The kernel, the baseline and the peers in one run, merged with GPU, driver, date, command.
       OUT="$OUT/bench" bench/run.sh mxfp8_quantize_rowwise rounding rceil floor || status=1
