@@ -2,7 +2,7 @@
 // writes each token to K rows writes K bytes per byte read; the probed copy rate is a 1:1 mix).
 // Standalone: nvcc -O3 -arch=sm_90a bench/profile/bandwidth_mix.cu -o bwmix && ./bwmix > mix.json
 // (or scripts/gpu_session.sh bandwidth).
-// Each pattern moves >= 1.5 GB (30x the L2) per launch; median of 15 launches after 3 warm-ups.
+// Each pattern moves >= 3 GiB (60x the L2) per launch; median of 15 launches after 3 warm-ups.
 // Rates are bytes read plus bytes written per second, as the probe's copy rate is.
 #include <cuda_runtime.h>
 
