@@ -148,5 +148,52 @@ TEST(KernelPathsTest, GroupedGemmStagesShortWgradGroups) {
   EXPECT_GT(paths[1], 0);
 }
 
+// moe_permute_quantize (its kernel.cu header): up to ROUTE_K = 2 choices per token the routing is
+// one launch of a cluster of 8 CTAs (no workspace), above it three launches (the cluster's ranking
+// lost at K = 8); RANGE_K = 8 routes K = 8 in two (the cluster's scan, 256 ranking CTAs). The
+// quantize after the routing is a pdl launch, the row-by-row kernel from WIDE_K = 4.
+TEST(KernelPathsTest, PermuteRoutesByTopK) {
+  const std::string name = "moe_permute_quantize";
+  auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
+  const std::string quantize = "sm90_bf16_moe_permute_mxfp8_quantize", wide = quantize + "_wide";
+  int one_launch = 0, three = 0;
+  for (const Shape& s : spec->bench_shapes) {
+    const int64_t k = s.symbols.at("K"), e = s.symbols.at("E");
+    for (const int64_t range_k : {0, 8}) {
+      auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}),
+                            {{"RANGE_K", range_k}}, DeviceLimits{});
+      ASSERT_TRUE(rp.ok()) << ShapeText(*spec, s) << ": " << rp.status().message();
+      std::vector<std::string> names;
+      for (const ResolvedLaunch& l : rp->launches) names.push_back(l.kernel);
+      const std::string q = k >= 4 ? wide : quantize;
+      if (k <= 2) {
+        ++one_launch;
+        EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_route", q})) << ShapeText(*spec, s);
+        EXPECT_EQ(rp->launches[0].cluster[0], 8);
+        EXPECT_EQ(rp->launches[0].grid[0], 8);
+        EXPECT_EQ(rp->workspace_bytes, 0);
+      } else if (range_k >= k) {
+        EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_route_starts",
+                                                   "moe_permute_rank_ranges", q}))
+            << ShapeText(*spec, s);
+        EXPECT_EQ(rp->workspace_bytes, 256 * e * 4);
+      } else {
+        ++three;
+        EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_chunk_counts", "moe_permute_scan",
+                                                   "moe_permute_rank", q}))
+            << ShapeText(*spec, s);
+        EXPECT_GT(rp->workspace_bytes, 0);
+      }
+      ASSERT_FALSE(rp->launches.empty());
+      EXPECT_FALSE(rp->launches.front().pdl);
+      EXPECT_TRUE(rp->launches.back().pdl);
+    }
+  }
+  EXPECT_GT(one_launch, 0);
+  EXPECT_GT(three, 0);
+}
+
 }  // namespace
 }  // namespace ws
