@@ -195,5 +195,38 @@ TEST(KernelPathsTest, PermuteRoutesByTopK) {
   EXPECT_GT(three, 0);
 }
 
+// bf16_gemm and fp8_rowwise_gemm (their kernel.cu headers): 16 < M <= SPLIT_M runs split-K, in
+// 32-column tiles where N <= NARROW_N (default 0: never; the knob's first run is queued), with no
+// split where those tiles fill the SMs (M128 N1536: 96 tiles).
+TEST(KernelPathsTest, SplitKNarrowTilesBelowNarrowN) {
+  for (const std::string name : {"bf16_gemm", "fp8_rowwise_gemm"}) {
+    auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
+    const std::string split = "sm90_sm100_" + name + "_splitk", narrow = split + "_narrow";
+    int narrow_shapes = 0;
+    for (const Shape& s : spec->bench_shapes) {
+      const int64_t m = s.symbols.at("M"), n = s.symbols.at("N");
+      if (m <= 16 || m > 128) continue;
+      for (const int64_t narrow_n : {0, 2048}) {
+        auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {}), {{"NARROW_N", narrow_n}},
+                              DeviceLimits{});
+        ASSERT_TRUE(rp.ok()) << name << " " << ShapeText(*spec, s) << ": "
+                             << rp.status().message();
+        ASSERT_EQ(rp->launches.size(), 1u);
+        const bool is_narrow = n <= narrow_n;
+        narrow_shapes += is_narrow;
+        EXPECT_EQ(rp->launches[0].kernel, is_narrow ? narrow : split) << ShapeText(*spec, s);
+        if (is_narrow) {
+          const int64_t tiles = (m + 63) / 64 * ((n + 31) / 32);
+          EXPECT_EQ(rp->launches[0].grid[0], tiles) << "one unit per tile, no split";
+          EXPECT_EQ(rp->launches[0].args.back().value, 1) << "splits";
+        }
+      }
+    }
+    EXPECT_GT(narrow_shapes, 0) << name;
+  }
+}
+
 }  // namespace
 }  // namespace ws
