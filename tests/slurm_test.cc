@@ -276,12 +276,13 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
     GTEST_SKIP() << skip_;
   const std::string ws = (dir_ / "ws").string();
   const std::string shared = (dir_ / "shared").string();
-  // The campaign, in the background: 6 compile jobs as two arrays of three. Each job waits 3 s
-  // before it evaluates, so one can be cancelled mid-way.
+  // The campaign, in the background: 6 compile jobs as two arrays of three. Each job waits 8 s
+  // before it evaluates, so one can be cancelled mid-way (8 s: squeue and scancel take seconds
+  // on a loaded two-core machine, and a cancel that lands after the evaluation retries nothing).
   pid_t campaign = ::fork();
   ASSERT_GE(campaign, 0);
   if (campaign == 0) {
-    ::setenv("WARPSMITH_JOB_DELAY_S", "3", 1);
+    ::setenv("WARPSMITH_JOB_DELAY_S", "8", 1);
     int fd = ::open((dir_ / "campaign.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
