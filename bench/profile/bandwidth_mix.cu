@@ -103,8 +103,9 @@ int main() {
   const int grid = sms * 8, block = 256;
   std::printf("{\n  \"sms\": %d,\n  \"patterns\": [\n", sms);
   auto row = [&](const char* name, double moved, float ms, bool last = false) {
-    std::printf("    {\"pattern\": \"%s\", \"bytes\": %.0f, \"median_ms\": %.4f, \"tb_per_s\": %.3f}%s\n",
-                name, moved, ms, moved / (ms * 1e-3) / 1e12, last ? "" : ",");
+    std::printf(
+        "    {\"pattern\": \"%s\", \"bytes\": %.0f, \"median_ms\": %.4f, \"tb_per_s\": %.3f}%s\n",
+        name, moved, ms, moved / (ms * 1e-3) / 1e12, last ? "" : ",");
   };
   row("read", double(bytes), time_ms([&] { read_only<<<grid, block>>>(a, words, b); }));
   row("write", double(bytes), time_ms([&] { write_only<<<grid, block>>>(b, words, false); }));
@@ -122,7 +123,9 @@ int main() {
       std::vector<int> perm(size_t(rows) * k);
       for (size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
       std::srand(7);
-      for (size_t i = perm.size() - 1; i > 0; --i) std::swap(perm[i], perm[size_t(std::rand()) % (i + 1)]);
+      for (size_t i = perm.size() - 1; i > 0; --i) {
+        std::swap(perm[i], perm[size_t(std::rand()) % (i + 1)]);
+      }
       int* dperm = nullptr;
       CHECK(cudaMalloc(&dperm, perm.size() * sizeof(int)));
       CHECK(cudaMemcpy(dperm, perm.data(), perm.size() * sizeof(int), cudaMemcpyHostToDevice));
