@@ -12,7 +12,7 @@
                 "args":  ["idx", "workspace", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "moe_permute_rank_ranges", "when": "K > ROUTE_K && K <= RANGE_K",
-                "pdl": true, "grid":  [256], "block": [32], "smem": "0",
+                "pdl": true, "grid":  ["8 * 32"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "T", "E", "K"] },
               { "kernel": "moe_permute_chunk_counts", "when": "K > max(ROUTE_K, RANGE_K)",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
@@ -458,7 +458,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   for (int e = lane; e < E; e += 32) out[e] = base[e] + mine[e];
 }
 
-// One warp per range of moe_permute_route_starts (grid 8 x 32, the same split of the slots).
+// One warp per range of moe_permute_route_starts (grid: its 8 CTAs x 32 warps, the same split).
 extern "C" __global__ void __launch_bounds__(32)
     moe_permute_rank_ranges(const int* __restrict__ idx, const int* __restrict__ ws,
                             int* __restrict__ slot_row, int* __restrict__ row_slot, int T, int E,
@@ -468,7 +468,8 @@ extern "C" __global__ void __launch_bounds__(32)
   ws::griddep_wait();
   const int lane = threadIdx.x;
   long long w0, w1;
-  route_range(static_cast<long long>(T) * K, blockIdx.x / 32, 8, blockIdx.x % 32, w0, w1);
+  route_range(static_cast<long long>(T) * K, blockIdx.x / 32, gridDim.x / 32, blockIdx.x % 32, w0,
+              w1);
   const int* row = ws + static_cast<long long>(blockIdx.x) * E;
   for (int e = lane; e < E; e += 32) next_row[e] = row[e];
   __syncwarp();
