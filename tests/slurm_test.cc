@@ -277,8 +277,7 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
   const std::string ws = (dir_ / "ws").string();
   const std::string shared = (dir_ / "shared").string();
   // The campaign, in the background: 6 compile jobs as two arrays of three. Each job waits 8 s
-  // before it evaluates, so one can be cancelled mid-way (8 s: squeue and scancel take seconds
-  // on a loaded two-core machine, and a cancel that lands after the evaluation retries nothing).
+  // before it evaluates, so one can be cancelled mid-way.
   pid_t campaign = ::fork();
   ASSERT_GE(campaign, 0);
   if (campaign == 0) {
@@ -296,23 +295,37 @@ TEST_F(SlurmTest, CompileOnlyCampaignSurvivesACancelledJob) {
     ::_exit(127);
   }
 
-  // Cancel the first job seen running.
-  std::string cancelled;
+  // Cancel the first job seen running, once it has run for 2 s: a cancel that reaches slurmd
+  // while it is still launching the task can leave the task's process running to the end (seen:
+  // killed 40 ms after allocation, its result written 8 s later), and a delivered result is
+  // rightly counted, not retried.
+  std::string cancelled, running;
+  Clock::time_point running_since;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (cancelled.empty() && Clock::now() < deadline) {
     CmdResult q = Command(
         {bin_["squeue"], "--noheader", "--array", "--name", "warpsmith", "--format", "%i|%T"});
     std::istringstream in(q.out);
+    bool still = false;
     for (std::string line; std::getline(in, line);) {
-      if (line.find("|RUNNING") != std::string::npos) {
-        cancelled = line.substr(0, line.find('|'));
-        break;
+      if (line.find("|RUNNING") == std::string::npos)
+        continue;
+      const std::string id = line.substr(0, line.find('|'));
+      if (running.empty()) {
+        running = id;
+        running_since = Clock::now();
       }
+      still = still || id == running;
     }
-    if (cancelled.empty())
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!still) {
+      running.clear();
+    } else if (Clock::now() - running_since >= std::chrono::seconds(2)) {
+      cancelled = running;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_FALSE(cancelled.empty()) << "no job ever ran";
+  ASSERT_FALSE(cancelled.empty()) << "no job ran for 2 s";
   CmdResult sc = Command({bin_["scancel"], cancelled});
   EXPECT_EQ(sc.exit_code, 0) << sc.err;
 
