@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Knob sweeps side by side: the `warpsmith eval --json` results of the `sweep` and `queue` stages of
 scripts/gpu_session.sh, each variant against the default knobs of the same problem and setting in the
-same run (the control the stage measures first).
+same run (the control the stage measures first). Where a run holds several sweeps of one problem and
+setting (two queue entries), each variant is held to the control of its own sweep (its archive or
+folder).
 
 Usage: sweep_table.py DIR [--json OUT] [--gpu-csv FILE] [--command TEXT]
   DIR holds eval JSON (any *.json with "problem" and "cases", at any depth; .tgz files are read too).
@@ -62,6 +64,12 @@ def is_control(r):
     return os.path.basename(r["_file"].split(":")[-1]).endswith("_.json")
 
 
+def batch(r):
+    """The sweep a result belongs to: its .tgz archive, or else its folder."""
+    f = r["_file"]
+    return f.split(":")[0] if ":" in f else os.path.dirname(f)
+
+
 def setting_text(r):
     p = r.get("params") or {}
     return "+".join(f"{k}={v}" for k, v in sorted(p.items())) or "-"
@@ -93,10 +101,11 @@ def main():
     table = []
     for (problem, setting), rs in sorted(groups.items()):
         controls = [r for r in rs if is_control(r)]
-        control = controls[0] if controls else None
-        ct = bench_times(control) if control and control.get("verdict") == "ok" else {}
+        own = {batch(c): c for c in reversed(controls)}  # the first control of each sweep
         rows = []
         for r in sorted(rs, key=lambda r: (not is_control(r), r["_file"])):
+            control = own.get(batch(r), controls[0] if controls else None)
+            ct = bench_times(control) if control and control.get("verdict") == "ok" else {}
             t = bench_times(r)
             ratios = [ct[s][0] / t[s][0] for s in t if s in ct]
             row = {"knobs": variant_text(r, control), "verdict": r.get("verdict"),
@@ -108,9 +117,9 @@ def main():
             if r.get("verdict") != "ok":
                 row["message"] = str(r.get("message", ""))[:300]
             rows.append(row)
-        table.append({"problem": problem, "setting": setting, "control_found": control is not None,
+        table.append({"problem": problem, "setting": setting, "control_found": bool(controls),
                       "variants": rows})
-        print(f"== {problem} [{setting}]" + ("" if control else " (no control in this run)"))
+        print(f"== {problem} [{setting}]" + ("" if controls else " (no control in this run)"))
         shapes = sorted({s for row in rows for s in row["bench"]})
         print(f"  {'variant':<40} " + "  ".join(shapes) + "  (median us, x control/variant)")
         for row in rows:

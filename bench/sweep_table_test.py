@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests of bench/sweep_table.py on a synthetic sweep: the control is the file gpu_session.sh names
 <problem><setting>_.json, variants show only the knobs they change, the ratio's direction, an archive
-and its extracted copy count once, a failed variant shows its verdict. Exit 1 on a failure."""
+and its extracted copy count once, a failed variant shows its verdict, and where one run holds two
+sweeps of the same problem each variant is held to its own sweep's control. Exit 1 on a failure."""
 import io, json, os, subprocess, sys, tarfile, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,6 +50,27 @@ def main():
             failures.append("a failed variant keeps its verdict and message")
         if "x1.250" not in r.stdout:
             failures.append("the printed table shows the ratio")
+        # Two queue entries of one problem in one run: the second control is slower (drift); its
+        # variant must be held to it, not to the first entry's control.
+        two = os.path.join(tmp, "two")
+        for n, (control_us, name, knobs, us) in enumerate([(100.0, "X-2", {"X": 2, "Y": 2}, 80.0),
+                                                           (200.0, "Y-4", {"X": 1, "Y": 4}, 160.0)]):
+            d = os.path.join(tmp, f"entry{n}")
+            os.makedirs(d)
+            for fname, obj in {"prounding-rceil_.json": result(f"c{n}", {"X": 1, "Y": 2}, control_us),
+                               f"prounding-rceil_{name}.json": result(f"v{n}", knobs, us)}.items():
+                with open(os.path.join(d, fname), "w") as f:
+                    json.dump(obj, f)
+            os.makedirs(two, exist_ok=True)
+            with tarfile.open(os.path.join(two, f"queue-0{n + 1}-p.tgz"), "w:gz") as t:
+                t.add(d, arcname=f"queue-0{n + 1}")
+        out2 = os.path.join(tmp, "two.json")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), two, "--json", out2],
+                           capture_output=True, text=True)
+        rows = {v["knobs"]: v for v in json.load(open(out2))["sweeps"][0]["variants"]} if r.returncode == 0 else {}
+        got = {k: rows.get(k, {}).get("geomean_control_over_this") for k in ("X=2", "Y=4")}
+        if got != {"X=2": 1.25, "Y=4": 1.25}:
+            failures.append(f"each variant against its own sweep's control (1.25 each): {got} {r.stderr}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
