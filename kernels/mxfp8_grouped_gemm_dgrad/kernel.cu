@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0] },
   "tensor_maps": {

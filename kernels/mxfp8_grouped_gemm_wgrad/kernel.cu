@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
+{ "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,

@@ -122,7 +122,7 @@ __device__ __forceinline__ void wgmma_bf16(float (&d)[N / 2], uint64_t da, uint6
 template <int N>
 __device__ __forceinline__ void wgmma_bf16_rs(float (&d)[N / 2], const uint32_t (&a)[4],
                                               uint64_t db, uint32_t accumulate) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma N");
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256, "wgmma N");
 #define WS_WGMMA_BF16_RS(n, R, a0, a1, a2, a3, b, p)                                           \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p ", 0;\n"                               \
                "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32.bf16.bf16 {" WS_WGMMA_D##R      \
@@ -131,6 +131,8 @@ __device__ __forceinline__ void wgmma_bf16_rs(float (&d)[N / 2], const uint32_t 
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate))
   if constexpr (N == 256)
     WS_WGMMA_BF16_RS(256, 128, 128, 129, 130, 131, 132, 133);
+  if constexpr (N == 192)
+    WS_WGMMA_BF16_RS(192, 96, 96, 97, 98, 99, 100, 101);
   if constexpr (N == 128)
     WS_WGMMA_BF16_RS(128, 64, 64, 65, 66, 67, 68, 69);
   if constexpr (N == 64)
