@@ -60,6 +60,10 @@ struct PlanTensorMap {
 
 struct Plan {
   std::map<std::string, std::vector<int64_t>> knobs;  // name -> allowed values (first = default)
+  // "knob_scope": knob -> expression over the problem's parameters. Where it is 0 the kernel
+  // ignores the knob (a knob of the wgrad form under form=fwd), so the tuner holds it at its
+  // default instead of spending evaluations on identical binaries.
+  std::map<std::string, std::string> knob_scope;
   std::map<std::string, PlanTensorMap> tensor_maps;  // by name
   std::vector<PlanLaunch> launches;
   std::string workspace_bytes = "0";
@@ -69,6 +73,11 @@ struct Plan {
 /// Extracts and parses the plan comment from a candidate's source. plan_error messages name the
 /// field ("launch[0].grid[1]: ...").
 Result<Plan> ParsePlan(const std::string& source);
+
+/// The knobs worth searching for one parameter setting: the plan's knobs, each out-of-scope one
+/// (its knob_scope expression 0 under `params`) held to its default. Errors name the field.
+Result<std::map<std::string, std::vector<int64_t>>> ScopedKnobs(
+    const Plan& plan, const ProblemSpec& spec, const std::map<std::string, std::string>& params);
 
 /// Checks a plan against a problem: kernels named, tensors known, every expression parses and
 /// only uses known names. Shape-dependent bounds are checked by ResolvePlan.

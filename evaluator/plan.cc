@@ -13,8 +13,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kPlanTag = "warpsmith:plan";
-const std::set<std::string, std::less<>> kPlanKeys = {"knobs", "launch", "workspace", "problem",
-                                                      "tensor_maps"};
+const std::set<std::string, std::less<>> kPlanKeys = {"knobs", "knob_scope", "launch", "workspace",
+                                                      "problem", "tensor_maps"};
 const std::set<std::string, std::less<>> kLaunchKeys = {"kernel", "grid", "block", "cluster",
                                                         "smem", "args", "pdl", "when"};
 const std::set<std::string, std::less<>> kTensorMapKeys = {
@@ -164,8 +164,8 @@ Result<Plan> ParsePlanJson(const json& root) {
   if (!root.is_object()) return Status::Error("the plan must be a JSON object");
   for (auto& [key, _] : root.items()) {
     if (!kPlanKeys.count(key)) {
-      return Status::Error("unknown field '{}' (allowed: knobs, launch, workspace, tensor_maps)",
-                           key);
+      return Status::Error(
+          "unknown field '{}' (allowed: knobs, knob_scope, launch, workspace, tensor_maps)", key);
     }
   }
   if (root.contains("knobs")) {
@@ -190,6 +190,19 @@ Result<Plan> ParsePlanJson(const json& root) {
         vals.push_back(v);
       }
       plan.knobs[name] = std::move(vals);
+    }
+  }
+  if (root.contains("knob_scope")) {
+    const json& scope = root["knob_scope"];
+    if (!scope.is_object()) return Status::Error("knob_scope: expected an object knob -> expression");
+    for (auto& [name, e] : scope.items()) {
+      std::string field = fmt::format("knob_scope.{}", name);
+      if (!plan.knobs.count(name)) return Status::Error("{}: not a knob of the plan", field);
+      if (!e.is_string()) return Status::Error("{}: expected an expression string", field);
+      if (e.get<std::string>().size() > kMaxExprChars) {
+        return Status::Error("{}: longer than {} characters", field, kMaxExprChars);
+      }
+      plan.knob_scope[name] = e.get<std::string>();
     }
   }
   if (root.contains("tensor_maps")) {
@@ -378,6 +391,14 @@ Result<Plan> ParsePlan(const std::string& source) {
 
 Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
   auto names = ExprNames(plan, spec);
+  std::set<std::string, std::less<>> param_names;  // a knob's scope depends on parameters only
+  for (const auto& p : spec.params) param_names.insert(p.name);
+  for (const auto& [knob, e] : plan.knob_scope) {
+    if (param_names.empty()) {
+      return Status::Error("knob_scope.{}: the problem has no parameters to scope a knob by", knob);
+    }
+    WS_RETURN_IF_ERROR(CheckExpr(e, "knob_scope." + knob, param_names));
+  }
   for (const auto& [knob, _] : plan.knobs) {
     if (spec.FindTensor(knob) || spec.FindParam(knob) ||
         std::find(spec.symbols.begin(), spec.symbols.end(), knob) != spec.symbols.end() ||
@@ -427,6 +448,20 @@ Status ValidatePlan(const Plan& plan, const ProblemSpec& spec) {
     }
   }
   return CheckExpr(plan.workspace_bytes, "workspace.bytes", names);
+}
+
+Result<std::map<std::string, std::vector<int64_t>>> ScopedKnobs(
+    const Plan& plan, const ProblemSpec& spec, const std::map<std::string, std::string>& params) {
+  WS_ASSIGN_OR_RETURN(auto resolved, ResolveParams(spec, params));  // vets the values
+  SymbolTable env = BindSymbols(spec, Shape{}, resolved);
+  auto out = plan.knobs;
+  for (const auto& [knob, e] : plan.knob_scope) {
+    auto on = EvalExpr(e, env);
+    if (!on.ok()) return on.status().Context("knob_scope." + knob);
+    auto it = out.find(knob);
+    if (*on == 0 && it != out.end()) it->second.resize(1);  // the default alone
+  }
+  return out;
 }
 
 Result<ResolvedPlan> ResolvePlan(const Plan& plan, const ProblemSpec& spec, const SymbolTable& symbols,

@@ -201,7 +201,41 @@ INSTANTIATE_TEST_SUITE_P(
         BadPlan{R"({ "knobs": { "T": [] }, "launch": [ { "kernel": "k", "grid": [1], "block": [1], "args": [] } ] })",
                 "knobs.T"},
         BadPlan{R"({ "launch": [ { "kernel": "k", "grid": [1], "block": [1], "args": [] } ], "workspace": { "bytes": "1 << 50" } })",
-                "workspace.bytes"}));
+                "workspace.bytes"},
+        BadPlan{R"({ "knobs": { "R": [1] }, "knob_scope": { "S": "rounding == 0" }, "launch": [ { "kernel": "k", "grid": [1], "block": [1], "args": [] } ] })",
+                "knob_scope.S: not a knob"},
+        BadPlan{R"({ "knobs": { "R": [1] }, "knob_scope": { "R": 1 }, "launch": [ { "kernel": "k", "grid": [1], "block": [1], "args": [] } ] })",
+                "knob_scope.R: expected an expression"},
+        BadPlan{R"({ "knobs": { "R": [1] }, "knob_scope": { "R": "M > 4" }, "launch": [ { "kernel": "k", "grid": [1], "block": [1], "args": [] } ] })",
+                "knob_scope.R: unknown name 'M'"}));
+
+// knob_scope: a knob the parameter setting ignores is held to its default for the tuner.
+TEST(PlanTest, KnobScopeHoldsIgnoredKnobsToTheirDefault) {
+  constexpr char kScoped[] = R"P(/* warpsmith:plan
+{ "knobs": { "ROWS": [4, 8], "FLOOR_UNROLL": [2, 1, 4] },
+  "knob_scope": { "FLOOR_UNROLL": "rounding == 1" },
+  "launch": [ { "kernel": "quant", "grid": ["ceil_div(M, ROWS)"], "block": [256],
+                "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void quant() {}
+)P";
+  auto plan = ParsePlan(kScoped);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ProblemSpec spec = QuantizeSpec();
+  ASSERT_TRUE(ValidatePlan(*plan, spec).ok());
+  auto rceil = ScopedKnobs(*plan, spec, {});  // the default, rceil
+  ASSERT_TRUE(rceil.ok()) << rceil.status().message();
+  EXPECT_EQ(rceil->at("FLOOR_UNROLL"), std::vector<int64_t>{2});
+  EXPECT_EQ(rceil->at("ROWS"), (std::vector<int64_t>{4, 8}));  // unscoped: searched everywhere
+  auto floor = ScopedKnobs(*plan, spec, {{"rounding", "floor"}});
+  ASSERT_TRUE(floor.ok()) << floor.status().message();
+  EXPECT_EQ(floor->at("FLOOR_UNROLL"), (std::vector<int64_t>{2, 1, 4}));
+  auto bad = ScopedKnobs(*plan, spec, {{"rounding", "up"}});
+  EXPECT_FALSE(bad.ok());
+  // A scoped-out knob still resolves when set: the plan stays valid, the kernel ignores it.
+  EXPECT_TRUE(ResolvePlan(*plan, spec, {{"M", 8}, {"K", 32}, {"rounding", 0}},
+                          {{"FLOOR_UNROLL", 4}}, {}).ok());
+}
 
 TEST(PlanTest, MissingPlanIsAnError) {
   auto plan = ParsePlan("extern \"C\" __global__ void k() {}");

@@ -1076,7 +1076,11 @@ Result<std::string> Engine::TunerAttempt(ProblemRun& p) {
       return std::string("no evaluations left");
     TunerOptions topts;
     topts.seed = config_.rng_seed + static_cast<uint64_t>(parent_id);
-    std::vector<KnobSetting> settings = ProposeKnobs(plan->knobs, history, batch, topts);
+    // Knobs a parameter setting ignores (knob_scope) stay at their defaults.
+    Result<KnobSpace> space = ScopedKnobs(*plan, p.spec, p.params);
+    if (!space.ok())
+      continue;
+    std::vector<KnobSetting> settings = ProposeKnobs(*space, history, batch, topts);
     if (settings.empty())
       continue;
 

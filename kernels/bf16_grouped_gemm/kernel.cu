@@ -1,6 +1,9 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [256, 128, 64, 192], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0], "EPI": [0, 1], "EPI_SHORT": [1024, 0, 512, 2048] },
+{ "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [256, 192, 128, 64],
+             "WGRAD_EPI": [0, 1], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
+             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048] },
+  "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
+                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -10,15 +13,15 @@
                "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_sm100_bf16_grouped_gemm_tma",
                 "when": "form != 2 || M > EPI_SHORT * E",
-                "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, BN))"],
+                "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16) + 6144",
+                "smem": "(form != 2) * (min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16)) + (form == 2) * (min(STAGES, (226304 - WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) + 6144",
                 "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_bf16_grouped_gemm_tma_staged",
                 "when": "form == 2 && M <= EPI_SHORT * E",
-                "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, BN))"],
+                "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
-                "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (PP == 0) * 128 * (2 * BN + 16) + 6144",
+                "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + (PP == 0) * 128 * (2 * WGRAD_BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
@@ -62,9 +65,12 @@
 //    module holds both: the plan launches `_tma_staged` in wgrad where M <= EPI_SHORT * E.
 //  - sm_100a: warp 0 TMA, warp 1 issues tcgen05.mma (M=128, N=BN, a/b major bits per form) into
 //    a double-buffered TMEM accumulator; warps 4..11 drain it (tcgen05.ld 32x32b.x32) and store.
-// Knobs: BN (output tile width; 192 tiles K = 2880 exactly, where 256 wastes 6.7% of the MMAs on
-// zero-filled columns), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI (the main
-// instance's epilogue), EPI_SHORT (wgrad: most tokens per group for the staged instance; 0: never).
+// Knobs: BN and EPI (fwd and dgrad: output tile width and the main instance's epilogue; 192 with
+// the staged epilogue keeps four 40 KiB stages and measured 1.08x / 1.09x 256 with register
+// stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad, 256 and 0 until measured
+// in one call), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
+// tokens per group for the staged instance; 0: never). The plan's knob_scope tells the tuner
+// which form reads which knobs.
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
 // runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
@@ -86,7 +92,10 @@
 #error "compile with -DWS_FORM (the problem's form parameter)"
 #endif
 #ifndef BN
-#define BN 256
+#define BN 192  // fwd and dgrad (knob_scope); wgrad's tile is WGRAD_BN
+#endif
+#ifndef WGRAD_BN
+#define WGRAD_BN 256
 #endif
 #ifndef STAGES
 #define STAGES 4
@@ -98,11 +107,23 @@
 #define PP 0
 #endif
 #ifndef EPI
-#define EPI 0  // sm_90a: 1 = staged epilogue (ws::StagedStore), 0 = stores from registers
+#define EPI 1  // sm_90a: 1 = staged epilogue (ws::StagedStore), 0 = stores from registers
 #endif
-#if PP != 0 && EPI != 0  // ping-pong consumers store from registers
-#undef EPI
-#define EPI 0
+#ifndef WGRAD_EPI
+#define WGRAD_EPI 0  // wgrad's EPI (its main instance; short groups take the staged one anyway)
+#endif
+// The form's tile: fwd and dgrad measured best at 192 columns with the staged epilogue (H200,
+// 2026-12-03), wgrad's long groups at 256 with register stores, so wgrad has its own two knobs.
+#if WS_FORM == 2
+#define TILE_N WGRAD_BN
+#define TILE_EPI WGRAD_EPI
+#else
+#define TILE_N BN
+#define TILE_EPI EPI
+#endif
+#if PP != 0 && TILE_EPI != 0  // ping-pong consumers store from registers
+#undef TILE_EPI
+#define TILE_EPI 0
 #endif
 
 namespace {
@@ -112,7 +133,7 @@ using ws::uint64_t;
 
 struct Config {
   static constexpr int kForm = WS_FORM;
-  static constexpr int kBM = 128, kBN = BN, kBK = 64;
+  static constexpr int kBM = 128, kBN = TILE_N, kBK = 64;
   static constexpr int kThreads = 384;
   static constexpr int kABytes = kBM * kBK * 2;  // (BM,BK) bf16, 128B-swizzled
   static constexpr int kBBytes = kBN * kBK * 2;  // (BN,BK) bf16, 128B-swizzled
@@ -539,7 +560,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
-  grouped_gemm<EPI>(tma_a, tma_b, offs, out, M, E, N, K);
+  grouped_gemm<TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K);
 }
 
 // The staged-epilogue instance, for short groups (the plan's EPI_SHORT).

@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [128, 64, 192], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
+{ "knobs": { "BN": [192, 128, 64], "STAGES": [6, 5, 4, 7], "PROMOTE": [1, 2, 4],
              "GROUP_M": [8, 16, 4, 1],
              "SPLIT_M": [128, 0, 64, 256], "SBN": [64, 128], "SPLIT_KB": [2, 4, 8], "SBM": [64, 128],
              "SSTAGES": [8, 6, 12], "NARROW_N": [2048, 0, 4096], "NSBN": [32, 64],
@@ -80,7 +80,8 @@
 //  - sm_100a: warp 0 TMA, warp 1 one thread issuing tcgen05.mma kind::f8f6f4 (E4M3 x E4M3, M=128,
 //    N=BN, K=32) into a double-buffered fp32 TMEM accumulator (full fp32 accumulation there, so
 //    no promotion); warps 4..11 drain it with tcgen05.ld 32x32b.x32, apply the scales, store bf16.
-// Knobs: BN (tile N; 128 default: 2 x 64 accumulator registers fit the consumers' budget),
+// Knobs: BN (tile N; 192 default: there EPI=2 becomes EPI=1, two accumulators of 96 registers;
+// on the H200 1.01-1.13x BN=128 with EPI=2 at the large shapes, 2026-12-03),
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group),
 // MC (sm_90a: 2 = clusters of two CTAs along M sharing each B tile by TMA multicast; takes EPI=0),
 // EPI (0 register stores, 1 staged, 2 staged + two accumulators; 2 needs BN <= 128, PROMOTE=1).
@@ -109,7 +110,7 @@
 #include "ws/wgmma.cuh"
 
 #ifndef BN
-#define BN 128
+#define BN 192
 #endif
 #ifndef STAGES
 #define STAGES 6
