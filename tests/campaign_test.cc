@@ -317,6 +317,40 @@ TEST_F(CampaignTest, PlannerSpendsWhereTheHeadroomIs) {
   EXPECT_GE(gpu, 0);
 }
 
+// knob_scope reaches the tuner: a knob that only the floor setting reads stays at its default in
+// an rceil campaign, so the 5 x 3 space is searched as its 5 distinct binaries.
+TEST_F(CampaignTest, TunerHoldsOutOfScopeKnobsAtTheirDefaults) {
+  MakeProblems({"far"});
+  std::ofstream(dir_ / "kernels" / "far" / "kernel.cu") << R"P(/* warpsmith:plan
+{ "knobs":  { "A": [2, 0, 1, 3, 4], "Z": [0, 1, 2] },
+  "knob_scope": { "Z": "rounding == 1" },
+  "launch": [ { "kernel": "k", "grid": ["ceil_div(M * K, 256)"], "block": ["256"],
+                "smem": "0", "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void k(const unsigned short* x, unsigned char* q, unsigned char* s, int M,
+                             int K) {}
+)P";
+  CampaignConfig c;
+  c.budget.evaluations = 15;
+  c.tuner_batch = 5;
+  CampaignEnv env = FakeEnv();
+  Result<int64_t> id = StartCampaign(c, env);
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto evals = store->CampaignEvaluations(*id, "far");
+  ASSERT_TRUE(evals.ok());
+  std::set<std::string> settings;
+  for (const auto& e : *evals) {
+    if (e.agent != "tuner")
+      continue;
+    json k = json::parse(e.knobs_json);
+    EXPECT_EQ(k.value("Z", 0), 0) << e.knobs_json;
+    settings.insert(e.knobs_json);
+  }
+  EXPECT_EQ(settings.size(), 5u) << "every A, with Z at its default";
+}
+
 // kill -9 mid-campaign: every committed evaluation survives, resume counts the spent budget
 // from the store and continues the search without repeating a setting.
 TEST_F(CampaignTest, KillAndResume) {
