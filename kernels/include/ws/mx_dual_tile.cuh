@@ -400,8 +400,8 @@ struct DualTile {
   }
 
   /// The persistent form: this CTA quantizes tiles blockIdx.x, + gridDim.x, ... below num_tiles
-  /// (job_at(t) places tile t) through a ring of kStages tile buffers filled by bulk copies, one
-  /// per tile row on the buffer's mbarrier: while one tile is quantized and stored, the next
+  /// (job_at(t) places tile t) through a ring of kStages tile buffers (filled by bulk copies with
+  /// kUseTma, else cp.async): while one tile is quantized and stored, the next
   /// kStages - 1 are loading (the one-tile form leaves each CTA's loads idle while it computes
   /// and stores). Warp 0 refills a buffer once every thread is past its last read of it.
   template <bool kRowwise, int kStages, class JobAt>
@@ -417,23 +417,39 @@ struct DualTile {
       fence_mbarrier_init();
     }
     __syncthreads();
-    // Warp 0 (all lanes): tile t into buffer s.
+    // Tile t into buffer s: kUseTma, warp 0 (all lanes) issues one bulk copy per row on the
+    // buffer's mbarrier; else every thread issues its kLoadsPerThread 16-byte cp.async chunks as
+    // one commit group (empty past the last tile, so group i is always tile i's).
     auto load = [&](int t, int s) {
-      const Job j = job_at(t);
-      const int rows_valid = min(kBM, j.rows - j.m0), cols_valid = min(kBK, j.cols - j.k0);
       const unsigned tile = base + s * kTileBytes, bar = bars + 8 * s;
-      if (lane == 0) mbar_expect_tx(bar, rows_valid * cols_valid * 2);
-      __syncwarp();
-      for (int r = lane; r < rows_valid; r += 32) {
-        bulk_load_1d(tile + r * kBK * 2, j.x + static_cast<long long>(j.m0 + r) * j.cols + j.k0,
-                     cols_valid * 2, bar);
+      if (t < num_tiles) {
+        const Job j = job_at(t);
+        const int rows_valid = min(kBM, j.rows - j.m0), cols_valid = min(kBK, j.cols - j.k0);
+        if constexpr (kUseTma) {
+          if (lane == 0) mbar_expect_tx(bar, rows_valid * cols_valid * 2);
+          __syncwarp();
+          for (int r = lane; r < rows_valid; r += 32) {
+            bulk_load_1d(tile + r * kBK * 2,
+                         j.x + static_cast<long long>(j.m0 + r) * j.cols + j.k0,
+                         cols_valid * 2, bar);
+          }
+        } else {
+#pragma unroll
+          for (int u = 0; u < kLoadsPerThread; ++u) {
+            const int ci = u * kThreads + tid;
+            const int r = ci / kRowChunks, cc = ci % kRowChunks;
+            if (r < rows_valid && cc * 8 < cols_valid) {
+              asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(tile + ci * 16),
+                           "l"(j.x + static_cast<long long>(j.m0 + r) * j.cols + j.k0 + cc * 8)
+                           : "memory");
+            }
+          }
+        }
       }
+      if constexpr (!kUseTma) asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    if (tid < 32) {
-      for (int s = 0; s < kStages; ++s) {
-        const int t = blockIdx.x + s * gridDim.x;  // num_tiles + kStages * gridDim.x < 2^31
-        if (t < num_tiles) load(t, s);
-      }
+    if (!kUseTma || tid < 32) {
+      for (int s = 0; s < kStages; ++s) load(blockIdx.x + s * gridDim.x, s);  // < 2^31
     }
     int i = 0;
     for (int t = blockIdx.x; t < num_tiles; t += gridDim.x, ++i) {
@@ -441,17 +457,22 @@ struct DualTile {
       const Job j = job_at(t);
       const int rows_valid = min(kBM, j.rows - j.m0), cols_valid = min(kBK, j.cols - j.k0);
       const unsigned tile = base + s * kTileBytes;
-      mbar_wait(bars + 8 * s, (i / kStages) & 1);
+      if constexpr (kUseTma) {
+        mbar_wait(bars + 8 * s, (i / kStages) & 1);
+      } else {
+        // Groups after tile i's: kStages - 1 (one per later buffer); then every thread's chunks.
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 1) : "memory");
+        __syncthreads();
+      }
       if constexpr (kRowwise) {
         rowwise_from_shared(tile, j.q, j.scales, j.cols, j.m0, j.k0, rows_valid, cols_valid);
       }
       colwise(tile, stage, j.q_t, j.scales_t, j.rows, j.m0, j.k0, rows_valid, cols_valid);
       // This thread's generic reads and q_t staging writes of the buffer, ordered before the
       // async proxy's refill; the barrier then frees the buffer and the staged scales_t.
-      fence_proxy_async_shared();
+      if constexpr (kUseTma) fence_proxy_async_shared();
       __syncthreads();
-      const int next = t + kStages * gridDim.x;
-      if (tid < 32 && next < num_tiles) load(next, s);
+      if (!kUseTma || tid < 32) load(t + kStages * gridDim.x, s);
     }
   }
 
