@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [256, 192, 128, 64],
-             "WGRAD_EPI": [0, 1], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
+{ "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [192, 256, 128, 64],
+             "WGRAD_EPI": [1, 0], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
              "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048] },
   "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
                   "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
@@ -67,8 +67,9 @@
 //    a double-buffered TMEM accumulator; warps 4..11 drain it (tcgen05.ld 32x32b.x32) and store.
 // Knobs: BN and EPI (fwd and dgrad: output tile width and the main instance's epilogue; 192 with
 // the staged epilogue keeps four 40 KiB stages and measured 1.08x / 1.09x 256 with register
-// stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad, 256 and 0 until measured
-// in one call), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
+// stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad: 192 and 1 measured
+// 1.036x geomean 256 and 0 in one call, 1.14x at E128, 0.94-0.97x at E8 K7168 and M256, H200
+// 2026-12-03 session 20), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
 // tokens per group for the staged instance; 0: never). The plan's knob_scope tells the tuner
 // which form reads which knobs.
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
@@ -95,7 +96,7 @@
 #define BN 192  // fwd and dgrad (knob_scope); wgrad's tile is WGRAD_BN
 #endif
 #ifndef WGRAD_BN
-#define WGRAD_BN 256
+#define WGRAD_BN 192
 #endif
 #ifndef STAGES
 #define STAGES 4
@@ -110,10 +111,11 @@
 #define EPI 1  // sm_90a: 1 = staged epilogue (ws::StagedStore), 0 = stores from registers
 #endif
 #ifndef WGRAD_EPI
-#define WGRAD_EPI 0  // wgrad's EPI (its main instance; short groups take the staged one anyway)
+#define WGRAD_EPI 1  // wgrad's EPI (its main instance; short groups take the staged one anyway)
 #endif
 // The form's tile: fwd and dgrad measured best at 192 columns with the staged epilogue (H200,
-// 2026-12-03), wgrad's long groups at 256 with register stores, so wgrad has its own two knobs.
+// 2026-12-03), wgrad too in one call (session 20); wgrad keeps its own two knobs, its groups'
+// lengths differ from the others' by orders of magnitude.
 #if WS_FORM == 2
 #define TILE_N WGRAD_BN
 #define TILE_EPI WGRAD_EPI

@@ -1,15 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "PIPE": [0, 2, 3], "CPS": [3, 2] },
-  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise", "when": "PIPE == 0",
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
-                "args":  ["x", "q_t", "scales_t", "M", "K"] },
-              { "kernel": "sm90_bf16_mxfp8_quantize_colwise_stream", "when": "PIPE > 0",
-                "grid":  ["min(ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT), num_sms * CPS)"],
-                "block": ["32 * RB * KT"],
-                "smem": "PIPE * 32 * RB * 64 * KT * 2 + 64 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["x", "q_t", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
@@ -97,12 +91,6 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
-#ifndef PIPE
-#define PIPE 0
-#endif
-#ifndef CPS
-#define CPS 3
-#endif
 
 namespace {
 
@@ -136,23 +124,4 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #endif
   Tile::quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
                         smem);
-}
-
-// The persistent form (PIPE > 0): min(tiles, num_sms * CPS) CTAs walk the tiles in the same
-// order through a ring of PIPE tile buffers (ws::mx::DualTile::quantize_stream).
-extern "C" __global__ void __launch_bounds__(Tile::kThreads, CPS)
-    sm90_bf16_mxfp8_quantize_colwise_stream(const unsigned short* __restrict__ x,
-                                            unsigned char* __restrict__ q_t,
-                                            unsigned char* __restrict__ scales_t, int M, int K) {
-  extern __shared__ __align__(128) unsigned char smem[];  // PIPE tiles, mbarriers, scales_t
-  const int tiles_m = (M + Tile::kBM - 1) / Tile::kBM, tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-  Tile::quantize_stream<false, (PIPE > 0 ? PIPE : 1)>(
-      tiles_m * tiles_k,
-      [&](int t) {
-        int tm, tk;
-        ws::mx::tile_order(t, tiles_m, tiles_k, GROUP_K, ORDER, tm, tk);
-        return Tile::Job{x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM,
-                         tk * Tile::kBK};
-      },
-      smem);
 }

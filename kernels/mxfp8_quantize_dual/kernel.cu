@@ -1,15 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "PIPE": [0, 2, 3], "CPS": [3, 2] },
-  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual", "when": "PIPE == 0",
+              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
-                "args":  ["x", "q", "scales", "q_t", "scales_t", "M", "K"] },
-              { "kernel": "sm90_bf16_mxfp8_quantize_dual_stream", "when": "PIPE > 0",
-                "grid":  ["min(ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT), num_sms * CPS)"],
-                "block": ["32 * RB * KT"],
-                "smem": "PIPE * 32 * RB * 64 * KT * 2 + 64 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["x", "q", "scales", "q_t", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 dual quantization, hand-tuned: BF16 x [M,K] -> rowwise q [M,K] + scales [M,K/32] and
@@ -61,6 +55,13 @@
 // run (bench/results/sweeps-h200-2026-12-01-session9.json); 0.62-0.78 of SOL, ok at every test,
 // hidden and bench shape, 1.44-1.61x the Triton floor peer (kernels-h200-2026-12-01-session9.json).
 // The run model above predicted 0.92 for GROUP_K 8: some cost it does not count remains.
+// Nsight Compute (H200, session 20, K7168 M131072, 1.18 ms): DRAM 66.8% of peak but L2 85.7%
+// busy, L2 hit rate 56.7%, issue slots 63.8% busy, 48.6% of warps active: the L2 (requests,
+// not bytes) binds before DRAM does. A persistent form with 2-3 tile buffers per CTA (the next
+// tiles' loads in flight while one is quantized; cp.async on sm_90a, bulk copies per row) ran
+// 0.88-0.91x of this kernel (bulk copies 0.78-0.84x), colwise 0.90-0.92x; the one-tile kernel
+// with per-row bulk loads (LOAD_PATH 1) 0.94x. Fewer CTAs per SM (2, not 3) lost more (0.66-0.70x):
+// resident warps, not loads in flight per CTA, are what this kernel runs on; the form was removed.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -97,12 +98,6 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
-#ifndef PIPE
-#define PIPE 0
-#endif
-#ifndef CPS
-#define CPS 3
-#endif
 
 namespace {
 
@@ -138,24 +133,4 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #endif
   Tile::quantize<true>(x, q, scales, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
                        smem);
-}
-
-// The persistent form (PIPE > 0): min(tiles, num_sms * CPS) CTAs walk the tiles in the same
-// order through a ring of PIPE tile buffers (ws::mx::DualTile::quantize_stream).
-extern "C" __global__ void __launch_bounds__(Tile::kThreads, CPS)
-    sm90_bf16_mxfp8_quantize_dual_stream(const unsigned short* __restrict__ x,
-                                         unsigned char* __restrict__ q,
-                                         unsigned char* __restrict__ scales,
-                                         unsigned char* __restrict__ q_t,
-                                         unsigned char* __restrict__ scales_t, int M, int K) {
-  extern __shared__ __align__(128) unsigned char smem[];  // PIPE tiles, mbarriers, scales_t
-  const int tiles_m = (M + Tile::kBM - 1) / Tile::kBM, tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-  Tile::quantize_stream<true, (PIPE > 0 ? PIPE : 1)>(
-      tiles_m * tiles_k,
-      [&](int t) {
-        int tm, tk;
-        ws::mx::tile_order(t, tiles_m, tiles_k, GROUP_K, ORDER, tm, tk);
-        return Tile::Job{x, q, scales, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK};
-      },
-      smem);
 }

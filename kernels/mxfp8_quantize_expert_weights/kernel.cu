@@ -1,15 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "PIPE": [0, 2, 3], "CPS": [3, 2] },
-  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights", "when": "PIPE == 0",
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+  "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
-                "args":  ["w", "q_k", "s_k", "q_n", "s_n", "E", "N", "K"] },
-              { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights_stream", "when": "PIPE > 0",
-                "grid":  ["min(E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT), num_sms * CPS)"],
-                "block": ["32 * RB * KT"],
-                "smem": "PIPE * 32 * RB * 64 * KT * 2 + 64 + SCALE_WORDS * 64 * KT * RB",
                 "args":  ["w", "q_k", "s_k", "q_n", "s_n", "E", "N", "K"] } ] }
 */
 // MXFP8 expert-weight quantization, hand-tuned: BF16 w [E,N,K] -> along-K q_k [E,N,K] + s_k
@@ -87,12 +81,6 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
-#ifndef PIPE
-#define PIPE 0
-#endif
-#ifndef CPS
-#define CPS 3
-#endif
 
 namespace {
 
@@ -131,31 +119,4 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long elems = static_cast<long long>(N) * K;  // per expert
   Tile::quantize<true>(w + e * elems, q_k + e * elems, s_k + e * (elems / 32), q_n + e * elems,
                        s_n + e * (elems / 32), N, K, tn * Tile::kBM, tk * Tile::kBK, smem);
-}
-
-// The persistent form (PIPE > 0): min(tiles, num_sms * CPS) CTAs walk the tiles in the same
-// order (expert by expert) through a ring of PIPE tile buffers
-// (ws::mx::DualTile::quantize_stream).
-extern "C" __global__ void __launch_bounds__(Tile::kThreads, CPS)
-    sm90_bf16_mxfp8_quantize_expert_weights_stream(const unsigned short* __restrict__ w,
-                                                   unsigned char* __restrict__ q_k,
-                                                   unsigned char* __restrict__ s_k,
-                                                   unsigned char* __restrict__ q_n,
-                                                   unsigned char* __restrict__ s_n, int E, int N,
-                                                   int K) {
-  extern __shared__ __align__(128) unsigned char smem[];  // PIPE tiles, mbarriers, scales_t
-  const int tiles_n = (N + Tile::kBM - 1) / Tile::kBM, tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-  const int per_expert = tiles_n * tiles_k;
-  const long long elems = static_cast<long long>(N) * K;  // per expert
-  Tile::quantize_stream<true, (PIPE > 0 ? PIPE : 1)>(
-      E * per_expert,
-      [&](int t) {
-        const long long e = t / per_expert;
-        int tn, tk;
-        ws::mx::tile_order(t % per_expert, tiles_n, tiles_k, GROUP_K, ORDER, tn, tk);
-        return Tile::Job{w + e * elems, q_k + e * elems, s_k + e * (elems / 32),
-                         q_n + e * elems, s_n + e * (elems / 32), N, K, tn * Tile::kBM,
-                         tk * Tile::kBK};
-      },
-      smem);
 }

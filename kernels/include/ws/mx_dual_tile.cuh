@@ -33,26 +33,6 @@ constexpr bool use_bulk_loads(int load_path) {
 #endif
 }
 
-/// Tile t of a tiles_m x tiles_k grid (fewer than 2^31 tiles) in the quantizers' launch order: group_k > 0, groups of
-/// group_k k tiles, k fastest inside a group, then m (launch-order neighbours are K neighbours, M
-/// neighbours group_k apart); else order 0 walks m fastest, order 1 k fastest.
-__device__ __forceinline__ void tile_order(int t, int tiles_m, int tiles_k, int group_k,
-                                           int order, int& tm, int& tk) {
-  if (group_k > 0) {
-    const int per_group = tiles_m * group_k;
-    const int group = t / per_group, in_group = t % per_group;
-    const int width = min(group_k, tiles_k - group * group_k);
-    tm = in_group / width;
-    tk = group * group_k + in_group % width;
-  } else if (order == 0) {
-    tm = t % tiles_m;
-    tk = t / tiles_m;
-  } else {
-    tk = t % tiles_k;
-    tm = t / tiles_k;
-  }
-}
-
 /// kRowBlocks: 32-row blocks per tile (BM = 32 kRowBlocks); kSubtiles: 64-column subtiles (BK =
 /// 64 kSubtiles); one warp per (row block, subtile). kFloor: floor scales, else rceil. kUseTma:
 /// bulk-copy loads, else vector loads. kStoreCs: st.global.cs for q and q_t. kScaleWords: scales
@@ -177,132 +157,6 @@ struct DualTile {
     }
   }
 
-  // Rowwise half of a tile already in shared memory (row pitch kBK * 2 bytes): every thread
-  // quantizes kLoadsPerThread 16-byte chunks into q / scales. Rows and columns past the valid
-  // ones hold garbage and are not stored.
-  static __device__ __forceinline__ void rowwise_from_shared(unsigned tile,
-                                                             unsigned char* __restrict__ q,
-                                                             unsigned char* __restrict__ scales,
-                                                             long long cols, long long m0,
-                                                             long long k0, int rows_valid,
-                                                             int cols_valid) {
-    const int tid = threadIdx.x, lane = tid & 31;
-#pragma unroll
-    for (int u = 0; u < kLoadsPerThread; ++u) {
-      const int ci = u * kThreads + tid;
-      const int r = ci / kRowChunks, cc = ci % kRowChunks;
-      const bool valid = r < rows_valid && cc * 8 < cols_valid;
-      const Chunk c = load_shared16(tile + ci * 16);
-      const long long row = m0 + r, col = k0 + cc * 8;
-      rowwise_any(c, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
-                  scales + row * (cols / 32) + col / 32, lane);
-    }
-  }
-
-  // Colwise half of a tile in shared memory at `tile`: quantizes, stages q_t over the tile (all
-  // its reads are done first), stores q_t and scales_t (staged at `stage` with kScaleWords).
-  // Ends with the tile's shared memory read by the q_t stores: a caller reusing it syncs first.
-  static __device__ __forceinline__ void colwise(unsigned tile, unsigned stage,
-                                                 unsigned char* __restrict__ q_t,
-                                                 unsigned char* __restrict__ scales_t,
-                                                 long long rows, long long m0, long long k0,
-                                                 int rows_valid, int cols_valid) {
-    // ---- colwise: warp (b, kt), lane p owns columns 64kt + 2p, +1 of rows 32b .. 32b+31 ----
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int b = warp % kRowBlocks, kt = warp / kRowBlocks;
-    const int kl = 64 * kt + 2 * lane;  // first of the two tile columns
-    const bool col_valid = 32 * b < rows_valid && kl < cols_valid;
-    unsigned qa[8], qb[8];  // column kl / kl+1: 32 bytes each, row 4j+i in byte i of word j
-    unsigned s2 = 0;
-    if (col_valid) {
-      unsigned w[32];  // (32 rows) x bf16 pair
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
-      }
-      unsigned m2 = 0;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
-      s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
-      const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j]), ra),
-                           mul_rn_no_ftz(bf16_lo(w[4 * j + 1]), ra)) |
-                cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j + 2]), ra),
-                           mul_rn_no_ftz(bf16_lo(w[4 * j + 3]), ra))
-                    << 16;
-        qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j]), rb),
-                           mul_rn_no_ftz(bf16_hi(w[4 * j + 1]), rb)) |
-                cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j + 2]), rb),
-                           mul_rn_no_ftz(bf16_hi(w[4 * j + 3]), rb))
-                    << 16;
-      }
-      if ((s2 & 0xFFu) == kE8M0NaN) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) qa[j] = kE4M3NaNx4;
-      }
-      if ((s2 >> 8) == kE8M0NaN) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) qb[j] = kE4M3NaNx4;
-      }
-      if constexpr (kScaleWords) {
-        // Staged scales_t row k: byte b is block b of tile column k (written out below).
-        store_shared1(stage + kl * kRowBlocks + b, s2 & 0xFFu);
-        store_shared1(stage + (kl + 1) * kRowBlocks + b, s2 >> 8);
-      } else {
-        // scales_t (cols, rows/32): byte stores; M-adjacent CTAs (ORDER 0) fill the same sectors.
-        const long long nb = rows / 32;
-        const long long sb = m0 / 32 + b;
-        scales_t[(k0 + kl) * nb + sb] = static_cast<unsigned char>(s2 & 0xFFu);
-        scales_t[(k0 + kl + 1) * nb + sb] = static_cast<unsigned char>(s2 >> 8);
-      }
-    }
-    __syncthreads();  // every colwise read of the x tile is done: stage q_t over it
-    if (col_valid) {
-      store_shared16(tile + qt_offset(kl, 2 * b), qa[0], qa[1], qa[2], qa[3]);
-      store_shared16(tile + qt_offset(kl, 2 * b + 1), qa[4], qa[5], qa[6], qa[7]);
-      store_shared16(tile + qt_offset(kl + 1, 2 * b), qb[0], qb[1], qb[2], qb[3]);
-      store_shared16(tile + qt_offset(kl + 1, 2 * b + 1), qb[4], qb[5], qb[6], qb[7]);
-    }
-    __syncthreads();
-
-    // ---- q_t: staged row k holds q_t[k0 + k][m0 .. m0 + kBM); 16-byte coalesced stores ----
-#pragma unroll
-    for (int u = 0; u < kStoresPerThread; ++u) {
-      const int ci = u * kThreads + tid;
-      const int k = ci / kQtChunks, ch = ci % kQtChunks;
-      if (k < cols_valid && ch * 16 < rows_valid) {
-        const Chunk v = load_shared16(tile + qt_offset(k, ch));
-        store_global16<kStoreCs>(q_t + (k0 + k) * rows + m0 + ch * 16, v);
-      }
-    }
-    if constexpr (kScaleWords) {
-      // scales_t: thread k writes staged row k, the tile's blocks of column k0 + k (kThreads >=
-      // kBK since kRowBlocks >= 2), as words where whole and aligned.
-      static_assert(kThreads >= kBK, "one thread per staged scales_t row");
-      const int k = tid;
-      const int blocks_valid = rows_valid / 32;
-      if (k < kBK && k < cols_valid) {
-        const unsigned src = stage + k * kRowBlocks;
-        unsigned char* dst = scales_t + (k0 + k) * (rows / 32) + m0 / 32;
-        bool done = false;
-        if constexpr (kRowBlocks % 4 == 0) {
-          if (blocks_valid == kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
-#pragma unroll
-            for (int w = 0; w < kRowBlocks; w += 4) {
-              *reinterpret_cast<unsigned*>(dst + w) = load_shared4(src + w);
-            }
-            done = true;
-          }
-        }
-        if (!done) {
-          for (int w = 0; w < blocks_valid; ++w) dst[w] = load_shared1(src + w);
-        }
-      }
-    }
-  }
-
   // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch kBM bytes).
   static __device__ __forceinline__ unsigned qt_offset(int k, int ch) {
     return static_cast<unsigned>(k * kBM + ((ch ^ ((k >> 1) & kSwizzleMask)) << 4));
@@ -337,7 +191,16 @@ struct DualTile {
       }
       mbar_wait(bar, 0);
       if constexpr (kRowwise) {
-        rowwise_from_shared(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
+#pragma unroll
+        for (int u = 0; u < kLoadsPerThread; ++u) {
+          const int ci = u * kThreads + tid;
+          const int r = ci / kRowChunks, cc = ci % kRowChunks;
+          const bool valid = r < rows_valid && cc * 8 < cols_valid;
+          const Chunk c = load_shared16(tile + ci * 16);  // garbage where !valid: not stored
+          const long long row = m0 + r, col = k0 + cc * 8;
+          rowwise_any(c, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
+                      scales + row * (cols / 32) + col / 32, lane);
+        }
       }
     } else {
       Chunk c[kLoadsPerThread];  // (8) x 16 B, all in flight before the first use
@@ -378,101 +241,99 @@ struct DualTile {
       __syncthreads();
     }
 
-    colwise(tile, tile + kSmemBytes, q_t, scales_t, rows, m0, k0, rows_valid, cols_valid);
-  }
-
-  /// One tile's place for quantize_stream: its matrix x [rows, cols] and outputs (q / scales
-  /// unused without kRowwise) and the tile's first row m0 and column k0.
-  struct Job {
-    const unsigned short* x;
-    unsigned char* q;
-    unsigned char* scales;
-    unsigned char* q_t;
-    unsigned char* scales_t;
-    int rows, cols, m0, k0;  // 32-bit: the index arithmetic below widens to 64 bits
-  };
-
-  /// Dynamic shared memory of quantize_stream: kStages tiles, 64 bytes of mbarriers, the staged
-  /// scales_t.
-  template <int kStages>
-  static constexpr int stream_smem_bytes() {
-    return kStages * kTileBytes + 64 + kScaleStageBytes;
-  }
-
-  /// The persistent form: this CTA quantizes tiles blockIdx.x, + gridDim.x, ... below num_tiles
-  /// (job_at(t) places tile t) through a ring of kStages tile buffers (filled by bulk copies with
-  /// kUseTma, else cp.async): while one tile is quantized and stored, the next
-  /// kStages - 1 are loading (the one-tile form leaves each CTA's loads idle while it computes
-  /// and stores). Warp 0 refills a buffer once every thread is past its last read of it.
-  template <bool kRowwise, int kStages, class JobAt>
-  static __device__ __forceinline__ void quantize_stream(int num_tiles, JobAt job_at,
-                                                         unsigned char* smem) {
-    static_assert(kStages >= 1 && kStages <= 8, "64 bytes of mbarriers");
-    const int tid = threadIdx.x, lane = tid & 31;
-    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    const unsigned bars = base + kStages * kTileBytes;
-    const unsigned stage = bars + 64;  // staged scales_t (kScaleWords)
-    if (tid == 0) {
-      for (int s = 0; s < kStages; ++s) mbar_init(bars + 8 * s, 1);
-      fence_mbarrier_init();
+    // ---- colwise: warp (b, kt), lane p owns columns 64kt + 2p, +1 of rows 32b .. 32b+31 ----
+    const int b = warp % kRowBlocks, kt = warp / kRowBlocks;
+    const int kl = 64 * kt + 2 * lane;  // first of the two tile columns
+    const bool col_valid = 32 * b < rows_valid && kl < cols_valid;
+    unsigned qa[8], qb[8];  // column kl / kl+1: 32 bytes each, row 4j+i in byte i of word j
+    unsigned s2 = 0;
+    if (col_valid) {
+      unsigned w[32];  // (32 rows) x bf16 pair
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
+      }
+      unsigned m2 = 0;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
+      s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
+      const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j]), ra),
+                           mul_rn_no_ftz(bf16_lo(w[4 * j + 1]), ra)) |
+                cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j + 2]), ra),
+                           mul_rn_no_ftz(bf16_lo(w[4 * j + 3]), ra))
+                    << 16;
+        qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j]), rb),
+                           mul_rn_no_ftz(bf16_hi(w[4 * j + 1]), rb)) |
+                cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j + 2]), rb),
+                           mul_rn_no_ftz(bf16_hi(w[4 * j + 3]), rb))
+                    << 16;
+      }
+      if ((s2 & 0xFFu) == kE8M0NaN) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qa[j] = kE4M3NaNx4;
+      }
+      if ((s2 >> 8) == kE8M0NaN) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qb[j] = kE4M3NaNx4;
+      }
+      if constexpr (kScaleWords) {
+        // Staged scales_t row k: byte b is block b of tile column k (written out below).
+        const unsigned stage = tile + kSmemBytes;
+        store_shared1(stage + kl * kRowBlocks + b, s2 & 0xFFu);
+        store_shared1(stage + (kl + 1) * kRowBlocks + b, s2 >> 8);
+      } else {
+        // scales_t (cols, rows/32): byte stores; M-adjacent CTAs (ORDER 0) fill the same sectors.
+        const long long nb = rows / 32;
+        const long long sb = m0 / 32 + b;
+        scales_t[(k0 + kl) * nb + sb] = static_cast<unsigned char>(s2 & 0xFFu);
+        scales_t[(k0 + kl + 1) * nb + sb] = static_cast<unsigned char>(s2 >> 8);
+      }
+    }
+    __syncthreads();  // every colwise read of the x tile is done: stage q_t over it
+    if (col_valid) {
+      store_shared16(tile + qt_offset(kl, 2 * b), qa[0], qa[1], qa[2], qa[3]);
+      store_shared16(tile + qt_offset(kl, 2 * b + 1), qa[4], qa[5], qa[6], qa[7]);
+      store_shared16(tile + qt_offset(kl + 1, 2 * b), qb[0], qb[1], qb[2], qb[3]);
+      store_shared16(tile + qt_offset(kl + 1, 2 * b + 1), qb[4], qb[5], qb[6], qb[7]);
     }
     __syncthreads();
-    // Tile t into buffer s: kUseTma, warp 0 (all lanes) issues one bulk copy per row on the
-    // buffer's mbarrier; else every thread issues its kLoadsPerThread 16-byte cp.async chunks as
-    // one commit group (empty past the last tile, so group i is always tile i's).
-    auto load = [&](int t, int s) {
-      const unsigned tile = base + s * kTileBytes, bar = bars + 8 * s;
-      if (t < num_tiles) {
-        const Job j = job_at(t);
-        const int rows_valid = min(kBM, j.rows - j.m0), cols_valid = min(kBK, j.cols - j.k0);
-        if constexpr (kUseTma) {
-          if (lane == 0) mbar_expect_tx(bar, rows_valid * cols_valid * 2);
-          __syncwarp();
-          for (int r = lane; r < rows_valid; r += 32) {
-            bulk_load_1d(tile + r * kBK * 2,
-                         j.x + static_cast<long long>(j.m0 + r) * j.cols + j.k0,
-                         cols_valid * 2, bar);
-          }
-        } else {
+
+    // ---- q_t: staged row k holds q_t[k0 + k][m0 .. m0 + kBM); 16-byte coalesced stores ----
 #pragma unroll
-          for (int u = 0; u < kLoadsPerThread; ++u) {
-            const int ci = u * kThreads + tid;
-            const int r = ci / kRowChunks, cc = ci % kRowChunks;
-            if (r < rows_valid && cc * 8 < cols_valid) {
-              asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(tile + ci * 16),
-                           "l"(j.x + static_cast<long long>(j.m0 + r) * j.cols + j.k0 + cc * 8)
-                           : "memory");
+    for (int u = 0; u < kStoresPerThread; ++u) {
+      const int ci = u * kThreads + tid;
+      const int k = ci / kQtChunks, ch = ci % kQtChunks;
+      if (k < cols_valid && ch * 16 < rows_valid) {
+        const Chunk v = load_shared16(tile + qt_offset(k, ch));
+        store_global16<kStoreCs>(q_t + (k0 + k) * rows + m0 + ch * 16, v);
+      }
+    }
+    if constexpr (kScaleWords) {
+      // scales_t: thread k writes staged row k, the tile's blocks of column k0 + k (kThreads >=
+      // kBK since kRowBlocks >= 2), as words where whole and aligned.
+      static_assert(kThreads >= kBK, "one thread per staged scales_t row");
+      const int k = tid;
+      const int blocks_valid = rows_valid / 32;
+      if (k < kBK && k < cols_valid) {
+        const unsigned src = tile + kSmemBytes + k * kRowBlocks;
+        unsigned char* dst = scales_t + (k0 + k) * (rows / 32) + m0 / 32;
+        bool done = false;
+        if constexpr (kRowBlocks % 4 == 0) {
+          if (blocks_valid == kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
+#pragma unroll
+            for (int w = 0; w < kRowBlocks; w += 4) {
+              *reinterpret_cast<unsigned*>(dst + w) = load_shared4(src + w);
             }
+            done = true;
           }
         }
+        if (!done) {
+          for (int w = 0; w < blocks_valid; ++w) dst[w] = load_shared1(src + w);
+        }
       }
-      if constexpr (!kUseTma) asm volatile("cp.async.commit_group;\n" ::: "memory");
-    };
-    if (!kUseTma || tid < 32) {
-      for (int s = 0; s < kStages; ++s) load(blockIdx.x + s * gridDim.x, s);  // < 2^31
-    }
-    int i = 0;
-    for (int t = blockIdx.x; t < num_tiles; t += gridDim.x, ++i) {
-      const int s = i % kStages;
-      const Job j = job_at(t);
-      const int rows_valid = min(kBM, j.rows - j.m0), cols_valid = min(kBK, j.cols - j.k0);
-      const unsigned tile = base + s * kTileBytes;
-      if constexpr (kUseTma) {
-        mbar_wait(bars + 8 * s, (i / kStages) & 1);
-      } else {
-        // Groups after tile i's: kStages - 1 (one per later buffer); then every thread's chunks.
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 1) : "memory");
-        __syncthreads();
-      }
-      if constexpr (kRowwise) {
-        rowwise_from_shared(tile, j.q, j.scales, j.cols, j.m0, j.k0, rows_valid, cols_valid);
-      }
-      colwise(tile, stage, j.q_t, j.scales_t, j.rows, j.m0, j.k0, rows_valid, cols_valid);
-      // This thread's generic reads and q_t staging writes of the buffer, ordered before the
-      // async proxy's refill; the barrier then frees the buffer and the staged scales_t.
-      if constexpr (kUseTma) fence_proxy_async_shared();
-      __syncthreads();
-      if (!kUseTma || tid < 32) load(t + kStages * gridDim.x, s);
     }
   }
 
