@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
+              "ROW16": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -33,7 +34,7 @@
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
-// tile and written one word per q_t row by one thread).
+// tile and written one word per q_t row by one thread), ROW16 (below).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (warp load: 2 rows, 4 lines); K neighbour tiles_m
@@ -62,6 +63,10 @@
 // 0.88-0.91x of this kernel (bulk copies 0.78-0.84x), colwise 0.90-0.92x; the one-tile kernel
 // with per-row bulk loads (LOAD_PATH 1) 0.94x. Fewer CTAs per SM (2, not 3) lost more (0.66-0.70x):
 // resident warps, not loads in flight per CTA, are what this kernel runs on; the form was removed.
+// ROW16 (knob, default 0, not yet run): fewer L2 requests from the rowwise half. Two lanes per
+// block, not four: after a barrier each lane reads its 16 elements back from shared memory and
+// stores 16 q bytes, so a warp's q store covers 4 rows x 128 bytes (the quads: 2 rows x 128 in
+// twice the instructions); scale words from 8 lanes. The tile's L2 requests: about 240 -> 208.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -98,12 +103,15 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
+#ifndef ROW16
+#define ROW16 0  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace

@@ -39,10 +39,12 @@ constexpr bool use_bulk_loads(int load_path) {
 /// and scales_t leave as 32-bit words (4 blocks of one row per store) where whole and aligned,
 /// else as bytes: rowwise, the 4 quad leaders of 16 lanes gather by shuffles; colwise, scales_t
 /// is staged in shared memory after the tile (kBK rows of kRowBlocks bytes) and thread k writes
-/// staged row k. false: one byte store per block, as the first H200 run.
+/// staged row k. false: one byte store per block, as the first H200 run. kPairs: the rowwise half
+/// reads the tile back from shared memory after a barrier, two lanes per block (16 elements and
+/// one 16-byte q store per lane: half the store requests of the lane quads; kSubtiles >= 2).
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
-          bool kScaleWords = false>
+          bool kScaleWords = false, bool kPairs = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -60,6 +62,8 @@ struct DualTile {
   static_assert(kThreads <= 1024, "kRowBlocks * kSubtiles <= 32");
   static_assert(kLoadsPerThread == 8 && kStoresPerThread == 4, "tile algebra");
   static_assert(kBK * kBM <= kTileBytes, "q_t tile fits over the x tile");
+  static constexpr int kRowPairs = kRowChunks / 2;  // 16-element halves of blocks per tile row
+  static_assert(!kPairs || kRowPairs % 8 == 0, "kPairs: 8 lanes (4 blocks) per tile row segment");
 
   /// Scales of two blocks (a low byte, b next), 0xFF for special blocks (is_special).
   static __device__ __forceinline__ unsigned scale2(unsigned amax_a, unsigned amax_b) {
@@ -157,6 +161,64 @@ struct DualTile {
     }
   }
 
+  // Rowwise half from the tile in shared memory, two lanes per block (kPairs): lane pair (2j,
+  // 2j+1) holds block j's two 16-element halves, reads them as two 16-byte chunks (the first of
+  // the pair's two chunks at pc & 4 ? +1 : +0, so the 8 lanes of a quarter warp hit 8 distinct
+  // bank groups) and stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
+  static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
+                                                       unsigned char* __restrict__ q,
+                                                       unsigned char* __restrict__ scales,
+                                                       long long cols, long long m0,
+                                                       long long k0, int rows_valid,
+                                                       int cols_valid) {
+    const int tid = threadIdx.x, lane = tid & 31;
+#pragma unroll
+    for (int u = 0; u < kLoadsPerThread / 2; ++u) {
+      const int pi = u * kThreads + tid;
+      const int r = pi / kRowPairs, pc = pi % kRowPairs;
+      const int sw = (pc >> 2) & 1;
+      const unsigned src = tile + (r * kRowChunks + 2 * pc) * 16;
+      const Chunk a = load_shared16(src + 16 * sw), b = load_shared16(src + 16 * (1 - sw));
+      Chunk lo, hi;  // elements 0..7 and 8..15 of the half block
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        lo.w[w] = sw ? b.w[w] : a.w[w];
+        hi.w[w] = sw ? a.w[w] : b.w[w];
+      }
+      unsigned amax = max(amax_bf16x8(lo), amax_bf16x8(hi));
+      amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+      const unsigned sc = scale2(amax, 0u) & 0xFFu;
+      const float rc = reciprocal(sc);
+      unsigned out[4];
+      quantize_bf16x8(lo, rc, out[0], out[1]);
+      quantize_bf16x8(hi, rc, out[2], out[3]);
+      if (sc == kE8M0NaN) out[0] = out[1] = out[2] = out[3] = kE4M3NaNx4;
+      const bool valid = r < rows_valid && pc * 16 < cols_valid;
+      const long long row = m0 + r, col = k0 + pc * 16;
+      unsigned char* s_dst = scales + row * (cols / 32) + col / 32;
+      if constexpr (kScaleWords) {
+        // Blocks of lanes l, l+2, l+4, l+6 into one word, valid at l % 8 == 0 (pc % 8 == 0).
+        const unsigned word = sc | (__shfl_down_sync(kFullMask, sc, 2) << 8) |
+                              (__shfl_down_sync(kFullMask, sc, 4) << 16) |
+                              (__shfl_down_sync(kFullMask, sc, 6) << 24);
+        unsigned char* w_dst = s_dst - ((pc & 7) >> 1);
+        const bool word_ok = r < rows_valid && ((pc & ~7) + 8) * 16 <= cols_valid &&
+                             (reinterpret_cast<size_t>(w_dst) & 3) == 0;
+        if (valid) {
+          store_global16<kStoreCs>(q + row * cols + col, out[0], out[1], out[2], out[3]);
+          if (word_ok) {
+            if ((pc & 7) == 0) *reinterpret_cast<unsigned*>(w_dst) = word;
+          } else if ((pc & 1) == 0) {
+            *s_dst = static_cast<unsigned char>(sc);
+          }
+        }
+      } else if (valid) {
+        store_global16<kStoreCs>(q + row * cols + col, out[0], out[1], out[2], out[3]);
+        if ((pc & 1) == 0) *s_dst = static_cast<unsigned char>(sc);
+      }
+    }
+  }
+
   // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch kBM bytes).
   static __device__ __forceinline__ unsigned qt_offset(int k, int ch) {
     return static_cast<unsigned>(k * kBM + ((ch ^ ((k >> 1) & kSwizzleMask)) << 4));
@@ -190,7 +252,9 @@ struct DualTile {
         }
       }
       mbar_wait(bar, 0);
-      if constexpr (kRowwise) {
+      if constexpr (kRowwise && kPairs) {
+        rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
+      } else if constexpr (kRowwise) {
 #pragma unroll
         for (int u = 0; u < kLoadsPerThread; ++u) {
           const int ci = u * kThreads + tid;
@@ -219,7 +283,10 @@ struct DualTile {
         const int ci = u * kThreads + tid;  // row-major chunk index = smem position
         store_shared16(tile + ci * 16, c[u].w[0], c[u].w[1], c[u].w[2], c[u].w[3]);
       }
-      if constexpr (kRowwise) {
+      if constexpr (kRowwise && kPairs) {
+        __syncthreads();  // the pairs read other threads' chunks
+        rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
+      } else if constexpr (kRowwise) {
 #pragma unroll
         for (int u = 0; u < kLoadsPerThread; ++u) {
           const int ci = u * kThreads + tid;
@@ -238,7 +305,7 @@ struct DualTile {
           }
         }
       }
-      __syncthreads();
+      if constexpr (!(kRowwise && kPairs)) __syncthreads();  // kPairs synced before its reads
     }
 
     // ---- colwise: warp (b, kt), lane p owns columns 64kt + 2p, +1 of rows 32b .. 32b+31 ----
