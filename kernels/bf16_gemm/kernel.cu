@@ -51,7 +51,7 @@
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
                 "cluster": ["MC"],
                 "block": ["384"],
-                "smem": "min(STAGES, (230400 - EPI * (PP == 0) * (MC == 1) * (256 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * (MC == 1) * (256 * BN + 2048) + 2048",
+                "smem": "min(STAGES, (230400 - EPI * (PP == 0) * (256 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * (256 * BN + 2048) + 2048",
                 "args": ["tma_a", "tma_b", "tma_bh", "d", "M", "N", "K"] } ] }
 */
 // Dense BF16 GEMM, hand-tuned: d [M,N] = a [M,K] * b [N,K]^T, bf16 in and out, fp32 accumulation.
@@ -93,7 +93,7 @@
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER).
 // MC (sm_90a): 2 = clusters of two CTAs along M, each B tile multicast to both
-// (ws/gemm.cuh, produce_pairs). PP and MC take EPI=0. Not done: 2-CTA tcgen05, TMA stores.
+// (ws/gemm.cuh, produce_pairs). PP takes EPI=0. Not done: 2-CTA tcgen05, TMA stores.
 //
 // Evaluate: build/warpsmith eval bf16_gemm kernels/bf16_gemm/kernel.cu [--knob BN=128 ...]
 // warpsmith:sass sm_90a: HGMMA UTMALDG UBLKCP
@@ -151,9 +151,9 @@
 #ifndef MC
 #define MC 1  // sm_90a: CTAs per cluster along M sharing each B tile by TMA multicast (1 or 2)
 #endif
-// Knob precedence, so that every combination the tuner draws compiles: PP = 1 and MC = 2 keep
-// the register epilogue (EPI 0; the plan's smem says the same).
-#if (PP != 0 || MC > 1) && EPI != 0
+// Knob precedence, so that every combination the tuner draws compiles: PP = 1 keeps the register
+// epilogue (EPI 0; the plan's smem says the same).
+#if PP != 0 && EPI != 0
 #undef EPI
 #define EPI 0
 #endif
@@ -207,7 +207,7 @@ static_assert(Config::kBN % 64 == 0 && Config::kBN <= 256, "BN: 64..256 in steps
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kEpi == 0 || Config::kEpi == 1, "EPI: 0 or 1");
 static_assert(PP == 0 || PP == 1, "PP: 0 or 1");
-static_assert(MC == 1 || (MC == 2 && PP == 0 && EPI == 0), "MC: 1, or 2 with PP = 0 and EPI = 0");
+static_assert(MC == 1 || (MC == 2 && PP == 0), "MC: 1, or 2 with PP = 0");
 static_assert(PP == 0 || (Config::kBN <= 128 && Config::kEpi == 0),
               "PP: a warpgroup holds a 128 x BN fp32 tile (BN registers), stored from registers");
 static_assert(Config::kEpiBytes == Config::kEpi * (256 * Config::kBN + 2048), "the plan's smem");
@@ -373,12 +373,22 @@ __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t
   const Config::Staging store{stage_out};
   float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
   uint32_t it = 0;
+#if MC > 1
+  (void)tiles;
+  for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+    int tm, tn;
+    ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
+    const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, kblocks, cw, signal, it);
+    ws::fence_operands(acc);
+    if (signal) ws::release_stage<MC>(empty + 8 * prev);
+#else
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     int tm, tn;
     tile_coords(t, tiles_m, tiles_n, tm, tn);
     const uint32_t prev = mainloop<Config>(acc, smem, full, empty, kblocks, cw, signal, it);
     ws::fence_operands(acc);
     if (signal) ws::mbar_arrive(empty + 8 * prev);
+#endif
     store.store(d, acc, static_cast<long long>(tm) * Config::kBM, cw * 64, M - tm * Config::kBM,
                 tn * Config::kBN, N, cw, [](float x, float y) { return ws::pack_bf16(x, y); });
   }

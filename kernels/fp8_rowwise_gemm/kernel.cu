@@ -49,7 +49,7 @@
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
                 "cluster": ["MC"],
                 "block": ["384"],
-                "smem": "min(STAGES, (230400 - (EPI > 0) * (MC == 1) * (264 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (EPI > 0) * (MC == 1) * (264 * BN + 2048) + 2048",
+                "smem": "min(STAGES, (230400 - (EPI > 0) * (264 * BN + 2048)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + (EPI > 0) * (264 * BN + 2048) + 2048",
                 "args": ["tma_a", "tma_b", "tma_bh", "a_scale", "b_scale", "d", "M", "N", "K"] } ] }
 */
 // FP8 rowwise GEMM, hand-tuned: d [M,N] = bf16_rne(a_scale[m] * b_scale[n] * sum_k a[m,k] b[n,k]),
@@ -83,7 +83,7 @@
 // Knobs: BN (tile N; 192 default: there EPI=2 becomes EPI=1, two accumulators of 96 registers;
 // on the H200 1.01-1.13x BN=128 with EPI=2 at the large shapes, 2026-12-03),
 // STAGES (ring depth), PROMOTE (k-blocks per promotion, sm_90a only), GROUP_M (tile-order group),
-// MC (sm_90a: 2 = clusters of two CTAs along M sharing each B tile by TMA multicast; takes EPI=0),
+// MC (sm_90a: 2 = clusters of two CTAs along M sharing each B tile by TMA multicast; EPI 2 is 1),
 // EPI (0 register stores, 1 staged, 2 staged + two accumulators; 2 needs BN <= 128, PROMOTE=1).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
@@ -142,12 +142,9 @@
 #ifndef MC
 #define MC 1  // sm_90a: CTAs per cluster along M sharing each B tile by TMA multicast (1 or 2)
 #endif
-// Knob precedence, so that every combination the tuner draws compiles: MC = 2 keeps the register
-// epilogue (EPI 0; the plan's smem says the same); EPI = 2 with PROMOTE > 1 or BN > 128 is EPI 1.
-#if MC > 1 && EPI != 0
-#undef EPI
-#define EPI 0
-#elif EPI == 2 && (PROMOTE != 1 || BN > 128)
+// Knob precedence, so that every combination the tuner draws compiles: EPI = 2 with MC = 2,
+// PROMOTE > 1 or BN > 128 is EPI 1 (its second accumulator frees stages in this CTA only).
+#if EPI == 2 && (MC > 1 || PROMOTE != 1 || BN > 128)
 #undef EPI
 #define EPI 1
 #endif
@@ -201,7 +198,7 @@ struct Config {
 static_assert(Config::kBN % 64 == 0 && Config::kBN <= 192, "BN: 64, 128 or 192");
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kEpi >= 0 && Config::kEpi <= 2, "EPI: 0, 1 or 2");
-static_assert(MC == 1 || (MC == 2 && EPI == 0), "MC: 1, or 2 with EPI = 0");
+static_assert(MC == 1 || (MC == 2 && EPI != 2), "MC: 1, or 2 with EPI 0 or 1");
 static_assert(Config::kEpi < 2 || Config::kBN <= 128, "EPI=2: three accumulators of BN/2 fp32");
 static_assert(Config::kEpi < 2 || Config::kPromote == 1, "EPI=2 promotes every k-block");
 static_assert(Config::kEpiBytes == (Config::kEpi > 0) * (264 * Config::kBN + 2048), "plan's smem");
@@ -349,9 +346,16 @@ __device__ __forceinline__ void consumer_staged_epilogue(
   float acc1[Config::kBN / 2];   // EPI = 2: the other interval's accumulator
   float total[Config::kBN / 2];  // (64, BN) fp32 sum of the promoted intervals
   uint32_t it = 0;
+#if MC > 1
+  (void)tiles;
+  for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+    int tm, tn;
+    ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
+#else
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     int tm, tn;
     tile_coords(t, tiles_m, tiles_n, tm, tn);
+#endif
     // Scales first: their loads complete during the main loop.
     const int row0 = tm * Config::kBM + cw * 64 + 16 * w + lane / 4;
     const float sa0 = row0 < M ? a_scale[row0] : 0.0f;
@@ -366,7 +370,7 @@ __device__ __forceinline__ void consumer_staged_epilogue(
 #pragma unroll
     for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
     if constexpr (Config::kEpi == 1) {
-      promote_loop<Config>(acc, total, smem, full, empty, kblocks, cw, signal, it);
+      promote_loop<Config, MC>(acc, total, smem, full, empty, kblocks, cw, signal, it);
     } else {
       // Even k-blocks into acc, odd ones into acc1 (straight-line pairs: ptxas keeps the wgmmas
       // asynchronous only when each accumulator's in-flight span is unambiguous).
