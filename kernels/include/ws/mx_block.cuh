@@ -56,6 +56,37 @@ __device__ __forceinline__ unsigned quantize_quad(const Chunk& c, unsigned& lo, 
   return s;
 }
 
+/// One block spread over a lane pair (lanes 2k, 2k+1, 16 elements each: lo then hi): returns the
+/// block's scale (the same in both lanes) and this lane's 16 E4M3 bytes. Shuffles: every lane of
+/// the warp must call it.
+template <bool kFloor>
+__device__ __forceinline__ unsigned quantize_pair(const Chunk& lo, const Chunk& hi,
+                                                  unsigned (&out)[4]) {
+  unsigned amax = max(amax_bf16x8(lo), amax_bf16x8(hi));
+  amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
+  bool special;
+  const unsigned s = block_scale<kFloor>(amax, &special);
+  const float r = scale_reciprocal(special ? 0u : s);
+  quantize_bf16x8(lo, r, out[0], out[1]);
+  quantize_bf16x8(hi, r, out[2], out[3]);
+  if (special) out[0] = out[1] = out[2] = out[3] = kE4M3NaNx4;
+  return s;
+}
+
+/// Pair pi of a row-major bf16 tile in shared memory with no row padding (elements 16 pi ..
+/// 16 pi + 15: the chunks at tile + 32 pi and + 16), as lo and hi. The chunk of parity
+/// (pi >> 2) & 1 is read first, so 8 consecutive pairs (a quarter warp) hit 8 distinct bank groups.
+__device__ __forceinline__ void load_pair_shared(unsigned tile, int pi, Chunk& lo, Chunk& hi) {
+  const int sw = (pi >> 2) & 1;
+  const unsigned src = tile + 32u * pi;
+  const Chunk a = load_shared16(src + 16 * sw), b = load_shared16(src + 16 * (1 - sw));
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    lo.w[w] = sw ? b.w[w] : a.w[w];
+    hi.w[w] = sw ? a.w[w] : b.w[w];
+  }
+}
+
 /// As quantize_column_pair, into registers: qa / qb get column 2p's / 2p+1's 32 E4M3 bytes (row
 /// 4k+i in byte i of word k), s_lo / s_hi their scales; the caller stages or stores them.
 template <bool kFloor>

@@ -162,37 +162,23 @@ struct DualTile {
   }
 
   // Rowwise half from the tile in shared memory, two lanes per block (kPairs): lane pair (2j,
-  // 2j+1) holds block j's two 16-element halves, reads them as two 16-byte chunks (the first of
-  // the pair's two chunks at pc & 4 ? +1 : +0, so the 8 lanes of a quarter warp hit 8 distinct
-  // bank groups) and stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
+  // 2j+1) holds block j's two 16-element halves (ws::mx::load_pair_shared: conflict-free) and
+  // stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
   static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
                                                        unsigned char* __restrict__ q,
                                                        unsigned char* __restrict__ scales,
                                                        long long cols, long long m0,
                                                        long long k0, int rows_valid,
                                                        int cols_valid) {
-    const int tid = threadIdx.x, lane = tid & 31;
+    const int tid = threadIdx.x;
 #pragma unroll
     for (int u = 0; u < kLoadsPerThread / 2; ++u) {
       const int pi = u * kThreads + tid;
       const int r = pi / kRowPairs, pc = pi % kRowPairs;
-      const int sw = (pc >> 2) & 1;
-      const unsigned src = tile + (r * kRowChunks + 2 * pc) * 16;
-      const Chunk a = load_shared16(src + 16 * sw), b = load_shared16(src + 16 * (1 - sw));
-      Chunk lo, hi;  // elements 0..7 and 8..15 of the half block
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        lo.w[w] = sw ? b.w[w] : a.w[w];
-        hi.w[w] = sw ? a.w[w] : b.w[w];
-      }
-      unsigned amax = max(amax_bf16x8(lo), amax_bf16x8(hi));
-      amax = max(amax, __shfl_xor_sync(kFullMask, amax, 1));
-      const unsigned sc = scale2(amax, 0u) & 0xFFu;
-      const float rc = reciprocal(sc);
+      Chunk lo, hi;
+      load_pair_shared(tile, pi, lo, hi);
       unsigned out[4];
-      quantize_bf16x8(lo, rc, out[0], out[1]);
-      quantize_bf16x8(hi, rc, out[2], out[3]);
-      if (sc == kE8M0NaN) out[0] = out[1] = out[2] = out[3] = kE4M3NaNx4;
+      const unsigned sc = quantize_pair<kFloor>(lo, hi, out);
       const bool valid = r < rows_valid && pc * 16 < cols_valid;
       const long long row = m0 + r, col = k0 + pc * 16;
       unsigned char* s_dst = scales + row * (cols / 32) + col / 32;
