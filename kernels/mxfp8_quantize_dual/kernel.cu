@@ -63,10 +63,12 @@
 // 0.88-0.91x of this kernel (bulk copies 0.78-0.84x), colwise 0.90-0.92x; the one-tile kernel
 // with per-row bulk loads (LOAD_PATH 1) 0.94x. Fewer CTAs per SM (2, not 3) lost more (0.66-0.70x):
 // resident warps, not loads in flight per CTA, are what this kernel runs on; the form was removed.
-// ROW16 (knob, default 0, not yet run): fewer L2 requests from the rowwise half. Two lanes per
-// block, not four: after a barrier each lane reads its 16 elements back from shared memory and
-// stores 16 q bytes, so a warp's q store covers 4 rows x 128 bytes (the quads: 2 rows x 128 in
-// twice the instructions); scale words from 8 lanes. The tile's L2 requests: about 240 -> 208.
+// ROW16 (knob, default 0, not yet run): a leaner rowwise half. Two lanes per block, not four:
+// after a barrier each lane reads its 16 elements back from shared memory and stores 16 q bytes,
+// so a warp's q store covers 4 rows x 128 bytes (the quads: 2 rows x 128), half the store
+// instructions and one shuffle fewer per block, with issue slots 64% busy. The bytes and the
+// whole-line L2 store requests per byte stay the same: if the L2 binds on requests, ROW16 will
+// not move it, which is what this variant tells apart.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]

@@ -45,8 +45,8 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: q_t only; 0: none), QT_STAGE,
 // GROUP_I (column tiles per CTA group, 0: all), ROW16 (not yet run: the rowwise half after the
 // barrier, read back from the tile as 16-element pairs, two lanes per block: one 16-byte q store
-// per lane instead of two 8-byte ones; the L2 request count is what bound the dual quantizer,
-// kernels/mxfp8_quantize_dual's header).
+// per lane instead of two 8-byte ones: half the q store instructions, one shuffle fewer per
+// block; kernels/mxfp8_quantize_dual's header has why).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
