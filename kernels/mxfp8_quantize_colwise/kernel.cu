@@ -1,6 +1,7 @@
 /* warpsmith:plan
-{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
+              "COL2": [0, 1], "MINB": [0, 5, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -28,7 +29,7 @@
 // Knobs: RB (32-row blocks per tile: BM, so q_t bytes per row per CTA), KT (64-column subtiles:
 // read run per x row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t rows and scales_t
 // sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long runs),
-// LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads, 3: cp.async), STORE_CS (.cs).
 // GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
@@ -91,19 +92,30 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
+#ifndef COL2
+#define COL2 0  // 1: the colwise half reads its words twice instead of holding 32 (fewer registers)
+#endif
+#ifndef MINB
+#define MINB 0  // > 0: __launch_bounds__ asks for MINB resident CTAs per SM
+#endif
+#if MINB > 0
+#define WS_BOUNDS __launch_bounds__(Tile::kThreads, MINB)
+#else
+#define WS_BOUNDS __launch_bounds__(Tile::kThreads)
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0>;
+                              SCALE_WORDS != 0, false, LOAD_PATH == 3, COL2 != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // x (M,K) bf16 bits; q_t (K,M) e4m3, scales_t (K,M/32) e8m0. One CTA per (kBM x kBK) tile;
 // M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void __launch_bounds__(Tile::kThreads)
+extern "C" __global__ void WS_BOUNDS
     sm90_bf16_mxfp8_quantize_colwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t, int M, int K) {

@@ -1,7 +1,7 @@
 /* warpsmith:plan
-{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
+{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [0, 1] },
+              "ROW16": [0, 1], "COL2": [0, 1], "MINB": [0, 5, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -29,7 +29,7 @@
 // Knobs: RB (32-row blocks per tile: BM, q_t bytes per row per CTA), KT (64-column subtiles:
 // read run per row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t rows and scales_t
 // sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long runs),
-// LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads, 3: cp.async), STORE_CS (.cs).
 // GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
@@ -57,9 +57,10 @@
 // hidden and bench shape, 1.44-1.61x the Triton floor peer (kernels-h200-2026-12-01-session9.json).
 // The run model above predicted 0.92 for GROUP_K 8: some cost it does not count remains.
 // Nsight Compute (H200, session 20, K7168 M131072, 1.18 ms): DRAM 66.8% of peak but L2 85.7%
-// busy, L2 hit rate 56.7%, issue slots 63.8% busy, 48.6% of warps active: the L2 (requests,
-// not bytes) binds before DRAM does. A persistent form with 2-3 tile buffers per CTA (the next
-// tiles' loads in flight while one is quantized; cp.async on sm_90a, bulk copies per row) ran
+// busy, L2 hit rate 56.7%, issue slots 63.8% busy, 48.6% of warps active: the L2 is the
+// busiest unit, ahead of DRAM (which of its limits, the .ncu-rep's L2 sections will say). A
+// persistent form with 2-3 tile buffers per CTA (the next tiles' loads in flight while one is
+// quantized; cp.async on sm_90a, bulk copies per row) ran
 // 0.88-0.91x of this kernel (bulk copies 0.78-0.84x), colwise 0.90-0.92x; the one-tile kernel
 // with per-row bulk loads (LOAD_PATH 1) 0.94x. Fewer CTAs per SM (2, not 3) lost more (0.66-0.70x):
 // resident warps, not loads in flight per CTA, are what this kernel runs on; the form was removed.
@@ -69,6 +70,12 @@
 // instructions and one shuffle fewer per block, with issue slots 64% busy. The bytes and the
 // whole-line L2 store requests per byte stay the same: if the L2 binds on requests, ROW16 will
 // not move it, which is what this variant tells apart.
+// The same profile's stalls: long_sb 34% (almost all at the st.shared of the loaded chunks: the
+// loads' latency), barrier 11%; integer address arithmetic is most of the instructions. 64
+// registers allow 4 CTAs (32 warps) per SM, and the 8 loads in flight per thread hold 32 of them.
+// LOAD_PATH 3 (cp.async, straight into shared memory: no registers wait for loads) with COL2 1
+// (the colwise half reads its words twice rather than holding 32) fits in 48 registers (5 CTAs
+// per SM; MINB 6: 40 and 6 CTAs, 48 warps): more loads in flight per SM. Not yet run.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -105,6 +112,17 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
+#ifndef COL2
+#define COL2 0  // 1: the colwise half reads its words twice instead of holding 32 (fewer registers)
+#endif
+#ifndef MINB
+#define MINB 0  // > 0: __launch_bounds__ asks for MINB resident CTAs per SM
+#endif
+#if MINB > 0
+#define WS_BOUNDS __launch_bounds__(Tile::kThreads, MINB)
+#else
+#define WS_BOUNDS __launch_bounds__(Tile::kThreads)
+#endif
 #ifndef ROW16
 #define ROW16 0  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
@@ -113,14 +131,15 @@ namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
+                              COL2 != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // x (M,K) bf16 bits; q (M,K) e4m3, scales (M,K/32) e8m0; q_t (K,M) e4m3, scales_t (K,M/32) e8m0.
 // One CTA per (kBM x kBK) tile; M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void __launch_bounds__(Tile::kThreads)
+extern "C" __global__ void WS_BOUNDS
     sm90_bf16_mxfp8_quantize_dual(const unsigned short* __restrict__ x,
                                   unsigned char* __restrict__ q,
                                   unsigned char* __restrict__ scales,

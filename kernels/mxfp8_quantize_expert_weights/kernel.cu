@@ -1,7 +1,7 @@
 /* warpsmith:plan
-{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2],
+{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [0, 1] },
+              "ROW16": [0, 1], "COL2": [0, 1], "MINB": [0, 5, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -82,6 +82,17 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
+#ifndef COL2
+#define COL2 0  // 1: the colwise half reads its words twice instead of holding 32 (fewer registers)
+#endif
+#ifndef MINB
+#define MINB 0  // > 0: __launch_bounds__ asks for MINB resident CTAs per SM
+#endif
+#if MINB > 0
+#define WS_BOUNDS __launch_bounds__(Tile::kThreads, MINB)
+#else
+#define WS_BOUNDS __launch_bounds__(Tile::kThreads)
+#endif
 #ifndef ROW16
 #define ROW16 0  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
@@ -90,14 +101,15 @@ namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
+                              COL2 != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // w (E,N,K) bf16 bits; q_k (E,N,K), s_k (E,N,K/32); q_n (E,K,N), s_n (E,K,N/32); row-major,
 // N % 32 == 0, K % 32 == 0. CTA c: expert c / (tiles_n * tiles_k), then a tile of its [N,K].
-extern "C" __global__ void __launch_bounds__(Tile::kThreads)
+extern "C" __global__ void WS_BOUNDS
     sm90_bf16_mxfp8_quantize_expert_weights(const unsigned short* __restrict__ w,
                                             unsigned char* __restrict__ q_k,
                                             unsigned char* __restrict__ s_k,

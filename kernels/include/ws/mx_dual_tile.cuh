@@ -41,10 +41,16 @@ constexpr bool use_bulk_loads(int load_path) {
 /// is staged in shared memory after the tile (kBK rows of kRowBlocks bytes) and thread k writes
 /// staged row k. false: one byte store per block, as the first H200 run. kPairs: the rowwise half
 /// reads the tile back from shared memory after a barrier, two lanes per block (16 elements and
-/// one 16-byte q store per lane: half the store requests of the lane quads; kSubtiles >= 2).
+/// one 16-byte q store per lane: half the store instructions of the lane quads; kSubtiles >= 2).
+/// kAsyncLoads: every thread's chunks land in shared memory by cp.async (no registers held for
+/// loads in flight; then the tile is read back as in the bulk path), over kUseTma. kColTwoPass:
+/// the colwise half reads its 32 words twice (amax, then quantize 4 rows at a time) instead of
+/// holding all 32: with kAsyncLoads the kernel then fits in fewer registers, so more CTAs (and
+/// more loads in flight) per SM.
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
-          bool kScaleWords = false, bool kPairs = false>
+          bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
+          bool kColTwoPass = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -205,6 +211,34 @@ struct DualTile {
     }
   }
 
+  // kColTwoPass: the colwise quantization of columns kl, kl + 1 of row block b (amax over the
+  // 32 rows, then 4 rows at a time read again), without holding the 32 words.
+  static __device__ __forceinline__ void colwise_two_pass(unsigned tile, int b, int kl,
+                                                          unsigned& s2, unsigned (&qa)[8],
+                                                          unsigned (&qb)[8]) {
+    // Pass 1: the amax of both columns; pass 2: each group of 4 rows read again and quantized.
+    const unsigned col = tile + ((32 * b) * kBK + kl) * 2;
+    unsigned m2 = 0;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      m2 = max_u16x2(m2, load_shared4(col + i * kBK * 2) & 0x7FFF7FFFu);
+    }
+    s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
+    const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      unsigned w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[i] = load_shared4(col + (4 * j + i) * kBK * 2);
+      qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[0]), ra), mul_rn_no_ftz(bf16_lo(w[1]), ra)) |
+              cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[2]), ra), mul_rn_no_ftz(bf16_lo(w[3]), ra))
+                  << 16;
+      qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[0]), rb), mul_rn_no_ftz(bf16_hi(w[1]), rb)) |
+              cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[2]), rb), mul_rn_no_ftz(bf16_hi(w[3]), rb))
+                  << 16;
+    }
+  }
+
   // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch kBM bytes).
   static __device__ __forceinline__ unsigned qt_offset(int k, int ch) {
     return static_cast<unsigned>(k * kBM + ((ch ^ ((k >> 1) & kSwizzleMask)) << 4));
@@ -227,17 +261,32 @@ struct DualTile {
     const unsigned bar = tile + kTileBytes;
 
     // ---- load the x tile ----
-    if constexpr (kUseTma) {
-      if (tid == 0) mbar_init_fenced(bar, 1);
-      __syncthreads();
-      if (warp == 0) {
-        if (lane == 0) mbar_expect_tx(bar, rows_valid * cols_valid * 2);
-        __syncwarp();
-        for (int r = lane; r < rows_valid; r += 32) {
-          bulk_load_1d(tile + r * kBK * 2, x + (m0 + r) * cols + k0, cols_valid * 2, bar);
+    if constexpr (kUseTma || kAsyncLoads) {
+      if constexpr (kAsyncLoads) {
+#pragma unroll
+        for (int u = 0; u < kLoadsPerThread; ++u) {
+          const int ci = u * kThreads + tid;
+          const int r = ci / kRowChunks, cc = ci % kRowChunks;
+          if (r < rows_valid && cc * 8 < cols_valid) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(tile + ci * 16),
+                         "l"(x + (m0 + r) * cols + k0 + cc * 8)
+                         : "memory");
+          }
         }
+        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
+      } else {
+        if (tid == 0) mbar_init_fenced(bar, 1);
+        __syncthreads();
+        if (warp == 0) {
+          if (lane == 0) mbar_expect_tx(bar, rows_valid * cols_valid * 2);
+          __syncwarp();
+          for (int r = lane; r < rows_valid; r += 32) {
+            bulk_load_1d(tile + r * kBK * 2, x + (m0 + r) * cols + k0, cols_valid * 2, bar);
+          }
+        }
+        mbar_wait(bar, 0);
       }
-      mbar_wait(bar, 0);
       if constexpr (kRowwise && kPairs) {
         rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
       } else if constexpr (kRowwise) {
@@ -301,28 +350,32 @@ struct DualTile {
     unsigned qa[8], qb[8];  // column kl / kl+1: 32 bytes each, row 4j+i in byte i of word j
     unsigned s2 = 0;
     if (col_valid) {
-      unsigned w[32];  // (32 rows) x bf16 pair
+      if constexpr (kColTwoPass) {
+        colwise_two_pass(tile, b, kl, s2, qa, qb);
+      } else {
+        unsigned w[32];  // (32 rows) x bf16 pair
 #pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
-      }
-      unsigned m2 = 0;
+        for (int i = 0; i < 32; ++i) {
+          w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
+        }
+        unsigned m2 = 0;
 #pragma unroll
-      for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
-      s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
-      const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
+        for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
+        s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
+        const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j]), ra),
-                           mul_rn_no_ftz(bf16_lo(w[4 * j + 1]), ra)) |
-                cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j + 2]), ra),
-                           mul_rn_no_ftz(bf16_lo(w[4 * j + 3]), ra))
-                    << 16;
-        qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j]), rb),
-                           mul_rn_no_ftz(bf16_hi(w[4 * j + 1]), rb)) |
-                cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j + 2]), rb),
-                           mul_rn_no_ftz(bf16_hi(w[4 * j + 3]), rb))
-                    << 16;
+        for (int j = 0; j < 8; ++j) {
+          qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j]), ra),
+                             mul_rn_no_ftz(bf16_lo(w[4 * j + 1]), ra)) |
+                  cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j + 2]), ra),
+                             mul_rn_no_ftz(bf16_lo(w[4 * j + 3]), ra))
+                      << 16;
+          qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j]), rb),
+                             mul_rn_no_ftz(bf16_hi(w[4 * j + 1]), rb)) |
+                  cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j + 2]), rb),
+                             mul_rn_no_ftz(bf16_hi(w[4 * j + 3]), rb))
+                      << 16;
+        }
       }
       if ((s2 & 0xFFu) == kE8M0NaN) {
 #pragma unroll
