@@ -373,22 +373,13 @@ __device__ __forceinline__ void consumer_staged_epilogue(uint32_t smem, uint32_t
   const Config::Staging store{stage_out};
   float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
   uint32_t it = 0;
-#if MC > 1
-  (void)tiles;
-  for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+  const ws::CtaTiles<Config, MC> walk{tiles_m, tiles_n, tiles};
+  for (int t = walk.first(); t < walk.count(); t += walk.step()) {
     int tm, tn;
-    ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
+    walk.coords(t, tm, tn);
     const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, kblocks, cw, signal, it);
     ws::fence_operands(acc);
     if (signal) ws::release_stage<MC>(empty + 8 * prev);
-#else
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int tm, tn;
-    tile_coords(t, tiles_m, tiles_n, tm, tn);
-    const uint32_t prev = mainloop<Config>(acc, smem, full, empty, kblocks, cw, signal, it);
-    ws::fence_operands(acc);
-    if (signal) ws::mbar_arrive(empty + 8 * prev);
-#endif
     store.store(d, acc, static_cast<long long>(tm) * Config::kBM, cw * 64, M - tm * Config::kBM,
                 tn * Config::kBN, N, cw, [](float x, float y) { return ws::pack_bf16(x, y); });
   }
@@ -504,19 +495,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
     const bool signal = t128 == 0;
     float acc[Config::kBN / 2];             // (64, BN) fp32 fragment
     uint32_t it = 0;
-#if MC > 1
-    for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+    const ws::CtaTiles<Config, MC> walk{tiles_m, tiles_n, tiles};
+    for (int t = walk.first(); t < walk.count(); t += walk.step()) {
       int tm, tn;
-      ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
+      walk.coords(t, tm, tn);
       const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, kblocks, cw, signal, it);
       if (signal) ws::release_stage<MC>(empty + 8 * prev);
-#else
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
-      tile_coords(t, tiles_m, tiles_n, tm, tn);
-      const uint32_t prev = mainloop<Config>(acc, smem, full, empty, kblocks, cw, signal, it);
-      if (signal) ws::mbar_arrive(empty + 8 * prev);
-#endif
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const int w = t128 / 32;

@@ -555,7 +555,8 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
     float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
     const typename R::Staged epi{staged + cw * R::Staged::kBytes};
-    for (int t = blockIdx.x / MC; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x / MC) {
+    constexpr int kMc = Config::kMc;
+    for (int t = blockIdx.x / kMc; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x / kMc) {
       const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
@@ -581,12 +582,12 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
         ws::wgmma_commit();
         if (kb > 0) {
           ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-          if (signal) ws::release_stage<MC>(empty + 8 * prev);
+          if (signal) ws::release_stage<kMc>(empty + 8 * prev);
         }
         prev = s;
       }
       ws::wgmma_wait<0>();
-      if (signal && kblocks > 0) ws::release_stage<MC>(empty + 8 * prev);
+      if (signal && kblocks > 0) ws::release_stage<kMc>(empty + 8 * prev);
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const ws::OutTile o = Cursor::out_tile(tl, N, K);

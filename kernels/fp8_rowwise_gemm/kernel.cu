@@ -346,16 +346,10 @@ __device__ __forceinline__ void consumer_staged_epilogue(
   float acc1[Config::kBN / 2];   // EPI = 2: the other interval's accumulator
   float total[Config::kBN / 2];  // (64, BN) fp32 sum of the promoted intervals
   uint32_t it = 0;
-#if MC > 1
-  (void)tiles;
-  for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+  const ws::CtaTiles<Config, MC> walk{tiles_m, tiles_n, tiles};
+  for (int t = walk.first(); t < walk.count(); t += walk.step()) {
     int tm, tn;
-    ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
-#else
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int tm, tn;
-    tile_coords(t, tiles_m, tiles_n, tm, tn);
-#endif
+    walk.coords(t, tm, tn);
     // Scales first: their loads complete during the main loop.
     const int row0 = tm * Config::kBM + cw * 64 + 16 * w + lane / 4;
     const float sa0 = row0 < M ? a_scale[row0] : 0.0f;
@@ -537,15 +531,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
     float acc[Config::kBN / 2];    // (64, BN) wgmma accumulator of the current promotion interval
     float total[Config::kBN / 2];  // (64, BN) fp32 sum of the promoted intervals
     uint32_t it = 0;
-#if MC > 1
-    for (int t = blockIdx.x / 2; t < ws::pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+    const ws::CtaTiles<Config, MC> walk{tiles_m, tiles_n, tiles};
+    for (int t = walk.first(); t < walk.count(); t += walk.step()) {
       int tm, tn;
-      ws::pair_coords<Config>(t, tiles_m, tiles_n, tm, tn);
-#else
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
-      tile_coords(t, tiles_m, tiles_n, tm, tn);
-#endif
+      walk.coords(t, tm, tn);
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
       promote_loop<Config, MC>(acc, total, smem, full, empty, kblocks, cw, signal, it);

@@ -203,6 +203,25 @@ __device__ __forceinline__ int pair_tiles(int tiles_m, int tiles_n) {
   return (tiles_m + 1) / 2 * tiles_n;
 }
 
+/// A persistent CTA's output tiles: kMc = 1, linear tiles blockIdx.x, + gridDim.x, ... in band
+/// order (band_tile); kMc = 2, its cluster pair's tiles (pair_coords). Every role walks
+///   for (int t = w.first(); t < w.count(); t += w.step()) { w.coords(t, tm, tn); ... }
+template <class Cfg, int kMc>
+struct CtaTiles {
+  static_assert(kMc == 1 || kMc == 2, "kMc: 1 or 2 CTAs per cluster");
+  int tiles_m, tiles_n, tiles;  // tiles = tiles_m * tiles_n
+  __device__ int first() const { return blockIdx.x / kMc; }
+  __device__ int step() const { return gridDim.x / kMc; }
+  __device__ int count() const { return kMc > 1 ? pair_tiles(tiles_m, tiles_n) : tiles; }
+  __device__ void coords(int t, int& tm, int& tn) const {
+    if constexpr (kMc > 1) {
+      pair_coords<Cfg>(t, tiles_m, tiles_n, tm, tn);
+    } else {
+      band_tile<Cfg::kGroupM>(t, tiles_m, tiles_n, tm, tn);
+    }
+  }
+};
+
 /// Producer of a two-CTA cluster (one thread per CTA): produce_band's ring over the cluster's pair
 /// tiles, B's half boxes from tma_bh multicast to both CTAs.
 template <class Cfg>
@@ -211,9 +230,10 @@ __device__ __forceinline__ void produce_pairs(const TensorMap* tma_a, const Tens
                                               int tiles_m, int tiles_n, int kblocks) {
   const uint32_t rank = cluster_rank();
   uint32_t it = 0;
-  for (int t = blockIdx.x / 2; t < pair_tiles(tiles_m, tiles_n); t += gridDim.x / 2) {
+  const CtaTiles<Cfg, 2> walk{tiles_m, tiles_n, tiles_m * tiles_n};
+  for (int t = walk.first(); t < walk.count(); t += walk.step()) {
     int tm, tn;
-    pair_coords<Cfg>(t, tiles_m, tiles_n, tm, tn);
+    walk.coords(t, tm, tn);
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
       mbar_wait(empty + 8 * s, ph ^ 1);

@@ -188,27 +188,37 @@ struct DualTile {
       const bool valid = r < rows_valid && pc * 16 < cols_valid;
       const long long row = m0 + r, col = k0 + pc * 16;
       unsigned char* s_dst = scales + row * (cols / 32) + col / 32;
+      bool as_word = false;  // kScaleWords: this lane's 8-lane group stores one word
+      unsigned word = 0;
+      unsigned char* w_dst = s_dst - ((pc & 7) >> 1);  // the group's first block
       if constexpr (kScaleWords) {
         // Blocks of lanes l, l+2, l+4, l+6 into one word, valid at l % 8 == 0 (pc % 8 == 0).
-        const unsigned word = sc | (__shfl_down_sync(kFullMask, sc, 2) << 8) |
-                              (__shfl_down_sync(kFullMask, sc, 4) << 16) |
-                              (__shfl_down_sync(kFullMask, sc, 6) << 24);
-        unsigned char* w_dst = s_dst - ((pc & 7) >> 1);
-        const bool word_ok = r < rows_valid && ((pc & ~7) + 8) * 16 <= cols_valid &&
-                             (reinterpret_cast<size_t>(w_dst) & 3) == 0;
-        if (valid) {
-          store_global16<kStoreCs>(q + row * cols + col, out[0], out[1], out[2], out[3]);
-          if (word_ok) {
-            if ((pc & 7) == 0) *reinterpret_cast<unsigned*>(w_dst) = word;
-          } else if ((pc & 1) == 0) {
-            *s_dst = static_cast<unsigned char>(sc);
-          }
-        }
-      } else if (valid) {
+        word = sc | (__shfl_down_sync(kFullMask, sc, 2) << 8) |
+               (__shfl_down_sync(kFullMask, sc, 4) << 16) |
+               (__shfl_down_sync(kFullMask, sc, 6) << 24);
+        as_word = r < rows_valid && ((pc & ~7) + 8) * 16 <= cols_valid &&
+                  (reinterpret_cast<size_t>(w_dst) & 3) == 0;
+      }
+      if (valid) {
         store_global16<kStoreCs>(q + row * cols + col, out[0], out[1], out[2], out[3]);
-        if ((pc & 1) == 0) *s_dst = static_cast<unsigned char>(sc);
+        if (as_word) {
+          if ((pc & 7) == 0) *reinterpret_cast<unsigned*>(w_dst) = word;
+        } else if ((pc & 1) == 0) {
+          *s_dst = static_cast<unsigned char>(sc);
+        }
       }
     }
+  }
+
+  // Rows 4j .. 4j+3 of two columns (words w0..w3: column kl in the low halves, kl + 1 in the
+  // high) into byte i of qa (column kl, times ra) and of qb (kl + 1, times rb).
+  static __device__ __forceinline__ void quantize_rows4(unsigned w0, unsigned w1, unsigned w2,
+                                                        unsigned w3, float ra, float rb,
+                                                        unsigned& qa, unsigned& qb) {
+    qa = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w0), ra), mul_rn_no_ftz(bf16_lo(w1), ra)) |
+         cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w2), ra), mul_rn_no_ftz(bf16_lo(w3), ra)) << 16;
+    qb = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w0), rb), mul_rn_no_ftz(bf16_hi(w1), rb)) |
+         cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w2), rb), mul_rn_no_ftz(bf16_hi(w3), rb)) << 16;
   }
 
   // kColTwoPass: the colwise quantization of columns kl, kl + 1 of row block b (amax over the
@@ -230,12 +240,7 @@ struct DualTile {
       unsigned w[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[i] = load_shared4(col + (4 * j + i) * kBK * 2);
-      qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[0]), ra), mul_rn_no_ftz(bf16_lo(w[1]), ra)) |
-              cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[2]), ra), mul_rn_no_ftz(bf16_lo(w[3]), ra))
-                  << 16;
-      qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[0]), rb), mul_rn_no_ftz(bf16_hi(w[1]), rb)) |
-              cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[2]), rb), mul_rn_no_ftz(bf16_hi(w[3]), rb))
-                  << 16;
+      quantize_rows4(w[0], w[1], w[2], w[3], ra, rb, qa[j], qb[j]);
     }
   }
 
@@ -365,16 +370,7 @@ struct DualTile {
         const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          qa[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j]), ra),
-                             mul_rn_no_ftz(bf16_lo(w[4 * j + 1]), ra)) |
-                  cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w[4 * j + 2]), ra),
-                             mul_rn_no_ftz(bf16_lo(w[4 * j + 3]), ra))
-                      << 16;
-          qb[j] = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j]), rb),
-                             mul_rn_no_ftz(bf16_hi(w[4 * j + 1]), rb)) |
-                  cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w[4 * j + 2]), rb),
-                             mul_rn_no_ftz(bf16_hi(w[4 * j + 3]), rb))
-                      << 16;
+          quantize_rows4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3], ra, rb, qa[j], qb[j]);
         }
       }
       if ((s2 & 0xFFu) == kE8M0NaN) {
