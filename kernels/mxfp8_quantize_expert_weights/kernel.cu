@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [0, 1], "COL2": [0, 1], "MINB": [0, 5, 6] },
+              "ROW16": [1, 0], "COL2": [0, 1], "MINB": [0, 5, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
