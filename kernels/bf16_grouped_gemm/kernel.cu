@@ -1,26 +1,22 @@
 /* warpsmith:plan
 { "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [192, 256, 128, 64],
              "WGRAD_EPI": [1, 0], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048], "MC": [1, 2] },
+             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048] },
   "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
-                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2", "MC": "form == 0" },
+                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_b": { "tensor": "b", "dims": ["K", "(form == 2) * M + (form != 2) * E * N"],
                "box": ["64", "(form == 0) * BN + (form != 0) * 64"], "swizzle": 128,
-               "oob_fill": "zero", "l2_promotion": 256 },
-    "tma_bh": { "tensor": "b", "dims": ["K", "(form == 2) * M + (form != 2) * E * N"],
-                "box": ["64", "(form == 0) * BN / MC + (form != 0) * 64"], "swizzle": 128,
-                "oob_fill": "zero", "l2_promotion": 256 } },
+               "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_sm100_bf16_grouped_gemm_tma",
                 "when": "form != 2 || M > EPI_SHORT * E",
-                "grid": ["(1 + (form == 0) * (MC - 1)) * max(1, min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN)) / (1 + (form == 0) * (MC - 1)))"],
-                "cluster": ["1 + (form == 0) * (MC - 1)"],
+                "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "(form != 2) * (min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16)) + (form == 2) * (min(STAGES, (226304 - WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) + 6144",
-                "args": ["tma_a", "tma_b", "tma_bh", "offs", "out", "M", "E", "N", "K"] },
+                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_bf16_grouped_gemm_tma_staged",
                 "when": "form == 2 && M <= EPI_SHORT * E",
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
@@ -73,25 +69,20 @@
 // the staged epilogue keeps four 40 KiB stages and measured 1.08x / 1.09x 256 with register
 // stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad: 192 and 1 measured
 // 1.036x geomean 256 and 0 in one call, 1.14x at E128, 0.94-0.97x at E8 K7168 and M256, H200
-// 2026-12-03 session 20), STAGES (ring depth, capped to fit), GROUP_M (band height),
-// EPI_SHORT (wgrad: most tokens per group for the staged instance; 0: never), MC (fwd: below).
-// The plan's knob_scope tells the tuner which form reads which knobs.
+// 2026-12-03 session 20), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
+// tokens per group for the staged instance; 0: never). The plan's knob_scope tells the tuner
+// which form reads which knobs.
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
 // runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
 // 64 KiB register-to-global epilogue per 128x256 tile); order barriers in acc_full's slots.
 // PP=1 is not offered to the tuner: its first H200 run (fwd, 2026-12-02) did not finish the
 // smallest test shape (M=16 E=1 N=16 K=16) within 5 s; cause not yet found (NOTES.md).
-// MC=2 (fwd, sm_90a; not yet run): clusters of two CTAs walk pair tiles (row tiles 2p, 2p+1 of
-// one group and column tile; ws::GroupCursor kPair), each loading its A rows and half of the B
-// box, multicast to both (a CTA past its group's rows loads and stores nothing of its own but
-// keeps the pair's stages moving): B traffic from L2 halves. Forms other than fwd, and PP, run
-// MC=1. Not done: 2-CTA MMA, stream-K for the decode shape.
+// Not done: TMA multicast / 2-CTA MMA, stream-K for the decode shape.
 //
 // Evaluate: build/warpsmith eval bf16_grouped_gemm kernels/bf16_grouped_gemm/kernel.cu --set form=dgrad
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_90a EPI=1: HGMMA UTMALDG UBLKCP
-// warpsmith:sass sm_90a form=fwd MC=2: HGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 #include <cuda_bf16.h>
 
@@ -121,13 +112,6 @@
 #endif
 #ifndef WGRAD_EPI
 #define WGRAD_EPI 1  // wgrad's EPI (its main instance; short groups take the staged one anyway)
-#endif
-#ifndef MC
-#define MC 1  // fwd, sm_90a: CTAs per cluster along M sharing each B tile by TMA multicast (1, 2)
-#endif
-#if MC > 1 && (WS_FORM != 0 || PP != 0)  // fwd only (dgrad's BN/64 B boxes do not halve at 192)
-#undef MC
-#define MC 1
 #endif
 // The form's tile: fwd and dgrad measured best at 192 columns with the staged epilogue (H200,
 // 2026-12-03), wgrad too in one call (session 20); wgrad keeps its own two knobs, its groups'
@@ -167,14 +151,7 @@ struct Config {
   // PP = 1 (sm_90a): ping-pong consumers, each warpgroup a whole 128 x BN tile (alternate tiles),
   // so one warpgroup's epilogue overlaps the other's MMAs; one arrival frees a stage.
   static constexpr int kPingPong = PP;
-  static constexpr int kEmptyArrivals = PP ? 1 : 2 * MC;
-  // MC = 2 (sm_90a): cluster pairs walk pair tiles (ws::GroupCursor kPair), each CTA loading its
-  // A rows and half of the B box, multicast to both; a stage is freed in both CTAs.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-  static constexpr int kMc = 1;  // sm_100a: the plan's pairs run as independent CTAs
-#else
-  static constexpr int kMc = MC;
-#endif
+  static constexpr int kEmptyArrivals = PP ? 1 : 2;
 };
 // The ring of the kernel instance with epilogue kEpi (0: stores from registers, 1: staged; the
 // plan launches the EPI instance, and in wgrad the staged one where groups are short).
@@ -200,30 +177,18 @@ static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-
 constexpr int kTransA = Config::kTransA, kTransB = Config::kTransB;
 
 // The group scheduler: tile order, contraction depth and output placement per form.
-using Cursor =
-    ws::GroupCursor<Config::kForm, Config::kBM, Config::kBN, Config::kGroupM, Config::kMc>;
-static_assert(MC == 1 || MC == 2, "MC: 1 or 2");
-
-// This CTA's cursor: kMc = 2 walks its cluster pair's tiles at its rank.
-__device__ __forceinline__ Cursor cta_cursor() {
-  Cursor cur;
-  if constexpr (Config::kMc > 1) cur.pair_rank = static_cast<int>(ws::cluster_rank());
-  return cur;
-}
+using Cursor = ws::GroupCursor<Config::kForm, Config::kBM, Config::kBN, Config::kGroupM>;
 using Tile = ws::GroupTile<Config::kForm>;
 
 // Producer loop (one thread): the same tile sequence and stage counter as the MMA side.
 template <int kStages>
 __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::TensorMap* tma_b,
-                                        const ws::TensorMap* tma_bh, uint32_t smem,
-                                        uint32_t full, uint32_t empty, const int* offs, int E,
-                                        int N, int K) {
-  (void)tma_bh;
-  Cursor cur = cta_cursor();
+                                        uint32_t smem, uint32_t full, uint32_t empty,
+                                        const int* offs, int E, int N, int K) {
+  Cursor cur;
   uint32_t it = 0;
   Tile tl;
-  constexpr int kMc = Config::kMc;
-  for (int t = blockIdx.x / kMc; cur.seek(t, offs, E, N, K, tl); t += gridDim.x / kMc) {
+  for (int t = blockIdx.x; cur.seek(t, offs, E, N, K, tl); t += gridDim.x) {
     const int kblocks = (tl.depth(N, K) + Config::kBK - 1) / Config::kBK;
 #pragma unroll 1  // the producer lives in 40 registers (setmaxnreg)
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -234,12 +199,7 @@ __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::Te
       const uint32_t b_dst = smem + kStages * Config::kABytes + st * Config::kBBytes;
       const uint32_t bar = full + 8 * st;
       const int k0 = kb * Config::kBK;
-      if (Config::kForm == 0 && kMc > 1) {
-        const int rank = cur.pair_rank;
-        ws::tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * Config::kBM);
-        ws::tma_load_2d_multicast(b_dst + rank * (Config::kBBytes / 2), tma_bh, bar, k0,
-                                  tl.g * N + tl.tn * Config::kBN + rank * (Config::kBN / 2), 0x3);
-      } else if (Config::kForm == 0) {
+      if (Config::kForm == 0) {
         ws::tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * Config::kBM);
         ws::tma_load_2d(b_dst, tma_b, bar, k0, tl.g * N + tl.tn * Config::kBN);
       } else if (Config::kForm == 1) {
@@ -391,7 +351,6 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
 template <int kEpi>
 __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
                                              const ws::TensorMap& tma_b,
-                                             const ws::TensorMap& tma_bh,
                                              const int* __restrict__ offs,
                                              __nv_bfloat16* __restrict__ out, int M, int E, int N,
                                              int K) {
@@ -426,7 +385,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
   const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, Config::kAccCols);
 
   if (warp == 0) {
-    if (lane == 0) produce<R::kStages>(&tma_a, &tma_b, &tma_bh, smem, full, empty, goffs, E, N, K);
+    if (lane == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else if (warp == 1) {
     if (lane == 0) {
       Cursor cur;
@@ -526,17 +485,11 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
 #endif
     ws::fence_mbarrier_init();
   }
-#if MC > 1
-  if (threadIdx.x == 0) ws::tma_prefetch(&tma_bh);
-  ws::cluster_sync();  // the peer's barriers are initialised before its multicasts reach them
-#else
   __syncthreads();
-#endif
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0)
-      produce<R::kStages>(&tma_a, &tma_b, &tma_bh, smem, full, empty, goffs, E, N, K);
+    if (threadIdx.x == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else {
 #if PP != 0
     if (wg == 1)
@@ -550,13 +503,12 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
     const bool signal = t128 == 0;
     // Rows 64*cw.. of the A stage: 64 K-major rows of 128 B, or the cw-th MN-major box; 8 KiB both.
     const uint32_t a_off = cw * Config::kBoxBytes;
-    Cursor cur = cta_cursor();
+    Cursor cur;
     Tile tl;
     float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
     const typename R::Staged epi{staged + cw * R::Staged::kBytes};
-    constexpr int kMc = Config::kMc;
-    for (int t = blockIdx.x / kMc; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x / kMc) {
+    for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
       const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
@@ -582,12 +534,12 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
         ws::wgmma_commit();
         if (kb > 0) {
           ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-          if (signal) ws::release_stage<kMc>(empty + 8 * prev);
+          if (signal) ws::mbar_arrive(empty + 8 * prev);
         }
         prev = s;
       }
       ws::wgmma_wait<0>();
-      if (signal && kblocks > 0) ws::release_stage<kMc>(empty + 8 * prev);
+      if (signal && kblocks > 0) ws::mbar_arrive(empty + 8 * prev);
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
@@ -604,19 +556,13 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
     if constexpr (kEpi != 0) epi.drain();
 #endif  // PP
   }
-#if MC > 1
-  // No CTA leaves while its peer may still arrive on its barriers (or multicast into it).
-  __syncwarp();
-  ws::cluster_sync();
-#endif
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    const __grid_constant__ ws::TensorMap tma_bh, const int* __restrict__ offs,
-    __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
-  grouped_gemm<TILE_EPI>(tma_a, tma_b, tma_bh, offs, out, M, E, N, K);
+    const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
+  grouped_gemm<TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K);
 }
 
 // The staged-epilogue instance, for short groups (the plan's EPI_SHORT).
@@ -626,5 +572,5 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
                                             const int* __restrict__ offs,
                                             __nv_bfloat16* __restrict__ out, int M, int E, int N,
                                             int K) {
-  grouped_gemm<kStagedEpi>(tma_a, tma_b, tma_b, offs, out, M, E, N, K);  // wgrad: no pairs
+  grouped_gemm<kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K);
 }

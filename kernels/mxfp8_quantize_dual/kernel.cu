@@ -124,7 +124,7 @@
 #define WS_BOUNDS __launch_bounds__(Tile::kThreads)
 #endif
 #ifndef ROW16
-#define ROW16 0  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
+#define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
 
 namespace {

@@ -1,10 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
-              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "ROW16": [0, 1] },
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32] },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256 || ROW16 != 0) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU backward + MXFP8 in both orientations, hand-tuned: hpre [M,2I] (g || u) and dA [M,I]
@@ -51,9 +50,7 @@
 // = 144 KB per SM, 33 KB of shared memory per CTA (tile 32 KB + staged scales).
 // Knobs: BLOCK_M (rows per tile; the q_t run length per CTA), BLOCK_I (columns of I per tile),
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
-// whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all),
-// ROW16 (not yet run: as swiglu_quantize_fwd's, the rowwise halves after the barrier as
-// 16-element pairs from the tiles, one 16-byte q store per lane).
+// whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
 // FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
@@ -101,15 +98,12 @@
 #ifndef GROUP_I
 #define GROUP_I 0
 #endif
-#ifndef ROW16
-#define ROW16 0  // 1: the rowwise half after the barrier, two lanes per block (16-byte q stores)
-#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
 // shared memory (the plan's smem is 0 exactly for the first form) and tile_of for the CTA order.
 #define WS_FIRST_FORM                                                                    \
-  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256 && ROW16 == 0)
+  (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
 
 namespace {
 
@@ -136,13 +130,7 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
-  // ROW16: the rowwise halves as 16-element pairs read back from the dg and du tiles.
-  static constexpr bool kRow16 = ROW16 != 0;
-  static constexpr int kRowPairs = kBlockI / 16;
-  static constexpr int kTilePairs = kBlockM * kRowPairs;  // per tile; a multiple of 64
-  static constexpr int kPairsPerThread = (2 * kTilePairs + kThreads - 1) / kThreads;
 };
-static_assert(Config::kTilePairs % 32 == 0, "ROW16: whole warps of pairs");
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
@@ -280,14 +268,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     grad_chunk(g[c], u[c], d[c], grad[0], grad[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if constexpr (!Config::kRow16) {
-        unsigned lo, hi;
-        const unsigned s = ws::mx::quantize_quad<Config::kFloor>(grad[h], lo, hi);
-        if (in) {
-          const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
-          ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-          if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
-        }
+      unsigned lo, hi;
+      const unsigned s = ws::mx::quantize_quad<Config::kFloor>(grad[h], lo, hi);
+      if (in) {
+        const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
+        ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
+        if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
       }
       if (k < Config::kTileChunks) {
         *reinterpret_cast<uint4*>(&tile[h][r][col]) =
@@ -296,28 +282,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     }
   }
   __syncthreads();
-  if constexpr (Config::kRow16) {
-    // Rowwise: pair pi of tile h = pi / kTilePairs (dg, du): 16 elements of its row; a lane pair
-    // holds one block.
-    const unsigned tile_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-#pragma unroll
-    for (int t = 0; t < Config::kPairsPerThread; ++t) {
-      const int pi = t * Config::kThreads + tid;
-      if (pi < 2 * Config::kTilePairs) {  // whole warps in or out
-        const int h = pi / Config::kTilePairs, pj = pi % Config::kTilePairs;
-        const int r = pj / Config::kRowPairs, col = (pj % Config::kRowPairs) * 16;
-        ws::Chunk lo, hi;
-        ws::mx::load_pair_shared(tile_base + h * (Config::kTileBytes / 2), pj, lo, hi);
-        unsigned out[4];
-        const unsigned s = ws::mx::quantize_pair<Config::kFloor>(lo, hi, out);
-        if (m0 + r < M && i0 + col < I) {  // I % 32 == 0: the block is whole
-          const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
-          ws::store_global16<Config::kStoreCsQ>(q + e, out[0], out[1], out[2], out[3]);
-          if ((tid & 1) == 0) scales[e >> 5] = static_cast<unsigned char>(s);
-        }
-      }
-    }
-  }
 
   // Columnwise: task -> column pair p (fastest across lanes), 32-row block rb, then dg/du.
   const int m_blocks = M / 32;

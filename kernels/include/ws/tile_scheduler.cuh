@@ -57,16 +57,9 @@ struct OutTile {
 /// Only the walk's position lives in registers; the problem sizes are re-read from the params.
 /// Empty groups own no tiles in fwd/dgrad/fwdT; in wgrad every group owns ceil(N/kBM) x
 /// ceil(K/kBN) tiles (an empty group's are zeros of depth 0). kFwdT: ceil(N/kBM) x ceil(len/kBN).
-/// kPair = 2 (kFwd, kDgrad): a cluster pair's walk. Its linear tiles are pairs of row tiles
-/// (ceil(row tiles / 2) per column tile), and the CTA of cluster rank `pair_rank` takes row tile
-/// 2 * pair + pair_rank, past the group's rows when the count is odd (rows_left <= 0: nothing is
-/// stored, but the CTA still takes its share of the pair's stages).
-template <int kForm, int kBM, int kBN, int kGroupM, int kPair = 1>
+template <int kForm, int kBM, int kBN, int kGroupM>
 struct GroupCursor {
-  static_assert(kPair == 1 || (kPair == 2 && (kForm == kFwd || kForm == kDgrad)),
-                "kPair: 1, or 2 in fwd and dgrad");
   int g = -1, base = 0, count = 0, s = 0, e = 0;
-  int pair_rank = 0;  // kPair = 2: this CTA's rank in its cluster pair
 
   __device__ static int tiles_n(int N, int K) { return ((kForm == kFwd ? N : K) + kBN - 1) / kBN; }
   /// Tile t (t never decreases between calls); false once t is past the last group. A group's
@@ -81,13 +74,12 @@ struct GroupCursor {
       s = g == 0 ? 0 : offs[g - 1];
       e = offs[g];
       count = (kTokenCols ? (e - s + kBN - 1) / kBN
-                          : ((kForm == kWgrad ? N : e - s) + kPair * kBM - 1) / (kPair * kBM)) *
+                          : ((kForm == kWgrad ? N : e - s) + kBM - 1) / kBM) *
               fixed;
     }
     const int other = count / fixed;
     int tm, tn;
     band_tile<kGroupM>(t - base, kTokenCols ? fixed : other, kTokenCols ? other : fixed, tm, tn);
-    if constexpr (kPair > 1) tm = kPair * tm + pair_rank;
     tile = GroupTile<kForm>{g, s, e, tm, tn};
     return true;
   }
