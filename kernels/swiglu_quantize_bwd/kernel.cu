@@ -61,6 +61,9 @@
 // shapes (bench/results/kernels-h200-2026-12-01-session9.json). A COL_SPLIT knob (the first
 // form's columnwise work over more threads) lost 33% and was removed. The first
 // form stays a setting (WS_FIRST_FORM below), compiled to the code that ran on the H200.
+// A ROW16 form (the rowwise halves as 16-element pairs, 64 registers instead of 80) ran
+// 0.97-1.00x of these defaults (rceil standard) in session 21
+// (bench/results/sweeps-h200-2026-12-03-session21.json) and was removed.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.

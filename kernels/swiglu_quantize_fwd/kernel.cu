@@ -48,6 +48,9 @@
 // only q_t, whole lines per CTA when staged, streams with .cs.
 // Defaults: the staged form, QT_STAGE 1, BLOCK_M 128, STORE_CS 2 (the fastest measured). The
 // first form stays a setting (WS_FIRST_FORM below), compiled to the code that ran on the H200.
+// A ROW16 form (the rowwise half read back from the tile two lanes per block, 16-byte q stores)
+// ran 0.94-0.98x (rceil standard) and 0.91-0.92x (floor clamped) of these defaults in session 21
+// (bench/results/sweeps-h200-2026-12-03-session21.json) and was removed.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
