@@ -1,0 +1,33 @@
+# The library GEMMs our dense kernels are measured against, launched twice each at the shapes
+# where we trail them, for Nsight Compute to name their kernels (cuBLAS encodes tile shape,
+# warpgroups and cluster in the name) and report launch configuration and throughput:
+#   ncu -k 'regex:gemm|xmma|cutlass' --section LaunchStats --section SpeedOfLight --csv \
+#       python3 bench/profile/cublas_kernels.py
+# fp8: torch._scaled_mm with rowwise fp32 scales (cuBLASLt, as bench/peers/gemm_peers.py);
+# bf16: torch.mm (cuBLAS), B given [N,K] as in the peer.
+
+import torch
+
+FP8_SHAPES = [(16384, 4096, 7168), (8192, 8192, 8192)]  # (M, N, K): 0.82x / 0.88x in session 19
+BF16_SHAPES = [(8192, 8192, 8192), (16384, 7168, 2048)]  # 0.91x / 0.90x in session 17
+
+
+def main():
+    torch.manual_seed(0)
+    for m, n, k in FP8_SHAPES:
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        sa = torch.rand(m, 1, device="cuda") + 0.5
+        sb = torch.rand(1, n, device="cuda") + 0.5
+        for _ in range(2):
+            torch._scaled_mm(a, b.t(), sa, sb, out_dtype=torch.bfloat16)
+    for m, n, k in BF16_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        for _ in range(2):
+            torch.mm(a, b.t())
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()
