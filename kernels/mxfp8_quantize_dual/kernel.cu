@@ -64,18 +64,21 @@
 // 0.88-0.91x of this kernel (bulk copies 0.78-0.84x), colwise 0.90-0.92x; the one-tile kernel
 // with per-row bulk loads (LOAD_PATH 1) 0.94x. Fewer CTAs per SM (2, not 3) lost more (0.66-0.70x):
 // resident warps, not loads in flight per CTA, are what this kernel runs on; the form was removed.
-// ROW16 (knob, default 0, not yet run): a leaner rowwise half. Two lanes per block, not four:
+// ROW16 (default 1 since session 21): a leaner rowwise half. Two lanes per block, not four:
 // after a barrier each lane reads its 16 elements back from shared memory and stores 16 q bytes,
 // so a warp's q store covers 4 rows x 128 bytes (the quads: 2 rows x 128), half the store
 // instructions and one shuffle fewer per block, with issue slots 64% busy. The bytes and the
-// whole-line L2 store requests per byte stay the same: if the L2 binds on requests, ROW16 will
-// not move it, which is what this variant tells apart.
+// whole-line L2 store requests per byte stay the same. H200, session 21: 1.072x (rceil) and
+// 1.028x (floor) geomean over ROW16 0, ok at every test and hidden shape, 0.71-0.82 of SOL
+// (bench/results/sweeps-h200-2026-12-03-session21.json): the issue slots, not L2 requests, bound.
 // The same profile's stalls: long_sb 34% (almost all at the st.shared of the loaded chunks: the
 // loads' latency), barrier 11%; integer address arithmetic is most of the instructions. 64
 // registers allow 4 CTAs (32 warps) per SM, and the 8 loads in flight per thread hold 32 of them.
 // LOAD_PATH 3 (cp.async, straight into shared memory: no registers wait for loads) with COL2 1
 // (the colwise half reads its words twice rather than holding 32) fits in 48 registers (5 CTAs
-// per SM; MINB 6: 40 and 6 CTAs, 48 warps): more loads in flight per SM. Not yet run.
+// per SM; MINB 6: 40 and 6 CTAs, 48 warps): more loads in flight per SM. Session 21, against
+// ROW16 0: LOAD_PATH 3 1.053x / 1.034x (rceil / floor), with COL2 1 the same, with MINB 6
+// 1.014x / 0.977x; LOAD_PATH 3 on top of ROW16 has not run (queued).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]

@@ -46,6 +46,11 @@
 // run (GROUP_K 16 1.07x; bench/results/sweeps-h200-2026-12-01-session9.json); 0.71-0.81 of SOL,
 // ok at every test, hidden and bench shape, 1.51-1.58x the Triton floor peer
 // (kernels-h200-2026-12-01-session9.json).
+// Since session 21 ROW16 is on (the rowwise half two lanes per block with 16-byte q stores,
+// ws::mx::quantize_pair, as the dual quantizer): 1.105x geomean in one call (1.08-1.13x per
+// shape), 0.80-0.87 of SOL, ok at every test and hidden shape; LOAD_PATH 3 COL2 1 (cp.async
+// loads, two-pass colwise half) alone 1.062x, with MINB 6 1.062x
+// (bench/results/sweeps-h200-2026-12-03-session21.json); LOAD_PATH 3 with ROW16 is queued.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_expert_weights
 //   kernels/mxfp8_quantize_expert_weights/kernel.cu [--set rounding=floor] [--knob RB=8 ...]
