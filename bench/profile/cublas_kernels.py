@@ -1,7 +1,7 @@
 # The library GEMMs our dense kernels are measured against, launched twice each at the shapes
 # where we trail them, for Nsight Compute to name their kernels (cuBLAS encodes tile shape,
 # warpgroups and cluster in the name) and report launch configuration and throughput:
-#   ncu -k 'regex:gemm|xmma|cutlass' --section LaunchStats --section SpeedOfLight --csv \
+#   ncu -k 'regex:nvjet|gemm|xmma|cutlass' --section LaunchStats --section SpeedOfLight --csv \
 #       python3 bench/profile/cublas_kernels.py
 # fp8: torch._scaled_mm with rowwise fp32 scales (cuBLASLt, as bench/peers/gemm_peers.py);
 # bf16: torch.mm (cuBLAS), B given [N,K] as in the peer.

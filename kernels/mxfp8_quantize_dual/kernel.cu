@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0, 2], "COL2": [0, 1], "MINB": [0, 5, 6] },
+              "ROW16": [1, 0], "COL2": [0, 1], "MINB": [0, 5, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -78,10 +78,10 @@
 // (the colwise half reads its words twice rather than holding 32) fits in 48 registers (5 CTAs
 // per SM; MINB 6: 40 and 6 CTAs, 48 warps): more loads in flight per SM. Session 21, against
 // ROW16 0: LOAD_PATH 3 1.053x / 1.034x (rceil / floor), with COL2 1 the same, with MINB 6
-// 1.014x / 0.977x; LOAD_PATH 3 on top of ROW16 has not run (queued).
-// ROW16 2 (not yet run): the same pairs, each thread's q and scale addresses walked by fixed
-// strides instead of rebuilt from row and column per pair (64-bit products, signed divisions):
-// 48 registers, not 64, so 5 CTAs per SM, and 3% fewer instructions. Queued beside LOAD_PATH 3.
+// 1.014x / 0.977x. On top of ROW16 (same session, rceil) LOAD_PATH 3 gave 1.002x, and the pairs'
+// addresses walked by fixed strides (48 registers, 5 CTAs per SM) 0.997x: with ROW16 the kernel
+// no longer responds to occupancy or load path (ncu: DRAM 69% of peak, L2 87% busy); the strided
+// form was removed. The L2's own limits (its request and sector mix) are what to read next.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -130,14 +130,14 @@
 #define WS_BOUNDS __launch_bounds__(Tile::kThreads)
 #endif
 #ifndef ROW16
-#define ROW16 1  // 1, 2: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
+#define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, KT >= 2 ? ROW16 : 0, LOAD_PATH == 3,
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
                               COL2 != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 

@@ -39,10 +39,9 @@ constexpr bool use_bulk_loads(int load_path) {
 /// and scales_t leave as 32-bit words (4 blocks of one row per store) where whole and aligned,
 /// else as bytes: rowwise, the 4 quad leaders of 16 lanes gather by shuffles; colwise, scales_t
 /// is staged in shared memory after the tile (kBK rows of kRowBlocks bytes) and thread k writes
-/// staged row k. false: one byte store per block, as the first H200 run. kPairs (1, 2): the rowwise
-/// half reads the tile back from shared memory after a barrier, two lanes per block (16 elements
-/// and one 16-byte q store per lane: half the store instructions of the lane quads; kSubtiles >=
-/// 2); 2 walks each thread's q and scale addresses by fixed strides (48 registers, not 64).
+/// staged row k. false: one byte store per block, as the first H200 run. kPairs: the rowwise half
+/// reads the tile back from shared memory after a barrier, two lanes per block (16 elements and
+/// one 16-byte q store per lane: half the store instructions of the lane quads; kSubtiles >= 2).
 /// kAsyncLoads: every thread's chunks land in shared memory by cp.async (no registers held for
 /// loads in flight; then the tile is read back as in the bulk path), over kUseTma. kColTwoPass:
 /// the colwise half reads its 32 words twice (amax, then quantize 4 rows at a time) instead of
@@ -50,7 +49,7 @@ constexpr bool use_bulk_loads(int load_path) {
 /// more loads in flight) per SM.
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
-          bool kScaleWords = false, int kPairs = 0, bool kAsyncLoads = false,
+          bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
           bool kColTwoPass = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
@@ -70,7 +69,7 @@ struct DualTile {
   static_assert(kLoadsPerThread == 8 && kStoresPerThread == 4, "tile algebra");
   static_assert(kBK * kBM <= kTileBytes, "q_t tile fits over the x tile");
   static constexpr int kRowPairs = kRowChunks / 2;  // 16-element halves of blocks per tile row
-  static_assert(kPairs == 0 || kRowPairs % 8 == 0, "kPairs: 8 lanes (4 blocks) per row segment");
+  static_assert(!kPairs || kRowPairs % 8 == 0, "kPairs: 8 lanes (4 blocks) per tile row segment");
 
   /// Scales of two blocks (a low byte, b next), 0xFF for special blocks (is_special).
   static __device__ __forceinline__ unsigned scale2(unsigned amax_a, unsigned amax_b) {
@@ -171,12 +170,12 @@ struct DualTile {
   // Rowwise half from the tile in shared memory, two lanes per block (kPairs): lane pair (2j,
   // 2j+1) holds block j's two 16-element halves (ws::mx::load_pair_shared: conflict-free) and
   // stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
-  static __device__ __forceinline__ void rowwise_pairs_indexed(unsigned tile,
-                                                               unsigned char* __restrict__ q,
-                                                               unsigned char* __restrict__ scales,
-                                                               long long cols, long long m0,
-                                                               long long k0, int rows_valid,
-                                                               int cols_valid) {
+  static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
+                                                       unsigned char* __restrict__ q,
+                                                       unsigned char* __restrict__ scales,
+                                                       long long cols, long long m0,
+                                                       long long k0, int rows_valid,
+                                                       int cols_valid) {
     const int tid = threadIdx.x;
 #pragma unroll
     for (int u = 0; u < kLoadsPerThread / 2; ++u) {
@@ -208,70 +207,6 @@ struct DualTile {
           *s_dst = static_cast<unsigned char>(sc);
         }
       }
-    }
-  }
-
-  static __device__ __forceinline__ void rowwise_pairs_strided(unsigned tile,
-                                                               unsigned char* __restrict__ q,
-                                                               unsigned char* __restrict__ scales,
-                                                               long long cols, long long m0,
-                                                               long long k0, int rows_valid,
-                                                               int cols_valid) {
-    // A thread keeps its pair column (kThreads % kRowPairs == 0) and steps kRowStep rows, so its
-    // q and scale addresses advance by fixed strides (no 64-bit products per pair).
-    static_assert(kThreads % kRowPairs == 0, "a thread's pairs share one column");
-    constexpr int kRowStep = kThreads / kRowPairs;
-    const int tid = threadIdx.x;
-    const int r0 = tid / kRowPairs, pc = tid % kRowPairs;
-    const unsigned long long ucols = static_cast<unsigned long long>(cols);
-    const unsigned long long srow = ucols / 32;  // scales per row
-    const unsigned long long col = static_cast<unsigned long long>(k0) + pc * 16;
-    const unsigned long long row0 = static_cast<unsigned long long>(m0) + r0;
-    unsigned char* q_dst = q + row0 * ucols + col;
-    unsigned char* s_dst = scales + row0 * srow + col / 32;
-    const bool col_ok = pc * 16 < cols_valid;
-    const bool group_ok = ((pc & ~7) + 8) * 16 <= cols_valid;  // the 4 blocks of a scale word
-#pragma unroll
-    for (int u = 0; u < kLoadsPerThread / 2; ++u) {
-      const bool row_ok = r0 + u * kRowStep < rows_valid;
-      Chunk lo, hi;
-      load_pair_shared(tile, u * kThreads + tid, lo, hi);
-      unsigned out[4];
-      const unsigned sc = quantize_pair<kFloor>(lo, hi, out);
-      bool as_word = false;  // kScaleWords: this lane's 8-lane group stores one word
-      unsigned word = 0;
-      unsigned char* w_dst = s_dst - ((pc & 7) >> 1);  // the group's first block
-      if constexpr (kScaleWords) {
-        // Blocks of lanes l, l+2, l+4, l+6 into one word, valid at l % 8 == 0 (pc % 8 == 0).
-        word = sc | (__shfl_down_sync(kFullMask, sc, 2) << 8) |
-               (__shfl_down_sync(kFullMask, sc, 4) << 16) |
-               (__shfl_down_sync(kFullMask, sc, 6) << 24);
-        as_word = row_ok && group_ok && (reinterpret_cast<size_t>(w_dst) & 3) == 0;
-      }
-      if (row_ok && col_ok) {
-        store_global16<kStoreCs>(q_dst, out[0], out[1], out[2], out[3]);
-        if (as_word) {
-          if ((pc & 7) == 0) *reinterpret_cast<unsigned*>(w_dst) = word;
-        } else if ((pc & 1) == 0) {
-          *s_dst = static_cast<unsigned char>(sc);
-        }
-      }
-      q_dst += kRowStep * ucols;
-      s_dst += kRowStep * srow;
-    }
-  }
-
-  // kPairs 1: each pair's addresses from its row and column (as first measured); 2: strided.
-  static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
-                                                       unsigned char* __restrict__ q,
-                                                       unsigned char* __restrict__ scales,
-                                                       long long cols, long long m0,
-                                                       long long k0, int rows_valid,
-                                                       int cols_valid) {
-    if constexpr (kPairs == 2) {
-      rowwise_pairs_strided(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
-    } else {
-      rowwise_pairs_indexed(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
     }
   }
 
@@ -357,7 +292,7 @@ struct DualTile {
         }
         mbar_wait(bar, 0);
       }
-      if constexpr (kRowwise && kPairs != 0) {
+      if constexpr (kRowwise && kPairs) {
         rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
       } else if constexpr (kRowwise) {
 #pragma unroll
@@ -388,7 +323,7 @@ struct DualTile {
         const int ci = u * kThreads + tid;  // row-major chunk index = smem position
         store_shared16(tile + ci * 16, c[u].w[0], c[u].w[1], c[u].w[2], c[u].w[3]);
       }
-      if constexpr (kRowwise && kPairs != 0) {
+      if constexpr (kRowwise && kPairs) {
         __syncthreads();  // the pairs read other threads' chunks
         rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
       } else if constexpr (kRowwise) {
@@ -410,7 +345,7 @@ struct DualTile {
           }
         }
       }
-      if constexpr (!(kRowwise && kPairs != 0)) __syncthreads();  // kPairs synced before its reads
+      if constexpr (!(kRowwise && kPairs)) __syncthreads();  // kPairs synced before its reads
     }
 
     // ---- colwise: warp (b, kt), lane p owns columns 64kt + 2p, +1 of rows 32b .. 32b+31 ----
