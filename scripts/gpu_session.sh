@@ -360,7 +360,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # after the problem and NCU_ARGS. For mxfp8_quantize_rowwise the Triton peer is profiled the
       # same way at the same shapes (bench/profile/rowwise_ncu.py), in its rounding mode.
       # NCU_SECTIONS: the ncu sections (default SpeedOfLight, with NCU_REPORT=1 also the stall,
-      # source, compute and memory sections). NCU_REPORT=1 also keeps
+      # source, compute and memory sections; NCU_METRICS adds metrics). NCU_REPORT=1 also keeps
       # the .ncu-rep (profile the first NCU_LAUNCHES launches, default 1) and writes its SASS
       # source page (per-instruction executions and stall samples; needs SourceCounters) as CSV.
       mkdir -p "$OUT/ncu"
@@ -373,6 +373,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
       tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9=_-' '_')
       metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
+      # NCU_METRICS: more metrics, comma-separated (e.g. the L2's request and sector counts by op).
+      [[ -n ${NCU_METRICS:-} ]] && metrics+=",$NCU_METRICS"
       # shellcheck disable=SC2086  # NCU_ARGS is a word list
       $ws eval "$p" "${NCU_KERNEL:-kernels/$p/kernel.cu}" ${NCU_ARGS:-} --no-hidden --iterations 3 \
         --keep-scratch --json >"$OUT/ncu/$tag.eval.json" 2>"$OUT/ncu/$tag.eval.err"
