@@ -137,7 +137,7 @@
 #define NSSTAGES 16  // its most ring stages
 #endif
 #ifndef EPI
-#define EPI 2  // H200, 2026-12-02: 1.20x EPI=0 geomean, 1.45x at K=2048 (kernels/README.md)
+#define EPI 2  // H200, 2026-12-02: 1.20x EPI=0 geomean, 1.45x at K=2048 (kernels/SWEEPS-LOG.md)
 #endif
 #ifndef MC
 #define MC 1  // sm_90a: CTAs per cluster along M sharing each B tile by TMA multicast (1 or 2)
