@@ -69,8 +69,9 @@
 // so a warp's q store covers 4 rows x 128 bytes (the quads: 2 rows x 128), half the store
 // instructions and one shuffle fewer per block, with issue slots 64% busy. The bytes and the
 // whole-line L2 store requests per byte stay the same. H200, session 21: 1.072x (rceil) and
-// 1.028x (floor) geomean over ROW16 0, ok at every test and hidden shape, 0.71-0.82 of SOL
-// (bench/results/sweeps-h200-2026-12-03-session21.json): the issue slots, not L2 requests, bound.
+// 1.028x (floor) geomean over ROW16 0, ok at every test, hidden and bench shape, 0.70-0.82 of
+// SOL (bench/results/sweeps-h200-2026-12-03-session21.json): fewer instructions paid, with the
+// same L2 requests per byte.
 // The same profile's stalls: long_sb 34% (almost all at the st.shared of the loaded chunks: the
 // loads' latency), barrier 11%; integer address arithmetic is most of the instructions. 64
 // registers allow 4 CTAs (32 warps) per SM, and the 8 loads in flight per thread hold 32 of them.
