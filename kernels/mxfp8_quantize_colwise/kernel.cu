@@ -1,7 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "COL2": [0, 1], "MINB": [0, 5, 6] },
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -92,30 +91,19 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
-#ifndef COL2
-#define COL2 0  // 1: the colwise half reads its words twice instead of holding 32 (fewer registers)
-#endif
-#ifndef MINB
-#define MINB 0  // > 0: __launch_bounds__ asks for MINB resident CTAs per SM
-#endif
-#if MINB > 0
-#define WS_BOUNDS __launch_bounds__(Tile::kThreads, MINB)
-#else
-#define WS_BOUNDS __launch_bounds__(Tile::kThreads)
-#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, false, LOAD_PATH == 3, COL2 != 0>;
+                              SCALE_WORDS != 0, false, LOAD_PATH == 3>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // x (M,K) bf16 bits; q_t (K,M) e4m3, scales_t (K,M/32) e8m0. One CTA per (kBM x kBK) tile;
 // M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void WS_BOUNDS
+extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_colwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t, int M, int K) {

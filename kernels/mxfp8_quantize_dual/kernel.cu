@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "COL2": [0, 1], "MINB": [0, 5, 6] },
+              "ROW16": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -75,11 +75,10 @@
 // The same profile's stalls: long_sb 34% (almost all at the st.shared of the loaded chunks: the
 // loads' latency), barrier 11%; integer address arithmetic is most of the instructions. 64
 // registers allow 4 CTAs (32 warps) per SM, and the 8 loads in flight per thread hold 32 of them.
-// LOAD_PATH 3 (cp.async, straight into shared memory: no registers wait for loads) with COL2 1
-// (the colwise half reads its words twice rather than holding 32) fits in 48 registers (5 CTAs
-// per SM; MINB 6: 40 and 6 CTAs, 48 warps): more loads in flight per SM. Session 21, against
-// ROW16 0: LOAD_PATH 3 1.053x / 1.034x (rceil / floor), with COL2 1 the same, with MINB 6
-// 1.014x / 0.977x. On top of ROW16 (same session, rceil) LOAD_PATH 3 gave 1.002x, and the pairs'
+// LOAD_PATH 3 (cp.async, straight into shared memory: no registers wait for loads): 1.053x /
+// 1.034x (rceil / floor) against ROW16 0 in session 21; with a two-pass colwise half (48 registers,
+// 5 CTAs per SM) the same, with 6 CTAs per SM (40 registers) 0.98-1.01x: both knobs were removed.
+// On top of ROW16 (same session, rceil) LOAD_PATH 3 gave 1.002x, and the pairs'
 // addresses walked by fixed strides (48 registers, 5 CTAs per SM) 0.997x: with ROW16 the kernel
 // no longer responds to occupancy or load path (ncu: DRAM 69% of peak, L2 87% busy); the strided
 // form was removed. The L2's own limits (its request and sector mix) are what to read next.
@@ -119,17 +118,6 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
-#ifndef COL2
-#define COL2 0  // 1: the colwise half reads its words twice instead of holding 32 (fewer registers)
-#endif
-#ifndef MINB
-#define MINB 0  // > 0: __launch_bounds__ asks for MINB resident CTAs per SM
-#endif
-#if MINB > 0
-#define WS_BOUNDS __launch_bounds__(Tile::kThreads, MINB)
-#else
-#define WS_BOUNDS __launch_bounds__(Tile::kThreads)
-#endif
 #ifndef ROW16
 #define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
@@ -138,15 +126,14 @@ namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
-                              COL2 != 0>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // x (M,K) bf16 bits; q (M,K) e4m3, scales (M,K/32) e8m0; q_t (K,M) e4m3, scales_t (K,M/32) e8m0.
 // One CTA per (kBM x kBK) tile; M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void WS_BOUNDS
+extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_dual(const unsigned short* __restrict__ x,
                                   unsigned char* __restrict__ q,
                                   unsigned char* __restrict__ scales,

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "COL2": [0, 1], "MINB": [0, 5, 6] },
+              "ROW16": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
@@ -48,8 +48,8 @@
 // (kernels-h200-2026-12-01-session9.json).
 // Since session 21 ROW16 is on (the rowwise half two lanes per block with 16-byte q stores,
 // ws::mx::quantize_pair, as the dual quantizer): 1.105x geomean in one call (1.08-1.13x per
-// shape), 0.80-0.87 of SOL, ok at every test and hidden shape; LOAD_PATH 3 COL2 1 (cp.async
-// loads, two-pass colwise half) alone 1.062x, with MINB 6 1.062x
+// shape), 0.80-0.87 of SOL, ok at every test and hidden shape; LOAD_PATH 3 with a two-pass
+// colwise half (since removed) alone 1.062x
 // (bench/results/sweeps-h200-2026-12-03-session21.json); on top of ROW16, strided pair addresses
 // (46 registers) 1.007x: removed. 1.58-1.64x the Triton floor peer in the same call.
 //
@@ -88,17 +88,6 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
-#ifndef COL2
-#define COL2 0  // 1: the colwise half reads its words twice instead of holding 32 (fewer registers)
-#endif
-#ifndef MINB
-#define MINB 0  // > 0: __launch_bounds__ asks for MINB resident CTAs per SM
-#endif
-#if MINB > 0
-#define WS_BOUNDS __launch_bounds__(Tile::kThreads, MINB)
-#else
-#define WS_BOUNDS __launch_bounds__(Tile::kThreads)
-#endif
 #ifndef ROW16
 #define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
@@ -107,15 +96,14 @@ namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
-                              COL2 != 0>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // w (E,N,K) bf16 bits; q_k (E,N,K), s_k (E,N,K/32); q_n (E,K,N), s_n (E,K,N/32); row-major,
 // N % 32 == 0, K % 32 == 0. CTA c: expert c / (tiles_n * tiles_k), then a tile of its [N,K].
-extern "C" __global__ void WS_BOUNDS
+extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_expert_weights(const unsigned short* __restrict__ w,
                                             unsigned char* __restrict__ q_k,
                                             unsigned char* __restrict__ s_k,

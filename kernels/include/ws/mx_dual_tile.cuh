@@ -43,14 +43,10 @@ constexpr bool use_bulk_loads(int load_path) {
 /// reads the tile back from shared memory after a barrier, two lanes per block (16 elements and
 /// one 16-byte q store per lane: half the store instructions of the lane quads; kSubtiles >= 2).
 /// kAsyncLoads: every thread's chunks land in shared memory by cp.async (no registers held for
-/// loads in flight; then the tile is read back as in the bulk path), over kUseTma. kColTwoPass:
-/// the colwise half reads its 32 words twice (amax, then quantize 4 rows at a time) instead of
-/// holding all 32: with kAsyncLoads the kernel then fits in fewer registers, so more CTAs (and
-/// more loads in flight) per SM.
+/// loads in flight; then the tile is read back as in the bulk path), over kUseTma.
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
-          bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
-          bool kColTwoPass = false>
+          bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -167,6 +163,27 @@ struct DualTile {
     }
   }
 
+  // Rowwise half from the tile in shared memory, four lanes per block: each thread quantizes the
+  // chunks it loaded (garbage where not valid: not stored).
+  static __device__ __forceinline__ void rowwise_quads_shared(unsigned tile,
+                                                              unsigned char* __restrict__ q,
+                                                              unsigned char* __restrict__ scales,
+                                                              long long cols, long long m0,
+                                                              long long k0, int rows_valid,
+                                                              int cols_valid) {
+    const int tid = threadIdx.x, lane = tid & 31;
+#pragma unroll
+    for (int u = 0; u < kLoadsPerThread; ++u) {
+      const int ci = u * kThreads + tid;
+      const int r = ci / kRowChunks, cc = ci % kRowChunks;
+      const bool valid = r < rows_valid && cc * 8 < cols_valid;
+      const Chunk c = load_shared16(tile + ci * 16);
+      const long long row = m0 + r, col = k0 + cc * 8;
+      rowwise_any(c, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
+                  scales + row * (cols / 32) + col / 32, lane);
+    }
+  }
+
   // Rowwise half from the tile in shared memory, two lanes per block (kPairs): lane pair (2j,
   // 2j+1) holds block j's two 16-element halves (ws::mx::load_pair_shared: conflict-free) and
   // stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
@@ -221,29 +238,6 @@ struct DualTile {
          cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w2), rb), mul_rn_no_ftz(bf16_hi(w3), rb)) << 16;
   }
 
-  // kColTwoPass: the colwise quantization of columns kl, kl + 1 of row block b (amax over the
-  // 32 rows, then 4 rows at a time read again), without holding the 32 words.
-  static __device__ __forceinline__ void colwise_two_pass(unsigned tile, int b, int kl,
-                                                          unsigned& s2, unsigned (&qa)[8],
-                                                          unsigned (&qb)[8]) {
-    // Pass 1: the amax of both columns; pass 2: each group of 4 rows read again and quantized.
-    const unsigned col = tile + ((32 * b) * kBK + kl) * 2;
-    unsigned m2 = 0;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      m2 = max_u16x2(m2, load_shared4(col + i * kBK * 2) & 0x7FFF7FFFu);
-    }
-    s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
-    const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      unsigned w[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) w[i] = load_shared4(col + (4 * j + i) * kBK * 2);
-      quantize_rows4(w[0], w[1], w[2], w[3], ra, rb, qa[j], qb[j]);
-    }
-  }
-
   // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch kBM bytes).
   static __device__ __forceinline__ unsigned qt_offset(int k, int ch) {
     return static_cast<unsigned>(k * kBM + ((ch ^ ((k >> 1) & kSwizzleMask)) << 4));
@@ -295,16 +289,7 @@ struct DualTile {
       if constexpr (kRowwise && kPairs) {
         rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
       } else if constexpr (kRowwise) {
-#pragma unroll
-        for (int u = 0; u < kLoadsPerThread; ++u) {
-          const int ci = u * kThreads + tid;
-          const int r = ci / kRowChunks, cc = ci % kRowChunks;
-          const bool valid = r < rows_valid && cc * 8 < cols_valid;
-          const Chunk c = load_shared16(tile + ci * 16);  // garbage where !valid: not stored
-          const long long row = m0 + r, col = k0 + cc * 8;
-          rowwise_any(c, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
-                      scales + row * (cols / 32) + col / 32, lane);
-        }
+        rowwise_quads_shared(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
       }
     } else {
       Chunk c[kLoadsPerThread];  // (8) x 16 B, all in flight before the first use
@@ -326,6 +311,10 @@ struct DualTile {
       if constexpr (kRowwise && kPairs) {
         __syncthreads();  // the pairs read other threads' chunks
         rowwise_pairs(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
+      } else if constexpr (kRowwise && kScaleWords) {
+        // Each thread reads back its own chunks (no barrier needed): c[] dies at the st.shared,
+        // which keeps the word path within 64 registers at 512 threads (KT 4).
+        rowwise_quads_shared(tile, q, scales, cols, m0, k0, rows_valid, cols_valid);
       } else if constexpr (kRowwise) {
 #pragma unroll
         for (int u = 0; u < kLoadsPerThread; ++u) {
@@ -333,16 +322,8 @@ struct DualTile {
           const int r = ci / kRowChunks, cc = ci % kRowChunks;
           const bool valid = r < rows_valid && cc * 8 < cols_valid;
           const long long row = m0 + r, col = k0 + cc * 8;
-          if constexpr (kScaleWords) {
-            // Read back this thread's own chunk (no barrier needed): c[] dies at the st.shared,
-            // which keeps the word path within 64 registers at 512 threads (KT 4).
-            const Chunk cs = load_shared16(tile + ci * 16);
-            rowwise_any(cs, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
-                        scales + row * (cols / 32) + col / 32, lane);
-          } else {
-            rowwise_any(c[u], valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
-                        scales + row * (cols / 32) + col / 32, lane);
-          }
+          rowwise_any(c[u], valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
+                      scales + row * (cols / 32) + col / 32, lane);
         }
       }
       if constexpr (!(kRowwise && kPairs)) __syncthreads();  // kPairs synced before its reads
@@ -355,23 +336,19 @@ struct DualTile {
     unsigned qa[8], qb[8];  // column kl / kl+1: 32 bytes each, row 4j+i in byte i of word j
     unsigned s2 = 0;
     if (col_valid) {
-      if constexpr (kColTwoPass) {
-        colwise_two_pass(tile, b, kl, s2, qa, qb);
-      } else {
-        unsigned w[32];  // (32 rows) x bf16 pair
+      unsigned w[32];  // (32 rows) x bf16 pair
 #pragma unroll
-        for (int i = 0; i < 32; ++i) {
-          w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
-        }
-        unsigned m2 = 0;
+      for (int i = 0; i < 32; ++i) {
+        w[i] = load_shared4(tile + ((32 * b + i) * kBK + kl) * 2);
+      }
+      unsigned m2 = 0;
 #pragma unroll
-        for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
-        s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
-        const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
+      for (int i = 0; i < 32; ++i) m2 = max_u16x2(m2, w[i] & 0x7FFF7FFFu);
+      s2 = scale2(m2 & 0xFFFFu, m2 >> 16);
+      const float ra = reciprocal(s2 & 0xFFu), rb = reciprocal(s2 >> 8);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          quantize_rows4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3], ra, rb, qa[j], qb[j]);
-        }
+      for (int j = 0; j < 8; ++j) {
+        quantize_rows4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3], ra, rb, qa[j], qb[j]);
       }
       if ((s2 & 0xFFu) == kE8M0NaN) {
 #pragma unroll
