@@ -362,7 +362,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # NCU_SECTIONS: the ncu sections (default SpeedOfLight, with NCU_REPORT=1 also the stall,
       # source, compute and memory sections; NCU_METRICS adds metrics). NCU_REPORT=1 also keeps
       # the .ncu-rep (profile the first NCU_LAUNCHES launches, default 1) and writes its SASS
-      # source page (per-instruction executions and stall samples; needs SourceCounters) as CSV.
+      # source page (per-instruction executions and stall samples; needs SourceCounters) and
+      # every collected metric (--page raw) as CSV. NCU_PEER=1: the cuBLAS peer too (below).
       mkdir -p "$OUT/ncu"
       # With NCU_REPORT=1 the default sections include the stall reasons and SourceCounters, which
       # the source page's per-instruction stall samples need.
@@ -392,6 +393,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
             || status=1
           ncu --import "$OUT/ncu/$tag.ncu-rep" --page source --print-source sass --csv \
             >"$OUT/ncu/$tag.sass.csv" 2>>"$OUT/ncu/$tag.err" || status=1
+          ncu --import "$OUT/ncu/$tag.ncu-rep" --page raw --csv >"$OUT/ncu/$tag.raw.csv" \
+            2>>"$OUT/ncu/$tag.err" || status=1
           python3 bench/profile/ncu_source.py "$OUT/ncu/$tag.sass.csv" --top 30 \
             --json "$OUT/ncu/$tag.source.json" >"$OUT/ncu/$tag.source.txt" || status=1
           head -20 "$OUT/ncu/$tag.source.txt"
@@ -405,6 +408,29 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # The profiled run's output dumps and the kept scratch must not travel back with the results.
       rm -rf "$OUT/ncu/ncu-run"
       drop_kept_scratch "$OUT/ncu/$tag.eval.json"
+      # NCU_PEER=1 (fp8_rowwise_gemm, bf16_gemm): cuBLAS(Lt)'s kernel at the first bench shape,
+      # profiled the same way (its first launch; the source page shows its SASS).
+      if [[ ${NCU_PEER:-0} == 1 && ( $p == fp8_rowwise_gemm || $p == bf16_gemm ) ]]; then
+        dt=bf16; [[ $p == fp8_rowwise_gemm ]] && dt=fp8
+        mnk=$(python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['bench'][0]; print(b['M'], b['N'], b['K'])" \
+                "problems/$p/spec.json")
+        ptag=peer-cublas-$dt-${mnk// /x}
+        # shellcheck disable=SC2086  # mnk is three words
+        ncu --clock-control none --kernel-name regex:nvjet --launch-count 1 "${sections[@]}" \
+          --metrics "$metrics" -o "$OUT/ncu/$ptag" python3 bench/profile/cublas_kernels.py "$dt" $mnk \
+          >"$OUT/ncu/$ptag.log" 2>"$OUT/ncu/$ptag.err" || status=1
+        ncu --import "$OUT/ncu/$ptag.ncu-rep" --csv >"$OUT/ncu/$ptag.csv" 2>>"$OUT/ncu/$ptag.err" || status=1
+        ncu --import "$OUT/ncu/$ptag.ncu-rep" --page raw --csv >"$OUT/ncu/$ptag.raw.csv" \
+          2>>"$OUT/ncu/$ptag.err" || status=1
+        if [[ ${NCU_REPORT:-0} == 1 ]]; then
+          ncu --import "$OUT/ncu/$ptag.ncu-rep" --page source --print-source sass --csv \
+            >"$OUT/ncu/$ptag.sass.csv" 2>>"$OUT/ncu/$ptag.err" || status=1
+          python3 bench/profile/ncu_source.py "$OUT/ncu/$ptag.sass.csv" --top 30 \
+            --json "$OUT/ncu/$ptag.source.json" >"$OUT/ncu/$ptag.source.txt" || status=1
+          head -20 "$OUT/ncu/$ptag.source.txt"
+        fi
+        python3 bench/profile/ncu_summary.py "$OUT/ncu/$ptag.csv"
+      fi
       if [[ $p == mxfp8_quantize_rowwise ]]; then
         r=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('params', {}).get('rounding', 'rceil'))" \
               "$OUT/ncu/$tag.eval.json" 2>/dev/null || echo rceil)
