@@ -1,11 +1,18 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0] },
+              "ROW16": [1, 0], "SCALE_TILES": [0, 1] },
+  "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
-                "args":  ["x", "q", "scales", "q_t", "scales_t", "M", "K"] } ] }
+                "block": ["32 * RB * KT"],
+                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
+                "args":  ["x", "q", "scales", "q_t", "scales_t", "workspace", "M", "K"] },
+              { "kernel": "sm90_mxfp8_quantize_dual_scales", "when": "SCALE_TILES != 0", "pdl": true,
+                "grid":  ["ceil_div(M, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
+                "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
+                "args":  ["workspace", "scales", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 dual quantization, hand-tuned: BF16 x [M,K] -> rowwise q [M,K] + scales [M,K/32] and
 // colwise (transposed) q_t [K,M] + scales_t [K,M/32], reading x once.
@@ -34,7 +41,7 @@
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
-// tile and written one word per q_t row by one thread), ROW16 (below).
+// tile and written one word per q_t row by one thread), ROW16 (below), SCALE_TILES (below).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (warp load: 2 rows, 4 lines); K neighbour tiles_m
@@ -82,6 +89,11 @@
 // addresses walked by fixed strides (48 registers, 5 CTAs per SM) 0.997x: with ROW16 the kernel
 // no longer responds to occupancy or load path (ncu: DRAM 69% of peak, L2 87% busy); the strided
 // form was removed. The L2's own limits (its request and sector mix) are what to read next.
+// SCALE_TILES (1: implies SCALE_WORDS): a tile's scales are 4 bytes per row and per column, so in
+// place each is its own L2 request: 256 per tile beside 512 for its data, a third of the L2's
+// requests for 1.5% of the bytes. With SCALE_TILES the tile writes them whole into a workspace
+// (512 contiguous bytes each) and a second launch (PDL) moves them into place along whole output
+// rows (ws::mx::ScaleGather): 2 x 1/32 byte per element more traffic, 1/16 of the requests.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -93,6 +105,7 @@
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #include "ws/mx_dual_tile.cuh"
+#include "ws/ptx_sm90.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
@@ -121,24 +134,36 @@
 #ifndef ROW16
 #define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
+#ifndef SCALE_TILES
+#define SCALE_TILES 0  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
+#endif
+#if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
+#undef SCALE_WORDS
+#define SCALE_WORDS 1
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
+                              SCALE_TILES != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
+using RowGather = ws::mx::ScaleGather<Tile::kBM, Tile::kTileScaleRow>;  // scales: rows of x
+using ColGather = ws::mx::ScaleGather<Tile::kBK, RB>;                   // scales_t: columns
 
 }  // namespace
 
 // x (M,K) bf16 bits; q (M,K) e4m3, scales (M,K/32) e8m0; q_t (K,M) e4m3, scales_t (K,M/32) e8m0.
 // One CTA per (kBM x kBK) tile; M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
+// ws (SCALE_TILES): the tiles' rowwise scale blocks [tm][tk], then their colwise ones [tk][tm].
 extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_dual(const unsigned short* __restrict__ x,
                                   unsigned char* __restrict__ q,
                                   unsigned char* __restrict__ scales,
                                   unsigned char* __restrict__ q_t,
-                                  unsigned char* __restrict__ scales_t, int M, int K) {
+                                  unsigned char* __restrict__ scales_t,
+                                  unsigned char* __restrict__ ws, int M, int K) {
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
@@ -154,6 +179,37 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #else
   const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;
 #endif
+#if SCALE_TILES
+  scales = ws + (tm * tiles_k + tk) * Tile::kScaleTileBytes;
+  scales_t = ws + (tiles_m * tiles_k + tk * tiles_m + tm) * Tile::kScaleTileBytes;
+#else
+  (void)ws;
+#endif
   Tile::quantize<true>(x, q, scales, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
                        smem);
+}
+
+// SCALE_TILES' second launch (pdl): the workspace's scale blocks into scales and scales_t, one
+// CTA per run of 32 tiles of one tile row (scales) or tile column (scales_t).
+extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
+    sm90_mxfp8_quantize_dual_scales(const unsigned char* __restrict__ ws,
+                                    unsigned char* __restrict__ scales,
+                                    unsigned char* __restrict__ scales_t, int M, int K) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  static_assert(RowGather::kSmemBytes == ColGather::kSmemBytes, "the plan's one smem size");
+  ws::griddep_wait();  // the quantize launch's workspace
+  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
+  const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
+  const long long row_ctas = tiles_m * RowGather::runs(tiles_k);
+  if (blockIdx.x < row_ctas) {
+    const long long g = blockIdx.x / RowGather::runs(tiles_k);
+    const long long t0 = (blockIdx.x % RowGather::runs(tiles_k)) * RowGather::kTiles;
+    RowGather::run(ws, scales, M, tiles_k, K / 32, g, t0, smem);
+  } else {
+    const long long b = blockIdx.x - row_ctas;
+    const long long g = b / ColGather::runs(tiles_m);
+    const long long t0 = (b % ColGather::runs(tiles_m)) * ColGather::kTiles;
+    ColGather::run(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, K, tiles_m, M / 32, g,
+                   t0, smem);
+  }
 }

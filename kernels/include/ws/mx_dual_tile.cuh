@@ -44,9 +44,14 @@ constexpr bool use_bulk_loads(int load_path) {
 /// one 16-byte q store per lane: half the store instructions of the lane quads; kSubtiles >= 2).
 /// kAsyncLoads: every thread's chunks land in shared memory by cp.async (no registers held for
 /// loads in flight; then the tile is read back as in the bulk path), over kUseTma.
+/// kScaleTiles (with kScaleWords): scales and scales_t point at this tile's blocks of a scale
+/// workspace, [kBM][kBK/32] and [kBK][kRowBlocks] bytes, written whole as words (the ragged parts
+/// hold garbage); ScaleGather then moves them into place with whole-line stores. A tile's own
+/// scales are 4 bytes per tile row or column, each a separate L2 request in place.
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
-          bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false>
+          bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
+          bool kScaleTiles = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -66,6 +71,21 @@ struct DualTile {
   static_assert(kBK * kBM <= kTileBytes, "q_t tile fits over the x tile");
   static constexpr int kRowPairs = kRowChunks / 2;  // 16-element halves of blocks per tile row
   static_assert(!kPairs || kRowPairs % 8 == 0, "kPairs: 8 lanes (4 blocks) per tile row segment");
+  static_assert(!kScaleTiles || kScaleWords, "kScaleTiles writes kScaleWords' words");
+  static constexpr int kTileScaleRow = kBK / 32;  // kScaleTiles: bytes per tile row of scales
+  static constexpr int kScaleTileBytes = kBM * kTileScaleRow;  // = kBK * kRowBlocks (scales_t)
+
+  /// The scale of the block at column col of row `row` (tile row r): in place, or in the tile's
+  /// workspace block (kScaleTiles).
+  static __device__ __forceinline__ unsigned char* scale_at(unsigned char* scales, long long cols,
+                                                            long long row, long long col, int r,
+                                                            long long k0) {
+    if constexpr (kScaleTiles) {
+      return scales + r * kTileScaleRow + (col - k0) / 32;
+    } else {
+      return scales + row * (cols / 32) + col / 32;
+    }
+  }
 
   /// Scales of two blocks (a low byte, b next), 0xFF for special blocks (is_special).
   static __device__ __forceinline__ unsigned scale2(unsigned amax_a, unsigned amax_b) {
@@ -138,7 +158,7 @@ struct DualTile {
                           (__shfl_down_sync(kFullMask, s, 8) << 16) |
                           (__shfl_down_sync(kFullMask, s, 12) << 24);
     unsigned char* w_dst = s_dst - ((lane & 15) >> 2);  // the leader's byte: block 0 of the 4
-    const bool as_word = word_ok && (reinterpret_cast<size_t>(w_dst) & 3) == 0;
+    const bool as_word = word_ok && (kScaleTiles || (reinterpret_cast<size_t>(w_dst) & 3) == 0);
     if (valid) {
       store_global8<kStoreCs>(q_dst, out[0], out[1]);
       if (as_word) {
@@ -156,7 +176,8 @@ struct DualTile {
                                                      int lane) {
     if constexpr (kScaleWords && kRowChunks % 16 == 0) {
       // The 16 lanes' chunks (cc & ~15) .. +15: 128 columns = 4 blocks, all valid or not.
-      const bool word_ok = r < rows_valid && ((cc & ~15) + 16) * 8 <= cols_valid;
+      const bool word_ok =
+          kScaleTiles || (r < rows_valid && ((cc & ~15) + 16) * 8 <= cols_valid);
       rowwise_chunk_words(c, valid, word_ok, q_dst, s_dst, lane);
     } else {
       rowwise_chunk(c, valid, q_dst, s_dst, lane);
@@ -180,7 +201,7 @@ struct DualTile {
       const Chunk c = load_shared16(tile + ci * 16);
       const long long row = m0 + r, col = k0 + cc * 8;
       rowwise_any(c, valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
-                  scales + row * (cols / 32) + col / 32, lane);
+                  scale_at(scales, cols, row, col, r, k0), lane);
     }
   }
 
@@ -204,7 +225,7 @@ struct DualTile {
       const unsigned sc = quantize_pair<kFloor>(lo, hi, out);
       const bool valid = r < rows_valid && pc * 16 < cols_valid;
       const long long row = m0 + r, col = k0 + pc * 16;
-      unsigned char* s_dst = scales + row * (cols / 32) + col / 32;
+      unsigned char* s_dst = scale_at(scales, cols, row, col, r, k0);
       bool as_word = false;  // kScaleWords: this lane's 8-lane group stores one word
       unsigned word = 0;
       unsigned char* w_dst = s_dst - ((pc & 7) >> 1);  // the group's first block
@@ -213,8 +234,8 @@ struct DualTile {
         word = sc | (__shfl_down_sync(kFullMask, sc, 2) << 8) |
                (__shfl_down_sync(kFullMask, sc, 4) << 16) |
                (__shfl_down_sync(kFullMask, sc, 6) << 24);
-        as_word = r < rows_valid && ((pc & ~7) + 8) * 16 <= cols_valid &&
-                  (reinterpret_cast<size_t>(w_dst) & 3) == 0;
+        as_word = kScaleTiles || (r < rows_valid && ((pc & ~7) + 8) * 16 <= cols_valid &&
+                                  (reinterpret_cast<size_t>(w_dst) & 3) == 0);
       }
       if (valid) {
         store_global16<kStoreCs>(q + row * cols + col, out[0], out[1], out[2], out[3]);
@@ -323,7 +344,7 @@ struct DualTile {
           const bool valid = r < rows_valid && cc * 8 < cols_valid;
           const long long row = m0 + r, col = k0 + cc * 8;
           rowwise_any(c[u], valid, r, cc, rows_valid, cols_valid, q + row * cols + col,
-                      scales + row * (cols / 32) + col / 32, lane);
+                      scale_at(scales, cols, row, col, r, k0), lane);
         }
       }
       if constexpr (!(kRowwise && kPairs)) __syncthreads();  // kPairs synced before its reads
@@ -396,7 +417,20 @@ struct DualTile {
       static_assert(kThreads >= kBK, "one thread per staged scales_t row");
       const int k = tid;
       const int blocks_valid = rows_valid / 32;
-      if (k < kBK && k < cols_valid) {
+      if (kScaleTiles && k < kBK && k < cols_valid) {
+        // The tile's workspace block: row k whole (blocks past rows_valid hold garbage).
+        const unsigned src = tile + kSmemBytes + k * kRowBlocks;
+        unsigned char* dst = scales_t + k * kRowBlocks;
+        if constexpr (kRowBlocks % 4 == 0) {
+#pragma unroll
+          for (int w = 0; w < kRowBlocks; w += 4) {
+            *reinterpret_cast<unsigned*>(dst + w) = load_shared4(src + w);
+          }
+        } else {
+#pragma unroll
+          for (int w = 0; w < kRowBlocks; ++w) dst[w] = load_shared1(src + w);
+        }
+      } else if (k < kBK && k < cols_valid) {
         const unsigned src = tile + kSmemBytes + k * kRowBlocks;
         unsigned char* dst = scales_t + (k0 + k) * (rows / 32) + m0 / 32;
         bool done = false;
@@ -416,6 +450,67 @@ struct DualTile {
     }
   }
 
+};
+
+/// The second pass of kScaleTiles: group g of the workspace src holds T tiles of [R][P] scale
+/// bytes (tile t, row r at ((g*T + t)*R + r)*P); output row g*R + r (< rows, pitch bytes apart)
+/// takes tile t's P bytes at column t*P (< pitch). One CTA of kThreads per (g, run of kTiles
+/// tiles): the run is one contiguous read of 16-byte loads, passes through shared memory (tiles
+/// kStride apart: the word reads along an output row hit 32 banks) and leaves along the output
+/// rows, kTiles*P bytes per row: 4-byte stores where pitch allows, else bytes.
+template <int R, int P>
+struct ScaleGather {
+  static constexpr int kTiles = 32, kThreads = 256;
+  static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
+  static constexpr int kSmemBytes = kTiles * kStride;
+  static_assert(kTileBytes % 16 == 0 && P % 2 == 0, "whole 16-byte loads; P even");
+
+  /// Runs of one group: ceil(T / kTiles).
+  static __host__ __device__ constexpr long long runs(long long T) {
+    return (T + kTiles - 1) / kTiles;
+  }
+
+  static __device__ __forceinline__ void run(const unsigned char* __restrict__ src,
+                                             unsigned char* __restrict__ out, long long rows,
+                                             long long T, long long pitch, long long g,
+                                             long long t0, unsigned char* smem) {
+    const int nt = static_cast<int>(min(static_cast<long long>(kTiles), T - t0));
+    const uint4* in = reinterpret_cast<const uint4*>(src + (g * T + t0) * kTileBytes);
+    constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
+    for (int i = threadIdx.x; i < nt * kChunks; i += kThreads) {
+      const uint4 v = in[i];  // written by the previous launch: a plain (coherent) load
+      unsigned* d = reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
+      d[0] = v.x;
+      d[1] = v.y;
+      d[2] = v.z;
+      d[3] = v.w;
+    }
+    __syncthreads();
+    const int words = (nt * P + 3) / 4;  // 4-byte words of this run per output row
+    const long long col0 = t0 * P;       // the run's first output column
+    const bool aligned = pitch % 4 == 0;
+    for (int i = threadIdx.x; i < R * words; i += kThreads) {
+      const int r = i / words, w = i % words;
+      const long long row = g * R + r;
+      if (row >= rows) break;  // i only grows: every later row is past the end too
+      unsigned v = 0;
+#pragma unroll
+      for (int j = 0; j < 4; j += 2) {  // P even: byte pairs stay in one tile
+        const int b = 4 * w + j;
+        const unsigned short h =
+            *reinterpret_cast<const unsigned short*>(smem + (b / P) * kStride + r * P + b % P);
+        v |= static_cast<unsigned>(h) << (8 * j);
+      }
+      unsigned char* dst = out + row * pitch + col0 + 4 * w;
+      if (aligned && col0 + 4 * w + 4 <= pitch) {
+        *reinterpret_cast<unsigned*>(dst) = v;
+      } else {
+        for (int j = 0; j < 4 && col0 + 4 * w + j < pitch && 4 * w + j < nt * P; ++j) {
+          dst[j] = static_cast<unsigned char>(v >> (8 * j));
+        }
+      }
+    }
+  }
 };
 
 }  // namespace mx
