@@ -202,14 +202,9 @@ extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
   const long long row_ctas = tiles_m * RowGather::runs(tiles_k);
   if (blockIdx.x < row_ctas) {
-    const long long g = blockIdx.x / RowGather::runs(tiles_k);
-    const long long t0 = (blockIdx.x % RowGather::runs(tiles_k)) * RowGather::kTiles;
-    RowGather::run(ws, scales, M, tiles_k, K / 32, g, t0, smem);
+    RowGather::run_cta(ws, scales, M, tiles_k, K / 32, blockIdx.x, smem);
   } else {
-    const long long b = blockIdx.x - row_ctas;
-    const long long g = b / ColGather::runs(tiles_m);
-    const long long t0 = (b % ColGather::runs(tiles_m)) * ColGather::kTiles;
-    ColGather::run(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, K, tiles_m, M / 32, g,
-                   t0, smem);
+    ColGather::run_cta(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, K, tiles_m,
+                       M / 32, blockIdx.x - row_ctas, smem);
   }
 }

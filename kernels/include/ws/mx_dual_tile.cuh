@@ -470,6 +470,14 @@ struct ScaleGather {
     return (T + kTiles - 1) / kTiles;
   }
 
+  /// CTA b of the runs of all groups (T tiles each; group-major).
+  static __device__ __forceinline__ void run_cta(const unsigned char* __restrict__ src,
+                                                 unsigned char* __restrict__ out, long long rows,
+                                                 long long T, long long pitch, long long b,
+                                                 unsigned char* smem) {
+    run(src, out, rows, T, pitch, b / runs(T), (b % runs(T)) * kTiles, smem);
+  }
+
   static __device__ __forceinline__ void run(const unsigned char* __restrict__ src,
                                              unsigned char* __restrict__ out, long long rows,
                                              long long T, long long pitch, long long g,
