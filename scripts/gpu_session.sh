@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# profile, bench, bandwidth.
+# libpair, profile, bench, bandwidth.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -412,7 +412,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # profiled the same way (its first launch; the source page shows its SASS).
       if [[ ${NCU_PEER:-0} == 1 && ( $p == fp8_rowwise_gemm || $p == bf16_gemm ) ]]; then
         dt=bf16; [[ $p == fp8_rowwise_gemm ]] && dt=fp8
-        mnk=$(python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['bench'][0]; print(b['M'], b['N'], b['K'])" \
+        mnk=$(python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['shapes']['bench'][0]; print(b['M'], b['N'], b['K'])" \
                 "problems/$p/spec.json")
         ptag=peer-cublas-$dt-${mnk// /x}
         # shellcheck disable=SC2086  # mnk is three words
@@ -439,6 +439,40 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
           >"$OUT/ncu/peer-triton-$r.csv" 2>"$OUT/ncu/peer-triton-$r.err" || status=1
         python3 bench/profile/ncu_summary.py "$OUT/ncu/peer-triton-$r.csv"
       fi ;;
+    libpair)
+      # Our kernel beside its problem's library baseline (the spec's "baseline", cublaslt:...),
+      # both through the evaluator, alternating (LIBPAIR_ROUNDS rounds, default 2: ours, library,
+      # ours, library), bench shapes only, while nvidia-smi samples the SM clock and power every
+      # 100 ms; then the problem's peer script. A power-bound kernel's time depends on how long
+      # the GPU has been loaded, so only the same protocol compares. LIBPAIR_PROBLEMS (default
+      # "fp8_rowwise_gemm bf16_gemm"); JSON to $OUT/libpair, bench/profile/libpair_table.py reads it.
+      mkdir -p "$OUT/libpair"
+      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu \
+        --format=csv,noheader,nounits -lms 100 >"$OUT/libpair/smi.csv" 2>&1 &
+      smi=$!
+      for p in ${LIBPAIR_PROBLEMS:-fp8_rowwise_gemm bf16_gemm}; do
+        lib=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['baseline'])" \
+                "problems/$p/spec.json")
+        for r in $(seq "${LIBPAIR_ROUNDS:-2}"); do
+          for who in ours lib; do
+            k=kernels/$p/kernel.cu; [[ $who == lib ]] && k=$lib
+            t0=$(date +%s.%N)
+            $ws eval "$p" "$k" --no-hidden --json >"$OUT/libpair/$p.$who.$r.json" \
+              2>"$OUT/libpair/$p.$who.$r.err"
+            echo "$p $who $r $t0 $(date +%s.%N)" >>"$OUT/libpair/windows.txt"
+            echo "libpair $p $who $r: $(verdict "$OUT/libpair/$p.$who.$r.json")"
+          done
+        done
+        if [[ -f bench/peers/$p.py ]]; then
+          t0=$(date +%s.%N)
+          timeout 400 python3 "bench/peers/$p.py" "$OUT/libpair/$p.peers.json" \
+            >"$OUT/libpair/$p.peers.log" 2>&1 || status=1
+          echo "$p peers 1 $t0 $(date +%s.%N)" >>"$OUT/libpair/windows.txt"
+        fi
+      done
+      kill "$smi" 2>/dev/null
+      python3 bench/profile/libpair_table.py "$OUT/libpair" --json "$OUT/libpair/table.json" \
+        | tee "$OUT/libpair/table.txt" || status=1 ;;
     profile)
       # Where an evaluation's wall time goes, with the sandbox and without it.
       for mode in strict off; do

@@ -1,20 +1,28 @@
 # What the peer scripts share: warpsmith's timing protocol, do_bench, the JSON header and writer,
 # the two ways the scripts time their peers (Triton configs plus torch eager/compile; torch
 # compositions with their own outputs), and the torch composition of rowwise MXFP8.
-import json, os, statistics, sys
+import json, os, statistics, sys, time
 
 import torch
 import triton
 from triton.testing import do_bench
 
 
-def protocol_time_us(fn, outputs, iters=100, warmup=5):
-    """warpsmith's protocol: median of event-timed launches, each after an output overwrite and a
-    read-based L2 flush (4x L2); fn(i) may rotate inputs."""
+WARMUP_MS = 100  # evaluator/evaluate.cc kWarmupMs
+
+
+def protocol_time_us(fn, outputs, iters=None, warmup=3):
+    """warpsmith's protocol (the evaluator's, evaluator/evaluate.cc): `warmup` launches, then more,
+    each synchronized, until WARMUP_MS have passed since the first (clocks ramp from idle, and a
+    power-bound kernel settles at its sustained clock); then `iters` timed launches (default the
+    evaluator's rule: 300 ms of work, 20 to 200 launches), each after an output overwrite and a
+    read-based L2 flush (4x L2); the median. fn(i) may rotate inputs."""
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.empty(4 * l2 // 4, dtype=torch.float32, device="cuda").uniform_()
-    times = []
-    for i in range(warmup + iters):
+    i = 0
+
+    def launch():
+        nonlocal i
         for o in outputs:
             o.view(torch.uint8).fill_(0xA5)
         flush.sum()
@@ -22,8 +30,16 @@ def protocol_time_us(fn, outputs, iters=100, warmup=5):
         a.record()
         fn(i)
         b.record()
-        if i >= warmup:
-            times.append((a, b))
+        i += 1
+        return a, b
+
+    start = time.perf_counter()
+    while i < warmup or (time.perf_counter() - start) * 1e3 < WARMUP_MS:
+        a, b = launch()
+        torch.cuda.synchronize()
+    if iters is None:
+        iters = int(min(max(300000.0 / max(a.elapsed_time(b) * 1e3, 1.0), 20), 200))
+    times = [launch() for _ in range(iters)]
     torch.cuda.synchronize()
     return statistics.median(a.elapsed_time(b) * 1e3 for a, b in times)
 
