@@ -1,11 +1,19 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0] },
+              "ROW16": [1, 0], "SCALE_TILES": [0, 1] },
+  "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
-                "args":  ["w", "q_k", "s_k", "q_n", "s_n", "E", "N", "K"] } ] }
+                "block": ["32 * RB * KT"],
+                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
+                "args":  ["w", "q_k", "s_k", "q_n", "s_n", "workspace", "E", "N", "K"] },
+              { "kernel": "sm90_mxfp8_quantize_expert_weights_scales", "when": "SCALE_TILES != 0",
+                "pdl": true,
+                "grid":  ["E * (ceil_div(N, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(N, 32 * RB), 32))"],
+                "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
+                "args":  ["workspace", "s_k", "s_n", "E", "N", "K"] } ] }
 */
 // MXFP8 expert-weight quantization, hand-tuned: BF16 w [E,N,K] -> along-K q_k [E,N,K] + s_k
 // [E,N,K/32] and along-N (transposed, K-major) q_n [E,K,N] + s_n [E,K,N/32], reading w once:
@@ -31,7 +39,8 @@
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
-// tile and written one word per q_t row by one thread).
+// tile and written one word per q_t row by one thread), ROW16 and SCALE_TILES (as the dual's:
+// the scales whole into a workspace, then a second, PDL launch moves them into place).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
 // 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
 // tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
@@ -63,6 +72,7 @@
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #include "ws/mx_dual_tile.cuh"
+#include "ws/ptx_sm90.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
@@ -91,13 +101,23 @@
 #ifndef ROW16
 #define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
+#ifndef SCALE_TILES
+#define SCALE_TILES 0  // 1: scales through the workspace and a gather launch (as the dual's)
+#endif
+#if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
+#undef SCALE_WORDS
+#define SCALE_WORDS 1
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3>;
+                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
+                              SCALE_TILES != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
+using RowGather = ws::mx::ScaleGather<Tile::kBM, Tile::kTileScaleRow>;  // s_k: rows of w
+using ColGather = ws::mx::ScaleGather<Tile::kBK, RB>;                   // s_n: columns
 
 }  // namespace
 
@@ -108,7 +128,8 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
                                             unsigned char* __restrict__ q_k,
                                             unsigned char* __restrict__ s_k,
                                             unsigned char* __restrict__ q_n,
-                                            unsigned char* __restrict__ s_n, int E, int N, int K) {
+                                            unsigned char* __restrict__ s_n,
+                                            unsigned char* __restrict__ ws, int E, int N, int K) {
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_n = (N + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
@@ -127,6 +148,42 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long tk = t % tiles_k, tn = t / tiles_k;
 #endif
   const long long elems = static_cast<long long>(N) * K;  // per expert
-  Tile::quantize<true>(w + e * elems, q_k + e * elems, s_k + e * (elems / 32), q_n + e * elems,
-                       s_n + e * (elems / 32), N, K, tn * Tile::kBM, tk * Tile::kBK, smem);
+  unsigned char* sk = s_k + e * (elems / 32);
+  unsigned char* sn = s_n + e * (elems / 32);
+#if SCALE_TILES
+  // Expert e's workspace: its tiles' rowwise blocks [tn][tk], then their colwise ones [tk][tn].
+  unsigned char* we = ws + e * 2 * per_expert * Tile::kScaleTileBytes;
+  sk = we + (tn * tiles_k + tk) * Tile::kScaleTileBytes;
+  sn = we + (per_expert + tk * tiles_n + tn) * Tile::kScaleTileBytes;
+#else
+  (void)ws;
+#endif
+  Tile::quantize<true>(w + e * elems, q_k + e * elems, sk, q_n + e * elems, sn, N, K,
+                       tn * Tile::kBM, tk * Tile::kBK, smem);
+}
+
+// SCALE_TILES' second launch (pdl): each expert's workspace blocks into s_k and s_n, one CTA per
+// run of 32 tiles of one tile row (s_k) or tile column (s_n) (ws::mx::ScaleGather).
+extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
+    sm90_mxfp8_quantize_expert_weights_scales(const unsigned char* __restrict__ ws,
+                                              unsigned char* __restrict__ s_k,
+                                              unsigned char* __restrict__ s_n, int E, int N,
+                                              int K) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  static_assert(RowGather::kSmemBytes == ColGather::kSmemBytes, "the plan's one smem size");
+  ws::griddep_wait();  // the quantize launch's workspace
+  const long long tiles_n = (N + Tile::kBM - 1) / Tile::kBM;
+  const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
+  const long long row_ctas = tiles_n * RowGather::runs(tiles_k);
+  const long long per_expert = row_ctas + tiles_k * ColGather::runs(tiles_n);
+  const long long e = blockIdx.x / per_expert, b = blockIdx.x % per_expert;
+  if (e >= E) return;
+  const long long elems = static_cast<long long>(N) * K;
+  const unsigned char* we = ws + e * 2 * tiles_n * tiles_k * Tile::kScaleTileBytes;
+  if (b < row_ctas) {
+    RowGather::run_cta(we, s_k + e * (elems / 32), N, tiles_k, K / 32, b, smem);
+  } else {
+    ColGather::run_cta(we + tiles_n * tiles_k * Tile::kScaleTileBytes, s_n + e * (elems / 32), K,
+                       tiles_n, N / 32, b - row_ctas, smem);
+  }
 }
