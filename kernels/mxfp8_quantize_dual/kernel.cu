@@ -149,8 +149,7 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
-using RowGather = ws::mx::ScaleGather<Tile::kBM, Tile::kTileScaleRow>;  // scales: rows of x
-using ColGather = ws::mx::ScaleGather<Tile::kBK, RB>;                   // scales_t: columns
+using Gather = ws::mx::DualScaleGather<Tile>;  // SCALE_TILES' second launch
 
 }  // namespace
 
@@ -191,20 +190,11 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 
 // SCALE_TILES' second launch (pdl): the workspace's scale blocks into scales and scales_t, one
 // CTA per run of 32 tiles of one tile row (scales) or tile column (scales_t).
-extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
+extern "C" __global__ void __launch_bounds__(Gather::kThreads)
     sm90_mxfp8_quantize_dual_scales(const unsigned char* __restrict__ ws,
                                     unsigned char* __restrict__ scales,
                                     unsigned char* __restrict__ scales_t, int M, int K) {
   extern __shared__ __align__(16) unsigned char smem[];
-  static_assert(RowGather::kSmemBytes == ColGather::kSmemBytes, "the plan's one smem size");
   ws::griddep_wait();  // the quantize launch's workspace
-  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
-  const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-  const long long row_ctas = tiles_m * RowGather::runs(tiles_k);
-  if (blockIdx.x < row_ctas) {
-    RowGather::run_cta(ws, scales, M, tiles_k, K / 32, blockIdx.x, smem);
-  } else {
-    ColGather::run_cta(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, K, tiles_m,
-                       M / 32, blockIdx.x - row_ctas, smem);
-  }
+  Gather::run(ws, scales, scales_t, M, K, blockIdx.x, smem);
 }

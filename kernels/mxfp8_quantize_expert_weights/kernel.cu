@@ -116,8 +116,7 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
-using RowGather = ws::mx::ScaleGather<Tile::kBM, Tile::kTileScaleRow>;  // s_k: rows of w
-using ColGather = ws::mx::ScaleGather<Tile::kBK, RB>;                   // s_n: columns
+using Gather = ws::mx::DualScaleGather<Tile>;  // SCALE_TILES' second launch, per expert
 
 }  // namespace
 
@@ -164,26 +163,18 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 
 // SCALE_TILES' second launch (pdl): each expert's workspace blocks into s_k and s_n, one CTA per
 // run of 32 tiles of one tile row (s_k) or tile column (s_n) (ws::mx::ScaleGather).
-extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
+extern "C" __global__ void __launch_bounds__(Gather::kThreads)
     sm90_mxfp8_quantize_expert_weights_scales(const unsigned char* __restrict__ ws,
                                               unsigned char* __restrict__ s_k,
                                               unsigned char* __restrict__ s_n, int E, int N,
                                               int K) {
   extern __shared__ __align__(16) unsigned char smem[];
-  static_assert(RowGather::kSmemBytes == ColGather::kSmemBytes, "the plan's one smem size");
   ws::griddep_wait();  // the quantize launch's workspace
-  const long long tiles_n = (N + Tile::kBM - 1) / Tile::kBM;
-  const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-  const long long row_ctas = tiles_n * RowGather::runs(tiles_k);
-  const long long per_expert = row_ctas + tiles_k * ColGather::runs(tiles_n);
-  const long long e = blockIdx.x / per_expert, b = blockIdx.x % per_expert;
+  const long long per_expert = Gather::ctas(N, K);
+  const long long e = blockIdx.x / per_expert;
   if (e >= E) return;
   const long long elems = static_cast<long long>(N) * K;
-  const unsigned char* we = ws + e * 2 * tiles_n * tiles_k * Tile::kScaleTileBytes;
-  if (b < row_ctas) {
-    RowGather::run_cta(we, s_k + e * (elems / 32), N, tiles_k, K / 32, b, smem);
-  } else {
-    ColGather::run_cta(we + tiles_n * tiles_k * Tile::kScaleTileBytes, s_n + e * (elems / 32), K,
-                       tiles_n, N / 32, b - row_ctas, smem);
-  }
+  const long long tiles = (N + Tile::kBM - 1) / Tile::kBM * ((K + Tile::kBK - 1) / Tile::kBK);
+  Gather::run(ws + e * 2 * tiles * Tile::kScaleTileBytes, s_k + e * (elems / 32),
+              s_n + e * (elems / 32), N, K, blockIdx.x % per_expert, smem);
 }

@@ -73,6 +73,7 @@ struct DualTile {
   static_assert(!kPairs || kRowPairs % 8 == 0, "kPairs: 8 lanes (4 blocks) per tile row segment");
   static_assert(!kScaleTiles || kScaleWords, "kScaleTiles writes kScaleWords' words");
   static constexpr int kTileScaleRow = kBK / 32;  // kScaleTiles: bytes per tile row of scales
+  static constexpr int kTileScaleCol = kRowBlocks;  // and per tile column of scales_t
   static constexpr int kScaleTileBytes = kBM * kTileScaleRow;  // = kBK * kRowBlocks (scales_t)
 
   /// The scale of the block at column col of row `row` (tile row r): in place, or in the tile's
@@ -517,6 +518,38 @@ struct ScaleGather {
           dst[j] = static_cast<unsigned char>(v >> (8 * j));
         }
       }
+    }
+  }
+};
+
+/// kScaleTiles' second pass for one [rows, cols] matrix whose tiles (Tile, a DualTile) wrote a
+/// workspace of their rowwise blocks, [tm][tk], then their colwise ones, [tk][tm]: ctas() CTAs of
+/// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part.
+template <class Tile>
+struct DualScaleGather {
+  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow>;  // scales: rows of x
+  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol>;  // scales_t: columns of x
+  static constexpr int kThreads = Row::kThreads, kSmemBytes = Row::kSmemBytes;
+  static_assert(Row::kSmemBytes == Col::kSmemBytes, "one shared-memory size for both parts");
+
+  static __device__ __forceinline__ long long row_ctas(long long rows, long long cols) {
+    return (rows + Tile::kBM - 1) / Tile::kBM * Row::runs((cols + Tile::kBK - 1) / Tile::kBK);
+  }
+  static __device__ __forceinline__ long long ctas(long long rows, long long cols) {
+    return row_ctas(rows, cols) +
+           (cols + Tile::kBK - 1) / Tile::kBK * Col::runs((rows + Tile::kBM - 1) / Tile::kBM);
+  }
+  static __device__ __forceinline__ void run(const unsigned char* __restrict__ ws,
+                                             unsigned char* __restrict__ scales,
+                                             unsigned char* __restrict__ scales_t, long long rows,
+                                             long long cols, long long b, unsigned char* smem) {
+    const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
+    const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
+    if (b < row_ctas(rows, cols)) {
+      Row::run_cta(ws, scales, rows, tiles_k, cols / 32, b, smem);
+    } else {
+      Col::run_cta(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, cols, tiles_m,
+                   rows / 32, b - row_ctas(rows, cols), smem);
     }
   }
 };
