@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [128, 64], "STAGES": [4, 6, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
+{ "knobs": { "BN": [128, 64, 192], "STAGES": [4, 6, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
              "EPI": [1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -26,8 +26,12 @@
 //    128 because every group size is a multiple of 128: a tile never straddles two experts, so
 //    the group's weight rows and scales are uniform over it, and no M masking is needed; 128 is
 //    the largest such BM (fewest B re-reads) and exactly the two consumer warpgroups' m64 each.
-//    BN divides 128 (N % 128 == 0): a tile lies inside one 128-column weight-scale block, so
-//    b_scale is one scalar per tile and k-block, and no N tail exists. K % 128 == 0: no K tail.
+//    BN 64 or 128 divides 128 (N % 128 == 0): a tile lies inside one 128-column weight-scale
+//    block, so b_scale is one scalar per tile and k-block, and no N tail exists. BN = 192 (14%
+//    less operand traffic per FLOP, as fp8_rowwise_gemm's 1.05-1.13x over 128): a tile starts at
+//    column 0 or 64 of a scale block and spans two, so two scalars per k-block; columns 0-63 of
+//    the tile take the first, 128-191 the second, 64-127 the first only where the tile starts on
+//    a block boundary; N tails are clipped at the store. K % 128 == 0: no K tail.
 //  - Stage: A (128 x 128 B, TMA, SW128) + B (BN x 128 B, TMA from b viewed as [E*N, K]) + the
 //    tile's 128 activation scales a_scales[kb, row0 .. row0+127] (contiguous: one 512-byte TMA
 //    box), all on one full barrier; plus the tile's weight scale, which the producer warp loads
@@ -60,7 +64,8 @@
 //    registers (TMEM accumulates in full fp32, so precision is not the reason here, the scales
 //    are). A stage is released by the MMA's commit plus the 8 promotion warps (they read its
 //    scales), so empty counts 9.
-// Knobs: BN (128: one scale per tile, 64: twice the tiles for small M), STAGES (ring depth,
+// Knobs: BN (128: one scale per tile, 64: twice the tiles for small M, 192: two scales per tile,
+// OVERLAP 0 (registers), 14% less operand traffic per FLOP), STAGES (ring depth,
 // capped to fit 227 KiB), OVERLAP (sm_90a promotion variant, above), GROUP_M (band height),
 // EPI (sm_90a: 1 = each consumer warpgroup stages its bf16 rows in shared memory and bulk-copies
 // them, one row per thread, ws::StagedStore: the epilogue that made fp8_rowwise_gemm 1.2x on the
@@ -103,6 +108,10 @@
 #ifndef EPI
 #define EPI 1  // sm_90a: bf16 rows staged in shared memory, one bulk copy per row (0: registers)
 #endif
+#if BN > 128 && OVERLAP != 0  // knob precedence: two 96-register partials and a total do not fit
+#undef OVERLAP
+#define OVERLAP 0
+#endif
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
@@ -119,6 +128,7 @@ struct Config {
   static constexpr int kBBytes = kBN * kBK;       // (BN,BK) e4m3, 128B-swizzled
   static constexpr int kSaBytes = kBM * 4;        // (BM) fp32 activation scales of one k-block
   static constexpr int kStageBytes = kABytes + kBBytes + kSaBytes;
+  static constexpr int kScaleBlocks = kBN > 128 ? 2 : 1;  // 128-column weight-scale blocks a tile spans
   static constexpr int kMaxE = 1024;              // offs held in shared memory
   static constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304, the plan's cap
   // EPI = 1: the two consumer warpgroups' staged output rows after the scale slots.
@@ -137,7 +147,8 @@ struct Config {
   // promotion warp.
   static constexpr int kEmptyArrivesSm90 = 8, kEmptyArrivesSm100 = 1 + 8;
 };
-static_assert(Config::kBN == 64 || Config::kBN == 128, "BN divides the 128-column scale block");
+static_assert(Config::kBN == 64 || Config::kBN == 128 || Config::kBN == 192,
+              "BN: 64 or 128 (inside one 128-column scale block) or 192 (across two)");
 static_assert(Config::kStages >= 2, "at least two stages fit");
 static_assert(Config::kOverlap == 0 || Config::kOverlap == 1, "OVERLAP: 0 or 1");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
@@ -155,7 +166,7 @@ struct Smem {
   uint32_t tmem_slot;
   uint32_t staged;      // EPI = 1: the staged output rows (sm_90a)
   const float* sa_ptr;  // (kStages, BM) activation scales
-  float* sb_ptr;        // (kStages) the tile's weight scale per stage
+  float* sb_ptr;        // (kStages, kScaleBlocks) the tile's weight scales per stage
   __device__ uint32_t a_at(uint32_t s) const { return a + s * Config::kABytes; }
   __device__ uint32_t b_at(uint32_t s) const { return b + s * Config::kBBytes; }
 };
@@ -173,17 +184,30 @@ __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::Te
   for (int t = blockIdx.x; cur.seek(t, offs, E, N, K, tl); t += gridDim.x) {
     const int row0 = tl.s + tl.tm * Config::kBM;
     const int col0 = tl.tn * Config::kBN;
-    // (K/128) weight scales of this tile's 128-column block of expert g.
-    const float* bs = b_scales + (static_cast<long long>(tl.g) * (N / 128) + col0 / 128) * kblocks;
-    float chunk = 0.0f;  // lane l: block kb0 + l of the current 32
+    // (K/128) weight scales of this tile's first 128-column block of expert g and (BN = 192) of
+    // the next, clamped at the last (its columns past N are computed, never stored).
+    const int blocks = N / 128, blk = col0 / 128;
+    const float* bs = b_scales + (static_cast<long long>(tl.g) * blocks + blk) * kblocks;
+    const float* bs1 =
+        b_scales + (static_cast<long long>(tl.g) * blocks + min(blk + 1, blocks - 1)) * kblocks;
+    float chunk = 0.0f, chunk1 = 0.0f;  // lane l: block kb0 + l of the current 32
 #pragma unroll 1  // the producer lives in 40 registers (setmaxnreg)
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      if (kb % 32 == 0) chunk = kb + lane < kblocks ? __ldg(bs + kb + lane) : 0.0f;
+      if (kb % 32 == 0) {
+        chunk = kb + lane < kblocks ? __ldg(bs + kb + lane) : 0.0f;
+        if constexpr (Config::kScaleBlocks == 2) {
+          chunk1 = kb + lane < kblocks ? __ldg(bs1 + kb + lane) : 0.0f;
+        }
+      }
       const float sb = __shfl_sync(0xffffffffu, chunk, kb % 32);
+      float sb1 = 0.0f;
+      if constexpr (Config::kScaleBlocks == 2) sb1 = __shfl_sync(0xffffffffu, chunk1, kb % 32);
       if (lane == 0) {
         const uint32_t st = it % Config::kStages, ph = (it / Config::kStages) & 1;
         ws::mbar_wait(sm.empty + 8 * st, ph ^ 1);
-        sm.sb_ptr[st] = sb;  // published by the arrive below (release)
+        // Published by the arrive below (release).
+        sm.sb_ptr[st * Config::kScaleBlocks] = sb;
+        if constexpr (Config::kScaleBlocks == 2) sm.sb_ptr[st * 2 + 1] = sb1;
         const uint32_t bar = sm.full + 8 * st;
         ws::mbar_expect_tx(bar, Config::kStageBytes);
         const int k0 = kb * Config::kBK;
@@ -207,17 +231,31 @@ using Frag = float[Config::kAcc];  // (64, BN) fp32 wgmma fragment of one consum
 // The promotion factors of one k-block for this thread's two fragment rows.
 struct BlockScale {
   float lo, hi;  // a_scale[row] * b_scale, a_scale[row + 8] * b_scale
+  // BN = 192: the tile's second scale block (columns 128-191) and columns 64-127's (the first
+  // block's where the tile starts on a block boundary, else the second's).
+  float lo1, hi1, lo_mid, hi_mid;
 };
 
 // Waits for k-block `it`'s stage, reads its scales, issues its 4 k32 wgmmas into p (restarting
-// p), commits them as one group. r: this thread's first fragment row in the tile.
+// p), commits them as one group. r: this thread's first fragment row in the tile; aligned (BN =
+// 192): the tile starts on a scale-block boundary.
 __device__ __forceinline__ void issue_block(Frag& p, BlockScale& sc, const Smem& sm, uint32_t it,
-                                            int cw, int r) {
+                                            int cw, int r, bool aligned) {
   const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
   ws::mbar_wait(sm.full + 8 * s, ph);
-  const float sb = sm.sb_ptr[s];
-  sc.lo = sm.sa_ptr[s * Config::kBM + r] * sb;
-  sc.hi = sm.sa_ptr[s * Config::kBM + r + 8] * sb;
+  const float sb = sm.sb_ptr[s * Config::kScaleBlocks];
+  const float sa_lo = sm.sa_ptr[s * Config::kBM + r], sa_hi = sm.sa_ptr[s * Config::kBM + r + 8];
+  sc.lo = sa_lo * sb;
+  sc.hi = sa_hi * sb;
+  if constexpr (Config::kScaleBlocks == 2) {
+    const float sb1 = sm.sb_ptr[s * 2 + 1];
+    sc.lo1 = sa_lo * sb1;
+    sc.hi1 = sa_hi * sb1;
+    sc.lo_mid = aligned ? sc.lo : sc.lo1;
+    sc.hi_mid = aligned ? sc.hi : sc.hi1;
+  } else {
+    (void)aligned;
+  }
   const uint32_t a = sm.a_at(s) + cw * 64 * 128;  // this warpgroup's 64 rows
   const uint32_t b = sm.b_at(s);
   ws::wgmma_fence();
@@ -239,10 +277,16 @@ __device__ __forceinline__ void promote_block(Frag& total, Frag& p, const BlockS
   if (threadIdx.x % 32 == 0) ws::mbar_arrive(sm.empty + 8 * (it % Config::kStages));
 #pragma unroll
   for (int j = 0; j < Config::kAcc / 4; ++j) {
-    total[4 * j + 0] = fmaf(p[4 * j + 0], sc.lo, total[4 * j + 0]);
-    total[4 * j + 1] = fmaf(p[4 * j + 1], sc.lo, total[4 * j + 1]);
-    total[4 * j + 2] = fmaf(p[4 * j + 2], sc.hi, total[4 * j + 2]);
-    total[4 * j + 3] = fmaf(p[4 * j + 3], sc.hi, total[4 * j + 3]);
+    // Column group j (columns 8j..8j+7 of the tile) lies in one scale block.
+    float lo = sc.lo, hi = sc.hi;
+    if constexpr (Config::kScaleBlocks == 2) {
+      lo = j < 8 ? sc.lo : j < 16 ? sc.lo_mid : sc.lo1;
+      hi = j < 8 ? sc.hi : j < 16 ? sc.hi_mid : sc.hi1;
+    }
+    total[4 * j + 0] = fmaf(p[4 * j + 0], lo, total[4 * j + 0]);
+    total[4 * j + 1] = fmaf(p[4 * j + 1], lo, total[4 * j + 1]);
+    total[4 * j + 2] = fmaf(p[4 * j + 2], hi, total[4 * j + 2]);
+    total[4 * j + 3] = fmaf(p[4 * j + 3], hi, total[4 * j + 3]);
   }
 }
 #endif
@@ -338,18 +382,24 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
         const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
         // The stage cannot be refilled before our arrive below, so this phase is still current.
         ws::mbar_wait(sm.full + 8 * s, ph);
-        const float sc = sm.sa_ptr[s * Config::kBM + r] * sm.sb_ptr[s];
+        const float sa = sm.sa_ptr[s * Config::kBM + r];
+        const float sc = sa * sm.sb_ptr[s * Config::kScaleBlocks];
+        // BN = 192: the second block's factor; 32-column chunks lie in one block (below).
+        const float sc1 = Config::kScaleBlocks == 2 ? sa * sm.sb_ptr[s * 2 + 1] : sc;
+        const bool aligned = tl.tn * Config::kBN % 128 == 0;
         ws::mbar_wait(sm.acc_full + 8 * buf, aph);
         ws::tc_fence_after();
 #pragma unroll
         for (int cc = 0; cc < kHalf; cc += 32) {
+          const int c = h * kHalf + cc;  // the chunk's first tile column
+          const float f = c < 64 ? sc : c >= 128 ? sc1 : aligned ? sc : sc1;
           uint32_t v[32];
           ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Config::kBN + h * kHalf + cc,
                         v);
 #pragma unroll
           for (int i = 0; i < 32; ++i) {
             asm volatile("" : "+r"(v[i])::"memory");  // uses stay after tcgen05.wait::ld
-            total[cc + i] = fmaf(__uint_as_float(v[i]), sc, total[cc + i]);
+            total[cc + i] = fmaf(__uint_as_float(v[i]), f, total[cc + i]);
           }
         }
         ws::tc_fence_before();
@@ -364,6 +414,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
       uint4* dst = reinterpret_cast<uint4*>(c + (o.row0 + r) * N + o.col0 + h * kHalf);
 #pragma unroll
       for (int j = 0; j < kHalf / 8; ++j) {
+        if (Config::kScaleBlocks == 2 && o.col0 + h * kHalf + 8 * j >= N) break;  // BN = 192
         dst[j] = ws::pack_bf16x8(total + 8 * j);
       }
     }
@@ -400,10 +451,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
 #pragma unroll
       for (int i = 0; i < Config::kAcc; ++i) total[i] = 0.0f;
+      const bool aligned = tl.tn * Config::kBN % 128 == 0;  // BN = 192: the mid columns' block
       if (Config::kOverlap == 0) {
 #pragma unroll 1
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
-          issue_block(p0, sc0, sm, it, cw, r);
+          issue_block(p0, sc0, sm, it, cw, r, aligned);
           ws::wgmma_wait<0>();
           promote_block(total, p0, sc0, sm, it);
         }
@@ -415,9 +467,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
         float p1[Config::kAcc];
 #pragma unroll 1
         for (int kb = 0; kb < kblocks; kb += 2, it += 2) {
-          issue_block(p0, sc0, sm, it, cw, r);
+          issue_block(p0, sc0, sm, it, cw, r, aligned);
           if (kb + 1 < kblocks) {
-            issue_block(p1, sc1, sm, it + 1, cw, r);
+            issue_block(p1, sc1, sm, it + 1, cw, r, aligned);
             ws::wgmma_wait<1>();
             promote_block(total, p0, sc0, sm, it);
             ws::wgmma_wait<0>();
@@ -430,7 +482,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
         it -= kblocks & 1;  // an odd count's last pair held one block
       }
       // Fragment: register 4j+e of thread (warp w, lane l) is row r + 8*(e/2), column
-      // 8j + 2*(l%4) + e%2; every tile is whole (groups and N are multiples of 128).
+      // 8j + 2*(l%4) + e%2; every tile is whole in rows (groups are multiples of 128), and in
+      // columns but at BN = 192 (StagedStore clips at N, the register stores below check).
       const ws::OutTile o = Cursor::out_tile(tl, N, K);
 #if EPI != 0
       epi.store(c, total, o.row0, cw * 64, o.rows_left, o.col0, N, cw,
@@ -440,6 +493,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
       __nv_bfloat16* row_hi = row_lo + 8LL * N;
 #pragma unroll
       for (int j = 0; j < Config::kAcc / 4; ++j) {
+        if (Config::kScaleBlocks == 2 && o.col0 + 8 * j >= N) break;
         *reinterpret_cast<uint32_t*>(row_lo + 8 * j) =
             ws::pack_bf16(total[4 * j], total[4 * j + 1]);
         *reinterpret_cast<uint32_t*>(row_hi + 8 * j) =
