@@ -65,8 +65,9 @@ def window_stats(smi, t0, t1):
     inside = [(mhz, w) for t, mhz, w in smi if t0 <= t <= t1]
     if not inside:
         return None
-    return {"samples": len(inside), "sm_mhz": statistics.mean(m for m, _ in inside),
-            "sm_mhz_min": min(m for m, _ in inside), "power_w": statistics.mean(w for _, w in inside)}
+    mhz = [m for m, _ in inside]
+    return {"samples": len(inside), "sm_mhz": statistics.mean(mhz), "sm_mhz_min": min(mhz),
+            "power_w": statistics.mean(w for _, w in inside)}
 
 
 def geomean(xs):

@@ -128,7 +128,7 @@ struct Config {
   static constexpr int kBBytes = kBN * kBK;       // (BN,BK) e4m3, 128B-swizzled
   static constexpr int kSaBytes = kBM * 4;        // (BM) fp32 activation scales of one k-block
   static constexpr int kStageBytes = kABytes + kBBytes + kSaBytes;
-  static constexpr int kScaleBlocks = kBN > 128 ? 2 : 1;  // 128-column weight-scale blocks a tile spans
+  static constexpr int kScaleBlocks = kBN > 128 ? 2 : 1;  // 128-column scale blocks per tile
   static constexpr int kMaxE = 1024;              // offs held in shared memory
   static constexpr int kSmemCap = 227 * 1024 - 6144;  // 226304, the plan's cap
   // EPI = 1: the two consumer warpgroups' staged output rows after the scale slots.

@@ -488,7 +488,8 @@ struct ScaleGather {
     constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
     for (int i = threadIdx.x; i < nt * kChunks; i += kThreads) {
       const uint4 v = in[i];  // written by the previous launch: a plain (coherent) load
-      unsigned* d = reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
+      unsigned* d =
+          reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
       d[0] = v.x;
       d[1] = v.y;
       d[2] = v.z;
