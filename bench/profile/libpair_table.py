@@ -15,12 +15,17 @@ def shape_key(shape):
     return " ".join(f"{k}={shape[k]}" for k in sorted(shape) if k != "form")
 
 
-def bench_medians(path):
-    """Bench case medians of one evaluation JSON, by shape key; {} if it did not run."""
+def load(path):
+    """A JSON file, or {} where it is missing or cut short (a run that did not finish)."""
     try:
-        ev = json.load(open(path))
+        return json.load(open(path))
     except (OSError, ValueError):
         return {}
+
+
+def bench_medians(path):
+    """Bench case medians of one evaluation JSON, by shape key; {} if it did not run."""
+    ev = load(path)
     out = {}
     for c in ev.get("cases", []):
         if c.get("kind") == "bench" and "timing" in c and "shape" in c:
@@ -30,10 +35,7 @@ def bench_medians(path):
 
 def peer_times(path):
     """{shape key: {peer: protocol_us}} from a peer script's JSON."""
-    try:
-        res = json.load(open(path))
-    except (OSError, ValueError):
-        return {}
+    res = load(path)
     out = {}
     for key, r in res.get("shapes", {}).items():
         if isinstance(r, dict):

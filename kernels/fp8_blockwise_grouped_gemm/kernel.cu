@@ -376,6 +376,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
 #pragma unroll
       for (int i = 0; i < kHalf; ++i) total[i] = 0.0f;
+      const bool aligned = tl.tn * Config::kBN % 128 == 0;  // BN = 192: the mid columns' block
 #pragma unroll 1
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
         const uint32_t buf = it % Config::kAccBufs, aph = (it / Config::kAccBufs) & 1;
@@ -386,7 +387,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
         const float sc = sa * sm.sb_ptr[s * Config::kScaleBlocks];
         // BN = 192: the second block's factor; 32-column chunks lie in one block (below).
         const float sc1 = Config::kScaleBlocks == 2 ? sa * sm.sb_ptr[s * 2 + 1] : sc;
-        const bool aligned = tl.tn * Config::kBN % 128 == 0;
         ws::mbar_wait(sm.acc_full + 8 * buf, aph);
         ws::tc_fence_after();
 #pragma unroll

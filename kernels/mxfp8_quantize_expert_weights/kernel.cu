@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   unsigned char* sn = s_n + e * (elems / 32);
 #if SCALE_TILES
   // Expert e's workspace: its tiles' rowwise blocks [tn][tk], then their colwise ones [tk][tn].
-  unsigned char* we = ws + e * 2 * per_expert * Tile::kScaleTileBytes;
+  unsigned char* we = ws + e * 2 * per_expert * Tile::kScaleTileBytes;  // = Gather::bytes(N, K)
   sk = we + (tn * tiles_k + tk) * Tile::kScaleTileBytes;
   sn = we + (per_expert + tk * tiles_n + tn) * Tile::kScaleTileBytes;
 #else
@@ -174,7 +174,6 @@ extern "C" __global__ void __launch_bounds__(Gather::kThreads)
   const long long e = blockIdx.x / per_expert;
   if (e >= E) return;
   const long long elems = static_cast<long long>(N) * K;
-  const long long tiles = (N + Tile::kBM - 1) / Tile::kBM * ((K + Tile::kBK - 1) / Tile::kBK);
-  Gather::run(ws + e * 2 * tiles * Tile::kScaleTileBytes, s_k + e * (elems / 32),
+  Gather::run(ws + e * Gather::bytes(N, K), s_k + e * (elems / 32),
               s_n + e * (elems / 32), N, K, blockIdx.x % per_expert, smem);
 }

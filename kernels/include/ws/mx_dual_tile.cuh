@@ -533,6 +533,11 @@ struct DualScaleGather {
   static constexpr int kThreads = Row::kThreads, kSmemBytes = Row::kSmemBytes;
   static_assert(Row::kSmemBytes == Col::kSmemBytes, "one shared-memory size for both parts");
 
+  /// Workspace bytes of one matrix: both parts' blocks of every tile.
+  static __host__ __device__ constexpr long long bytes(long long rows, long long cols) {
+    return 2 * ((rows + Tile::kBM - 1) / Tile::kBM) * ((cols + Tile::kBK - 1) / Tile::kBK) *
+           Tile::kScaleTileBytes;
+  }
   static __device__ __forceinline__ long long row_ctas(long long rows, long long cols) {
     return (rows + Tile::kBM - 1) / Tile::kBM * Row::runs((cols + Tile::kBK - 1) / Tile::kBK);
   }
