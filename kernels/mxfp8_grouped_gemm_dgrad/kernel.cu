@@ -1,7 +1,8 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
-             "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0] },
+             "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
+             "PRE_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -64,7 +65,8 @@
 // (STRATEGY=3: below SHORT tokens per group on average, M < SHORT * E, the transposed pipeline at
 // BN=64, _short, as fwd: 1.18x the STRATEGY=0 kernel it replaced at 32 per group), SHORT_STAGES
 // (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
-// EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd).
+// EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
+// order, as fwd).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -98,6 +100,9 @@
 #endif
 #ifndef SHORT_STAGES
 #define SHORT_STAGES 4
+#endif
+#ifndef PRE_ORDER
+#define PRE_ORDER 0  // the first launch's chunk order: 0 tile by tile, 1 along the source rows
 #endif
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out
@@ -133,8 +138,8 @@ __device__ __forceinline__ void pre_tokens(const unsigned char* dc, const unsign
                                            int K, int* qb) {
   if (PDL) ws::griddep_launch_dependents();  // the GEMM's prologue may start (it waits for us)
   if constexpr (C::kForm == ws::kFwdT)
-    ws::mxg::pre_dequantize_b<C>(dc, dc_scales, offs, workspace, ws::mxg::Problem{E, K, N, N / 32},
-                                 qb);
+    ws::mxg::pre_dequantize_b<C, PRE_ORDER>(dc, dc_scales, offs, workspace,
+                                            ws::mxg::Problem{E, K, N, N / 32}, qb);
 }
 
 // kFwdT's GEMM: on sm_90a A is bt (sw64_b: (depth, rows, experts) boxes of (64, 128, 1), the
@@ -160,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_dgrad_
     unsigned char* __restrict__ workspace, int E, int N, int K) {
   const ws::mxg::Problem p{E, K, N, N / 32};
   if (PDL) ws::griddep_launch_dependents();
-  ws::mxg::pre_dequantize_b<Cfg>(bt, bt_scales, nullptr, workspace, p, nullptr);
+  ws::mxg::pre_dequantize_b<Cfg, PRE_ORDER>(bt, bt_scales, nullptr, workspace, p, nullptr);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

@@ -335,29 +335,48 @@ __device__ __forceinline__ int padded_group(const int* qb, int E, int q) {
 /// of DRAM bandwidth, one tile row per thread (64 B in flight but half-sector requests) less.
 /// src(outer, inner, r, c) gives the E4M3 row's chunk c (a pointer to its 16 bytes) and its scale
 /// byte, or nullptr where the tile holds zeros. Chunk indices fit in int: the workspace (at most
-/// 8 GB) holds < 2^28 chunks.
-template <class Cfg, class Src>
+/// 8 GB) holds < 2^28 chunks. kOrder (the PRE_ORDER knob) numbers the chunks: 0 tile by tile
+/// (c, then r, then inner, then outer): a warp reads 64-byte halves of 8 source rows, the other
+/// halves a tile later; 1 along the source rows (c, then inner, then r, then outer): a warp's 32
+/// chunks are 512 contiguous source bytes (a row of k, or of tokens in wgrad) and its stores
+/// whole 128-byte tile rows of 8 tiles.
+template <class Cfg, int kOrder, class Src>
 __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long long tiles,
                                                      int inner_count, Src src) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
+  static_assert(kOrder == 0 || kOrder == 1, "PRE_ORDER: 0 or 1");
   constexpr int kUnroll = 4;
   const int chunks = static_cast<int>(tiles * Cfg::kBN * 4);
   const int stride = gridDim.x * blockDim.x;
+  // Chunk i's row in its tile, its tile (outer * inner_count + inner), and outer and inner.
+  const auto row_of = [inner_count](int i) {
+    return kOrder == 0 ? i / 4 % Cfg::kBN : i / 4 / inner_count % Cfg::kBN;
+  };
+  const auto tile_of = [inner_count](int i) {
+    return kOrder == 0 ? i / 4 / Cfg::kBN
+                       : i / 4 / inner_count / Cfg::kBN * inner_count + i / 4 % inner_count;
+  };
+  const auto outer_of = [inner_count](int i, int tile) {
+    return kOrder == 0 ? tile / inner_count : i / 4 / inner_count / Cfg::kBN;
+  };
+  const auto inner_of = [inner_count](int i, int tile) {
+    return kOrder == 0 ? tile % inner_count : i / 4 % inner_count;
+  };
   for (int i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < chunks; i0 += kUnroll * stride) {
     uint4 v[kUnroll];
     unsigned scale[kUnroll];
     bool on[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int i = i0 + u * stride, c = i % 4, r = i / 4 % Cfg::kBN, tile = i / 4 / Cfg::kBN;
+      const int i = i0 + u * stride, c = i % 4, r = row_of(i), tile = tile_of(i);
       const unsigned char* raw =
-          i < chunks ? src(tile / inner_count, tile % inner_count, r, c, scale[u]) : nullptr;
+          i < chunks ? src(outer_of(i, tile), inner_of(i, tile), r, c, scale[u]) : nullptr;
       on[u] = raw != nullptr;
       v[u] = on[u] ? __ldg(reinterpret_cast<const uint4*>(raw)) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int i = i0 + u * stride, c = i % 4, r = i / 4 % Cfg::kBN, tile = i / 4 / Cfg::kBN;
+      const int i = i0 + u * stride, c = i % 4, r = row_of(i), tile = tile_of(i);
       if (i >= chunks) break;
       uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
       if (on[u]) mx::dequant16_bf16(v[u], mx::e8m0_to_f32(scale[u]), o);
@@ -370,12 +389,12 @@ __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long 
 
 /// kFwd: B [E, n, k], tiles (e, tn, kb): outer e * tiles_n + tn, inner kb. Columns past n are
 /// zeros (k % 32 == 0, the specs: a chunk is inside or past k whole).
-template <class Cfg>
+template <class Cfg, int kOrder = 0>
 __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
                                                    const unsigned char* b_scales,
                                                    unsigned char* pre_b, const Problem& p) {
   const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  pre_dequantize_tiles<Cfg>(
+  pre_dequantize_tiles<Cfg, kOrder>(
       pre_b, static_cast<long long>(p.E) * tiles_n * kblocks, kblocks,
       [&](int outer, int kb, int r, int c, unsigned& scale) -> const unsigned char* {
         const int n = outer % tiles_n * Cfg::kBN + r, k0 = kb * Cfg::kBK + 16 * c;
@@ -390,7 +409,7 @@ __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
 /// tokens past a group's end and blocks past the last group are zeros. qbase of every group is
 /// computed once per block into qb (E + 1 ints of dynamic shared memory; the same sums as
 /// PaddedBlocks), then each row finds its group by binary search.
-template <class Cfg>
+template <class Cfg, int kOrder = 0>
 __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
                                                      const unsigned char* b_scales,
                                                      const int* offs, unsigned char* pre_b,
@@ -399,7 +418,7 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
   padded_prefix<64>(offs, p.E, qb);
   const int tokens = p.sld * 32;
   const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = wgrad_padded_blocks(p);
-  pre_dequantize_tiles<Cfg>(
+  pre_dequantize_tiles<Cfg, kOrder>(
       pre_b, static_cast<long long>(tiles_n) * qmax, qmax,
       [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
         const int col = tn * Cfg::kBN + r;
@@ -414,7 +433,7 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
 
 /// kFwdT's tiles (pre_b_offset_fwdt): B = the tokens [M, k] with their scales, only the qb[E]
 /// padded tiles the GEMM reads; rows past a group's end are zeros. qb as pre_dequantize_wgrad's.
-template <class Cfg>
+template <class Cfg, int kOrder = 0>
 __device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
                                                     const unsigned char* b_scales,
                                                     const int* offs, unsigned char* pre_b,
@@ -422,7 +441,7 @@ __device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
   static_assert(Cfg::kForm == kFwdT, "kFwdT's tiles");
   padded_prefix<Cfg::kBN>(offs, p.E, qb);
   const int kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  pre_dequantize_tiles<Cfg>(
+  pre_dequantize_tiles<Cfg, kOrder>(
       pre_b, static_cast<long long>(qb[p.E]) * kblocks, kblocks,
       [&](int T, int kb, int r, int c, unsigned& scale) -> const unsigned char* {
         const int g = padded_group(qb, p.E, T);
@@ -437,16 +456,16 @@ __device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
 /// The first launch's body: the tiles for STRATEGY=3 (and kFwdT's), nothing otherwise (sm_100a
 /// builds neither; the plan launches this kernel only when the knob says so). qb: kWgrad's and
 /// kFwdT's E + 1 ints of dynamic shared memory.
-template <class Cfg>
+template <class Cfg, int kOrder = 0>
 __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
                                                  const unsigned char* b_scales, const int* offs,
                                                  unsigned char* pre_b, const Problem& p, int* qb) {
   if constexpr (Cfg::kPreB && Cfg::kForm == kFwdT) {
-    pre_dequantize_fwdt<Cfg>(b, b_scales, offs, pre_b, p, qb);
+    pre_dequantize_fwdt<Cfg, kOrder>(b, b_scales, offs, pre_b, p, qb);
   } else if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
-    pre_dequantize_wgrad<Cfg>(b, b_scales, offs, pre_b, p, qb);
+    pre_dequantize_wgrad<Cfg, kOrder>(b, b_scales, offs, pre_b, p, qb);
   } else if constexpr (Cfg::kPreB) {
-    pre_dequantize_fwd<Cfg>(b, b_scales, pre_b, p);
+    pre_dequantize_fwd<Cfg, kOrder>(b, b_scales, pre_b, p);
   }
 }
 
