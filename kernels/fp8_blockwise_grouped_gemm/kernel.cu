@@ -84,8 +84,10 @@
 //   256,2,7168,2048            34 MB     7.5   4.4 / 1.7           7.0 / 3.8
 // Target on the H200: >= 1.0x torch._scaled_grouped_mm (FP8 rowwise, cuBLASLt/CUTLASS inside),
 // i.e. DeepGEMM-class 1.1-1.3 PFLOP/s at the large shapes (55-65% of dense peak; ~1.5-1.75 ms at
-// K = 7168, ~0.75-0.9 ms at K = 2048); the decode shape is latency bound (112 tiles at
-// BN = 128 on 132 SMs).
+// K = 7168, ~0.75-0.9 ms at K = 2048); the decode shape is latency bound (76 tiles at
+// BN = 192 on 132 SMs). Measured (H200, 2026-12-03, BN = 192, torch in the same call): 1820 /
+// 951 / 1814 / 953 us at the four large shapes (1009-1061 TFLOP/s), 1.07-1.10x torch's FP8
+// rowwise grouped GEMM, 1.21x at M256 (20.9 us); NOTES.md.
 //
 // Evaluate:
 //   build/warpsmith eval fp8_blockwise_grouped_gemm kernels/fp8_blockwise_grouped_gemm/kernel.cu
