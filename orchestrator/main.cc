@@ -533,7 +533,8 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
 
   EvaluatorOptions opts;
   opts.workspace = g.workspace;
-  opts.kernel_library = a.kernel_library;
+  // Absolute: the compiler checks each #include against the library's path as given.
+  if (!a.kernel_library.empty()) opts.kernel_library = fs::absolute(a.kernel_library).string();
   opts.keep_scratch = a.keep_scratch;
   EvalRequest req;
   req.spec = &*spec;
@@ -1008,7 +1009,8 @@ int Main(int argc, char** argv) {
   eval->add_flag("--json", ea.as_json, "machine-readable output");
   eval->add_option("--kernel-library", ea.kernel_library,
                    "the device library (#include \"ws/...\") to compile against; default: "
-                   "kernels/include of this warpsmith");
+                   "kernels/include of this warpsmith")
+      ->check(CLI::ExistingDirectory);
   eval->add_flag("--deep", ea.deep,
                  "after an ok verdict, run the test shapes under compute-sanitizer memcheck, "
                  "racecheck and initcheck (slow; a finding is wrong_answer)");

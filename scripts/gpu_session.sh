@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# libpair, profile, bench, bandwidth.
+# trace, libpair, profile, bench, bandwidth.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -438,6 +438,35 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
           --metrics "$metrics" --csv python3 bench/profile/rowwise_ncu.py "$r" \
           >"$OUT/ncu/peer-triton-$r.csv" 2>"$OUT/ncu/peer-triton-$r.err" || status=1
         python3 bench/profile/ncu_summary.py "$OUT/ncu/peer-triton-$r.csv"
+      fi ;;
+    trace)
+      # Where a kernel hangs: scripts/trace_kernel.py copies TRACE_KERNEL (default
+      # kernels/<TRACE_PROBLEM>/kernel.cu) with WS_WAIT_TRACE defined (a ws::mbar_wait stuck for
+      # 2^32 clocks prints its barrier, parity and thread, then traps) and TRACE_KNOBS' values
+      # declared ("PP=1 BN=128": a value the plan keeps from the tuner), evaluates it at the test
+      # shapes with those knobs (TRACE_ARGS: more eval arguments, e.g. "--set form=fwd") keeping
+      # the scratch, then runs the kept candidate job with ws_runner directly, whose output holds
+      # the prints. Files to $OUT/trace.
+      mkdir -p "$OUT/trace/k"
+      tp=${TRACE_PROBLEM:-bf16_grouped_gemm}
+      # shellcheck disable=SC2086  # TRACE_KNOBS is a word list
+      python3 scripts/trace_kernel.py "${TRACE_KERNEL:-kernels/$tp/kernel.cu}" \
+        "$OUT/trace/k/kernel.cu" ${TRACE_KNOBS:-} || { status=1; continue; }
+      kargs=(); for kv in ${TRACE_KNOBS:-}; do kargs+=(--knob "$kv"); done
+      # shellcheck disable=SC2086  # TRACE_ARGS is a word list
+      timeout 600 $ws eval "$tp" "$OUT/trace/k/kernel.cu" --kernel-library "$root/kernels/include" \
+        "${kargs[@]}" ${TRACE_ARGS:-} --no-hidden --no-bench --keep-scratch --json \
+        >"$OUT/trace/eval.json" 2>"$OUT/trace/eval.err"
+      echo "trace $tp ${TRACE_KNOBS:-}: eval $(verdict "$OUT/trace/eval.json")"
+      job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("kept_scratch", ""))' \
+        "$OUT/trace/eval.json" 2>/dev/null)/candidate.job.json
+      if [[ -f $job ]]; then
+        timeout 300 build/ws_runner run "$job" >"$OUT/trace/runner.out" 2>"$OUT/trace/runner.err"
+        echo "trace: ws_runner rc $?"
+        grep -h "mbar_wait stuck" "$OUT/trace/runner.out" "$OUT/trace/runner.err" | sort | uniq -c |
+          sort -rn | head -40
+      else
+        echo "trace: no kept candidate job"; tail -3 "$OUT/trace/eval.err"; status=1
       fi ;;
     libpair)
       # Our kernel beside its problem's library baseline (the spec's "baseline", cublaslt:...),

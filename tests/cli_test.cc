@@ -226,6 +226,34 @@ TEST_F(CliTest, EvalCompilesAgainstTheNamedKernelLibrary) {
   CliRun without = Warpsmith({"eval", "mxfp8_quantize_rowwise", file.string(), "--compile-only"});
   EXPECT_NE(without.exit_code, 0) << without.out;
   EXPECT_NE(without.out.find("ws/only_here.cuh"), std::string::npos) << without.out;
+  // A relative path names the library from the working directory; a missing one is refused.
+  SandboxSpec spec;
+  spec.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", (dir_ / "ws").string(),
+               "--problems-dir", std::string(WS_SOURCE_DIR) + "/problems", "eval",
+               "mxfp8_quantize_rowwise", file.string(), "--compile-only", "--kernel-library",
+               "library"};
+  spec.working_dir = dir_.string();
+  spec.limits.wall_seconds = 300;
+  auto relative = RunSandboxed(spec);
+  ASSERT_TRUE(relative.ok()) << relative.status().message();
+  EXPECT_EQ(relative->exit_code, 0) << relative->stdout_data << relative->stderr_data;
+  CliRun missing = Warpsmith({"eval", "mxfp8_quantize_rowwise", file.string(), "--compile-only",
+                              "--kernel-library", (dir_ / "no_such_library").string()});
+  EXPECT_NE(missing.exit_code, 0) << missing.out;
+  EXPECT_NE(missing.err.find("no_such_library"), std::string::npos) << missing.err;
+}
+
+// WS_WAIT_TRACE (ws/ptx_sm90.cuh, scripts/trace_kernel.py): the traced waits, with their printf
+// and trap, compile in a kernel that waits on barriers in every role.
+TEST_F(CliTest, EvalCompilesAKernelWithTracedWaits) {
+  const std::string kernel =
+      ReadFile(std::string(WS_SOURCE_DIR) + "/kernels/bf16_gemm/kernel.cu").value();
+  const fs::path file = dir_ / "traced.cu";
+  std::ofstream(file) << "#define WS_WAIT_TRACE 1\n" << kernel;
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    CliRun r = Warpsmith({"eval", "bf16_gemm", file.string(), "--compile-only", "--arch", arch});
+    EXPECT_EQ(r.exit_code, 0) << arch << ": " << r.out << r.err;
+  }
 }
 
 TEST_F(CliTest, RejectsBrokenPlansAndCompileErrors) {

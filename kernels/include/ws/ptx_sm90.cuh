@@ -54,7 +54,30 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
                : "memory");
 }
 /// Spins until the phase with this parity has completed (parity 1 on a fresh barrier passes).
+/// Debugging a hang: a kernel that defines WS_WAIT_TRACE before its includes gets waits that,
+/// still spinning after 2^32 clocks (2-3 s), print the barrier's shared address, the parity and
+/// the thread, then trap (as a failed assert does: the launch fails, the print is flushed). Run
+/// the kept candidate job (`eval --keep-scratch`, then `ws_runner run JOB`) to read the prints.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#ifdef WS_WAIT_TRACE
+  const long long t0 = clock64();
+  for (;;) {
+    uint32_t done;
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (clock64() - t0 > (1ll << 32)) {
+      printf("ws: mbar_wait stuck: shared 0x%x parity %u block %u thread %u\n", bar, parity,
+             blockIdx.x, threadIdx.x);
+      __trap();
+    }
+  }
+#else
   asm volatile(
       "{\n.reg .pred done;\n"
       "WAIT_%=:\n"
@@ -62,6 +85,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
+#endif
 }
 
 /// Inits kCount pairs of ring barriers 8 bytes apart: full + 8s for full_count arrivals, empty + 8s
