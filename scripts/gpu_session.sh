@@ -458,7 +458,7 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         "${kargs[@]}" ${TRACE_ARGS:-} --no-hidden --no-bench --keep-scratch --json \
         >"$OUT/trace/eval.json" 2>"$OUT/trace/eval.err"
       echo "trace $tp ${TRACE_KNOBS:-}: eval $(verdict "$OUT/trace/eval.json")"
-      job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("kept_scratch", ""))' \
+      job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept_scratch"])' \
         "$OUT/trace/eval.json" 2>/dev/null)/candidate.job.json
       if [[ -f $job ]]; then
         timeout 300 build/ws_runner run "$job" >"$OUT/trace/runner.out" 2>"$OUT/trace/runner.err"
