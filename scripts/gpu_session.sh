@@ -454,8 +454,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         "$OUT/trace/k/kernel.cu" ${TRACE_KNOBS:-} || { status=1; continue; }
       kargs=(); for kv in ${TRACE_KNOBS:-}; do kargs+=(--knob "$kv"); done
       # shellcheck disable=SC2086  # TRACE_ARGS is a word list
-      timeout 600 $ws eval "$tp" "$OUT/trace/k/kernel.cu" --kernel-library "$root/kernels/include" \
-        "${kargs[@]}" ${TRACE_ARGS:-} --no-hidden --no-bench --keep-scratch --json \
+      timeout 600 $ws eval "$tp" "$OUT/trace/k/kernel.cu" "${kargs[@]}" ${TRACE_ARGS:-} \
+        --no-hidden --no-bench --keep-scratch --json \
         >"$OUT/trace/eval.json" 2>"$OUT/trace/eval.err"
       echo "trace $tp ${TRACE_KNOBS:-}: eval $(verdict "$OUT/trace/eval.json")"
       job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept_scratch"])' \

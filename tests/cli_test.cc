@@ -36,11 +36,14 @@ class CliTest : public testing::Test {
     return WarpsmithIn(std::string(WS_SOURCE_DIR) + "/problems", std::move(args));
   }
 
-  CliRun WarpsmithIn(const std::string& problems_dir, std::vector<std::string> args) {
+  // cwd: the working directory (empty: this process's).
+  CliRun WarpsmithIn(const std::string& problems_dir, std::vector<std::string> args,
+                     const std::string& cwd = "") {
     SandboxSpec spec;
     spec.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace",
                  (dir_ / "ws").string(), "--problems-dir", problems_dir};
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.working_dir = cwd;
     spec.limits.wall_seconds = 300;
     auto r = RunSandboxed(spec);
     EXPECT_TRUE(r.ok()) << r.status().message();
@@ -227,16 +230,11 @@ TEST_F(CliTest, EvalCompilesAgainstTheNamedKernelLibrary) {
   EXPECT_NE(without.exit_code, 0) << without.out;
   EXPECT_NE(without.out.find("ws/only_here.cuh"), std::string::npos) << without.out;
   // A relative path names the library from the working directory; a missing one is refused.
-  SandboxSpec spec;
-  spec.argv = {std::string(WS_BINARY_DIR) + "/warpsmith", "--workspace", (dir_ / "ws").string(),
-               "--problems-dir", std::string(WS_SOURCE_DIR) + "/problems", "eval",
-               "mxfp8_quantize_rowwise", file.string(), "--compile-only", "--kernel-library",
-               "library"};
-  spec.working_dir = dir_.string();
-  spec.limits.wall_seconds = 300;
-  auto relative = RunSandboxed(spec);
-  ASSERT_TRUE(relative.ok()) << relative.status().message();
-  EXPECT_EQ(relative->exit_code, 0) << relative->stdout_data << relative->stderr_data;
+  CliRun relative = WarpsmithIn(std::string(WS_SOURCE_DIR) + "/problems",
+                                {"eval", "mxfp8_quantize_rowwise", file.string(), "--compile-only",
+                                 "--kernel-library", "library"},
+                                dir_.string());
+  EXPECT_EQ(relative.exit_code, 0) << relative.out << relative.err;
   CliRun missing = Warpsmith({"eval", "mxfp8_quantize_rowwise", file.string(), "--compile-only",
                               "--kernel-library", (dir_ / "no_such_library").string()});
   EXPECT_NE(missing.exit_code, 0) << missing.out;
