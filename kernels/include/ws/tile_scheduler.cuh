@@ -62,11 +62,15 @@ struct GroupCursor {
   int g = -1, base = 0, count = 0, s = 0, e = 0;
 
   __device__ static int tiles_n(int N, int K) { return ((kForm == kFwd ? N : K) + kBN - 1) / kBN; }
-  /// Tile t (t never decreases between calls); false once t is past the last group. A group's
+  /// Tile t (t never decreases between calls); false once t is past the last group, and at
+  /// every later call (a walk that looks ahead may ask again: the ping-pong consumers). A group's
   /// tiles: `fixed` along the side N or K sets (kFwdT: its b rows; else its column tiles) times
   /// those along the side its length sets (kWgrad: N's row tiles, fixed too).
   __device__ bool seek(int t, const int* offs, int E, int N, int K, GroupTile<kForm>& tile) {
     constexpr bool kTokenCols = kForm == kFwdT;  // the group's tokens are the tile columns
+    // Past the end, base + count no longer bounds the tiles (base has taken the last group's
+    // count): without this a later t below it would map into a group that does not exist.
+    if (g >= E) return false;
     const int fixed = kTokenCols ? (N + kBM - 1) / kBM : tiles_n(N, K);
     while (t >= base + count) {
       base += count;
