@@ -26,8 +26,10 @@ def load_results(root):
         except ValueError:
             return
         if isinstance(j, dict) and "problem" in j and "cases" in j:
-            key = j.get("evaluation_id") or name
-            if key not in seen:  # an archive and its extracted copy hold the same evaluation
+            # An archive and its extracted copy hold the same evaluation: the same content. Not
+            # the id alone: each GPU call starts a fresh store, whose ids restart at 1.
+            key = json.dumps(j, sort_keys=True)
+            if key not in seen:
                 seen.add(key)
                 j["_file"] = name
                 out.append(j)

@@ -71,6 +71,28 @@ def main():
         got = {k: rows.get(k, {}).get("geomean_control_over_this") for k in ("X=2", "Y=4")}
         if got != {"X=2": 1.25, "Y=4": 1.25}:
             failures.append(f"each variant against its own sweep's control (1.25 each): {got} {r.stderr}")
+        # Two GPU calls, each with a fresh store: their evaluation ids repeat but both count.
+        calls = os.path.join(tmp, "calls")
+        for n, us in enumerate((100.0, 90.0)):
+            d = os.path.join(tmp, f"call{n}")
+            os.makedirs(d)
+            for fname, obj in {"prounding-rceil_.json": result(1, {"X": 1, "Y": 2}, us),
+                               f"prounding-rceil_Z-{n}.json": result(2, {"X": 1, "Y": 2, "Z": n},
+                                                                     us / 2)}.items():
+                with open(os.path.join(d, fname), "w") as f:
+                    json.dump(obj, f)
+            os.makedirs(os.path.join(calls, f"c{n}"))
+            with tarfile.open(os.path.join(calls, f"c{n}", "queue-01-p.tgz"), "w:gz") as t:
+                t.add(d, arcname="sweep")
+        out3 = os.path.join(tmp, "calls.json")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), calls, "--json",
+                            out3], capture_output=True, text=True)
+        rows = {}
+        if r.returncode == 0:
+            rows = {v["knobs"]: v for v in json.load(open(out3))["sweeps"][0]["variants"]}
+        got = {k: rows.get(k, {}).get("geomean_control_over_this") for k in ("Z=0", "Z=1")}
+        if got != {"Z=0": 2.0, "Z=1": 2.0}:
+            failures.append(f"two calls' evaluations with equal ids both count: {got} {r.stderr}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

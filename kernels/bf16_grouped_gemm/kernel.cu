@@ -76,8 +76,10 @@
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
 // runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
 // 64 KiB register-to-global epilogue per 128x256 tile); order barriers in acc_full's slots.
-// PP=1 is not offered to the tuner: its first H200 run (fwd, 2026-12-02) did not finish the
-// smallest test shape (M=16 E=1 N=16 K=16) within 5 s; cause not yet found (NOTES.md).
+// PP=1 hung on its first H200 runs: a CTA without a tile sought it twice, and the tile cursor
+// then mapped it past the last group (ws::GroupCursor::seek, fixed in session 24). Now `ok` at
+// every test and hidden shape in fwd and dgrad, but 0.95-0.99x the cooperative BN=128 and
+// 0.89x the default BN=192 (1.09x at fwd M256 alone), so it stays off the tuner's list.
 // Not done: TMA multicast / 2-CTA MMA, stream-K for the decode shape.
 //
 // Evaluate: build/warpsmith eval bf16_grouped_gemm kernels/bf16_grouped_gemm/kernel.cu --set form=dgrad

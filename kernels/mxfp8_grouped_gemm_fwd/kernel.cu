@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [0, 1, 2] },
+             "PRE_ORDER": [2, 0, 1, 3] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -126,7 +126,8 @@
 // so a warp reads 512 contiguous bytes, where 0 reads 64-byte halves of 8 rows and leaves the
 // other halves to a later tile: no faster, session 24; 2 walks whole tile rows, a warp per row,
 // so a chunk's place needs shifts only and a row's group one lookup: ncu put orders 0 and 1 at
-// ~285 instructions per chunk, 308 us and 58% of DRAM bandwidth at E128 K2048).
+// ~285 instructions per chunk, 308 us and 58% of DRAM bandwidth at E128 K2048; order 2 289 us,
+// L2-bound, 1.011x overall: the default; 3 also pairs the lanes' stores into whole sectors).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -161,7 +162,7 @@
 #define SHORT_STAGES 4
 #endif
 #ifndef PRE_ORDER
-#define PRE_ORDER 0  // the first launch's chunk order: 0 tile by tile, 1 along rows, 2 row walk
+#define PRE_ORDER 2  // first-launch order: 0 tiles, 1 rows, 2 row walk, 3 with paired stores
 #endif
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out

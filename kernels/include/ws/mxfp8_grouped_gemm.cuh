@@ -395,7 +395,11 @@ __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long 
 /// spent ~285 instructions per chunk on that index math (ncu, E128 K2048, session 24) and ran at
 /// 58% of DRAM bandwidth. row_src(outer, r, scales) gives the row's E4M3 bytes and sets its scale
 /// row, or returns nullptr for a row of zeros; chunks past k are zeros (k % 32 == 0).
-template <class Cfg, class RowSrc>
+/// kPairStores (PRE_ORDER=3): a chunk's 32 bf16 bytes fill one 32-byte sector of the tile row,
+/// which two 16-byte stores write half by half; with it, the lanes of a pair swap halves so that
+/// each store instruction writes whole sectors (one lane each half), halving the L2's write
+/// requests (order 2 ran L2-bound: 85% L2 throughput at 60% of DRAM bandwidth).
+template <class Cfg, bool kPairStores = false, class RowSrc>
 __device__ __forceinline__ void pre_dequantize_rows(unsigned char* pre_b, int outers,
                                                     int inner_count, int k, RowSrc row_src) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
@@ -406,26 +410,50 @@ __device__ __forceinline__ void pre_dequantize_rows(unsigned char* pre_b, int ou
     const int outer = row / Cfg::kBN, r = row % Cfg::kBN;
     const unsigned char* scales = nullptr;
     const unsigned char* src = row_src(outer, r, scales);
-    unsigned char* dst = pre_b + static_cast<long long>(outer) * inner_count * Cfg::kBf16B + r * 128;
-    for (int c0 = lane; c0 < row_chunks; c0 += 32 * kUnroll) {
+    unsigned char* dst =
+        pre_b + static_cast<long long>(outer) * inner_count * Cfg::kBf16B + r * 128;
+    // kPairStores: the warp's lanes walk the row together (its shuffles need every lane).
+    const int lane_off = kPairStores ? lane : 0;
+    for (int c0 = kPairStores ? 0 : lane; c0 < row_chunks; c0 += 32 * kUnroll) {
       uint4 v[kUnroll];
       unsigned scale[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const int cc = c0 + 32 * u;
+        const int cc = c0 + lane_off + 32 * u;
         const bool on = src != nullptr && cc < k_chunks;
         v[u] = on ? __ldg(reinterpret_cast<const uint4*>(src + 16 * cc)) : make_uint4(0, 0, 0, 0);
         scale[u] = on ? __ldg(scales + cc / 2) : 0u;
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const int cc = c0 + 32 * u, c = cc % 4;
-        if (cc >= row_chunks) break;
+        const int cc = c0 + lane_off + 32 * u, c = cc % 4;
+        if (!kPairStores && cc >= row_chunks) break;
         uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
         if (src != nullptr && cc < k_chunks) mx::dequant16_bf16(v[u], mx::e8m0_to_f32(scale[u]), o);
         unsigned char* tile_row = dst + static_cast<long long>(cc / 4) * Cfg::kBf16B;
-        *reinterpret_cast<uint4*>(tile_row + (((2 * c) ^ (r % 8)) * 16)) = o[0];
-        *reinterpret_cast<uint4*>(tile_row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+        if constexpr (kPairStores) {
+          // Lanes 2j and 2j + 1 hold chunks c and c ^ 1 of one tile row (row_chunks % 4 == 0,
+          // so a pair is in or past the row together): the even lane sends its second half,
+          // the odd lane its first. Every lane takes part in the shuffles.
+          const bool odd = lane & 1;
+          const uint4 give = odd ? o[0] : o[1];
+          uint4 got;
+          got.x = __shfl_xor_sync(0xffffffffu, give.x, 1);
+          got.y = __shfl_xor_sync(0xffffffffu, give.y, 1);
+          got.z = __shfl_xor_sync(0xffffffffu, give.z, 1);
+          got.w = __shfl_xor_sync(0xffffffffu, give.w, 1);
+          if (cc < row_chunks) {
+            // Even lane: its half 0, then the odd lane's half 0; odd lane: the even lane's half
+            // 1, then its own half 1. Each store: one sector of each pair, both halves.
+            const int ce = c & ~1, co = c | 1;
+            const int first = odd ? (2 * ce + 1) : (2 * ce), second = odd ? (2 * co + 1) : (2 * co);
+            *reinterpret_cast<uint4*>(tile_row + ((first ^ (r % 8)) * 16)) = odd ? got : o[0];
+            *reinterpret_cast<uint4*>(tile_row + ((second ^ (r % 8)) * 16)) = odd ? o[1] : got;
+          }
+        } else {
+          *reinterpret_cast<uint4*>(tile_row + (((2 * c) ^ (r % 8)) * 16)) = o[0];
+          *reinterpret_cast<uint4*>(tile_row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+        }
       }
     }
   }
@@ -438,8 +466,8 @@ __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
                                                    const unsigned char* b_scales,
                                                    unsigned char* pre_b, const Problem& p) {
   const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  if constexpr (kOrder == 2) {
-    pre_dequantize_rows<Cfg>(
+  if constexpr (kOrder >= 2) {
+    pre_dequantize_rows<Cfg, kOrder == 3>(
         pre_b, p.E * tiles_n, kblocks, p.k,
         [&](int outer, int r, const unsigned char*& scales) -> const unsigned char* {
           const int n = outer % tiles_n * Cfg::kBN + r;
@@ -471,7 +499,7 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
                                                      const int* offs, unsigned char* pre_b,
                                                      const Problem& p, int* qb) {
   static_assert(Cfg::kForm == kWgrad, "kWgrad's tiles");
-  static_assert(kOrder != 2, "PRE_ORDER=2: a tile row of xt crosses groups (orders 0 and 1 only)");
+  static_assert(kOrder < 2, "PRE_ORDER 2, 3: a row of xt crosses groups (orders 0 and 1 only)");
   padded_prefix<64>(offs, p.E, qb);
   const int tokens = p.sld * 32;
   const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = wgrad_padded_blocks(p);
@@ -498,8 +526,8 @@ __device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
   static_assert(Cfg::kForm == kFwdT, "kFwdT's tiles");
   padded_prefix<Cfg::kBN>(offs, p.E, qb);
   const int kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  if constexpr (kOrder == 2) {
-    pre_dequantize_rows<Cfg>(
+  if constexpr (kOrder >= 2) {
+    pre_dequantize_rows<Cfg, kOrder == 3>(
         pre_b, qb[p.E], kblocks, p.k,
         [&](int T, int r, const unsigned char*& scales) -> const unsigned char* {
           const int g = padded_group(qb, p.E, T);
