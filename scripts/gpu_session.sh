@@ -361,9 +361,10 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # same way at the same shapes (bench/profile/rowwise_ncu.py), in its rounding mode.
       # NCU_SECTIONS: the ncu sections (default SpeedOfLight, with NCU_REPORT=1 also the stall,
       # source, compute and memory sections; NCU_METRICS adds metrics). NCU_REPORT=1 also keeps
-      # the .ncu-rep (profile the first NCU_LAUNCHES launches, default 1) and writes its SASS
-      # source page (per-instruction executions and stall samples; needs SourceCounters) and
-      # every collected metric (--page raw) as CSV. NCU_PEER=1: the cuBLAS peer too (below).
+      # the .ncu-rep (profile the first NCU_LAUNCHES launches, default 1: of a plan of several
+      # launches only the first, which the stage then says) and writes its SASS source page
+      # (per-instruction executions and stall samples; needs SourceCounters) and every collected
+      # metric (--page raw) as CSV. NCU_PEER=1: the cuBLAS peer too (below).
       mkdir -p "$OUT/ncu"
       # With NCU_REPORT=1 the default sections include the stall reasons and SourceCounters, which
       # the source page's per-instruction stall samples need.
@@ -383,7 +384,14 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       if python3 bench/profile/ncu_job.py "$OUT/ncu/$tag.eval.json" "$OUT/ncu/$tag.job.json" \
            >"$OUT/ncu/$tag.kernels"; then
         rep=(--csv)
-        [[ ${NCU_REPORT:-0} == 1 ]] && rep=(--launch-count "${NCU_LAUNCHES:-1}" -o "$OUT/ncu/$tag")
+        runs=$(cat "$OUT/ncu/$tag.job.launches" 2>/dev/null || echo 1)
+        if [[ ${NCU_REPORT:-0} == 1 ]]; then
+          rep=(--launch-count "${NCU_LAUNCHES:-1}" -o "$OUT/ncu/$tag")
+          if (( ${NCU_LAUNCHES:-1} < runs )); then
+            echo "ncu $tag: one run of the plan makes $runs launches; the report holds the" \
+              "first ${NCU_LAUNCHES:-1} (NCU_LAUNCHES=$runs for all)"
+          fi
+        fi
         ncu --clock-control none --kernel-name "regex:^($(cat "$OUT/ncu/$tag.kernels"))$" \
           "${sections[@]}" --metrics "$metrics" "${rep[@]}" \
           build/ws_runner run "$OUT/ncu/$tag.job.json" >"$OUT/ncu/$tag.log" 2>"$OUT/ncu/$tag.err" \

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """From a `warpsmith eval --keep-scratch --json` result: the candidate runner's job cut down for
 Nsight Compute (bench cases only, one warm-up and two timed launches each, results and dumps in
-a fresh folder beside it), and on stdout the plan's kernel names joined by '|' for ncu's
---kernel-name filter. Usage: ncu_job.py EVAL.json OUT_JOB.json (exit 1 when there is no job)."""
+a fresh folder beside it), on stdout the plan's kernel names joined by '|' for ncu's
+--kernel-name filter, and in OUT_JOB.launches the number of launches one run of the plan makes
+at the first bench case (a report of that many launches covers every kernel of the run, not
+only a first conversion launch). Usage: ncu_job.py EVAL.json OUT_JOB.json (exit 1 when there
+is no job)."""
 import json, os, sys
 
 
@@ -36,6 +39,8 @@ def main():
     job["cases"] = cases
     job["result"] = os.path.join(out_dir, "result.json")
     json.dump(job, open(sys.argv[2], "w"), indent=1)
+    with open(os.path.splitext(sys.argv[2])[0] + ".launches", "w") as f:
+        f.write(f"{max(1, len(cases[0].get('launches', [])))}\n")
     names = sorted({k["name"] for k in ev.get("resources", [])})
     print("|".join(names))
     return 0
