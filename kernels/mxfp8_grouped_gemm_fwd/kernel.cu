@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [2, 0, 1, 3] },
+             "PRE_ORDER": [2, 0, 3] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -122,12 +122,11 @@
 // consumer warpgroup stages its bf16 output rows in shared memory and bulk-copies them out, one
 // copy per row, ws::StagedStore, or per token row in the transposed form, StagedStoreT, so the
 // tensor cores do not wait for global stores; the staging takes one ring stage at BN=256),
-// PRE_ORDER (STRATEGY=3's first launches: 1 numbers the 16-element chunks along the source rows,
-// so a warp reads 512 contiguous bytes, where 0 reads 64-byte halves of 8 rows and leaves the
-// other halves to a later tile: no faster, session 24; 2 walks whole tile rows, a warp per row,
-// so a chunk's place needs shifts only and a row's group one lookup: ncu put orders 0 and 1 at
-// ~285 instructions per chunk, 308 us and 58% of DRAM bandwidth at E128 K2048; order 2 289 us,
-// L2-bound, 1.011x overall: the default; 3 also pairs the lanes' stores into whole sectors).
+// PRE_ORDER (STRATEGY=3's first launches: 0 numbers the 16-element chunks tile by tile; 2 walks
+// whole tile rows, a warp per row, so a chunk's place needs shifts only and a row's group one
+// lookup: ncu put order 0 at ~285 instructions per chunk, 308 us and 58% of DRAM bandwidth at
+// E128 K2048, order 2 at 289 us, L2-bound, 1.011x overall: the default; 3 also pairs the lanes'
+// stores into whole sectors. 1, chunks along the source rows, changed nothing and was retired).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -162,7 +161,7 @@
 #define SHORT_STAGES 4
 #endif
 #ifndef PRE_ORDER
-#define PRE_ORDER 2  // first-launch order: 0 tiles, 1 rows, 2 row walk, 3 with paired stores
+#define PRE_ORDER 2  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
 #endif
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out

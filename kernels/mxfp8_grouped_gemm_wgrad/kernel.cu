@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [0, 1] },
+             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -46,8 +46,9 @@
 // sm_90a: 1 = each consumer warpgroup stages its fp32 rows in shared memory in 4 passes of 64
 // columns, 36 KB for both, and bulk-copies one row per pass per thread (ws::StagedStore), so the
 // tensor cores do not wait for the 128 KB fp32 stores of a 128 x 256 tile; at 128 experts a
-// group's tiles have 16 k-blocks and the output is 1.6 GB. H200 2026-12-03: 0.96x EPI=0, so 0),
-// PRE_ORDER (the first launch's chunk order, as fwd: 1 reads along xt's token rows).
+// group's tiles have 16 k-blocks and the output is 1.6 GB. H200 2026-12-03: 0.96x EPI=0, so 0).
+// The first launch numbers its chunks tile by tile (fwd's PRE_ORDER=0): fwd's row walk does not
+// fit xt, whose tile rows cross group ends.
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
@@ -76,9 +77,6 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-#ifndef PRE_ORDER
-#define PRE_ORDER 0  // the first launch's chunk order: 0 tile by tile, 1 along the source rows
-#endif
 #ifndef EPI
 #define EPI 0  // 1 (STRATEGY=3): fp32 rows staged, bulk-copied (H200: 0.96x geomean)
 #endif
@@ -98,8 +96,8 @@ extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_wgrad_
     const int* __restrict__ offs, unsigned char* __restrict__ workspace, int M, int E, int N,
     int K) {
   extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded blocks
-  ws::mxg::pre_dequantize_b<Cfg, PRE_ORDER>(xt, xt_scales, offs, workspace,
-                                            ws::mxg::Problem{E, N, K, M / 32}, pre_qb);
+  ws::mxg::pre_dequantize_b<Cfg>(xt, xt_scales, offs, workspace,
+                                 ws::mxg::Problem{E, N, K, M / 32}, pre_qb);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

@@ -335,33 +335,21 @@ __device__ __forceinline__ int padded_group(const int* qb, int E, int q) {
 /// of DRAM bandwidth, one tile row per thread (64 B in flight but half-sector requests) less.
 /// src(outer, inner, r, c) gives the E4M3 row's chunk c (a pointer to its 16 bytes) and its scale
 /// byte, or nullptr where the tile holds zeros. Chunk indices fit in int: the workspace (at most
-/// 8 GB) holds < 2^28 chunks. kOrder (the PRE_ORDER knob) numbers the chunks: 0 tile by tile
-/// (c, then r, then inner, then outer): a warp reads 64-byte halves of 8 source rows, the other
-/// halves a tile later; 1 along the source rows (c, then inner, then r, then outer): a warp's 32
-/// chunks are 512 contiguous source bytes (a row of k, or of tokens in wgrad) and its stores
-/// whole 128-byte tile rows of 8 tiles.
-template <class Cfg, int kOrder, class Src>
+/// 8 GB) holds < 2^28 chunks, numbered tile by tile (c, then r, then inner, then outer): a warp
+/// reads 64-byte halves of 8 source rows, the other halves a tile later. (Numbering them along
+/// the source rows instead, PRE_ORDER=1 until session 24, changed nothing: 0.996-1.010x.)
+template <class Cfg, class Src>
 __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long long tiles,
                                                      int inner_count, Src src) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
-  static_assert(kOrder == 0 || kOrder == 1, "PRE_ORDER: 0 or 1");
   constexpr int kUnroll = 4;
   const int chunks = static_cast<int>(tiles * Cfg::kBN * 4);
   const int stride = gridDim.x * blockDim.x;
   // Chunk i's row in its tile, its tile (outer * inner_count + inner), and outer and inner.
-  const auto row_of = [inner_count](int i) {
-    return kOrder == 0 ? i / 4 % Cfg::kBN : i / 4 / inner_count % Cfg::kBN;
-  };
-  const auto tile_of = [inner_count](int i) {
-    return kOrder == 0 ? i / 4 / Cfg::kBN
-                       : i / 4 / inner_count / Cfg::kBN * inner_count + i / 4 % inner_count;
-  };
-  const auto outer_of = [inner_count](int i, int tile) {
-    return kOrder == 0 ? tile / inner_count : i / 4 / inner_count / Cfg::kBN;
-  };
-  const auto inner_of = [inner_count](int i, int tile) {
-    return kOrder == 0 ? tile % inner_count : i / 4 % inner_count;
-  };
+  const auto row_of = [](int i) { return i / 4 % Cfg::kBN; };
+  const auto tile_of = [](int i) { return i / 4 / Cfg::kBN; };
+  const auto outer_of = [inner_count](int, int tile) { return tile / inner_count; };
+  const auto inner_of = [inner_count](int, int tile) { return tile % inner_count; };
   for (int i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < chunks; i0 += kUnroll * stride) {
     uint4 v[kUnroll];
     unsigned scale[kUnroll];
@@ -466,7 +454,7 @@ __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
                                                    const unsigned char* b_scales,
                                                    unsigned char* pre_b, const Problem& p) {
   const int tiles_n = (p.n + Cfg::kBN - 1) / Cfg::kBN, kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  if constexpr (kOrder >= 2) {
+  if constexpr (kOrder != 0) {
     pre_dequantize_rows<Cfg, kOrder == 3>(
         pre_b, p.E * tiles_n, kblocks, p.k,
         [&](int outer, int r, const unsigned char*& scales) -> const unsigned char* {
@@ -477,7 +465,7 @@ __device__ __forceinline__ void pre_dequantize_fwd(const unsigned char* b,
           return b + row * p.k;
         });
   } else {
-    pre_dequantize_tiles<Cfg, kOrder>(
+    pre_dequantize_tiles<Cfg>(
         pre_b, static_cast<long long>(p.E) * tiles_n * kblocks, kblocks,
         [&](int outer, int kb, int r, int c, unsigned& scale) -> const unsigned char* {
           const int n = outer % tiles_n * Cfg::kBN + r, k0 = kb * Cfg::kBK + 16 * c;
@@ -499,11 +487,11 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
                                                      const int* offs, unsigned char* pre_b,
                                                      const Problem& p, int* qb) {
   static_assert(Cfg::kForm == kWgrad, "kWgrad's tiles");
-  static_assert(kOrder < 2, "PRE_ORDER 2, 3: a row of xt crosses groups (orders 0 and 1 only)");
+  static_assert(kOrder == 0, "PRE_ORDER 2, 3: a tile row of xt crosses groups (order 0 only)");
   padded_prefix<64>(offs, p.E, qb);
   const int tokens = p.sld * 32;
   const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = wgrad_padded_blocks(p);
-  pre_dequantize_tiles<Cfg, kOrder>(
+  pre_dequantize_tiles<Cfg>(
       pre_b, static_cast<long long>(tiles_n) * qmax, qmax,
       [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
         const int col = tn * Cfg::kBN + r;
@@ -526,7 +514,7 @@ __device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
   static_assert(Cfg::kForm == kFwdT, "kFwdT's tiles");
   padded_prefix<Cfg::kBN>(offs, p.E, qb);
   const int kblocks = (p.k + Cfg::kBK - 1) / Cfg::kBK;
-  if constexpr (kOrder >= 2) {
+  if constexpr (kOrder != 0) {
     pre_dequantize_rows<Cfg, kOrder == 3>(
         pre_b, qb[p.E], kblocks, p.k,
         [&](int T, int r, const unsigned char*& scales) -> const unsigned char* {
@@ -537,7 +525,7 @@ __device__ __forceinline__ void pre_dequantize_fwdt(const unsigned char* b,
           return b + static_cast<long long>(tok) * p.k;
         });
   } else {
-    pre_dequantize_tiles<Cfg, kOrder>(
+    pre_dequantize_tiles<Cfg>(
         pre_b, static_cast<long long>(qb[p.E]) * kblocks, kblocks,
         [&](int T, int kb, int r, int c, unsigned& scale) -> const unsigned char* {
           const int g = padded_group(qb, p.E, T);
@@ -557,6 +545,7 @@ template <class Cfg, int kOrder = 0>
 __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
                                                  const unsigned char* b_scales, const int* offs,
                                                  unsigned char* pre_b, const Problem& p, int* qb) {
+  static_assert(kOrder == 0 || kOrder == 2 || kOrder == 3, "PRE_ORDER: 0, 2 or 3 (1 retired)");
   if constexpr (Cfg::kPreB && Cfg::kForm == kFwdT) {
     pre_dequantize_fwdt<Cfg, kOrder>(b, b_scales, offs, pre_b, p, qb);
   } else if constexpr (Cfg::kPreB && Cfg::kForm == kWgrad) {
