@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1] },
+             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [0, 2, 3] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -14,7 +14,7 @@
                 "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_wgrad_pre_b", "when": "STRATEGY == 3",
                 "grid": ["min(num_sms * 4, ceil_div(ceil_div(K, BN) * BN * (ceil_div(M, 64) + E), 256))"],
-                "block": ["256"], "smem": "4 * E + 16",
+                "block": ["256"], "smem": "4 * E + 16 + (PRE_ORDER != 0) * 8 * (ceil_div(M, 64) + E)",
                 "args": ["xt", "xt_scales", "offs", "workspace", "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
                 "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
@@ -47,8 +47,10 @@
 // columns, 36 KB for both, and bulk-copies one row per pass per thread (ws::StagedStore), so the
 // tensor cores do not wait for the 128 KB fp32 stores of a 128 x 256 tile; at 128 experts a
 // group's tiles have 16 k-blocks and the output is 1.6 GB. H200 2026-12-03: 0.96x EPI=0, so 0).
-// The first launch numbers its chunks tile by tile (fwd's PRE_ORDER=0): fwd's row walk does not
-// fit xt, whose tile rows cross group ends.
+// PRE_ORDER (the first launch: 0 numbers its chunks tile by tile; 2 walks xt's rows, 256 chunks
+// per warp at a time, each padded block's first token and length looked up once per CTA into
+// shared memory, since a tile row's 64 tokens restart at group starts; 3 pairs the stores too;
+// fwd/NOTES.md, session 24).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
@@ -77,6 +79,9 @@
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
+#ifndef PRE_ORDER
+#define PRE_ORDER 0  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
+#endif
 #ifndef EPI
 #define EPI 0  // 1 (STRATEGY=3): fp32 rows staged, bulk-copied (H200: 0.96x geomean)
 #endif
@@ -95,9 +100,10 @@ extern "C" __global__ void __launch_bounds__(256) sm90_mxfp8_grouped_gemm_wgrad_
     const unsigned char* __restrict__ xt, const unsigned char* __restrict__ xt_scales,
     const int* __restrict__ offs, unsigned char* __restrict__ workspace, int M, int E, int N,
     int K) {
-  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded blocks
-  ws::mxg::pre_dequantize_b<Cfg>(xt, xt_scales, offs, workspace,
-                                 ws::mxg::Problem{E, N, K, M / 32}, pre_qb);
+  extern __shared__ int pre_qb[];  // E + 1 ints: the groups' first padded blocks (then, with
+                                   // PRE_ORDER, each padded block's tokens)
+  ws::mxg::pre_dequantize_b<Cfg, PRE_ORDER>(xt, xt_scales, offs, workspace,
+                                            ws::mxg::Problem{E, N, K, M / 32}, pre_qb);
 }
 
 // tma_a / tma_b: the SW128 maps (STRATEGY=0 on sm_90a, and sm_100a); raw_a / raw_b: unswizzled

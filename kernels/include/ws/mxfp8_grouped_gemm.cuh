@@ -375,6 +375,17 @@ __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long 
   }
 }
 
+/// pre_dequantize_rows' default chunk placement: chunk cc at byte 16 * cc of the row, below k.
+struct KRowChunks {};
+template <class T>
+struct IsKRowChunks {
+  static constexpr bool value = false;
+};
+template <>
+struct IsKRowChunks<KRowChunks> {
+  static constexpr bool value = true;
+};
+
 /// PRE_ORDER=2 (kFwd, kDgrad, kFwdT): the same tiles written row by row. A warp takes tile row
 /// (outer, r) of every k-tile at once, rows a grid of warps apart; its lanes take the row's
 /// 16-element chunks (512 contiguous source bytes per warp load, four loads in flight per lane).
@@ -387,37 +398,59 @@ __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long 
 /// which two 16-byte stores write half by half; with it, the lanes of a pair swap halves so that
 /// each store instruction writes whole sectors (one lane each half), halving the L2's write
 /// requests (order 2 ran L2-bound: 85% L2 throughput at 60% of DRAM bandwidth).
-template <class Cfg, bool kPairStores = false, class RowSrc>
+/// kSegChunks (0: whole rows): a warp takes kSegChunks chunks of a row at a time instead, for
+/// rows too long and too few to share out whole (wgrad's xt rows: every token of the layer).
+/// chunk_at(cc), where given, is chunk cc's byte offset in the source row (its scale at offset
+/// / 32) or -1 for zeros; the default is the contiguous k row, 16 * cc below k.
+template <class Cfg, bool kPairStores = false, int kSegChunks = 0, class RowSrc,
+          class ChunkAt = KRowChunks>
 __device__ __forceinline__ void pre_dequantize_rows(unsigned char* pre_b, int outers,
-                                                    int inner_count, int k, RowSrc row_src) {
+                                                    int inner_count, int k, RowSrc row_src,
+                                                    ChunkAt chunk_at = {}) {
   static_assert(Cfg::kPreB && Cfg::kBK == 64, "STRATEGY=3's 64-K tiles");
+  static_assert(kSegChunks % (32 * 4) == 0, "segments of whole unrolled passes");
   constexpr int kUnroll = 4;
+  constexpr bool kContiguous = IsKRowChunks<ChunkAt>::value;
   const int lane = threadIdx.x % 32, warps = gridDim.x * (blockDim.x / 32);
-  const int rows = outers * Cfg::kBN, row_chunks = inner_count * 4, k_chunks = k / 16;
-  for (int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+  const int row_chunks = inner_count * 4, k_chunks = k / 16;
+  const int segs = kSegChunks ? (row_chunks + kSegChunks - 1) / kSegChunks : 1;
+  const int items = outers * Cfg::kBN * segs;
+  for (int item = (blockIdx.x * blockDim.x + threadIdx.x) / 32; item < items; item += warps) {
+    const int row = kSegChunks ? item / segs : item;
     const int outer = row / Cfg::kBN, r = row % Cfg::kBN;
+    const int c_begin = kSegChunks ? item % segs * kSegChunks : 0;
+    const int c_end = kSegChunks ? min(row_chunks, c_begin + kSegChunks) : row_chunks;
     const unsigned char* scales = nullptr;
     const unsigned char* src = row_src(outer, r, scales);
     unsigned char* dst =
         pre_b + static_cast<long long>(outer) * inner_count * Cfg::kBf16B + r * 128;
     // kPairStores: the warp's lanes walk the row together (its shuffles need every lane).
     const int lane_off = kPairStores ? lane : 0;
-    for (int c0 = kPairStores ? 0 : lane; c0 < row_chunks; c0 += 32 * kUnroll) {
+    for (int c0 = c_begin + (kPairStores ? 0 : lane); c0 < c_end; c0 += 32 * kUnroll) {
       uint4 v[kUnroll];
       unsigned scale[kUnroll];
+      bool on[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int cc = c0 + lane_off + 32 * u;
-        const bool on = src != nullptr && cc < k_chunks;
-        v[u] = on ? __ldg(reinterpret_cast<const uint4*>(src + 16 * cc)) : make_uint4(0, 0, 0, 0);
-        scale[u] = on ? __ldg(scales + cc / 2) : 0u;
+        if constexpr (kContiguous) {
+          on[u] = src != nullptr && cc < k_chunks;
+          v[u] = on[u] ? __ldg(reinterpret_cast<const uint4*>(src + 16 * cc))
+                       : make_uint4(0, 0, 0, 0);
+          scale[u] = on[u] ? __ldg(scales + cc / 2) : 0u;
+        } else {
+          const int off = src != nullptr && cc < c_end ? chunk_at(cc) : -1;
+          on[u] = off >= 0;
+          v[u] = on[u] ? __ldg(reinterpret_cast<const uint4*>(src + off)) : make_uint4(0, 0, 0, 0);
+          scale[u] = on[u] ? __ldg(scales + off / 32) : 0u;
+        }
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int cc = c0 + lane_off + 32 * u, c = cc % 4;
-        if (!kPairStores && cc >= row_chunks) break;
+        if (!kPairStores && cc >= c_end) break;
         uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-        if (src != nullptr && cc < k_chunks) mx::dequant16_bf16(v[u], mx::e8m0_to_f32(scale[u]), o);
+        if (on[u]) mx::dequant16_bf16(v[u], mx::e8m0_to_f32(scale[u]), o);
         unsigned char* tile_row = dst + static_cast<long long>(cc / 4) * Cfg::kBf16B;
         if constexpr (kPairStores) {
           // Lanes 2j and 2j + 1 hold chunks c and c ^ 1 of one tile row (row_chunks % 4 == 0,
@@ -430,7 +463,7 @@ __device__ __forceinline__ void pre_dequantize_rows(unsigned char* pre_b, int ou
           got.y = __shfl_xor_sync(0xffffffffu, give.y, 1);
           got.z = __shfl_xor_sync(0xffffffffu, give.z, 1);
           got.w = __shfl_xor_sync(0xffffffffu, give.w, 1);
-          if (cc < row_chunks) {
+          if (cc < c_end) {
             // Even lane: its half 0, then the odd lane's half 0; odd lane: the even lane's half
             // 1, then its own half 1. Each store: one sector of each pair, both halves.
             const int ce = c & ~1, co = c | 1;
@@ -487,21 +520,51 @@ __device__ __forceinline__ void pre_dequantize_wgrad(const unsigned char* b,
                                                      const int* offs, unsigned char* pre_b,
                                                      const Problem& p, int* qb) {
   static_assert(Cfg::kForm == kWgrad, "kWgrad's tiles");
-  static_assert(kOrder == 0, "PRE_ORDER 2, 3: a tile row of xt crosses groups (order 0 only)");
   padded_prefix<64>(offs, p.E, qb);
   const int tokens = p.sld * 32;
   const int tiles_n = (p.k + Cfg::kBN - 1) / Cfg::kBN, qmax = wgrad_padded_blocks(p);
-  pre_dequantize_tiles<Cfg>(
-      pre_b, static_cast<long long>(tiles_n) * qmax, qmax,
-      [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
-        const int col = tn * Cfg::kBN + r;
-        if (col >= p.k || q >= qb[p.E]) return nullptr;
-        const int lo = padded_group(qb, p.E, q);
-        const int t0 = (lo == 0 ? 0 : offs[lo - 1]) + (q - qb[lo]) * 64 + 16 * c;
-        if (t0 >= offs[lo]) return nullptr;  // group sizes % 32 == 0: chunks are whole
-        scale = __ldg(b_scales + static_cast<long long>(col) * p.sld + t0 / 32);
-        return b + static_cast<long long>(col) * tokens + t0;
-      });
+  if constexpr (kOrder != 0) {
+    // The row walk along xt's rows (every token), 256 chunks per warp at a time. A tile row's
+    // 64 tokens restart at group starts, so each padded block's first token and length (64, a
+    // group's last 32, or 0 past the last group) go first into shared memory after qb (8 bytes
+    // per block: the plan's smem), one binary search per block instead of one per chunk.
+    int2* blocks = reinterpret_cast<int2*>(qb + ((p.E + 2) & ~1));
+    for (int q = threadIdx.x; q < qmax; q += blockDim.x) {
+      int2 block = make_int2(0, 0);
+      if (q < qb[p.E]) {
+        const int g = padded_group(qb, p.E, q);
+        const int t0 = (g == 0 ? 0 : offs[g - 1]) + (q - qb[g]) * 64;
+        block = make_int2(t0, min(64, offs[g] - t0));
+      }
+      blocks[q] = block;
+    }
+    __syncthreads();
+    pre_dequantize_rows<Cfg, kOrder == 3, 256>(
+        pre_b, tiles_n, qmax, p.k,
+        [&](int tn, int r, const unsigned char*& scales) -> const unsigned char* {
+          const int col = tn * Cfg::kBN + r;
+          if (col >= p.k) return nullptr;
+          scales = b_scales + static_cast<long long>(col) * p.sld;
+          return b + static_cast<long long>(col) * tokens;
+        },
+        [blocks](int cc) -> int {
+          const int2 block = blocks[cc / 4];
+          const int c16 = 16 * (cc % 4);
+          return c16 < block.y ? block.x + c16 : -1;  // group sizes % 32 == 0: chunks whole
+        });
+  } else {
+    pre_dequantize_tiles<Cfg>(
+        pre_b, static_cast<long long>(tiles_n) * qmax, qmax,
+        [&](int tn, int q, int r, int c, unsigned& scale) -> const unsigned char* {
+          const int col = tn * Cfg::kBN + r;
+          if (col >= p.k || q >= qb[p.E]) return nullptr;
+          const int lo = padded_group(qb, p.E, q);
+          const int t0 = (lo == 0 ? 0 : offs[lo - 1]) + (q - qb[lo]) * 64 + 16 * c;
+          if (t0 >= offs[lo]) return nullptr;  // group sizes % 32 == 0: chunks are whole
+          scale = __ldg(b_scales + static_cast<long long>(col) * p.sld + t0 / 32);
+          return b + static_cast<long long>(col) * tokens + t0;
+        });
+  }
 }
 
 /// kFwdT's tiles (pre_b_offset_fwdt): B = the tokens [M, k] with their scales, only the qb[E]
