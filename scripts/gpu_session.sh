@@ -384,9 +384,9 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       if python3 bench/profile/ncu_job.py "$OUT/ncu/$tag.eval.json" "$OUT/ncu/$tag.job.json" \
            >"$OUT/ncu/$tag.kernels"; then
         rep=(--csv)
-        runs=$(cat "$OUT/ncu/$tag.job.launches" 2>/dev/null || echo 1)
         if [[ ${NCU_REPORT:-0} == 1 ]]; then
           rep=(--launch-count "${NCU_LAUNCHES:-1}" -o "$OUT/ncu/$tag")
+          runs=$(cat "$OUT/ncu/$tag.job.launches" 2>/dev/null || echo 1)
           if (( ${NCU_LAUNCHES:-1} < runs )); then
             echo "ncu $tag: one run of the plan makes $runs launches; the report holds the" \
               "first ${NCU_LAUNCHES:-1} (NCU_LAUNCHES=$runs for all)"
