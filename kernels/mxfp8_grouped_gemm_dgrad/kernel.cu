@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [0, 2, 3] },
+             "PRE_ORDER": [0, 2, 3], "FUSE": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -29,23 +29,23 @@
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
                          "M", "E", "N", "K"] },
               { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_t_pre", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)",
-                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(N, 64), 256))"],
+                "grid": ["FUSE + (1 - FUSE) * min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
-                "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K"] },
+                "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K", "M"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, BN) + E))"],
                 "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, (226304 - EPI * 288 * BN) / (9216 + 128 * BN)) * (9216 + 128 * BN) + EPI * 288 * BN + 6144",
-                "args": ["tma_a", "tma_b", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K"] },
+                "args": ["tma_a", "tma_b", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] },
               { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
-                "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(N, 64), 256))"],
+                "grid": ["FUSE + (1 - FUSE) * min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
-                "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K"] },
+                "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K", "M"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
-                "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128", "zero": false } }
+                "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + FUSE * 4 * ((STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 1) + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E + 1))", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -104,6 +104,9 @@
 #ifndef PRE_ORDER
 #define PRE_ORDER 0  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
 #endif
+#ifndef FUSE
+#define FUSE 0  // kFwdT: the tokens' tiles converted inside the GEMM (the first launch zeroes)
+#endif
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out
 #endif
@@ -116,18 +119,20 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
                             SCALE_PIPE, PDL, EPI>;
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
-using TCfg =
-    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE, PDL, EPI>;
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
+using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
+                             PDL, EPI, FUSE>;
+using ShortCfg =
+    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL, 0, FUSE>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>
 __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::TensorMap* b_map,
                                      const unsigned char* dc_scales, const unsigned char* bt_scales,
                                      const unsigned char* workspace, const int* offs,
-                                     __nv_bfloat16* da, int E, int N, int K) {
+                                     __nv_bfloat16* da, int E, int N, int K,
+                                     const unsigned char* b_raw = nullptr, int M = 0) {
   ws::mxg::run<C>(a_map, b_map, dc_scales, bt_scales, workspace, offs, da,
-                  ws::mxg::Problem{E, K, N, N / 32});
+                  ws::mxg::Problem{E, K, N, N / 32}, b_raw, M);
 }
 
 // kFwdT's first launch: dc's bf16 tiles into the workspace, C::kBN tokens each, restarting at
@@ -135,11 +140,13 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
 template <class C>
 __device__ __forceinline__ void pre_tokens(const unsigned char* dc, const unsigned char* dc_scales,
                                            const int* offs, unsigned char* workspace, int E, int N,
-                                           int K, int* qb) {
+                                           int K, int M, int* qb) {
   if (PDL) ws::griddep_launch_dependents();  // the GEMM's prologue may start (it waits for us)
-  if constexpr (C::kForm == ws::kFwdT)
-    ws::mxg::pre_dequantize_b<C, PRE_ORDER>(dc, dc_scales, offs, workspace,
-                                            ws::mxg::Problem{E, K, N, N / 32}, qb);
+  const ws::mxg::Problem p{E, K, N, N / 32};
+  if constexpr (C::kFuse)
+    ws::mxg::fused_flags_zero<C>(workspace, M, p);  // the GEMM converts; its counters start at 0
+  else if constexpr (C::kForm == ws::kFwdT)
+    ws::mxg::pre_dequantize_b<C, PRE_ORDER>(dc, dc_scales, offs, workspace, p, qb);
 }
 
 // kFwdT's GEMM: on sm_90a A is bt (sw64_b: (depth, rows, experts) boxes of (64, 128, 1), the
@@ -149,9 +156,10 @@ __device__ __forceinline__ void gemm_t(const ws::TensorMap* tma_a, const ws::Ten
                                        const ws::TensorMap* sw64_b, const unsigned char* dc_scales,
                                        const unsigned char* bt_scales,
                                        const unsigned char* workspace, const int* offs,
-                                       __nv_bfloat16* da, int E, int N, int K) {
+                                       __nv_bfloat16* da, int E, int N, int K,
+                                       const unsigned char* dc, int M) {
   if constexpr (C::kForm == ws::kFwdT) {
-    gemm<C>(sw64_b, b_map, bt_scales, dc_scales, workspace, offs, da, E, N, K);
+    gemm<C>(sw64_b, b_map, bt_scales, dc_scales, workspace, offs, da, E, N, K, dc, M);
   } else {
     gemm<C>(tma_a, b_map, dc_scales, bt_scales, workspace, offs, da, E, N, K);
   }
@@ -189,17 +197,18 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
 #define WS_TRANSPOSED_KERNELS(PRE, GEMM, C)                                                       \
   extern "C" __global__ void __launch_bounds__(256) PRE(                                          \
       const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,          \
-      const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K) { \
+      const int* __restrict__ offs, unsigned char* __restrict__ workspace, int E, int N, int K,  \
+      int M) {                                                                                    \
     extern __shared__ int pre_qb[];                                                               \
-    pre_tokens<C>(dc, dc_scales, offs, workspace, E, N, K, pre_qb);                               \
+    pre_tokens<C>(dc, dc_scales, offs, workspace, E, N, K, M, pre_qb);                            \
   }                                                                                               \
   extern "C" __global__ void __launch_bounds__(C::kThreads, 1) GEMM(                              \
       const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap b_map,   \
       const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ dc_scales,  \
       const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,   \
-      const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K) { \
-    (void)M;                                                                                      \
-    gemm_t<C>(&tma_a, &b_map, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K);       \
+      const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K,   \
+      const unsigned char* __restrict__ dc) {                                                     \
+    gemm_t<C>(&tma_a, &b_map, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K, dc, M); \
   }
 
 // STRATEGY=4, and STRATEGY=3 where M < E * K (fewer tokens than weight rows): at the knobs' BN.

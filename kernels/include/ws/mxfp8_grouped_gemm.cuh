@@ -132,7 +132,7 @@ struct OutOf<kWgrad> {
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
 /// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0>
+          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
   // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
@@ -150,6 +150,10 @@ struct Config {
   // before its first bulk copy of the tiles, not before the kernel's prologue and A's first load.
   static constexpr bool kPdl = kPdl_ != 0 && kPreB;
   static_assert(kForm != kFwdT || kPreB, "kFwdT: STRATEGY=3's pipeline, operands swapped");
+  // Knob FUSE (kFwdT): the tokens' bf16 tiles made inside the GEMM by warps 2-3 of every CTA
+  // (fused_convert_fwdt), each tile published through a counter the producer waits on, instead
+  // of by a first launch that runs alone (~18% of the E128 K2048 forward, session 24).
+  static constexpr bool kFuse = kFuse_ != 0 && kForm == kFwdT;
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -186,7 +190,7 @@ struct Config {
   static constexpr int kMaxE = 1024;  // offs held in shared memory
   // Warp roles. sm_90a: warp 0 TMA; warps 1-3 transform; warpgroups 1-2 consume.
   // sm_100a: warp 0 TMA; warps 1-2 scales; warp 3 TMEM + MMA; warps 4-11 epilogue.
-  static constexpr int kXformWarps = kSm100 ? 2 : 3;
+  static constexpr int kXformWarps = kSm100 ? 2 : kFuse ? 1 : 3;  // kFuse: warps 2-3 convert
   static constexpr int kXformThreads = 32 * kXformWarps;
   static constexpr int kAccCols = tmem_columns(2 * kBN);
   // sm_90a register split (setmaxnreg; 128 * (producer + 2 * consumer) <= 64K): kPromote's
@@ -620,22 +624,136 @@ __device__ __forceinline__ void pre_dequantize_b(const unsigned char* b,
   }
 }
 
+// ---- kFwdT under FUSE: the tokens' tiles made inside the GEMM ----
+
+/// FUSE's counters in the workspace, after the ceil(M / BN) + E padded token tiles the first
+/// launch would fill (the plan's workspace): [0] the next unit to claim, [1 + T] the rows of
+/// padded tile T written so far. The first launch only zeroes them (fused_flags_zero).
+template <class Cfg>
+__device__ __forceinline__ unsigned* fused_flags(unsigned char* pre_b, int M, const Problem& p) {
+  const int tiles = (M + Cfg::kBN - 1) / Cfg::kBN + p.E;
+  return reinterpret_cast<unsigned*>(pre_b + pre_b_offset_fwdt<Cfg>(tiles, 0, p));
+}
+template <class Cfg>
+__device__ __forceinline__ void fused_flags_zero(unsigned char* pre_b, int M, const Problem& p) {
+  unsigned* flags = fused_flags<Cfg>(pre_b, M, p);
+  const int n = 1 + (M + Cfg::kBN - 1) / Cfg::kBN + p.E;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    flags[i] = 0;
+}
+
+/// FUSE: warps 2-3 of every CTA write the tokens' padded bf16 tiles (pre_dequantize_fwdt's image)
+/// while the consumers run. A warp claims kRows rows of a tile at a time from one counter, so
+/// tiles complete in the order the GEMM's tiles read them (groups in order) and any CTA that
+/// runs makes progress whatever the others do; claims only grow, so a warp finds a tile's group
+/// by walking forward. After its rows a warp publishes them (proxy fence, gpu fence, release
+/// add); the producer acquires a tile's count of BN before its first bulk copy of it.
+/// xt: 0..63; b_raw / b_scales: the tokens [tokens, k] and their scales.
+template <class Cfg>
+__device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* b_raw,
+                                                   const unsigned char* b_scales,
+                                                   const int* offs, unsigned char* pre_b,
+                                                   unsigned* flags, const Problem& p) {
+  static_assert(Cfg::kFuse && Cfg::kBK == 64, "kFwdT's 64-K tiles");
+  constexpr int kRows = 2, kUnits = Cfg::kBN / kRows, kUnroll = 4;
+  const int lane = xt % 32;
+  const int row_chunks = (p.k + 63) / 64 * 4, k_chunks = p.k / 16;
+  const auto tiles_of = [&](int g) {
+    return (offs[g] - (g == 0 ? 0 : offs[g - 1]) + Cfg::kBN - 1) / Cfg::kBN;
+  };
+  int total = 0;
+  for (int g = lane; g < p.E; g += 32) total += tiles_of(g);
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) total += __shfl_xor_sync(~0u, total, d);
+  griddep_wait();  // under pdl, the counters are zeroed by the previous launch
+  int g = 0, qbase = 0, qnext = tiles_of(0);
+  for (;;) {
+    unsigned unit = 0;
+    if (lane == 0) unit = atomicAdd(flags, 1u);
+    unit = __shfl_sync(~0u, unit, 0);
+    if (unit >= static_cast<unsigned>(total) * kUnits) break;
+    const int T = static_cast<int>(unit / kUnits), r0 = static_cast<int>(unit % kUnits) * kRows;
+    while (qnext <= T) {  // empty groups add no tiles
+      ++g;
+      qbase = qnext;
+      qnext += tiles_of(g);
+    }
+    const int tok0 = (g == 0 ? 0 : offs[g - 1]) + (T - qbase) * Cfg::kBN + r0;
+    unsigned char* dst = pre_b + pre_b_offset_fwdt<Cfg>(T, 0, p);
+    for (int c0 = lane; c0 < row_chunks; c0 += 32 * kUnroll) {
+      uint4 v[kRows][kUnroll];
+      unsigned scale[kRows][kUnroll];
+      bool on[kRows][kUnroll];
+#pragma unroll
+      for (int j = 0; j < kRows; ++j) {
+        const long long tok = tok0 + j;
+        const bool row_on = tok < offs[g];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int cc = c0 + 32 * u;
+          on[j][u] = row_on && cc < k_chunks;
+          v[j][u] = on[j][u] ? __ldg(reinterpret_cast<const uint4*>(b_raw + tok * p.k + 16 * cc))
+                             : make_uint4(0, 0, 0, 0);
+          scale[j][u] = on[j][u] ? __ldg(b_scales + tok * p.sld + cc / 2) : 0u;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kRows; ++j) {
+        const int r = r0 + j;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int cc = c0 + 32 * u, c = cc % 4;
+          if (cc >= row_chunks) break;
+          uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+          if (on[j][u]) mx::dequant16_bf16(v[j][u], mx::e8m0_to_f32(scale[j][u]), o);
+          unsigned char* row = dst + static_cast<long long>(cc / 4) * Cfg::kBf16B + r * 128;
+          *reinterpret_cast<uint4*>(row + (((2 * c) ^ (r % 8)) * 16)) = o[0];
+          *reinterpret_cast<uint4*>(row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+        }
+      }
+    }
+    fence_proxy_async_global();  // other CTAs read these rows with bulk copies
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) red_release_gpu_add(flags + 1 + T, kRows);
+  }
+}
+
+/// FUSE: the producer's wait for padded tile T (all BN rows written), then the proxy fence that
+/// orders its bulk copies after the converting warps' stores.
+__device__ __forceinline__ void fused_wait_tile(const unsigned* flags, int T, unsigned rows) {
+  while (ld_acquire_gpu(flags + 1 + T) < rows) __nanosleep(64);
+  fence_proxy_async_global();
+}
+
 // ---- producer: one thread issues the TMA loads of every stage ----
 template <class Cfg>
 __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap* tma_b,
                                         const unsigned char* pre_b, const Smem<Cfg>& sm,
-                                        const int* offs, const Problem& p) {
+                                        const int* offs, const Problem& p,
+                                        const unsigned* flags = nullptr) {
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
   PaddedBlocks<Cfg::kForm == kFwdT ? Cfg::kBN : 64> padded;  // kWgrad / kFwdT: group g's B tiles
   uint32_t it = 0;
   bool waited = !Cfg::kPdl;
+  int ready_tile = -1;  // kFuse: the last padded token tile seen complete
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
     const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
     const int qbase =
         Cfg::kPreB && (Cfg::kForm == kWgrad || Cfg::kForm == kFwdT) ? padded.at(tl.g, offs) : 0;
+    if constexpr (Cfg::kFuse) {
+      if (qbase + tl.tn != ready_tile) {
+        if (!waited) {
+          griddep_wait();
+          waited = true;
+        }
+        ready_tile = qbase + tl.tn;
+        fused_wait_tile(flags, ready_tile, Cfg::kBN);
+      }
+    }
     const int a_c1 = static_cast<int>(v.a_row0);
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -1628,7 +1746,8 @@ template <class Cfg, class Out>
 __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma_b,
                                     const unsigned char* a_scales, const unsigned char* b_scales,
                                     const unsigned char* pre_b, const int* offs, Out* out,
-                                    const Problem& p) {
+                                    const Problem& p, const unsigned char* b_raw = nullptr,
+                                    int M = 0) {
   static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 &&
                     Cfg::kBN <= (Cfg::kRegAFamily ? 256 : 128),
                 "BN: 16..128 (sm_90a STRATEGY=2, 3: ..256)");
@@ -1686,8 +1805,19 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   __syncthreads();
   if (threadIdx.x < 128) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
+    // kFuse: the workspace takes the tiles the converting warps write (FUSE's plan).
+    unsigned char* fused_b = const_cast<unsigned char*>(pre_b);
     if (warp == 0) {
-      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p);
+      if (lane == 0)
+        produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p,
+                     Cfg::kFuse ? fused_flags<Cfg>(fused_b, M, p) : nullptr);
+    } else if constexpr (Cfg::kFuse) {
+      if (warp == 1) {
+        dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
+      } else {
+        fused_convert_fwdt<Cfg>(threadIdx.x - 64, b_raw, b_scales, goffs, fused_b,
+                                fused_flags<Cfg>(fused_b, M, p), p);
+      }
     } else if constexpr (Cfg::kStrategy == kPromote) {
       stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
     } else if constexpr (Cfg::kRegAFamily) {
