@@ -45,7 +45,7 @@
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + FUSE * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 1)", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + FUSE * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,

@@ -45,7 +45,7 @@
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + FUSE * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 1)", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + FUSE * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
