@@ -154,9 +154,10 @@ struct Config {
   // Knob FUSE (kFwdT): the tokens' bf16 tiles made inside the GEMM by warps 2-3 of every CTA
   // (fused_convert_fwdt), each tile published through a counter the producer waits on, instead
   // of by a first launch that runs alone (~18% of the E128 K2048 forward, session 24).
+  // FUSE 1: warps 1-2 stage the scales, warp 3 converts; 2: warp 1 stages, warps 2-3 convert;
+  // 3 (diagnostic): unfused, warps 1-2 stage the scales, warp 3 idles.
   static constexpr bool kFuse = (kFuse_ == 1 || kFuse_ == 2) && kForm == kFwdT;
-  static constexpr bool kFuseReaderFence = kFuse_ != 2;  // 2: diagnostic, the reader's fence off
-  static constexpr bool kOneStager = kFuse_ != 0 && kForm == kFwdT;  // 3: diagnostic, unfused
+  static constexpr int kStagerWarps = kForm != kFwdT || kFuse_ == 0 ? 3 : kFuse_ == 2 ? 1 : 2;
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -193,7 +194,7 @@ struct Config {
   static constexpr int kMaxE = 1024;  // offs held in shared memory
   // Warp roles. sm_90a: warp 0 TMA; warps 1-3 transform; warpgroups 1-2 consume.
   // sm_100a: warp 0 TMA; warps 1-2 scales; warp 3 TMEM + MMA; warps 4-11 epilogue.
-  static constexpr int kXformWarps = kSm100 ? 2 : kOneStager ? 1 : 3;  // kFuse: 2-3 convert
+  static constexpr int kXformWarps = kSm100 ? 2 : kStagerWarps;  // kFuse: the rest convert
   static constexpr int kXformThreads = 32 * kXformWarps;
   static constexpr int kAccCols = tmem_columns(2 * kBN);
   // sm_90a register split (setmaxnreg; 128 * (producer + 2 * consumer) <= 64K): kPromote's
@@ -662,7 +663,7 @@ __device__ __forceinline__ void fused_flags_zero(unsigned char* pre_b, int M, co
 /// against 97%: the stager's scale loads, evicted by the stream, then wait on L2 every stage);
 /// paced, the tiles are also still in L2 when the GEMM reads them (16 tiles of 256 tokens by
 /// 2880: 24 MB).
-/// xt: 0..63; b_raw / b_scales: the tokens [tokens, k] and their scales.
+/// xt: the converting threads from 0; b_raw / b_scales: the tokens [tokens, k] and their scales.
 constexpr int kFusedAhead = 16;
 __device__ __forceinline__ unsigned ldg_u8_no_l1(const unsigned char* p) {
   unsigned short v;
@@ -757,11 +758,10 @@ __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* 
 
 /// FUSE: the producer's wait for padded tile T (all BN rows written), then the proxy fence that
 /// orders its bulk copies after the converting warps' stores.
-template <bool kFence = true>
 __device__ __forceinline__ void fused_wait_tile(unsigned* flags, int T, unsigned rows) {
   atomicMax(flags + 1, static_cast<unsigned>(T));  // lets the conversion run kFusedAhead past T
   while (ld_acquire_gpu(flags + 2 + T) < rows) __nanosleep(64);
-  if (kFence) fence_proxy_async_global();
+  fence_proxy_async_global();
 }
 
 // ---- producer: one thread issues the TMA loads of every stage ----
@@ -789,7 +789,7 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
           waited = true;
         }
         ready_tile = qbase + tl.tn;
-        fused_wait_tile<Cfg::kFuseReaderFence>(flags, ready_tile, Cfg::kBN);
+        fused_wait_tile(flags, ready_tile, Cfg::kBN);
       }
     }
     const int a_c1 = static_cast<int>(v.a_row0);
@@ -1850,13 +1850,13 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
         produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p,
                      Cfg::kFuse ? fused_flags<Cfg>(fused_b, M, p) : nullptr);
     } else if (warp > Cfg::kXformWarps && !Cfg::kFuse) {
-      // FUSE=3 (diagnostic): one stager warp, warps 2-3 idle
+      // FUSE=3 (diagnostic): warps 1-2 stage, warp 3 idles
     } else if constexpr (Cfg::kFuse) {
-      if (warp == 1) {
+      if (warp <= Cfg::kXformWarps) {
         dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
       } else {
-        fused_convert_fwdt<Cfg>(threadIdx.x - 64, b_raw, b_scales, goffs, fused_b,
-                                fused_flags<Cfg>(fused_b, M, p), p);
+        fused_convert_fwdt<Cfg>(threadIdx.x - 32 * (1 + Cfg::kXformWarps), b_raw, b_scales, goffs,
+                                fused_b, fused_flags<Cfg>(fused_b, M, p), p);
       }
     } else if constexpr (Cfg::kStrategy == kPromote) {
       stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
