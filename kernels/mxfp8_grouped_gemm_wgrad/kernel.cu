@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [0, 2, 3] },
+             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [3, 0, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -50,7 +50,8 @@
 // PRE_ORDER (the first launch: 0 numbers its chunks tile by tile; 2 walks xt's rows, 256 chunks
 // per warp at a time, each padded block's first token and length looked up once per CTA into
 // shared memory, since a tile row's 64 tokens restart at group starts; 3 pairs the stores too;
-// fwd/NOTES.md, session 24).
+// fwd/NOTES.md, session 24). H200 2026-12-04, against order 0 in one call with hidden shapes,
+// `ok` everywhere: order 2 1.013x, order 3 1.030x (1.021-1.041x at every bench shape): 3).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
@@ -80,7 +81,7 @@
 #define GROUP_M 8
 #endif
 #ifndef PRE_ORDER
-#define PRE_ORDER 0  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
+#define PRE_ORDER 3  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
 #endif
 #ifndef EPI
 #define EPI 0  // 1 (STRATEGY=3): fp32 rows staged, bulk-copied (H200: 0.96x geomean)

@@ -154,10 +154,10 @@ struct Config {
   // Knob FUSE (kFwdT): the tokens' bf16 tiles made inside the GEMM by warps 2-3 of every CTA
   // (fused_convert_fwdt), each tile published through a counter the producer waits on, instead
   // of by a first launch that runs alone (~18% of the E128 K2048 forward, session 24).
-  // FUSE 1: warps 1-2 stage the scales, warp 3 converts; 2: warp 1 stages, warps 2-3 convert;
-  // 3 (diagnostic): unfused, warps 1-2 stage the scales, warp 3 idles.
-  static constexpr bool kFuse = (kFuse_ == 1 || kFuse_ == 2) && kForm == kFwdT;
-  static constexpr int kStagerWarps = kForm != kFwdT || kFuse_ == 0 ? 3 : kFuse_ == 2 ? 1 : 2;
+  // The value is the converting warps (the last of warps 1-3); the others stage the scales.
+  static constexpr bool kFuse = kFuse_ != 0 && kForm == kFwdT;
+  static_assert(kFuse_ >= 0 && kFuse_ <= 2, "FUSE: 0, or 1 or 2 converting warps");
+  static constexpr int kStagerWarps = kFuse ? 3 - kFuse_ : 3;
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -1849,8 +1849,6 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
       if (lane == 0)
         produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p,
                      Cfg::kFuse ? fused_flags<Cfg>(fused_b, M, p) : nullptr);
-    } else if (warp > Cfg::kXformWarps && !Cfg::kFuse) {
-      // FUSE=3 (diagnostic): warps 1-2 stage, warp 3 idles
     } else if constexpr (Cfg::kFuse) {
       if (warp <= Cfg::kXformWarps) {
         dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
