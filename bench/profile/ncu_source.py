@@ -7,6 +7,8 @@ Prints the stall reasons over all samples, the executed instructions and stall s
 opcode, shared-memory wavefronts per load/store opcode, and the TOP instructions with the most
 samples and their leading reasons. --json writes the same figures.
 Usage: ncu_source.py REPORT.sass.csv [--top N] [--per UNITS] [--json OUT]
+  A page of several launches: each is summarized in turn (--json: the first at the top, all in
+  "kernels").
   --per UNITS: also print executed instructions per unit of work (e.g. the pipeline stages all
                CTAs ran), to compare with a count read off the SASS."""
 import argparse, collections, csv, json, sys
@@ -26,12 +28,28 @@ def opcode(source):
 
 
 def load(path):
+    """The page's kernel sections, in order: (kernel name, column names, rows). A report of several
+    launches (NCU_LAUNCHES) holds one section per profiled launch, each after a kernel-name line."""
     rows = [r for r in csv.reader(open(path, errors="replace"))]
-    head = next((i for i, r in enumerate(rows) if "Address" in r and "Source" in r), None)
-    if head is None:
+    sections, name, i = [], "", 0
+    while i < len(rows):
+        r = rows[i]
+        if len(r) >= 2 and r[0] == "Kernel Name":
+            name = r[1]
+        elif "Address" in r and "Source" in r:
+            names, body = r, []
+            i += 1
+            while i < len(rows) and len(rows[i]) == len(names):
+                body.append(dict(zip(names, rows[i])))
+                i += 1
+            # ncu 2025 prints each profiled launch's page twice: keep one of a repeated section.
+            if not sections or sections[-1] != (name, names, body):
+                sections.append((name, names, body))
+            continue
+        i += 1
+    if not sections:
         sys.exit(f"ncu_source: no source-page header (Address, Source) in {path}")
-    names = rows[head]
-    return names, [dict(zip(names, r)) for r in rows[head + 1:] if len(r) == len(names)]
+    return sections
 
 
 def summarize(names, rows, top):
@@ -75,6 +93,22 @@ def summarize(names, rows, top):
     }
 
 
+def print_summary(s, per):
+    print(f"{int(s['samples'])} stall samples")
+    for k, v in s["stall_share"].items():
+        print(f"  {k:18s} {100 * v:5.1f}%")
+    print("opcode      executed  share  samples" + ("   per unit" if per else ""))
+    for op, c in list(s["opcodes"].items())[:25]:
+        per_unit = f"  {c['executed'] / per:9.1f}" if per else ""
+        print(f"  {op:9s} {c['executed']:11.0f} {100 * c['executed_share']:5.1f}% "
+              f"{100 * c['sample_share']:5.1f}%{per_unit}")
+    for op, c in s["shared_memory"].items():
+        print(f"  {op:12s} wavefronts {c['wavefronts']:.0f} (ideal {c['wavefronts_ideal']:.0f}) "
+              f"for {c['executed']:.0f} instructions")
+    for h in s["hot_instructions"]:
+        print(f"  {h['samples']:8.0f} {h['source'][:56]:56s} {h['reasons']}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
@@ -82,23 +116,19 @@ def main():
     ap.add_argument("--per", type=float, default=0.0)
     ap.add_argument("--json")
     args = ap.parse_args()
-    s = summarize(*load(args.csv), args.top)
-    print(f"{int(s['samples'])} stall samples")
-    for k, v in s["stall_share"].items():
-        print(f"  {k:18s} {100 * v:5.1f}%")
-    print("opcode      executed  share  samples" + ("   per unit" if args.per else ""))
-    for op, c in list(s["opcodes"].items())[:25]:
-        per = f"  {c['executed'] / args.per:9.1f}" if args.per else ""
-        print(f"  {op:9s} {c['executed']:11.0f} {100 * c['executed_share']:5.1f}% "
-              f"{100 * c['sample_share']:5.1f}%{per}")
-    for op, c in s["shared_memory"].items():
-        print(f"  {op:12s} wavefronts {c['wavefronts']:.0f} (ideal {c['wavefronts_ideal']:.0f}) "
-              f"for {c['executed']:.0f} instructions")
-    for h in s["hot_instructions"]:
-        print(f"  {h['samples']:8.0f} {h['source'][:56]:56s} {h['reasons']}")
+    sections = load(args.csv)
+    summaries = []
+    for index, (name, names, rows) in enumerate(sections):
+        s = summarize(names, rows, args.top)
+        summaries.append(dict(kernel=name, section=index, **s))
+        if len(sections) > 1:
+            print(f"== section {index}: {name}")
+        print_summary(s, args.per)
     if args.json:
+        # The first section's figures at the top (one kernel, the common case), every one in
+        # "kernels".
         with open(args.json, "w") as f:
-            json.dump(s, f, indent=1)
+            json.dump(dict(summaries[0], kernels=summaries), f, indent=1)
     return 0
 
 

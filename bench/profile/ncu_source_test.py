@@ -55,6 +55,34 @@ def main():
         check(len(hot) == 2 and "BRA" in hot[0]["source"], f"hottest first, two of them: {hot}")
         check("100.0" in r.stdout, "--per 10 prints FMUL's 1000 / 10")
 
+        # Two launches (NCU_LAUNCHES=2): each section summarized, in order, the first on top.
+        two = os.path.join(tmp, "two.sass.csv")
+        buf = io.StringIO()
+        w = csv.writer(buf, quoting=csv.QUOTE_ALL)
+        w.writerow(["Kernel Name", "first"])
+        w.writerow(HEADER)
+        w.writerows(ROWS)
+        w.writerow(["Kernel Name", "first"])  # ncu repeats a launch's page: counted once
+        w.writerow(HEADER)
+        w.writerows(ROWS)
+        w.writerow(["Kernel Name", "second"])
+        w.writerow(HEADER)
+        w.writerow(["0x10", "HGMMA.64x256x16.F32.BF16 R24, R152, gdesc[UR16], R24", "5", "5",
+                    "7", "0", "0", "5", "0", "0", "0"])
+        with open(two, "w") as f:
+            f.write(buf.getvalue())
+        out2 = os.path.join(tmp, "two.json")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "ncu_source.py"), two, "--json",
+                            out2], capture_output=True, text=True)
+        check(r.returncode == 0, f"two sections: exit {r.returncode}: {r.stderr}")
+        t = json.load(open(out2)) if r.returncode == 0 else {}
+        ks = t.get("kernels", [])
+        check([k.get("kernel") for k in ks] == ["first", "second"], f"sections {ks}")
+        check(len(ks) == 2 and ks[1]["opcodes"].get("HGMMA", {}).get("executed") == 7,
+              "the second section's own figures")
+        check(abs(t.get("stall_share", {}).get("long_sb", 0) - 0.6) < 1e-9, "the first on top")
+        check("== section 1: second" in r.stdout, "each section named in the printout")
+
         bad = os.path.join(tmp, "bad.csv")
         with open(bad, "w") as f:
             f.write("nothing,here\n")

@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
+             "SCALE_PIPE": [2, 1, 0, 3], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
              "PRE_ORDER": [0, 2, 3], "FUSE": [0, 1, 2] },
   "tensor_maps": {
@@ -66,7 +66,8 @@
 // BN=64, _short, as fwd: 1.18x the STRATEGY=0 kernel it replaced at 32 per group), SHORT_STAGES
 // (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
 // EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
-// order, as fwd).
+// order, as fwd), FUSE (the tokens' tiles made inside the transposed GEMM, as fwd; session 25:
+// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880), SCALE_PIPE=3 (as fwd).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu

@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
+             "SCALE_PIPE": [2, 1, 0, 3], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
              "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
   "tensor_maps": {
@@ -124,9 +124,16 @@
 // tensor cores do not wait for global stores; the staging takes one ring stage at BN=256),
 // PRE_ORDER (STRATEGY=3's first launches: 0 numbers the 16-element chunks tile by tile; 2 walks
 // whole tile rows, a warp per row, so a chunk's place needs shifts only and a row's group one
-// lookup: ncu put order 0 at ~285 instructions per chunk, 308 us and 58% of DRAM bandwidth at
+// lookup: ncu put order 0 at ~140 instructions per chunk, 308 us and 58% of DRAM bandwidth at
 // E128 K2048, order 2 at 289 us, L2-bound, 1.011x overall: the default; 3 also pairs the lanes'
-// stores into whole sectors. 1, chunks along the source rows, changed nothing and was retired).
+// stores into whole sectors. 1, chunks along the source rows, changed nothing and was retired),
+// FUSE (the transposed pipeline at the knobs' BN, not _short: 1 or 2 of warps 1-3 write the
+// tokens' bf16 tiles inside the GEMM, the rest stage the scales; the first launch only zeroes
+// the counters that publish each tile to the producers (ws::mxg::fused_convert_fwdt). H200,
+// session 25: 1.03-1.04x at E128 K2048, 0.92-0.96x at E128 K2880; one staging warp alone costs
+// 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage, so it
+// waits for SCALE_PIPE=3; NOTES.md), SCALE_PIPE=3 (STRATEGY=3: the staging warps load the next
+// stage's scale bytes while staging this one).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG

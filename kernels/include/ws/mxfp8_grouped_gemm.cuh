@@ -131,7 +131,9 @@ struct OutOf<kWgrad> {
 /// loads' latency hidden behind the wait instead of stalling the first FMULs: ncu, session 12),
 /// with the column scales prefetched two LDS.128 ahead and the QGMMA descriptors built once per
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
-/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
+/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait); 3 = as
+/// 2, and the transform warps load a stage's scale bytes while staging the previous stage
+/// (dequantize_b), not after it.
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
@@ -140,6 +142,7 @@ struct Config {
   static constexpr int kForm = kSm100 && kForm_ == kFwdT ? kFwd : kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
   static constexpr bool kScalesEarly = kScalePipe_ >= 2;
+  static constexpr bool kStageAhead = kScalePipe_ >= 3;
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
   // at most 128 columns wide (one 128x4 blocked scale tile for B; the plan's tma_b box agrees).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
@@ -401,7 +404,7 @@ struct IsKRowChunks<KRowChunks> {
 /// 16-element chunks (512 contiguous source bytes per warp load, four loads in flight per lane).
 /// A chunk's k-tile and swizzle slot then come from shifts, and the row's source (for kFwdT a
 /// binary search over the groups) is found once per row, not once per chunk: orders 0 and 1
-/// spent ~285 instructions per chunk on that index math (ncu, E128 K2048, session 24) and ran at
+/// spent ~140 instructions per chunk on that index math (ncu, E128 K2048, session 24) and ran at
 /// 58% of DRAM bandwidth. row_src(outer, r, scales) gives the row's E4M3 bytes and sets its scale
 /// row, or returns nullptr for a row of zeros; chunks past k are zeros (k % 32 == 0).
 /// kPairStores (PRE_ORDER=3): a chunk's 32 bf16 bytes fill one 32-byte sector of the tile row,
@@ -1117,7 +1120,11 @@ struct RegAScaleBytes {
 /// Writing stage s waits for its `full` phase, which the producer starts only after the
 /// consumers freed the stage: the previous round's bf16 tile and scales are no longer read.
 /// The scale bytes are loaded before that wait. (Loading them a whole stage ahead was measured
-/// on the H200 in session 13: no gain, 0.696x against 0.706x of STRATEGY=0, so it is not kept.)
+/// on the H200 in session 13, for kRegA: no gain, 0.696x against 0.706x of STRATEGY=0.) For
+/// kRegAPreB, where these warps only stage A's scales, ncu (session 25, E128 K2880) found them
+/// waiting on those loads every stage (the wait for `full` returns at once: the producer is
+/// ahead), and the consumers waiting on `ready` ~5% of their time; kStageAhead (SCALE_PIPE=3)
+/// loads the next stage's bytes before staging this one.
 template <class Cfg>
 __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
@@ -1134,11 +1141,18 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    Bytes ahead;  // kStageAhead: the next stage's bytes, in flight while this one is staged
+    if (Cfg::kStageAhead && kblocks > 0) ahead.load(xt, v, 0, p, a_scales, b_scales);
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
       Bytes bytes;
-      bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
+      if constexpr (Cfg::kStageAhead) {
+        bytes = ahead;
+        if (kb + 1 < kblocks) ahead.load(xt, v, kb + 1, p, a_scales, b_scales);
+      } else {
+        bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
+      }
       mbar_wait(sm.full + 8 * s, ph);
       if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
         const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
