@@ -19,6 +19,18 @@ ROWS = [
 ]
 
 
+def write_page(path, sections):
+    """A source page of (kernel name, rows) sections, each a kernel-name line and the header."""
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL)
+    for name, rows in sections:
+        w.writerow(["Kernel Name", name])
+        w.writerow(HEADER)
+        w.writerows(rows)
+    with open(path, "w") as f:
+        f.write(buf.getvalue())
+
+
 def main():
     failures, checks = [], [0]
 
@@ -29,13 +41,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "k.sass.csv")
-        buf = io.StringIO()
-        w = csv.writer(buf, quoting=csv.QUOTE_ALL)
-        w.writerow(["Kernel Name", "k"])
-        w.writerow(HEADER)
-        w.writerows(ROWS)
-        with open(path, "w") as f:
-            f.write(buf.getvalue())
+        write_page(path, [("k", ROWS)])
         out = os.path.join(tmp, "s.json")
         r = subprocess.run([sys.executable, os.path.join(HERE, "ncu_source.py"), path, "--top", "2",
                             "--per", "10", "--json", out], capture_output=True, text=True)
@@ -57,20 +63,10 @@ def main():
 
         # Two launches (NCU_LAUNCHES=2): each section summarized, in order, the first on top.
         two = os.path.join(tmp, "two.sass.csv")
-        buf = io.StringIO()
-        w = csv.writer(buf, quoting=csv.QUOTE_ALL)
-        w.writerow(["Kernel Name", "first"])
-        w.writerow(HEADER)
-        w.writerows(ROWS)
-        w.writerow(["Kernel Name", "first"])  # ncu repeats a launch's page: counted once
-        w.writerow(HEADER)
-        w.writerows(ROWS)
-        w.writerow(["Kernel Name", "second"])
-        w.writerow(HEADER)
-        w.writerow(["0x10", "HGMMA.64x256x16.F32.BF16 R24, R152, gdesc[UR16], R24", "5", "5",
-                    "7", "0", "0", "5", "0", "0", "0"])
-        with open(two, "w") as f:
-            f.write(buf.getvalue())
+        hgmma = ["0x10", "HGMMA.64x256x16.F32.BF16 R24, R152, gdesc[UR16], R24", "5", "5", "7",
+                 "0", "0", "5", "0", "0", "0"]
+        # ncu repeats a launch's page: the second "first" is counted once.
+        write_page(two, [("first", ROWS), ("first", ROWS), ("second", [hgmma])])
         out2 = os.path.join(tmp, "two.json")
         r = subprocess.run([sys.executable, os.path.join(HERE, "ncu_source.py"), two, "--json",
                             out2], capture_output=True, text=True)
