@@ -655,7 +655,7 @@ __device__ __forceinline__ void fused_flags_zero(unsigned char* pre_b, int M, co
 /// next claim issued while the current rows are converted), so tiles complete in the order the
 /// GEMM's tiles read them (groups in order) and any CTA that runs makes progress whatever the
 /// others do; claims only grow, so a warp finds a tile's group by walking forward. The rows go
-/// in steps of one row by 128 chunks, the next step's loads issued before this one's stores (the
+/// in steps of one row by 128 chunks, later steps' loads issued before this one's stores (the
 /// first form, two rows per claim with a claim, loads, stores and fences in turn, kept the GEMM
 /// waiting: 1.04x at E128 K2048, 0.95x at E128 K2880). After its rows a warp publishes them
 /// (each lane's proxy fence, then one release add, as a CTA barrier's arrive does); the
@@ -680,6 +680,9 @@ __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* 
                                                    unsigned* flags, const Problem& p) {
   static_assert(Cfg::kFuse && Cfg::kBK == 64, "kFwdT's 64-K tiles");
   constexpr int kRows = 8, kUnits = Cfg::kBN / kRows, kUnroll = 4;
+  // Steps in flight: one converting warp per CTA (FUSE=1) must move twice a pair's bytes each,
+  // and at two steps it fell behind the GEMM at E128 K2048 (0.88x, session 25).
+  constexpr int kDepth = Cfg::kStagerWarps == 2 ? 3 : 2;
   static_assert(Cfg::kBN % kRows == 0, "whole units per tile");
   const int lane = xt % 32;
   const int row_chunks = (p.k + 63) / 64 * 4, k_chunks = p.k / 16;
@@ -743,14 +746,18 @@ __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* 
         *reinterpret_cast<uint4*>(row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
       }
     };
-    Step s0, s1;  // two steps in flight: registers named statically
-    load(s0, 0);
-    for (int step = 0; step < steps; step += 2) {
-      if (step + 1 < steps) load(s1, step + 1);
-      store(s0, step);
-      if (step + 1 < steps) {
-        if (step + 2 < steps) load(s0, step + 2);
-        store(s1, step + 1);
+    // A ring of kDepth steps in flight; the loop over a ring's turn is unrolled, so each slot
+    // stays in registers. Slot j is stored, then refilled with the step kDepth - 1 ahead.
+    Step ring[kDepth];
+#pragma unroll
+    for (int j = 0; j + 1 < kDepth; ++j)
+      if (j < steps) load(ring[j], j);
+    for (int step = 0; step < steps; step += kDepth) {
+#pragma unroll
+      for (int j = 0; j < kDepth; ++j) {
+        const int ahead = step + j + kDepth - 1;
+        if (ahead < steps) load(ring[(j + kDepth - 1) % kDepth], ahead);
+        if (step + j < steps) store(ring[j], step + j);
       }
     }
     fence_proxy_async_global();  // other CTAs read these rows with bulk copies
