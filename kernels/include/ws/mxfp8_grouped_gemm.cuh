@@ -708,8 +708,10 @@ __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* 
     if (unit >= units) break;
     if (lane == 0) next = atomicAdd(flags, 1u);  // its latency overlaps this unit's rows
     const int T = static_cast<int>(unit / kUnits), r0 = static_cast<int>(unit % kUnits) * kRows;
+    // Polled rarely: every SM's converting warps read this one word, and a word polled every
+    // few hundred ns by 132 SMs keeps one L2 slice, which every CTA's loads also cross, busy.
     while (T > static_cast<int>(*reinterpret_cast<volatile unsigned*>(flags + 1)) + kFusedAhead)
-      __nanosleep(256);
+      __nanosleep(1000);
     while (qnext <= T) {  // empty groups add no tiles
       ++g;
       qbase = qnext;
