@@ -66,6 +66,14 @@ __device__ __forceinline__ Chunk load_global16(const void* p) {
   return c;
 }
 
+/// One byte from global memory on the read-only path without allocating in L1 (a stream that
+/// must not evict what other warps of the SM keep there).
+__device__ __forceinline__ unsigned load_global_u8_no_l1(const unsigned char* p) {
+  unsigned short v;
+  asm volatile("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+
 /// 16 bytes to global memory; kStreaming adds .cs (evict first: bytes written once, not re-read).
 template <bool kStreaming>
 __device__ __forceinline__ void store_global16(void* p, unsigned a, unsigned b, unsigned c,

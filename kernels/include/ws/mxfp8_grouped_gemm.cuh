@@ -336,6 +336,14 @@ __device__ __forceinline__ int padded_group(const int* qb, int E, int q) {
   return lo;
 }
 
+/// A converted 16-element chunk (chunk c of a 64-element row r, as two 16-byte halves) stored
+/// into row r of an SW128 bf16 tile: half j at 16-byte slot j ^ (r % 8).
+__device__ __forceinline__ void store_chunk_sw128(unsigned char* row, int c, int r,
+                                                  const uint4 (&o)[2]) {
+  *reinterpret_cast<uint4*>(row + (((2 * c) ^ (r % 8)) * 16)) = o[0];
+  *reinterpret_cast<uint4*>(row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+}
+
 /// The first launch of STRATEGY=3: B's tiles (tile = outer * inner_count + inner, as
 /// pre_b_offset / pre_b_offset_wgrad number them) converted exactly (dequant16_bf16, as the
 /// transform warps of STRATEGY=2 do per CTA and stage) into the shared-memory image the HGMMA
@@ -381,9 +389,7 @@ __device__ __forceinline__ void pre_dequantize_tiles(unsigned char* pre_b, long 
       if (i >= chunks) break;
       uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
       if (on[u]) mx::dequant16_bf16(v[u], mx::e8m0_to_f32(scale[u]), o);
-      unsigned char* dst = pre_b + static_cast<long long>(tile) * Cfg::kBf16B + r * 128;
-      *reinterpret_cast<uint4*>(dst + (((2 * c) ^ (r % 8)) * 16)) = o[0];
-      *reinterpret_cast<uint4*>(dst + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+      store_chunk_sw128(pre_b + static_cast<long long>(tile) * Cfg::kBf16B + r * 128, c, r, o);
     }
   }
 }
@@ -485,8 +491,7 @@ __device__ __forceinline__ void pre_dequantize_rows(unsigned char* pre_b, int ou
             *reinterpret_cast<uint4*>(tile_row + ((second ^ (r % 8)) * 16)) = odd ? o[1] : got;
           }
         } else {
-          *reinterpret_cast<uint4*>(tile_row + (((2 * c) ^ (r % 8)) * 16)) = o[0];
-          *reinterpret_cast<uint4*>(tile_row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+          store_chunk_sw128(tile_row, c, r, o);
         }
       }
     }
@@ -668,11 +673,6 @@ __device__ __forceinline__ void fused_flags_zero(unsigned char* pre_b, int M, co
 /// 2880: 24 MB).
 /// xt: the converting threads from 0; b_raw / b_scales: the tokens [tokens, k] and their scales.
 constexpr int kFusedAhead = 16;
-__device__ __forceinline__ unsigned ldg_u8_no_l1(const unsigned char* p) {
-  unsigned short v;
-  asm volatile("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=h"(v) : "l"(p));
-  return v;
-}
 template <class Cfg>
 __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* b_raw,
                                                    const unsigned char* b_scales,
@@ -732,7 +732,7 @@ __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* 
         } else {
           st.v[u] = make_uint4(0, 0, 0, 0);
         }
-        st.scale[u] = on ? ldg_u8_no_l1(b_scales + tok * p.sld + cc / 2) : 0x100u;
+        st.scale[u] = on ? load_global_u8_no_l1(b_scales + tok * p.sld + cc / 2) : 0x100u;
       }
     };
     const auto store = [&](const Step& st, int step) {
@@ -743,9 +743,7 @@ __device__ __forceinline__ void fused_convert_fwdt(int xt, const unsigned char* 
         if (cc >= row_chunks) break;
         uint4 o[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
         if (st.scale[u] != 0x100u) mx::dequant16_bf16(st.v[u], mx::e8m0_to_f32(st.scale[u]), o);
-        unsigned char* row = dst + static_cast<long long>(cc / 4) * Cfg::kBf16B + r * 128;
-        *reinterpret_cast<uint4*>(row + (((2 * c) ^ (r % 8)) * 16)) = o[0];
-        *reinterpret_cast<uint4*>(row + (((2 * c + 1) ^ (r % 8)) * 16)) = o[1];
+        store_chunk_sw128(dst + static_cast<long long>(cc / 4) * Cfg::kBf16B + r * 128, c, r, o);
       }
     };
     // A ring of kDepth steps in flight; the loop over a ring's turn is unrolled, so each slot
@@ -1880,16 +1878,15 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
     setmaxnreg_dec<Cfg::kProducerRegs>();
     // kFuse: the workspace takes the tiles the converting warps write (FUSE's plan).
     unsigned char* fused_b = const_cast<unsigned char*>(pre_b);
+    unsigned* flags = Cfg::kFuse ? fused_flags<Cfg>(fused_b, M, p) : nullptr;
     if (warp == 0) {
-      if (lane == 0)
-        produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p,
-                     Cfg::kFuse ? fused_flags<Cfg>(fused_b, M, p) : nullptr);
+      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p, flags);
     } else if constexpr (Cfg::kFuse) {
       if (warp <= Cfg::kXformWarps) {
         dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
       } else {
         fused_convert_fwdt<Cfg>(threadIdx.x - 32 * (1 + Cfg::kXformWarps), b_raw, b_scales, goffs,
-                                fused_b, fused_flags<Cfg>(fused_b, M, p), p);
+                                fused_b, flags, p);
       }
     } else if constexpr (Cfg::kStrategy == kPromote) {
       stage_scales<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);
