@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0, 3, 4, 5], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [0, 2, 3], "FUSE": [0, 1, 2] },
+             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -103,7 +103,7 @@
 #define SHORT_STAGES 4
 #endif
 #ifndef PRE_ORDER
-#define PRE_ORDER 0  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
+#define PRE_ORDER 3  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores
 #endif
 #ifndef FUSE
 #define FUSE 0  // kFwdT: the tokens' tiles converted inside the GEMM (the first launch zeroes)
