@@ -90,8 +90,15 @@ run_sweep() {
   [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
   IFS=';' read -ra variants <<<"$3"
   mkdir -p "$OUT/sweep"
+  sweep_cut=0
   for set in $2; do
     for knobs in "${controls[@]}" "${variants[@]}"; do
+      # SWEEP_DEADLINE (epoch seconds): no evaluation starts after it, so a call's time limit
+      # cuts no evaluation halfway and the table still gets made.
+      if [[ -n ${SWEEP_DEADLINE:-} ]] && (( $(date +%s) >= SWEEP_DEADLINE )); then
+        echo "sweep: $sp: setting '$set' variant '${knobs:-default}' and the rest not started: deadline"
+        sweep_cut=1; break 2
+      fi
       args=(); [[ $set != - ]] && for kv in ${set//+/ }; do args+=(--set "$kv"); done
       for kv in $knobs; do args+=(--knob "$kv"); done
       key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
@@ -314,10 +321,12 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         "${SWEEP_KERNEL:-}" "${SWEEP_WHERE:--}" ;;
     queue)
       # The sweep queue (kernels/sweeps.txt, or SWEEP_QUEUE) in order from entry QUEUE_FROM
-      # (default 1), each entry with its own control, starting none after QUEUE_BUDGET_S seconds
-      # (default 480); then bench/sweep_table.py. The log says where a later call should resume.
+      # (default 1), each entry with its own control, starting no evaluation after QUEUE_BUDGET_S
+      # seconds (default 480: one GEMM evaluation takes up to ~100 s, a call at most 600); then
+      # bench/sweep_table.py. The log says where a later call should resume.
       queue_file=${SWEEP_QUEUE:-kernels/sweeps.txt}
       start=$(date +%s); n=0; resume=
+      export SWEEP_DEADLINE=$((start + ${QUEUE_BUDGET_S:-480}))
       python3 scripts/sweep_queue.py check "$queue_file" || { status=1; continue; }
       while IFS=$'\t' read -r qp qsets qvariants qhidden qwhere; do
         n=$((n + 1))
@@ -329,7 +338,11 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         fi
         echo "queue: entry $n: $qp [$qsets] $qvariants"
         run_sweep "$qp" "$qsets" "$qvariants" "$qhidden" "queue-$(printf %02d $n)-$qp" "" "$qwhere"
+        if (( sweep_cut )) && [[ -z ${resume:-} ]]; then
+          resume=$n && echo "queue: entry $n cut short; QUEUE_FROM=$n reruns it whole"
+        fi
       done < <(python3 scripts/sweep_queue.py list "$queue_file")
+      unset SWEEP_DEADLINE
       python3 bench/sweep_table.py "$OUT" --json "$OUT/sweep-table.json" \
         --command "scripts/gpu_session.sh queue ($queue_file)" | tee "$OUT/sweep-table.txt" ;;
     harness)

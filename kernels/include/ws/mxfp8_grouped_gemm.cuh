@@ -131,9 +131,7 @@ struct OutOf<kWgrad> {
 /// loads' latency hidden behind the wait instead of stalling the first FMULs: ncu, session 12),
 /// with the column scales prefetched two LDS.128 ahead and the QGMMA descriptors built once per
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
-/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait); 3 = as
-/// 2, and the transform warps load a stage's scale bytes while staging the previous one
-/// (dequantize_b), not after it; 4 and 5: two and three stages ahead.
+/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
@@ -142,7 +140,7 @@ struct Config {
   static constexpr int kForm = kSm100 && kForm_ == kFwdT ? kFwd : kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
   static constexpr bool kScalesEarly = kScalePipe_ >= 2;
-  static constexpr int kStageAhead = kScalePipe_ >= 3 ? kScalePipe_ - 2 : 0;  // stages ahead
+  static_assert(kScalePipe_ >= 0 && kScalePipe_ <= 2, "SCALE_PIPE: 0, 1 or 2");
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
   // at most 128 columns wide (one 128x4 blocked scale tile for B; the plan's tma_b box agrees).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
@@ -1098,8 +1096,7 @@ struct RegAScaleBytes {
   static constexpr int kPer = (Cfg::kBN + kRowStep - 1) / kRowStep;
   static constexpr int kItems = Cfg::kBlocks * Cfg::kBM;
   static constexpr int kSaPer = (kItems + Cfg::kXformThreads - 1) / Cfg::kXformThreads;
-  // kRegAPreB stages no B scales: no room for them, so copies of the bytes (kStageAhead's
-  // shift register) move A's only.
+  // kRegAPreB stages no B scales: no room for them.
   unsigned sb[Cfg::kPreB ? 1 : kPer], sa[kSaPer];
 
   __device__ __forceinline__ void load(int xt, const TileView& v, int kb, const Problem& p,
@@ -1131,9 +1128,9 @@ struct RegAScaleBytes {
 /// on the H200 in session 13, for kRegA: no gain, 0.696x against 0.706x of STRATEGY=0.) For
 /// kRegAPreB, where these warps only stage A's scales, ncu (session 25, E128 K2880) found them
 /// waiting on those loads every stage (the wait for `full` returns at once: the producer is
-/// ahead), and the consumers waiting on `ready` ~5% of their time; kStageAhead (SCALE_PIPE 3
-/// to 5) loads 1 to 3 stages' bytes ahead of the one staged. (One load latency per stage may
-/// also be why the short kernel's k-blocks take ~0.8 us where their MMA needs ~0.3.)
+/// ahead), and the consumers waiting on `ready` ~5% of their time. Yet loading those bytes one
+/// to three stages ahead (a shift register of them, session 26) ran 0.96-1.00x at the long
+/// shapes of fwd and dgrad: that latency is not what the consumers wait for.
 template <class Cfg>
 __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
@@ -1150,28 +1147,11 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
-    // kStageAhead: the next stages' bytes, in flight while this one is staged (a shift
-    // register, so every slot stays in registers).
-    constexpr int kAhead = Cfg::kStageAhead > 0 ? Cfg::kStageAhead : 1;
-    Bytes ahead[kAhead];
-    if constexpr (Cfg::kStageAhead > 0) {
-#pragma unroll
-      for (int j = 0; j < kAhead; ++j)
-        if (j < kblocks) ahead[j].load(xt, v, j, p, a_scales, b_scales);
-    }
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
       Bytes bytes;
-      if constexpr (Cfg::kStageAhead > 0) {
-        bytes = ahead[0];
-#pragma unroll
-        for (int j = 0; j + 1 < kAhead; ++j) ahead[j] = ahead[j + 1];
-        if (kb + kAhead < kblocks)
-          ahead[kAhead - 1].load(xt, v, kb + kAhead, p, a_scales, b_scales);
-      } else {
-        bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
-      }
+      bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
       mbar_wait(sm.full + 8 * s, ph);
       if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
         const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
