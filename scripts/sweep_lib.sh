@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sourced by scripts/gpu_session.sh (the `sweep` and `queue` stages); uses its $ws (the warpsmith
+# command line) and $OUT. Tested by scripts/sweep_lib_test.sh.
+
+# One knob sweep through the evaluator: problem $1, settings $2 (words, a setting's pairs joined by
+# '+'; '-' for none), variants $3 (';'-separated, knobs by spaces), hidden shapes $4 (0/1); the eval
+# JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
+# the default knobs first (SWEEP_CONTROL=0: not).
+run_sweep() {
+  local sp=$1 sk=${6:-kernels/$1/kernel.cu} where=${7:--} set knobs key kv
+  local -a variants args controls=("")
+  [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
+  IFS=';' read -ra variants <<<"$3"
+  mkdir -p "$OUT/sweep"
+  sweep_cut=0
+  for set in $2; do
+    for knobs in "${controls[@]}" "${variants[@]}"; do
+      # SWEEP_DEADLINE (epoch seconds): no evaluation starts after it, so a call's time limit
+      # cuts no evaluation halfway and the table still gets made.
+      if [[ -n ${SWEEP_DEADLINE:-} ]] && (( $(date +%s) >= SWEEP_DEADLINE )); then
+        echo "sweep: $sp: from setting '$set' variant '${knobs:-default}' on, not started: deadline"
+        sweep_cut=1; break 2
+      fi
+      args=(); [[ $set != - ]] && for kv in ${set//+/ }; do args+=(--set "$kv"); done
+      for kv in $knobs; do args+=(--knob "$kv"); done
+      key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
+      [[ $4 == 1 ]] || args+=(--no-hidden)
+      [[ $where != - ]] && args+=(--bench-where "$where")
+      $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
+      python3 -c "
+import json,sys; j=json.load(open(sys.argv[1]))
+print(sys.argv[2], j.get('verdict'), ' '.join('%.2f' % c['timing']['median_us'] for c in j.get('cases', []) if 'timing' in c))" \
+        "$OUT/sweep/$sp$key.json" "$sp$key"
+    done
+  done
+  ( cd "$OUT" && tar czf "$5.tgz" sweep && rm -rf sweep )
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# run_sweep (scripts/sweep_lib.sh) against a stand-in evaluator: every variant after the control,
+# each setting's arguments, and SWEEP_DEADLINE stopping before an evaluation, not inside one.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/sweep_lib.sh"
+fail=0
+check() { if [[ $2 != "$3" ]]; then echo "FAIL: $1: got '$2', want '$3'"; fail=1; fi; }
+
+# The stand-in: logs its arguments, takes EVAL_S seconds, prints one ok case.
+fake_eval() {
+  echo "$*" >>"$OUT/calls.log"
+  sleep "${EVAL_S:-0}"
+  echo '{"verdict": "ok", "cases": [{"timing": {"median_us": 2.5}}]}'
+}
+ws=fake_eval
+
+OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT
+run_sweep p "rounding=floor rounding=rceil+variant=clamped" "A=1;A=2 B=3" 0 all "" "M <= 64" >/dev/null
+check "evaluations" "$(wc -l <"$OUT/calls.log")" 6
+check "control first" "$(head -1 "$OUT/calls.log")" \
+  "eval p kernels/p/kernel.cu --set rounding=floor --no-hidden --bench-where M <= 64 --json"
+check "two knobs, two parameters" "$(sed -n 6p "$OUT/calls.log")" \
+  "eval p kernels/p/kernel.cu --set rounding=rceil --set variant=clamped --knob A=2 --knob B=3 --no-hidden --bench-where M <= 64 --json"
+check "archive" "$(tar tzf "$OUT/all.tgz" | grep -c '\.json$')" 6
+check "not cut" "$sweep_cut" 0
+
+# A deadline already past: nothing starts, the cut is reported.
+rm -f "$OUT/calls.log"
+SWEEP_DEADLINE=$(($(date +%s) - 1)) run_sweep p - "A=1" 1 none >/dev/null
+check "past deadline" "$( [[ -e $OUT/calls.log ]] && wc -l <"$OUT/calls.log" || echo 0)" 0
+check "past deadline cut" "$sweep_cut" 1
+
+# Evaluations of 1 s and a deadline 1.5 s away: the control and one variant run, the rest wait.
+rm -f "$OUT/calls.log"
+EVAL_S=1 SWEEP_DEADLINE=$(($(date +%s) + 2)) run_sweep p - "A=1;A=2;A=3" 1 part >"$OUT/part.txt"
+n=$(wc -l <"$OUT/calls.log")
+if (( n < 1 || n > 3 )); then echo "FAIL: deadline: $n evaluations"; fail=1; fi
+check "deadline cut" "$sweep_cut" 1
+check "what ran is archived" "$(tar tzf "$OUT/part.tgz" | grep -c '\.json$')" "$n"
+check "cut reported" "$(grep -c 'not started: deadline' "$OUT/part.txt")" 1
+
+(( fail )) || echo "sweep_lib_test: ok"
+exit $fail
