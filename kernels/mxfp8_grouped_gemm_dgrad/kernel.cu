@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
+             "SCALE_PIPE": [2, 1, 0, 3, 4], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
              "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
@@ -67,7 +67,7 @@
 // (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
 // EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
 // order, as fwd), FUSE (the tokens' tiles made inside the transposed GEMM, as fwd; session 25:
-// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880).
+// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880), SCALE_PIPE 3 and 4 (as fwd).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -122,8 +122,10 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
-// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
+// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.
+// SCALE_PIPE 3 and 4, the staging warps' loads in flight, apply here too.)
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8,
+                                 SCALE_PIPE >= 3 ? SCALE_PIPE : 2, PDL>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>

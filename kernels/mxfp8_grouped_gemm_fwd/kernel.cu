@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
+             "SCALE_PIPE": [2, 1, 0, 3, 4], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
              "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
   "tensor_maps": {
@@ -131,8 +131,9 @@
 // tokens' bf16 tiles inside the GEMM, the rest stage the scales; the first launch only zeroes
 // the counters that publish each tile to the producers (ws::mxg::fused_convert_fwdt). H200,
 // session 25: 1.03-1.04x at E128 K2048, 0.92-0.96x at E128 K2880; one staging warp alone costs
-// 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage; loading
-// them 1-3 stages ahead gained nothing, fused or not, session 26; NOTES.md).
+// 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage; NOTES.md),
+// SCALE_PIPE 3 and 4 (STRATEGY=3, the short kernel too: the staging warps keep 2 or 4 stages'
+// scale loads in flight).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -186,8 +187,10 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
-// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
+// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.
+// SCALE_PIPE 3 and 4, the staging warps' loads in flight, apply here too.)
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8,
+                                 SCALE_PIPE >= 3 ? SCALE_PIPE : 2, PDL>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
 template <class C>

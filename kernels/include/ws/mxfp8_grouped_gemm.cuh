@@ -131,7 +131,8 @@ struct OutOf<kWgrad> {
 /// loads' latency hidden behind the wait instead of stalling the first FMULs: ncu, session 12),
 /// with the column scales prefetched two LDS.128 ahead and the QGMMA descriptors built once per
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
-/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
+/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait); 3 and
+/// 4 = as 2, and the transform warps keep 2 or 4 stages' scale loads in flight (dequantize_b).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
           int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
@@ -140,7 +141,8 @@ struct Config {
   static constexpr int kForm = kSm100 && kForm_ == kFwdT ? kFwd : kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
   static constexpr bool kScalesEarly = kScalePipe_ >= 2;
-  static_assert(kScalePipe_ >= 0 && kScalePipe_ <= 2, "SCALE_PIPE: 0, 1 or 2");
+  static_assert(kScalePipe_ >= 0 && kScalePipe_ <= 4, "SCALE_PIPE: 0 to 4");
+  static constexpr int kStageAhead = kScalePipe_ == 3 ? 2 : kScalePipe_ == 4 ? 4 : 0;
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
   // at most 128 columns wide (one 128x4 blocked scale tile for B; the plan's tma_b box agrees).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
@@ -1128,9 +1130,12 @@ struct RegAScaleBytes {
 /// on the H200 in session 13, for kRegA: no gain, 0.696x against 0.706x of STRATEGY=0.) For
 /// kRegAPreB, where these warps only stage A's scales, ncu (session 25, E128 K2880) found them
 /// waiting on those loads every stage (the wait for `full` returns at once: the producer is
-/// ahead), and the consumers waiting on `ready` ~5% of their time. Yet loading those bytes one
-/// to three stages ahead (a shift register of them, session 26) ran 0.96-1.00x at the long
-/// shapes of fwd and dgrad: that latency is not what the consumers wait for.
+/// ahead), and the consumers waiting on `ready` ~5% of their time: one load latency per stage.
+/// kStageAhead (SCALE_PIPE 3, 4) keeps that many stages' loads in flight in a ring of registers
+/// indexed at compile time (the k loop unrolled by the ring's size), so each stage waits only on
+/// the loads issued kStageAhead stages before. (Session 26 measured a shift register of them
+/// instead, 0.96-1.00x: its register moves waited on the newest loads every stage, SASS showed,
+/// so it kept one latency per stage and tested nothing.)
 template <class Cfg>
 __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
@@ -1144,34 +1149,58 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
   uint32_t it = 0;
+  // Stage s (phase ph) from scale bytes already loaded (or in flight).
+  auto stage = [&](const Bytes& bytes, uint32_t s, uint32_t ph) {
+    mbar_wait(sm.full + 8 * s, ph);
+    if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
+      const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
+#pragma unroll
+      for (int q = 0; q < Bytes::kPer; ++q) {
+        const int col = row_first + q * Bytes::kRowStep;
+        if (col < Cfg::kBN)
+          dequant_chunk(raw_b + col * 64, bytes.sb[q], sm.b(s) + col * 128, off0, off1);
+      }
+    }
+    float* sc =
+        reinterpret_cast<float*>(__cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
+#pragma unroll
+    for (int q = 0; q < Bytes::kSaPer; ++q) {
+      const int i = xt + q * Cfg::kXformThreads;
+      if (i < Bytes::kItems)
+        sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(bytes.sa[q]);
+    }
+    if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via async proxy
+    mbar_arrive(sm.ready + 8 * s);
+  };
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
+    if constexpr (Cfg::kStageAhead == 0) {
 #pragma unroll 1
-    for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-      Bytes bytes;
-      bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
-      mbar_wait(sm.full + 8 * s, ph);
-      if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
-        const uint32_t raw_b = sm.x(s) + Cfg::kRawA + c * 16;
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+        Bytes bytes;
+        bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
+        stage(bytes, s, ph);
+      }
+    } else {
+      constexpr int kRing = Cfg::kStageAhead;
+      Bytes ring[kRing];  // slot j: stage kb0 + j's bytes, then kb0 + j + kRing's
 #pragma unroll
-        for (int q = 0; q < Bytes::kPer; ++q) {
-          const int col = row_first + q * Bytes::kRowStep;
-          if (col < Cfg::kBN)
-            dequant_chunk(raw_b + col * 64, bytes.sb[q], sm.b(s) + col * 128, off0, off1);
+      for (int j = 0; j < kRing; ++j)
+        if (j < kblocks) ring[j].load(xt, v, j, p, a_scales, b_scales);
+#pragma unroll 1
+      for (int kb0 = 0; kb0 < kblocks; kb0 += kRing) {
+#pragma unroll
+        for (int j = 0; j < kRing; ++j) {
+          const int kb = kb0 + j;
+          if (kb < kblocks) {
+            stage(ring[j], it % Cfg::kStages, (it / Cfg::kStages) & 1);
+            ++it;
+            if (kb + kRing < kblocks) ring[j].load(xt, v, kb + kRing, p, a_scales, b_scales);
+          }
         }
       }
-      float* sc = reinterpret_cast<float*>(
-          __cvta_shared_to_generic(sm.x(s) + Cfg::kRawA + Cfg::kRawB));
-#pragma unroll
-      for (int q = 0; q < Bytes::kSaPer; ++q) {
-        const int i = xt + q * Cfg::kXformThreads;
-        if (i < Bytes::kItems)
-          sc[i / Cfg::kBM * Cfg::kBM + sa_slot(i % Cfg::kBM)] = mx::e8m0_to_f32(bytes.sa[q]);
-      }
-      if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via async proxy
-      mbar_arrive(sm.ready + 8 * s);
     }
   }
 }
