@@ -10,7 +10,10 @@ Usage: sweep_table.py DIR [--json OUT] [--gpu-csv FILE] [--command TEXT]
 
 Per variant and bench shape: the median, its fraction of speed-of-light, and control / variant
 (above 1: the variant is faster). The geomean of those ratios ranks the variants of a setting.
-A variant whose verdict is not ok shows its verdict and message instead.
+A variant whose verdict is not ok shows its verdict and message instead. A variant measured in
+several sweeps of the run (a queue entry repeated, for a noisy shape) also gets one line over all
+of them: per shape the geomean of its ratios and their range, and beside it the controls' spread
+(slowest over fastest median), the noise the ratios sit in.
 """
 import argparse, glob, io, json, math, os, sys, tarfile
 from collections import defaultdict
@@ -85,6 +88,38 @@ def variant_text(r, control):
     return " ".join(f"{k}={v}" for k, v in sorted(diff.items())) or "default"
 
 
+def geomean(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def repeats(rows, controls):
+    """Variants measured in more than one sweep: their ratios over all of them (rows carry
+    '_sweep'); and the controls' spread per shape."""
+    by = defaultdict(list)
+    for row in rows:
+        if row["knobs"] != "default" and row["verdict"] == "ok":
+            by[row["knobs"]].append(row)
+    out = []
+    for knobs, rs in sorted(by.items()):
+        if len({r["_sweep"] for r in rs}) < 2:
+            continue
+        bench = {}
+        for shape in sorted({s for r in rs for s in r["bench"]}):
+            xs = [r["bench"][shape]["control_over_this"] for r in rs
+                  if shape in r["bench"] and r["bench"][shape]["control_over_this"]]
+            if xs:
+                bench[shape] = {"geomean": round(geomean(xs), 4), "min": min(xs), "max": max(xs)}
+        spread = {}
+        for shape in bench:
+            ms = [c["bench"][shape]["median_us"] for c in controls if shape in c["bench"]]
+            if len(ms) > 1:
+                spread[shape] = round(max(ms) / min(ms), 4)
+        out.append({"knobs": knobs, "sweeps": len(rs), "bench": bench, "control_spread": spread,
+                    "geomean": round(geomean([b["geomean"] for b in bench.values()]), 4)
+                    if bench else None})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir")
@@ -118,9 +153,16 @@ def main():
                        round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 4) if ratios else None}
             if r.get("verdict") != "ok":
                 row["message"] = str(r.get("message", ""))[:300]
+            row["_sweep"] = batch(r)
             rows.append(row)
-        table.append({"problem": problem, "setting": setting, "control_found": bool(controls),
-                      "variants": rows})
+        rep_rows = repeats(rows, [row for row in rows if row["knobs"] == "default"])
+        for row in rows:
+            del row["_sweep"]
+        entry = {"problem": problem, "setting": setting, "control_found": bool(controls),
+                 "variants": rows}
+        if rep_rows:
+            entry["repeated"] = rep_rows
+        table.append(entry)
         print(f"== {problem} [{setting}]" + ("" if controls else " (no control in this run)"))
         shapes = sorted({s for row in rows for s in row["bench"]})
         print(f"  {'variant':<40} " + "  ".join(shapes) + "  (median us, x control/variant)")
@@ -138,6 +180,16 @@ def main():
                 cells.append(f"{b['median_us']:.2f}{ratio}")
             g = row["geomean_control_over_this"]
             print(f"  {row['knobs']:<40} {'  '.join(cells)}" + (f"  | geomean x{g:.3f}" if g else ""))
+        for rr in rep_rows:
+            cells = []
+            for s in shapes:
+                b = rr["bench"].get(s)
+                sp = rr["control_spread"].get(s)
+                cells.append(f"x{b['geomean']:.3f} [{b['min']:.3f}-{b['max']:.3f}]"
+                             + (f" ctl {sp:.3f}" if sp else "") if b else "-")
+            g = rr["geomean"]
+            label = f"{rr['knobs']} over {rr['sweeps']} sweeps"
+            print(f"  {label:<40} {'  '.join(cells)}" + (f"  | geomean x{g:.3f}" if g else ""))
 
     if a.json:
         meta = {"command": a.command, "method": "warpsmith eval --json per variant (the evaluator's "

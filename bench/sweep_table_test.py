@@ -2,7 +2,8 @@
 """Tests of bench/sweep_table.py on a synthetic sweep: the control is the file gpu_session.sh names
 <problem><setting>_.json, variants show only the knobs they change, the ratio's direction, an archive
 and its extracted copy count once, a failed variant shows its verdict, and where one run holds two
-sweeps of the same problem each variant is held to its own sweep's control. Exit 1 on a failure."""
+sweeps of the same problem each variant is held to its own sweep's control, and a variant repeated
+over sweeps gets one line over all of them. Exit 1 on a failure."""
 import io, json, os, subprocess, sys, tarfile, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,6 +94,33 @@ def main():
         got = {k: rows.get(k, {}).get("geomean_control_over_this") for k in ("Z=0", "Z=1")}
         if got != {"Z=0": 2.0, "Z=1": 2.0}:
             failures.append(f"two calls' evaluations with equal ids both count: {got} {r.stderr}")
+        # A queue entry repeated (a noisy shape): the variant's line over both sweeps, the
+        # geomean of its ratios (1.25 and 0.8 -> 1.0), their range, and the controls' spread.
+        rep = os.path.join(tmp, "rep")
+        for n, (control_us, us) in enumerate([(100.0, 80.0), (90.0, 112.5)]):
+            d = os.path.join(tmp, f"rep{n}")
+            os.makedirs(d)
+            for fname, obj in {"prounding-rceil_.json": result(f"rc{n}", {"X": 1, "Y": 2}, control_us),
+                               "prounding-rceil_X-2.json": result(f"rv{n}", {"X": 2, "Y": 2}, us)}.items():
+                with open(os.path.join(d, fname), "w") as f:
+                    json.dump(obj, f)
+            os.makedirs(rep, exist_ok=True)
+            with tarfile.open(os.path.join(rep, f"queue-0{n + 1}-p.tgz"), "w:gz") as t:
+                t.add(d, arcname=f"queue-0{n + 1}")
+        out4 = os.path.join(tmp, "rep.json")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), rep, "--json", out4],
+                           capture_output=True, text=True)
+        reps = json.load(open(out4))["sweeps"][0].get("repeated", []) if r.returncode == 0 else []
+        want = [{"knobs": "X=2", "sweeps": 2, "bench": {"K32 M64": {"geomean": 1.0, "min": 0.8,
+                                                                     "max": 1.25}},
+                 "control_spread": {"K32 M64": 1.1111}, "geomean": 1.0}]
+        if reps != want:
+            failures.append(f"a repeated variant's line over its sweeps: {reps} {r.stderr}")
+        if "X=2 over 2 sweeps" not in r.stdout or "ctl 1.111" not in r.stdout:
+            failures.append(f"the printed table shows the repeated line: {r.stdout}")
+        # A variant in one sweep only gets no such line.
+        if json.load(open(out2))["sweeps"][0].get("repeated"):
+            failures.append("variants of one sweep each are not repeats")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
