@@ -145,6 +145,7 @@
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128 SCALE_PIPE=0: HGMMA UTMALDG
 // warpsmith:sass sm_90a SCALE_PIPE=4: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
+// warpsmith:sass sm_90a SPLIT=4: HGMMA UBLKCP.S.G ATOMG.E.ADD UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
