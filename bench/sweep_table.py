@@ -92,17 +92,19 @@ def geomean(xs):
     return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
-def repeats(rows, controls):
-    """Variants measured in more than one sweep: their ratios over all of them (rows carry
-    '_sweep'); and the controls' spread per shape."""
+def repeats(rows, sweeps):
+    """Variants measured in more than one sweep (sweeps[i]: row i's): their ratios over all of
+    them, beside the controls' spread per shape."""
     by = defaultdict(list)
-    for row in rows:
+    for row, sweep in zip(rows, sweeps):
         if row["knobs"] != "default" and row["verdict"] == "ok":
-            by[row["knobs"]].append(row)
+            by[row["knobs"]].append((row, sweep))
+    controls = [row for row in rows if row["knobs"] == "default"]
     out = []
-    for knobs, rs in sorted(by.items()):
-        if len({r["_sweep"] for r in rs}) < 2:
+    for knobs, pairs in sorted(by.items()):
+        if len({sweep for _, sweep in pairs}) < 2:
             continue
+        rs = [row for row, _ in pairs]
         bench = {}
         for shape in sorted({s for r in rs for s in r["bench"]}):
             xs = [r["bench"][shape]["control_over_this"] for r in rs
@@ -139,7 +141,7 @@ def main():
     for (problem, setting), rs in sorted(groups.items()):
         controls = [r for r in rs if is_control(r)]
         own = {batch(c): c for c in reversed(controls)}  # the first control of each sweep
-        rows = []
+        rows, sweeps = [], []  # sweeps[i]: the sweep rows[i] came from
         for r in sorted(rs, key=lambda r: (not is_control(r), r["_file"])):
             control = own.get(batch(r), controls[0] if controls else None)
             ct = bench_times(control) if control and control.get("verdict") == "ok" else {}
@@ -150,14 +152,12 @@ def main():
                                  "control_over_this": round(ct[s][0] / m, 4) if s in ct else None}
                              for s, (m, f) in t.items()},
                    "geomean_control_over_this":
-                       round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 4) if ratios else None}
+                       round(geomean(ratios), 4) if ratios else None}
             if r.get("verdict") != "ok":
                 row["message"] = str(r.get("message", ""))[:300]
-            row["_sweep"] = batch(r)
             rows.append(row)
-        rep_rows = repeats(rows, [row for row in rows if row["knobs"] == "default"])
-        for row in rows:
-            del row["_sweep"]
+            sweeps.append(batch(r))
+        rep_rows = repeats(rows, sweeps)
         entry = {"problem": problem, "setting": setting, "control_found": bool(controls),
                  "variants": rows}
         if rep_rows:

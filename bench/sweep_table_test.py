@@ -17,6 +17,21 @@ def result(eid, knobs, us, verdict="ok"):
                        "timing": {"median_us": us}}] if verdict == "ok" else []}
 
 
+def queue_entries(root, scratch, entries):
+    """One queue archive per entry under root: its control (X=1 Y=2) and one variant, each
+    entry (control_us, file name suffix, variant knobs, variant_us)."""
+    os.makedirs(root, exist_ok=True)
+    for n, (control_us, name, knobs, us) in enumerate(entries):
+        d = os.path.join(scratch, f"{os.path.basename(root)}{n}")
+        os.makedirs(d)
+        for fname, obj in {"prounding-rceil_.json": result(f"c{n}", {"X": 1, "Y": 2}, control_us),
+                           f"prounding-rceil_{name}.json": result(f"v{n}", knobs, us)}.items():
+            with open(os.path.join(d, fname), "w") as f:
+                json.dump(obj, f)
+        with tarfile.open(os.path.join(root, f"queue-0{n + 1}-p.tgz"), "w:gz") as t:
+            t.add(d, arcname=f"queue-0{n + 1}")
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,17 +69,8 @@ def main():
         # Two queue entries of one problem in one run: the second control is slower (drift); its
         # variant must be held to it, not to the first entry's control.
         two = os.path.join(tmp, "two")
-        for n, (control_us, name, knobs, us) in enumerate([(100.0, "X-2", {"X": 2, "Y": 2}, 80.0),
-                                                           (200.0, "Y-4", {"X": 1, "Y": 4}, 160.0)]):
-            d = os.path.join(tmp, f"entry{n}")
-            os.makedirs(d)
-            for fname, obj in {"prounding-rceil_.json": result(f"c{n}", {"X": 1, "Y": 2}, control_us),
-                               f"prounding-rceil_{name}.json": result(f"v{n}", knobs, us)}.items():
-                with open(os.path.join(d, fname), "w") as f:
-                    json.dump(obj, f)
-            os.makedirs(two, exist_ok=True)
-            with tarfile.open(os.path.join(two, f"queue-0{n + 1}-p.tgz"), "w:gz") as t:
-                t.add(d, arcname=f"queue-0{n + 1}")
+        queue_entries(two, tmp, [(100.0, "X-2", {"X": 2, "Y": 2}, 80.0),
+                                 (200.0, "Y-4", {"X": 1, "Y": 4}, 160.0)])
         out2 = os.path.join(tmp, "two.json")
         r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), two, "--json", out2],
                            capture_output=True, text=True)
@@ -97,16 +103,8 @@ def main():
         # A queue entry repeated (a noisy shape): the variant's line over both sweeps, the
         # geomean of its ratios (1.25 and 0.8 -> 1.0), their range, and the controls' spread.
         rep = os.path.join(tmp, "rep")
-        for n, (control_us, us) in enumerate([(100.0, 80.0), (90.0, 112.5)]):
-            d = os.path.join(tmp, f"rep{n}")
-            os.makedirs(d)
-            for fname, obj in {"prounding-rceil_.json": result(f"rc{n}", {"X": 1, "Y": 2}, control_us),
-                               "prounding-rceil_X-2.json": result(f"rv{n}", {"X": 2, "Y": 2}, us)}.items():
-                with open(os.path.join(d, fname), "w") as f:
-                    json.dump(obj, f)
-            os.makedirs(rep, exist_ok=True)
-            with tarfile.open(os.path.join(rep, f"queue-0{n + 1}-p.tgz"), "w:gz") as t:
-                t.add(d, arcname=f"queue-0{n + 1}")
+        queue_entries(rep, tmp, [(100.0, "X-2", {"X": 2, "Y": 2}, 80.0),
+                                 (90.0, "X-2", {"X": 2, "Y": 2}, 112.5)])
         out4 = os.path.join(tmp, "rep.json")
         r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), rep, "--json", out4],
                            capture_output=True, text=True)

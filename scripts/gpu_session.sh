@@ -294,13 +294,13 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # seconds (default 480: one GEMM evaluation takes up to ~100 s, a call at most 600); then
       # bench/sweep_table.py. The log says where a later call should resume.
       queue_file=${SWEEP_QUEUE:-kernels/sweeps.txt}
-      start=$(date +%s); n=0; resume=
-      export SWEEP_DEADLINE=$((start + ${QUEUE_BUDGET_S:-480}))
+      n=0; resume=
+      export SWEEP_DEADLINE=$(($(date +%s) + ${QUEUE_BUDGET_S:-480}))
       python3 scripts/sweep_queue.py check "$queue_file" || { status=1; continue; }
       while IFS=$'\t' read -r qp qsets qvariants qhidden qwhere; do
         n=$((n + 1))
         (( n < ${QUEUE_FROM:-1} )) && continue
-        if (( $(date +%s) - start >= ${QUEUE_BUDGET_S:-480} )); then
+        if (( $(date +%s) >= SWEEP_DEADLINE )); then
           echo "queue: entry $n ($qp $qsets) not started: QUEUE_BUDGET_S reached"
           [[ -z ${resume:-} ]] && resume=$n && echo "queue: QUEUE_FROM=$n resumes here"
           continue

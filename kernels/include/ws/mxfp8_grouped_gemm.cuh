@@ -336,12 +336,15 @@ __device__ __forceinline__ float* split_parts(unsigned char* pre_b, int M, const
   unsigned char* counters = reinterpret_cast<unsigned char*>(split_counters<Cfg>(pre_b, M, p));
   return reinterpret_cast<float*>(counters + bytes);
 }
+/// Words [0, n) of w zeroed by the whole grid (a first launch's counters for its GEMM).
+__device__ __forceinline__ void grid_zero(unsigned* w, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) w[i] = 0;
+}
+
 /// The first launch zeroes the counters (the last unit of a tile zeroes its own again).
 template <class Cfg>
 __device__ __forceinline__ void split_counters_zero(unsigned char* pre_b, int M, const Problem& p) {
-  int* c = split_counters<Cfg>(pre_b, M, p);
-  const int n = split_tiles<Cfg>(M, p);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) c[i] = 0;
+  grid_zero(reinterpret_cast<unsigned*>(split_counters<Cfg>(pre_b, M, p)), split_tiles<Cfg>(M, p));
 }
 
 /// qbase(g) for groups walked forward: the padded kRows-token blocks of the groups before g.
@@ -695,10 +698,7 @@ __device__ __forceinline__ unsigned* fused_flags(unsigned char* pre_b, int M, co
 }
 template <class Cfg>
 __device__ __forceinline__ void fused_flags_zero(unsigned char* pre_b, int M, const Problem& p) {
-  unsigned* flags = fused_flags<Cfg>(pre_b, M, p);
-  const int n = 2 + (M + Cfg::kBN - 1) / Cfg::kBN + p.E;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    flags[i] = 0;
+  grid_zero(fused_flags<Cfg>(pre_b, M, p), 2 + (M + Cfg::kBN - 1) / Cfg::kBN + p.E);
 }
 
 /// FUSE: warps 2-3 of every CTA write the tokens' padded bf16 tiles (pre_dequantize_fwdt's image)
