@@ -32,6 +32,13 @@ def queue_entries(root, scratch, entries):
             t.add(d, arcname=f"queue-0{n + 1}")
 
 
+def sweep_table(root, out):
+    """sweep_table.py over root: the process and its JSON sweeps ([] when it failed)."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), root, "--json", out],
+                       capture_output=True, text=True)
+    return r, json.load(open(out))["sweeps"] if r.returncode == 0 else []
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,10 +78,8 @@ def main():
         two = os.path.join(tmp, "two")
         queue_entries(two, tmp, [(100.0, "X-2", {"X": 2, "Y": 2}, 80.0),
                                  (200.0, "Y-4", {"X": 1, "Y": 4}, 160.0)])
-        out2 = os.path.join(tmp, "two.json")
-        r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), two, "--json", out2],
-                           capture_output=True, text=True)
-        rows = {v["knobs"]: v for v in json.load(open(out2))["sweeps"][0]["variants"]} if r.returncode == 0 else {}
+        r, two_sweeps = sweep_table(two, os.path.join(tmp, "two.json"))
+        rows = {v["knobs"]: v for v in two_sweeps[0]["variants"]} if two_sweeps else {}
         got = {k: rows.get(k, {}).get("geomean_control_over_this") for k in ("X=2", "Y=4")}
         if got != {"X=2": 1.25, "Y=4": 1.25}:
             failures.append(f"each variant against its own sweep's control (1.25 each): {got} {r.stderr}")
@@ -105,10 +110,8 @@ def main():
         rep = os.path.join(tmp, "rep")
         queue_entries(rep, tmp, [(100.0, "X-2", {"X": 2, "Y": 2}, 80.0),
                                  (90.0, "X-2", {"X": 2, "Y": 2}, 112.5)])
-        out4 = os.path.join(tmp, "rep.json")
-        r = subprocess.run([sys.executable, os.path.join(HERE, "sweep_table.py"), rep, "--json", out4],
-                           capture_output=True, text=True)
-        reps = json.load(open(out4))["sweeps"][0].get("repeated", []) if r.returncode == 0 else []
+        r, rep_sweeps = sweep_table(rep, os.path.join(tmp, "rep.json"))
+        reps = rep_sweeps[0].get("repeated", []) if rep_sweeps else []
         want = [{"knobs": "X=2", "sweeps": 2, "bench": {"K32 M64": {"geomean": 1.0, "min": 0.8,
                                                                      "max": 1.25}},
                  "control_spread": {"K32 M64": 1.1111}, "geomean": 1.0}]
@@ -117,7 +120,7 @@ def main():
         if "X=2 over 2 sweeps" not in r.stdout or "ctl 1.111" not in r.stdout:
             failures.append(f"the printed table shows the repeated line: {r.stdout}")
         # A variant in one sweep only gets no such line.
-        if json.load(open(out2))["sweeps"][0].get("repeated"):
+        if not two_sweeps or two_sweeps[0].get("repeated"):
             failures.append("variants of one sweep each are not repeats")
     for f in failures:
         print("FAIL:", f)
