@@ -39,6 +39,55 @@ __device__ __forceinline__ void lane_best(const unsigned (&key)[kCap], unsigned&
   }
 }
 
+/// A lane's slots taken one at a time in selection order (the larger key first, the lower slot
+/// among equal keys) without clearing any: (key0, slot0) is the best not yet taken (key0 = kNoKey:
+/// none left), (key1, slot1) the one after it while next_known. A take promotes that one, or where
+/// it is unknown rescans only the slots ordered after the taken one. A lane seldom wins two rounds
+/// of a row in a row, so a row's K rounds cost about one rescan in all instead of one per round.
+template <int kCap>
+struct LaneCursor {
+  unsigned key0, key1;
+  int slot0, slot1;
+  bool next_known;
+
+  __device__ __forceinline__ void init(const unsigned (&key)[kCap]) { scan<false>(key, 0u, 0); }
+
+  /// The lane's (key0, slot0) won a round: moves on to the next slot in order.
+  __device__ __forceinline__ void take(const unsigned (&key)[kCap]) {
+    if (next_known) {
+      key0 = key1;
+      slot0 = slot1;
+      next_known = false;
+    } else {
+      scan<true>(key, key0, slot0);
+    }
+  }
+
+ private:
+  // The best two slots (of those after (after_key, after_slot) when kAfter).
+  template <bool kAfter>
+  __device__ __forceinline__ void scan(const unsigned (&key)[kCap], unsigned after_key,
+                                       int after_slot) {
+    key0 = key1 = kNoKey;
+    slot0 = slot1 = 0;
+#pragma unroll
+    for (int s = 0; s < kCap; ++s) {
+      unsigned k = key[s];
+      if (kAfter && !(k < after_key || (k == after_key && s > after_slot))) k = kNoKey;
+      if (k > key0) {  // strict: an equal key at a later slot comes after
+        key1 = key0;
+        slot1 = slot0;
+        key0 = k;
+        slot0 = s;
+      } else if (k > key1) {
+        key1 = k;
+        slot1 = s;
+      }
+    }
+    next_known = true;
+  }
+};
+
 // Cluster helpers (CLUSTER > 1): the CTAs of a cluster fold their histograms into rank 0's
 // through distributed shared memory; a grid of one cluster then writes counts directly, with no
 // global atomics, fence or ticket (the decode case: T = 64, 8 CTAs).
