@@ -1,8 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "WARPS": [8, 4, 16, 2], "CTAS_PER_SM": [4, 2, 3, 8, 16, 1048576],
-              "PREFETCH": [1, 0], "FAST_EXP": [0, 1], "MIN_WARPS_PER_SM": [32, 0, 24],
-              "CLUSTER": [1, 8], "DECODE_T": [64, 0, 256], "DECODE_CLUSTER": [8, 1],
-              "SELECT": [0, 1] },
+              "PREFETCH": [1, 0], "FAST_EXP": [1, 0], "MIN_WARPS_PER_SM": [32, 0, 24],
+              "CLUSTER": [1, 8], "DECODE_T": [64, 0, 256], "DECODE_CLUSTER": [8, 1] },
   "launch": [ { "kernel": "sm90_f32_router_topk_sigmoid_grouped_decode",
                 "when":  "T <= DECODE_T",
                 "grid":  ["round_up(min(ceil_div(T, WARPS), num_sms * CTAS_PER_SM), DECODE_CLUSTER)"],
@@ -34,8 +33,10 @@
 //    an xor-shuffle butterfly merges the pairs across the group's lanes. Otherwise the scores go
 //    through this warp's slice of shared memory and lane g scans group g (and g + 32).
 //  - Kept groups: TG rounds of a warp argmax over (group score, group id) by redux.sync; experts of
-//    groups left out drop their key. Then K rounds of the same argmax over the expert keys; only
-//    the winning lane rescans its S registers; lane j keeps round j's winner (K <= 32).
+//    groups left out drop their key. Then K rounds of the same argmax over the expert keys, each
+//    lane's walked in selection order by a cursor (ws::router::LaneCursor): the winner steps to
+//    its known next slot, rescanning only where it won the round before too; lane j keeps round
+//    j's winner (K <= 32).
 //  - Weights: lane j < K recomputes its winner's unbiased sigmoid, a warp sum, then
 //    s / sum * SCALE_MILLI / 1000 in fp32; lane j writes slot j (coalesced).
 //  - Persistent grid, PREFETCH of the next row, and counts in one launch by block-local shared
@@ -49,9 +50,6 @@
 // sigmoid: a few 1e-7 absolute at |logit| <= 10, inside the checker's 1e-6 near-tie margin; the
 // exact divide costs a refinement and a slow-path branch per expert), MIN_WARPS_PER_SM (cap the registers so that many
 // warps fit per SM).
-// SELECT (1: a LaneCursor per lane walks its slots in order, so a round's winner promotes its
-// known next slot instead of clearing the won one and rescanning all S: ~25 instead of ~100
-// instructions per round at S 16, a rescan only where a lane wins twice running).
 // CLUSTER (CTAs per cluster of the throughput kernel), DECODE_T and DECODE_CLUSTER (the rows up
 // to which the _decode entry runs instead, and its CTAs per cluster).
 // Occupancy (H200 first run, MIN_WARPS_PER_SM 0): the E > 512 capacity (32 slots) set the
@@ -78,6 +76,11 @@
 // plan runs two entry points of one body: the capped throughput kernel for T > DECODE_T, and
 // _decode (clusters of 8, registers left to ptxas) for T <= DECODE_T (64): 30.0-55.5 us at 16k
 // tokens (9.2-19.5x torch eager), 9.8 / 10.3 us at 64.
+// Session 27 (sweeps-h200-2026-12-04-session27.json, one call, against the then default): the
+// cursor (ws::router::LaneCursor, a round's winner steps to its known next slot instead of
+// clearing the won one and rescanning all S) 1.14-1.25x at 16k tokens, 1.01-1.02x at 64;
+// FAST_EXP 1 (__expf and the approximate divide) 1.03-1.10x; both 1.19-1.36x at 16k tokens and
+// 1.02 / 1.07x at 64 (9.6 us at E384): the defaults since.
 //
 // Evaluate: build/warpsmith eval router_topk_sigmoid_grouped
 //   kernels/router_topk_sigmoid_grouped/kernel.cu [--knob WARPS=4 ...];
@@ -96,14 +99,11 @@
 #ifndef CTAS_PER_SM
 #define CTAS_PER_SM 4
 #endif
-#ifndef SELECT
-#define SELECT 0  // 0: the winner clears its slot and rescans; 1: LaneCursor (no clears)
-#endif
 #ifndef PREFETCH
 #define PREFETCH 1
 #endif
 #ifndef FAST_EXP
-#define FAST_EXP 0
+#define FAST_EXP 1
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1  // CTAs per cluster; > 1: histograms fold through distributed shared memory
@@ -126,7 +126,6 @@ struct Config {
   static constexpr int kMaxExperts = 1024;  // the spec's bounds
   static constexpr int kMaxGroups = 64;
   static constexpr bool kPrefetch = PREFETCH != 0;
-  static constexpr int kSelect = SELECT;
   // __launch_bounds__ minimum CTAs per SM: caps the registers for MIN_WARPS_PER_SM resident warps.
   static constexpr int kMinBlocks = MIN_WARPS_PER_SM > 0 ? MIN_WARPS_PER_SM / kWarps : 1;
 };
@@ -138,7 +137,6 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 using ws::router::float_key;
 using ws::router::key_float;
 using ws::router::kNoKey;
-using ws::router::lane_best;
 using ws::router::LaneCursor;
 
 // NOTE: one kernel holds every capacity, so the largest sets the register count (occupancy) of
@@ -216,7 +214,7 @@ __device__ __forceinline__ void route_row(const float (&v)[kCap], const float (&
                                           long long row, const RowShape& rs) {
   const int lane = threadIdx.x & 31;
   const bool row_ok = row < rs.T;
-  unsigned key[kCap];  // (S) biased-score keys of experts first + s; kNoKey once out or chosen
+  unsigned key[kCap];  // (S) biased-score keys of experts first + s; kNoKey: none, or a group left out
 #pragma unroll
   for (int s = 0; s < kCap; ++s) {
     const bool in = row_ok && s < rs.S && rs.first + s < rs.E;
@@ -300,47 +298,15 @@ __device__ __forceinline__ void route_row(const float (&v)[kCap], const float (&
     }
   }
 
-  if constexpr (Config::kSelect == 1) {  // keys stay; a cursor walks them in order
-    LaneCursor<kCap> cur;
-    cur.init(key);
-    unsigned mine_id = 0;  // round `lane`'s winner
-    for (int j = 0; j < rs.K; ++j) {
-      const unsigned my_id = static_cast<unsigned>(rs.first + cur.slot0);
-      unsigned round_max = cur.key0;
-      const unsigned winner = warp_argmax(round_max, cur.key0 == kNoKey ? ~0u : my_id);
-      if (j == lane) mine_id = winner;
-      if (cur.key0 == round_max && my_id == winner) cur.take(key);  // one lane
-    }
-    if (!row_ok) return;  // warp-uniform
-    const bool chose = lane < rs.K;
-    const float sig = chose ? sigmoid(__ldg(logits + row * rs.E + mine_id)) : 0.0f;
-    float sum = sig;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(kFullMask, sum, off);
-    if (chose) {
-      const long long o = row * rs.K + lane;
-      idx[o] = static_cast<int>(mine_id);
-      w[o] = sig / sum * rs.scale;
-      atomicAdd(&hist[mine_id], 1);
-    }
-    return;
-  }
-  unsigned best;
-  int best_slot;
-  lane_best(key, best, best_slot);
+  LaneCursor<kCap> cursor;
+  cursor.init(key);
   unsigned mine_id = 0;  // round `lane`'s winner
   for (int j = 0; j < rs.K; ++j) {
-    const unsigned my_id = static_cast<unsigned>(rs.first + best_slot);
-    unsigned round_max = best;
-    const unsigned winner = warp_argmax(round_max, best == kNoKey ? ~0u : my_id);
+    const unsigned my_id = static_cast<unsigned>(rs.first + cursor.slot0);
+    unsigned round_max = cursor.key0;
+    const unsigned winner = warp_argmax(round_max, cursor.key0 == kNoKey ? ~0u : my_id);
     if (j == lane) mine_id = winner;
-    if (best == round_max && my_id == winner) {  // one lane (of a row inside T)
-#pragma unroll
-      for (int s = 0; s < kCap; ++s) {
-        if (s == best_slot) key[s] = kNoKey;
-      }
-      lane_best(key, best, best_slot);
-    }
+    if (cursor.key0 == round_max && my_id == winner) cursor.take(key);  // one lane
   }
   if (!row_ok) return;  // warp-uniform
   const bool chose = lane < rs.K;

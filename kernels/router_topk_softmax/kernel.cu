@@ -1,8 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "WARPS": [8, 4, 16, 2], "CTAS_PER_SM": [4, 2, 3, 8, 16, 1048576],
               "PREFETCH": [1, 0], "FAST_EXP": [0, 1], "MIN_WARPS_PER_SM": [32, 0, 24],
-              "CLUSTER": [1, 8], "DECODE_T": [64, 0, 256], "DECODE_CLUSTER": [8, 1],
-              "SELECT": [0, 1] },
+              "CLUSTER": [1, 8], "DECODE_T": [64, 0, 256], "DECODE_CLUSTER": [8, 1] },
   "launch": [ { "kernel": "sm90_f32_router_topk_softmax_decode",
                 "when":  "T <= DECODE_T",
                 "grid":  ["round_up(min(ceil_div(T, WARPS), num_sms * CTAS_PER_SM), DECODE_CLUSTER)"],
@@ -26,13 +25,15 @@
 //    consecutive experts [i*S, i*S+S) in registers (float4 loads when S and E are multiples of 4).
 //    The register array's capacity is a template (pow2 >= S), dispatched once on E.
 //  - Selection on the logits (softmax is increasing, so this is exact): each logit becomes an
-//    order-preserving u32 key (-0 folded onto +0, 0 = "nothing"). Each lane keeps its best
-//    unchosen key; a round is a group max of the keys and a group min of the ids holding it (two
-//    redux.sync for G = 32, xor-shuffles below that), so equal logits go to the lower id. Only the
-//    winning lane rescans its S registers. K rounds, no memory traffic.
+//    order-preserving u32 key (-0 folded onto +0, 0 = "nothing"). Each lane walks its keys in
+//    selection order with a cursor (ws::router::LaneCursor: its best and next not yet taken); a
+//    round is a group max of the cursors' keys and a group min of the ids holding it (two
+//    redux.sync for G = 32, xor-shuffles below that), so equal logits go to the lower id. The
+//    winner steps its cursor: the known next slot, or a rescan of the slots after the taken one
+//    where it won the round before too. K rounds, no memory traffic, no key ever cleared.
 //  - K <= G (G = 32, or G >= E >= K), so lane j of a group keeps round j's winner (the reductions
-//    leave it in every lane) and writes idx/w slot j: coalesced stores, no gather. Chosen slots
-//    drop their key, so the softmax sum is the winners' plus the rest's. Weights in fp32: expf(l - max) over the chosen (renormalize) or over the row (softmax).
+//    leave it in every lane) and writes idx/w slot j: coalesced stores, no gather. Weights in
+//    fp32: expf(l - max) over the chosen (renormalize) or over the whole row (softmax).
 //  - Persistent grid (CTAS_PER_SM per SM): each warp strides over rows and, with PREFETCH, issues
 //    the next row's loads before selecting on the current one, hiding one DRAM latency per row.
 //  - Counts in one launch: choices go to a block-local shared histogram; at the end each block
@@ -48,9 +49,6 @@
 // no striding), PREFETCH (double-buffer the next row), MIN_WARPS_PER_SM (cap the registers so
 // that many warps fit per SM; the E > 512 path sets the count for all E otherwise), FAST_EXP (__expf instead of expf; the
 // weight tolerance is rtol 1e-5 and the arguments are <= 0).
-// SELECT (1: a LaneCursor per lane walks its slots in order, so a round's winner promotes its
-// known next slot instead of clearing the won one and rescanning all S: ~25 instead of ~100
-// instructions per round at S 16, a rescan only where a lane wins twice running).
 // CLUSTER (CTAs per cluster of the throughput kernel), DECODE_T and DECODE_CLUSTER (the rows up
 // to which the _decode entry runs instead, and its CTAs per cluster).
 // Occupancy (H200 first run, MIN_WARPS_PER_SM 0): the E > 512 capacity (32 slots) set the
@@ -77,6 +75,12 @@
 // two entry points of one body: the capped throughput kernel for T > DECODE_T, and _decode
 // (clusters of 8, registers left to ptxas) for T <= DECODE_T (64): 16.5-55.1 us at 16k tokens
 // (9.8-18.5x torch eager), 7.2 / 7.5 us at 64.
+// The cursor (session 27; sweeps-h200-2026-12-04-session27.json, against the rescan of every
+// round, one call): 1.34x / 1.41x at E512 K10 (softmax / renormalize weights), 1.09x at E128 K8,
+// 1.01-1.02x at E128 K4, 0.97-1.01x at E8 K2 and at decode. Its rescan (where a lane wins two
+// rounds running) costs ~13 instructions per slot; a round without one ~25 in all, against
+// ~100 per round (S 16) for clearing the won slot and rescanning all S. FAST_EXP 1 read 0.95x with
+// softmax weights and 0.99x with renormalize (stays 0).
 //
 // Evaluate: build/warpsmith eval router_topk_softmax kernels/router_topk_softmax/kernel.cu
 //   [--set weights=softmax] [--knob WARPS=4 ...]; peers: bench/peers/router_topk_softmax.py.
@@ -96,9 +100,6 @@
 #endif
 #ifndef CTAS_PER_SM
 #define CTAS_PER_SM 4
-#endif
-#ifndef SELECT
-#define SELECT 0  // 0: the winner clears its slot and rescans; 1: LaneCursor (no clears)
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1
@@ -127,7 +128,6 @@ struct Config {
   static constexpr int kMaxExperts = 1024;  // the spec's bound on E
   static constexpr bool kRenormalize = WS_WEIGHTS == WS_WEIGHTS_RENORMALIZE;
   static constexpr bool kPrefetch = PREFETCH != 0;
-  static constexpr int kSelect = SELECT;
   // __launch_bounds__ minimum CTAs per SM: caps the registers for MIN_WARPS_PER_SM resident warps.
   static constexpr int kMinBlocks = MIN_WARPS_PER_SM > 0 ? MIN_WARPS_PER_SM / kWarps : 1;
 };
@@ -138,7 +138,6 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 using ws::router::float_key;
 using ws::router::key_float;
 using ws::router::kNoKey;
-using ws::router::lane_best;
 using ws::router::LaneCursor;
 
 // NOTE: one kernel holds every capacity, so the largest sets the register count (occupancy) of
@@ -219,74 +218,34 @@ __device__ __forceinline__ void route_row(const float (&v)[kCap], int* __restric
                                           int E, int K, int first, int S) {
   const bool row_ok = row < T;
   const int j_mine = threadIdx.x % kG;  // the round whose winner this lane writes
-  unsigned key[kCap];                   // (S) keys of experts first + s; kNoKey once chosen
+  unsigned key[kCap];                   // (S) keys of experts first + s; kNoKey: none
 #pragma unroll
   for (int s = 0; s < kCap; ++s) {
     key[s] = row_ok && s < S && first + s < E ? float_key(v[s]) : kNoKey;
   }
   unsigned top = 0;                  // the row max's key (round 0)
   unsigned mine_key = 0, mine_id = 0;  // round j_mine's winner
-  if constexpr (Config::kSelect == 1) {  // keys stay; a cursor walks them in order
-    LaneCursor<kCap> cur;
-    cur.init(key);
-    for (int j = 0; j < K; ++j) {
-      const unsigned round_max = group_max<kG>(cur.key0);
-      const unsigned my_id =
-          cur.key0 == round_max ? static_cast<unsigned>(first + cur.slot0) : ~0u;
-      const unsigned winner = group_min<kG>(my_id);
-      if (j == 0) top = round_max;
-      if (j == j_mine) {
-        mine_key = round_max;
-        mine_id = winner;
-      }
-      if (my_id == winner) cur.take(key);  // exactly one lane per group (of a row inside T)
-    }
-    const float m = key_float(top);
-    const bool chose = row_ok && j_mine < K;
-    const float p = chose ? exp_f32(key_float(mine_key) - m) : 0.0f;
-    float sum = 0.0f;
-    if constexpr (Config::kRenormalize) {
-      sum = p;
-    } else {  // the whole row: no key was cleared
-#pragma unroll
-      for (int s = 0; s < kCap; ++s) {
-        if (key[s] != kNoKey) sum += exp_f32(key_float(key[s]) - m);
-      }
-    }
-    sum = group_sum<kG>(sum);
-    if (chose) {
-      const long long o = row * K + j_mine;
-      idx[o] = static_cast<int>(mine_id);
-      w[o] = p / sum;
-      atomicAdd(&hist[mine_id], 1);
-    }
-    return;
-  }
-  unsigned best;
-  int best_slot;
-  lane_best(key, best, best_slot);
+  LaneCursor<kCap> cursor;
+  cursor.init(key);
   for (int j = 0; j < K; ++j) {
-    const unsigned round_max = group_max<kG>(best);
-    const unsigned my_id = best == round_max ? static_cast<unsigned>(first + best_slot) : ~0u;
+    const unsigned round_max = group_max<kG>(cursor.key0);
+    const unsigned my_id =
+        cursor.key0 == round_max ? static_cast<unsigned>(first + cursor.slot0) : ~0u;
     const unsigned winner = group_min<kG>(my_id);
     if (j == 0) top = round_max;
     if (j == j_mine) {
       mine_key = round_max;
       mine_id = winner;
     }
-    if (my_id == winner) {  // exactly one lane per group (of a row inside T)
-#pragma unroll
-      for (int s = 0; s < kCap; ++s) {
-        if (s == best_slot) key[s] = kNoKey;
-      }
-      lane_best(key, best, best_slot);
-    }
+    if (my_id == winner) cursor.take(key);  // exactly one lane per group (of a row inside T)
   }
   const float m = key_float(top);
   const bool chose = row_ok && j_mine < K;
   const float p = chose ? exp_f32(key_float(mine_key) - m) : 0.0f;
-  float sum = p;
-  if constexpr (!Config::kRenormalize) {  // plus every expert not chosen
+  float sum = 0.0f;
+  if constexpr (Config::kRenormalize) {
+    sum = p;
+  } else {  // the whole row: no key was cleared
 #pragma unroll
     for (int s = 0; s < kCap; ++s) {
       if (key[s] != kNoKey) sum += exp_f32(key_float(key[s]) - m);

@@ -1,7 +1,7 @@
 // warpsmith device library: pieces of the MoE router kernels (kernels/router_topk_softmax,
 // kernels/router_topk_sigmoid_grouped): order-preserving integer keys for float scores, so a top-k
-// selection runs on integer max/min reductions (redux.sync); the cluster fold of the per-CTA
-// expert histograms (CLUSTER > 1).
+// selection runs on integer max/min reductions (redux.sync); a lane's cursor over its slots in
+// selection order; the cluster fold of the per-CTA expert histograms (CLUSTER > 1).
 #pragma once
 
 #include "ws/cluster.cuh"
@@ -21,22 +21,6 @@ __device__ __forceinline__ unsigned float_key(float v) {
 /// The float of a key (inverse of float_key; -0 comes back as +0).
 __device__ __forceinline__ float key_float(unsigned k) {
   return __uint_as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
-}
-
-/// This lane's best remaining slot: the largest key, the lowest slot (= lowest id) on ties;
-/// best = kNoKey, best_slot = 0 when every slot is kNoKey.
-template <int kCap>
-__device__ __forceinline__ void lane_best(const unsigned (&key)[kCap], unsigned& best,
-                                          int& best_slot) {
-  best = kNoKey;
-  best_slot = 0;
-#pragma unroll
-  for (int s = 0; s < kCap; ++s) {
-    if (key[s] > best) {
-      best = key[s];
-      best_slot = s;
-    }
-  }
 }
 
 /// A lane's slots taken one at a time in selection order (the larger key first, the lower slot
