@@ -1,8 +1,8 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0, 3, 4], "SHORT": [128, 0, 512, 1024],
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "SPLIT": [1, 2, 4], "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
+             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -42,10 +42,10 @@
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K", "M"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
-                "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E) * SPLIT)"],
+                "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * ((ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (SPLIT > 1) * (round_up(4 * ceil_div(K, 128) * (ceil_div(M, 64) + E), 256) + 32768 * SPLIT * ceil_div(K, 128) * (ceil_div(M, 64) + E))) + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -67,7 +67,7 @@
 // (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
 // EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
 // order, as fwd), FUSE (the tokens' tiles made inside the transposed GEMM, as fwd; session 25:
-// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880), SCALE_PIPE 3 and 4, SPLIT (as fwd).
+// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -111,9 +111,6 @@
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out
 #endif
-#ifndef SPLIT
-#define SPLIT 1  // the short kernel's k-blocks per tile split over SPLIT units (sm_90a)
-#endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.13x over 1 (12-02)
 #endif
@@ -125,10 +122,8 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
-// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.
-// SCALE_PIPE 3 and 4, the staging warps' loads in flight, apply here too.)
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8,
-                                 SCALE_PIPE >= 3 ? SCALE_PIPE : 2, PDL, 0, 0, SPLIT>;
+// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>
@@ -149,7 +144,6 @@ __device__ __forceinline__ void pre_tokens(const unsigned char* dc, const unsign
                                            int K, int M, int* qb) {
   if (PDL) ws::griddep_launch_dependents();  // the GEMM's prologue may start (it waits for us)
   const ws::mxg::Problem p{E, K, N, N / 32};
-  if constexpr (C::kSplit > 1) ws::mxg::split_counters_zero<C>(workspace, M, p);  // from 0
   if constexpr (C::kFuse)
     ws::mxg::fused_flags_zero<C>(workspace, M, p);  // the GEMM converts; its counters start at 0
   else if constexpr (C::kForm == ws::kFwdT)

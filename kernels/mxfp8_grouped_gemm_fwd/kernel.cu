@@ -1,8 +1,8 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0, 3, 4], "SHORT": [128, 0, 512, 1024],
+             "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "SPLIT": [1, 2, 4], "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
+             "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -42,10 +42,10 @@
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K", "M"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
-                "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E) * SPLIT)"],
+                "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] } ],
-  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * ((ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + (SPLIT > 1) * (round_up(4 * ceil_div(N, 128) * (ceil_div(M, 64) + E), 256) + 32768 * SPLIT * ceil_div(N, 128) * (ceil_div(M, 64) + E))) + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -131,10 +131,9 @@
 // tokens' bf16 tiles inside the GEMM, the rest stage the scales; the first launch only zeroes
 // the counters that publish each tile to the producers (ws::mxg::fused_convert_fwdt). H200,
 // session 25: 1.03-1.04x at E128 K2048, 0.92-0.96x at E128 K2880; one staging warp alone costs
-// 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage; NOTES.md),
-// SCALE_PIPE 3 and 4 (STRATEGY=3, the short kernel too: the staging warps keep 2 or 4 stages'
-// scale loads in flight), SPLIT (the short kernel on sm_90a: each tile's k-blocks in SPLIT units
-// summed through the workspace in split order; for the SMs its few tiles leave idle at M256).
+// 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage; NOTES.md).
+// SPLIT 2/4 (0.64-0.83x at M256) and SCALE_PIPE 3/4 (1.00x) were measured in session 27 and
+// removed.
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -144,8 +143,6 @@
 // warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128 SCALE_PIPE=0: HGMMA UTMALDG
-// warpsmith:sass sm_90a SCALE_PIPE=4: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
-// warpsmith:sass sm_90a SPLIT=4: HGMMA UBLKCP.S.G ATOMG.E.ADD UTMALDG
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
@@ -179,9 +176,6 @@
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out
 #endif
-#ifndef SPLIT
-#define SPLIT 1  // the short kernel's k-blocks per tile split over SPLIT units (sm_90a)
-#endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.09x over 1 (12-02)
 #endif
@@ -193,10 +187,8 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
-// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.
-// SCALE_PIPE 3 and 4, the staging warps' loads in flight, apply here too.)
-using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8,
-                                 SCALE_PIPE >= 3 ? SCALE_PIPE : 2, PDL, 0, 0, SPLIT>;
+// (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
 template <class C>
@@ -217,7 +209,6 @@ __device__ __forceinline__ void pre_tokens(const unsigned char* a, const unsigne
                                            int K, int M, int* qb) {
   if (PDL) ws::griddep_launch_dependents();  // the GEMM's prologue may start (it waits for us)
   const ws::mxg::Problem p{E, N, K, K / 32};
-  if constexpr (C::kSplit > 1) ws::mxg::split_counters_zero<C>(workspace, M, p);  // from 0
   if constexpr (C::kFuse)
     ws::mxg::fused_flags_zero<C>(workspace, M, p);  // the GEMM converts; its counters start at 0
   else if constexpr (C::kForm == ws::kFwdT)

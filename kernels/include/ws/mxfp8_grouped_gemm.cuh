@@ -35,7 +35,6 @@
 #include "ws/memory.cuh"
 #include "ws/mx_gemm.cuh"
 #include "ws/ptx_sm90.cuh"
-#include "ws/split_k.cuh"
 #include "ws/tcgen05.cuh"
 #include "ws/tcgen05_block_scaled.cuh"
 #include "ws/tile_scheduler.cuh"
@@ -132,18 +131,16 @@ struct OutOf<kWgrad> {
 /// loads' latency hidden behind the wait instead of stalling the first FMULs: ncu, session 12),
 /// with the column scales prefetched two LDS.128 ahead and the QGMMA descriptors built once per
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
-/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait); 3 and
-/// 4 = as 2, and the transform warps keep 2 or 4 stages' scale loads in flight (dequantize_b).
+/// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0, int kSplit_ = 1>
+          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
   // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
   static constexpr int kForm = kSm100 && kForm_ == kFwdT ? kFwd : kForm_;
   static constexpr bool kScalePipe = kScalePipe_ != 0;
   static constexpr bool kScalesEarly = kScalePipe_ >= 2;
-  static_assert(kScalePipe_ >= 0 && kScalePipe_ <= 4, "SCALE_PIPE: 0 to 4");
-  static constexpr int kStageAhead = kScalePipe_ == 3 ? 2 : kScalePipe_ == 4 ? 4 : 0;
+  static_assert(kScalePipe_ >= 0 && kScalePipe_ <= 2, "SCALE_PIPE: 0, 1 or 2");
   // sm_100a's block-scaled MMA reads kPromote's stage (SW128 E4M3 k-blocks of 128 + scales),
   // at most 128 columns wide (one 128x4 blocked scale tile for B; the plan's tma_b box agrees).
   static constexpr int kStrategy = kSm100 ? kPromote : kKnobStrategy;
@@ -162,13 +159,6 @@ struct Config {
   static constexpr bool kFuse = kFuse_ != 0 && kForm == kFwdT;
   static_assert(kFuse_ >= 0 && kFuse_ <= 2, "FUSE: 0, or 1 or 2 converting warps");
   static constexpr int kStagerWarps = kFuse ? 3 - kFuse_ : 3;
-  // Knob SPLIT (the transposed short-group kernel, sm_90a): tile t's k-blocks in kSplit units
-  // (linear units t * kSplit + split, so a tile's splits run on neighbouring CTAs at once), each
-  // storing its fp32 fragment into the workspace; the unit that arrives last sums them in split
-  // order (ws/split_k.cuh) and stores the tile. For when a group's few token tiles leave SMs idle.
-  static constexpr int kSplit = kSm100 ? 1 : kSplit_;
-  static_assert(kSplit == 1 || (kForm == kFwdT && kEpi_ == 0 && kFuse_ == 0),
-                "SPLIT: the transposed short-group kernel only");
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -262,18 +252,6 @@ __device__ __forceinline__ TileView view_of(const GroupTile<Cfg::kForm>& tl, con
 template <class Cfg>
 using Cursor = GroupCursor<Cfg::kForm, Cfg::kBM, Cfg::kBN, Cfg::kGroupM>;
 
-/// The k-blocks [kb0, kb1) that unit t works on: all of its tile's, or with kSplit > 1 those of
-/// split t % kSplit (tile t / kSplit; empty when the tile has fewer k-blocks than splits).
-struct KRange {
-  int kb0, kb1;
-};
-template <class Cfg>
-__device__ __forceinline__ KRange k_range(int t, int kblocks) {
-  KRange r{0, kblocks};
-  if constexpr (Cfg::kSplit > 1) split_range(t % Cfg::kSplit, Cfg::kSplit, kblocks, r.kb0, r.kb1);
-  return r;
-}
-
 /// Shared-memory map of one CTA.
 template <class Cfg>
 struct Smem {
@@ -318,33 +296,9 @@ __device__ __forceinline__ long long pre_b_offset_fwdt(int T, int kb, const Prob
   return (static_cast<long long>(T) * ((p.k + Cfg::kBK - 1) / Cfg::kBK) + kb) * Cfg::kBf16B;
 }
 
-/// kSplit > 1: the workspace after the first launch's token tiles: one counter per tile (at
-/// most ceil(n / kBM) * (ceil(M / kBN) + E) tiles), rounded to 256 bytes, then each tile's
-/// kSplit fp32 fragments of kBM x kBN (the plan's workspace).
-template <class Cfg>
-__device__ __forceinline__ int split_tiles(int M, const Problem& p) {
-  return (p.n + Cfg::kBM - 1) / Cfg::kBM * ((M + Cfg::kBN - 1) / Cfg::kBN + p.E);
-}
-template <class Cfg>
-__device__ __forceinline__ int* split_counters(unsigned char* pre_b, int M, const Problem& p) {
-  return reinterpret_cast<int*>(pre_b + pre_b_offset_fwdt<Cfg>((M + Cfg::kBN - 1) / Cfg::kBN + p.E,
-                                                               0, p));
-}
-template <class Cfg>
-__device__ __forceinline__ float* split_parts(unsigned char* pre_b, int M, const Problem& p) {
-  const int bytes = (split_tiles<Cfg>(M, p) * 4 + 255) / 256 * 256;
-  unsigned char* counters = reinterpret_cast<unsigned char*>(split_counters<Cfg>(pre_b, M, p));
-  return reinterpret_cast<float*>(counters + bytes);
-}
 /// Words [0, n) of w zeroed by the whole grid (a first launch's counters for its GEMM).
 __device__ __forceinline__ void grid_zero(unsigned* w, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) w[i] = 0;
-}
-
-/// The first launch zeroes the counters (the last unit of a tile zeroes its own again).
-template <class Cfg>
-__device__ __forceinline__ void split_counters_zero(unsigned char* pre_b, int M, const Problem& p) {
-  grid_zero(reinterpret_cast<unsigned*>(split_counters<Cfg>(pre_b, M, p)), split_tiles<Cfg>(M, p));
 }
 
 /// qbase(g) for groups walked forward: the padded kRows-token blocks of the groups before g.
@@ -832,9 +786,9 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
   uint32_t it = 0;
   bool waited = !Cfg::kPdl;
   int ready_tile = -1;  // kFuse: the last padded token tile seen complete
-  for (int t = blockIdx.x; cur.seek(t / Cfg::kSplit, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
-    const KRange kr = k_range<Cfg>(t, (v.depth + Cfg::kBK - 1) / Cfg::kBK);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
     const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
     const int qbase =
         Cfg::kPreB && (Cfg::kForm == kWgrad || Cfg::kForm == kFwdT) ? padded.at(tl.g, offs) : 0;
@@ -850,7 +804,7 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
     }
     const int a_c1 = static_cast<int>(v.a_row0);
 #pragma unroll 1
-    for (int kb = kr.kb0; kb < kr.kb1; ++kb, ++it) {
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
       mbar_wait(sm.empty + 8 * s, ph ^ 1);
       mbar_expect_tx(sm.full + 8 * s, Cfg::kRawA + (Cfg::kPreB ? Cfg::kBf16B : Cfg::kRawB));
@@ -1176,12 +1130,9 @@ struct RegAScaleBytes {
 /// on the H200 in session 13, for kRegA: no gain, 0.696x against 0.706x of STRATEGY=0.) For
 /// kRegAPreB, where these warps only stage A's scales, ncu (session 25, E128 K2880) found them
 /// waiting on those loads every stage (the wait for `full` returns at once: the producer is
-/// ahead), and the consumers waiting on `ready` ~5% of their time: one load latency per stage.
-/// kStageAhead (SCALE_PIPE 3, 4) keeps that many stages' loads in flight in a ring of registers
-/// indexed at compile time (the k loop unrolled by the ring's size), so each stage waits only on
-/// the loads issued kStageAhead stages before. (Session 26 measured a shift register of them
-/// instead, 0.96-1.00x: its register moves waited on the newest loads every stage, SASS showed,
-/// so it kept one latency per stage and tested nothing.)
+/// ahead), and the consumers waiting on `ready` ~5% of their time. Yet keeping 2 or 4 stages'
+/// loads in flight (a compile-time ring, SCALE_PIPE 3/4, session 27) ran 1.00x: that latency is
+/// not what the consumers wait for.
 template <class Cfg>
 __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, const unsigned char* a_scales,
@@ -1196,6 +1147,7 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
   GroupTile<Cfg::kForm> tl;
   uint32_t it = 0;
   // Stage s (phase ph) from scale bytes already loaded (or in flight).
+  // NOTE: a lambda, not inlined in the loop: inlined, wgrad's SCALE_PIPE 0 / 1 SASS changes.
   auto stage = [&](const Bytes& bytes, uint32_t s, uint32_t ph) {
     mbar_wait(sm.full + 8 * s, ph);
     if constexpr (!Cfg::kPreB) {  // kRegAPreB: B arrived as bf16; only A's scales to stage
@@ -1218,35 +1170,15 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
     if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via async proxy
     mbar_arrive(sm.ready + 8 * s);
   };
-  for (int t = blockIdx.x; cur.seek(t / Cfg::kSplit, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
-    const KRange kr = k_range<Cfg>(t, (v.depth + Cfg::kBK - 1) / Cfg::kBK);
-    if constexpr (Cfg::kStageAhead == 0) {
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
 #pragma unroll 1
-      for (int kb = kr.kb0; kb < kr.kb1; ++kb, ++it) {
-        const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-        Bytes bytes;
-        bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
-        stage(bytes, s, ph);
-      }
-    } else {
-      constexpr int kRing = Cfg::kStageAhead;
-      Bytes ring[kRing];  // slot j: stage kb0 + j's bytes, then kb0 + j + kRing's
-#pragma unroll
-      for (int j = 0; j < kRing; ++j)
-        if (kr.kb0 + j < kr.kb1) ring[j].load(xt, v, kr.kb0 + j, p, a_scales, b_scales);
-#pragma unroll 1
-      for (int kb0 = kr.kb0; kb0 < kr.kb1; kb0 += kRing) {
-#pragma unroll
-        for (int j = 0; j < kRing; ++j) {
-          const int kb = kb0 + j;
-          if (kb < kr.kb1) {
-            stage(ring[j], it % Cfg::kStages, (it / Cfg::kStages) & 1);
-            ++it;
-            if (kb + kRing < kr.kb1) ring[j].load(xt, v, kb + kRing, p, a_scales, b_scales);
-          }
-        }
-      }
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
+      const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
+      Bytes bytes;
+      bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
+      stage(bytes, s, ph);
     }
   }
 }
@@ -1563,32 +1495,32 @@ __device__ __forceinline__ void rega_mma(float (&acc)[Cfg::kBN / 2], const uint3
 /// cores idle: both warpgroups wait on the same stage and convert at the same time).
 template <class Cfg>
 __device__ __forceinline__ void consume_rega(float (&acc)[Cfg::kBN / 2], const Smem<Cfg>& sm,
-                                             KRange kr, int depth, uint32_t& it, int cw,
+                                             int kblocks, int depth, uint32_t& it, int cw,
                                              bool signal) {
   const int t128 = threadIdx.x % 128, lane = threadIdx.x % 32, q = lane % 4;
   const int r0 = cw * 64 + 16 * (t128 / 32) + lane / 4;  // fragment rows r0 and r0 + 8
   auto ksteps = [&](int kb) { return cmin(4, (depth - kb * Cfg::kBK) / 16); };  // depth % 32 == 0
   if constexpr (Cfg::kScalesEarly) {
-    if (kr.kb0 == kr.kb1) return;
+    if (kblocks == 0) return;
     uint32_t f0[4][4], f1[4][4];
     rega_fragment<Cfg>(f0, sm, it, r0, q);
     // One stage: its HGMMAs from `cur`, the next stage's fragment into `nxt` meanwhile.
     auto step = [&](int kb, const uint32_t(&cur)[4][4], uint32_t(&nxt)[4][4]) {
       const uint32_t s = it % Cfg::kStages;
       rega_mma<Cfg>(acc, cur, sm, s, ksteps(kb));
-      if (kb + 1 < kr.kb1) rega_fragment<Cfg>(nxt, sm, it + 1, r0, q);
+      if (kb + 1 < kblocks) rega_fragment<Cfg>(nxt, sm, it + 1, r0, q);
       wgmma_wait<0>();  // cur's registers and the stage are free
       if (signal) mbar_arrive(sm.empty + 8 * s);
       ++it;
     };
 #pragma unroll 1
-    for (int kb = kr.kb0; kb < kr.kb1; kb += 2) {  // two steps per trip: the sets stay named
+    for (int kb = 0; kb < kblocks; kb += 2) {  // two steps per trip: the register sets stay named
       step(kb, f0, f1);
-      if (kb + 1 < kr.kb1) step(kb + 1, f1, f0);
+      if (kb + 1 < kblocks) step(kb + 1, f1, f0);
     }
   } else {
 #pragma unroll 1
-    for (int kb = kr.kb0; kb < kr.kb1; ++kb, ++it) {
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages;
       uint32_t af[4][4];
       rega_fragment<Cfg>(af, sm, it, r0, q);
@@ -1600,43 +1532,9 @@ __device__ __forceinline__ void consume_rega(float (&acc)[Cfg::kBN / 2], const S
   fence_operands(acc);
 }
 
-/// kSplit > 1, after unit t's k-blocks: its fragment into the workspace (fragment-native: float4
-/// j of consumer thread c of 256 at part[j * 256 + c], 512 contiguous bytes per warp store), then
-/// counted on the tile's counter; true in the unit that arrived last, with acc = the sum of the
-/// tile's kSplit fragments in split order (its own read back too: the same sum whichever unit is
-/// last). Named barrier 3 joins the two consumer warpgroups; flag: a shared word of theirs.
-template <class Cfg>
-__device__ __forceinline__ bool split_reduce(float (&acc)[Cfg::kBN / 2], unsigned char* ws, int M,
-                                             const Problem& p, int t, volatile int* flag) {
-  constexpr int kVecs = Cfg::kBN / 8;  // float4s per thread
-  constexpr long long kPart = static_cast<long long>(Cfg::kBM) * Cfg::kBN / 4;  // float4s
-  const int c = threadIdx.x - 128, tile = t / Cfg::kSplit;
-  float4* parts = reinterpret_cast<float4*>(split_parts<Cfg>(ws, M, p)) +
-                  static_cast<long long>(tile) * Cfg::kSplit * kPart;
-  float4* mine = parts + (t % Cfg::kSplit) * kPart;
-#pragma unroll
-  for (int j = 0; j < kVecs; ++j)
-    mine[j * 256 + c] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-  if (!split_arrive<256>(split_counters<Cfg>(ws, M, p) + tile, Cfg::kSplit, 3, c == 0, flag))
-    return false;
-#pragma unroll 1
-  for (int s = 0; s < Cfg::kSplit; ++s) {
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j) {
-      const float4 f = __ldcg(parts + s * kPart + j * 256 + c);
-      acc[4 * j] = s == 0 ? f.x : acc[4 * j] + f.x;
-      acc[4 * j + 1] = s == 0 ? f.y : acc[4 * j + 1] + f.y;
-      acc[4 * j + 2] = s == 0 ? f.z : acc[4 * j + 2] + f.z;
-      acc[4 * j + 3] = s == 0 ? f.w : acc[4 * j + 3] + f.w;
-    }
-  }
-  return true;
-}
-
 template <class Cfg, class Out>
 __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* offs,
-                                             const Problem& p, Out* out,
-                                             unsigned char* split_ws = nullptr, int M = 0) {
+                                             const Problem& p, Out* out) {
   const int cw = threadIdx.x / 128 - 1;  // consumer warpgroup: rows 64*cw.. of the tile
   const int t128 = threadIdx.x % 128, w = t128 / 32, lane = threadIdx.x % 32;
   const bool signal = t128 == 0;
@@ -1646,7 +1544,7 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
   GroupTile<Cfg::kForm> tl;
   float acc[Cfg::kBN / 2];  // (64, BN) fp32 fragment
   uint32_t it = 0;
-  for (int t = blockIdx.x; cur.seek(t / Cfg::kSplit, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
 #pragma unroll
@@ -1658,16 +1556,7 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
       const int nblk = v.depth / 32;
       if (nblk > 0) promote_tile<Cfg>(acc, p0, p1, sm, a_off, nblk, it, cw);
     } else if constexpr (Cfg::kRegAFamily) {
-      consume_rega<Cfg>(acc, sm, k_range<Cfg>(t, kblocks), v.depth, it, cw, signal);
-      if constexpr (Cfg::kSplit > 1) {
-        // Under pdl an empty unit (fewer k-blocks than splits) waits for nothing: it must not
-        // count before the first launch has zeroed the counters.
-        if (Cfg::kPdl) griddep_wait();
-        // The flag: sm_90a leaves the TMEM slot's shared word unused.
-        volatile int* flag =
-            reinterpret_cast<volatile int*>(__cvta_shared_to_generic(sm.tmem_slot));
-        if (!split_reduce<Cfg>(acc, split_ws, M, p, t, flag)) continue;  // another unit stores it
-      }
+      consume_rega<Cfg>(acc, sm, kblocks, v.depth, it, cw, signal);
     } else {
       uint32_t prev = 0;
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
@@ -1995,7 +1884,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
     }
   } else {
     setmaxnreg_inc<Cfg::kConsumerRegs>();
-    consume_sm90<Cfg>(sm, goffs, p, out, const_cast<unsigned char*>(pre_b), M);
+    consume_sm90<Cfg>(sm, goffs, p, out);
   }
 #endif
 }
