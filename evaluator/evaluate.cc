@@ -67,6 +67,13 @@ uint64_t SecureRandom64() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
+// SplitMix64's finalizer: a bijection that spreads every input bit over the output.
+uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 Result<DeviceInfo> ParseDevice(const json& d) {
   try {
     DeviceInfo info;
@@ -546,6 +553,12 @@ Result<DeviceCeilings> MeasureCeilings(const EvaluatorOptions& opts) {
   return c;
 }
 
+uint64_t DerivedInputSeed(uint64_t seed, std::string_view case_id, int set) {
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a over the case id: stable across builds
+  for (unsigned char c : case_id) h = (h ^ c) * 0x100000001B3ull;
+  return Mix64(Mix64(seed ^ h) + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(set + 2));
+}
+
 Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts) {
   if (!req.spec) return Status::Error("Evaluate: no problem given");
   const ProblemSpec& spec = *req.spec;
@@ -738,7 +751,11 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                     fmt::format("{}: {}", shape_label(kind, *shape, i), rp.status().message()));
     }
     pc.plan = std::move(*rp);
-    pc.seeds.push_back(SecureRandom64());
+    // A case's inputs: fresh, or from req.input_seed (a paired comparison, never ranked).
+    auto input_seed = [&](int set) {
+      return req.input_seed ? DerivedInputSeed(*req.input_seed, pc.id, set) : SecureRandom64();
+    };
+    pc.seeds.push_back(input_seed(0));
     double case_s = opts.case_timeout_s;
     // Each case is stopped at its own allowance (the runner's watchdog), so a bench shape's
     // check run (gigabytes of inputs, a correct but slow kernel) gets a margin of its own rather
@@ -751,7 +768,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       int64_t sets = in_bytes > 0 ? (2 * device->l2_bytes + in_bytes - 1) / in_bytes : 2;
       sets = std::clamp<int64_t>(sets, 2, 8);
       while (sets > 2 && sets * in_bytes > (int64_t{24} << 30)) --sets;
-      for (int64_t s = 1; s < sets; ++s) pc.seeds.push_back(SecureRandom64());
+      for (int64_t s = 1; s < sets; ++s) pc.seeds.push_back(input_seed(static_cast<int>(s)));
       double est_us = pc.cost.sol_us > 0 ? pc.cost.sol_us : pc.cost.bytes / 2e12 * 1e6;
       int iters = req.timing_iterations > 0
                       ? req.timing_iterations
@@ -776,7 +793,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       case_s += (iters + 5) * (est_us * 1e-6 * 200 + 2e-3) + 2e-3 * kWarmupMs;
     }
     if (pc.timing.is_null() && kind != "bench") {
-      pc.second_seed = SecureRandom64();
+      pc.second_seed = input_seed(-1);
       pc.second_budget_s = opts.case_timeout_s;
       ref_budget_s += opts.case_timeout_s;
     }

@@ -234,6 +234,11 @@ struct EvalRequest {
   /// Nonempty: only the bench shapes where this expression (the spec's symbols and parameters,
   /// as in a plan) is nonzero, e.g. "M <= 128" to sweep a small-M path. Never ranked.
   std::string bench_where;
+  /// Set: every input set of every case comes from this seed (DerivedInputSeed) instead of the
+  /// OS's CSPRNG, so two evaluations with the same seed time the same inputs (a paired A/B of
+  /// knob variants: the MoE shapes' routing, drawn afresh per set, moves a short GEMM ~10%).
+  /// Poison bytes, the audit iteration and the digest key stay fresh. Never ranked.
+  std::optional<uint64_t> input_seed;
   int timing_iterations = 0;                   // timed launches per bench shape; 0: chosen from
                                                // the speed-of-light time (the ranked protocol)
   std::optional<DeviceCeilings> ceilings;      // for speed-of-light
@@ -246,6 +251,10 @@ struct EvalRequest {
 
 /// Device-library headers by path relative to the library ("ws/mx.cuh") -> content.
 using LibraryHeaders = std::map<std::string, std::string>;
+
+/// Input set `set` of case `case_id` ("bench-3") under EvalRequest::input_seed: a fixed mix of
+/// the three, distinct across cases and sets (set -1: a test case's second run).
+uint64_t DerivedInputSeed(uint64_t seed, std::string_view case_id, int set);
 
 struct EvalResult {
   Verdict verdict = Verdict::kOk;

@@ -122,9 +122,10 @@ Result<RecordedEvaluation> RecordEvaluation(Store& store, const EvalRequest& req
   e.verdict = std::string(VerdictName(r.verdict));
   e.message = r.message;
   e.resources_json = ResourcesJson(r);
-  // Only a run that passed the hidden shapes too, timed by the standard protocol, may be ranked.
+  // Only a run that passed the hidden shapes too, timed by the standard protocol on fresh
+  // inputs, may be ranked.
   out.ranked = r.verdict == Verdict::kOk && req.include_hidden && req.include_bench &&
-               req.bench_where.empty() && req.timing_iterations == 0 &&
+               req.bench_where.empty() && !req.input_seed && req.timing_iterations == 0 &&
                r.geomean_us > 0;
   e.time_us = out.ranked ? r.geomean_us : 0;
   e.sol_fraction = out.ranked ? r.sol_fraction : 0;

@@ -502,6 +502,7 @@ struct EvalArgs {
        keep_scratch = false;
   int iterations = 0;
   std::string bench_where;
+  std::optional<uint64_t> input_seed;
   std::vector<std::string> sets, knobs;
 };
 
@@ -548,6 +549,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
   req.include_hidden = !a.no_hidden;
   req.include_bench = !a.no_bench;
   req.bench_where = a.bench_where;
+  req.input_seed = a.input_seed;
   req.timing_iterations = a.iterations;
   req.deep = a.deep;
   if (!a.compile_only) {
@@ -586,6 +588,7 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
     j["problem"] = spec->name;
     j["params"] = *params;
     if (!a.bench_where.empty()) j["bench_where"] = a.bench_where;
+    if (a.input_seed) j["input_seed"] = *a.input_seed;
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format("evaluation {} of {} ({}, {})\n",
@@ -594,6 +597,9 @@ int CmdEval(const Globals& g, const EvalArgs& a) {
     PrintResult(r, *spec);
     if (!a.bench_where.empty()) {
       std::cout << fmt::format("  bench shapes where {} only: not ranked\n", a.bench_where);
+    }
+    if (a.input_seed) {
+      std::cout << fmt::format("  inputs from seed {}: not ranked\n", *a.input_seed);
     }
   }
   // Deep mode was asked for and could not give its answer: never a pass.
@@ -999,6 +1005,9 @@ int Main(int argc, char** argv) {
   eval->add_option("--bench-where", ea.bench_where,
                    "only the bench shapes where EXPR (the problem's symbols and parameters, as in "
                    "a plan) is nonzero, e.g. 'M <= 128' (not ranked)");
+  eval->add_option("--input-seed", ea.input_seed,
+                   "draw every input from this seed, so evaluations with the same seed time the "
+                   "same inputs (paired knob comparisons; not ranked)");
   eval->add_flag("--keep-scratch", ea.keep_scratch,
                  "keep the runners' job files, results and dumps, and say where (to profile a "
                  "candidate's runner under ncu, or debug one)");

@@ -5,14 +5,19 @@
 # One knob sweep through the evaluator: problem $1, settings $2 (words, a setting's pairs joined by
 # '+'; '-' for none), variants $3 (';'-separated, knobs by spaces), hidden shapes $4 (0/1); the eval
 # JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
-# the default knobs first (SWEEP_CONTROL=0: not).
+# the default knobs first (SWEEP_CONTROL=0: not). Every evaluation of a sweep times the same
+# inputs (eval --input-seed: a paired comparison; the MoE shapes' routing is drawn with the
+# inputs and moves a short GEMM ~10%): SWEEP_SEED, else one drawn per sweep; SWEEP_SEED=fresh
+# lets each evaluation draw its own.
 run_sweep() {
   local sp=$1 sk=${6:-kernels/$1/kernel.cu} where=${7:--} set knobs key kv
+  local seed=${SWEEP_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
   local -a variants args controls=("")
   [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
   IFS=';' read -ra variants <<<"$3"
   mkdir -p "$OUT/sweep"
   sweep_cut=0
+  [[ $seed != fresh ]] && echo "sweep: $sp: every evaluation's inputs from seed $seed"
   for set in $2; do
     for knobs in "${controls[@]}" "${variants[@]}"; do
       # SWEEP_DEADLINE (epoch seconds): no evaluation starts after it, so a call's time limit
@@ -26,6 +31,7 @@ run_sweep() {
       key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
       [[ $4 == 1 ]] || args+=(--no-hidden)
       [[ $where != - ]] && args+=(--bench-where "$where")
+      [[ $seed != fresh ]] && args+=(--input-seed "$seed")
       $ws eval "$sp" "$sk" "${args[@]}" --json >"$OUT/sweep/$sp$key.json" 2>/dev/null
       python3 -c "
 import json,sys; j=json.load(open(sys.argv[1]))

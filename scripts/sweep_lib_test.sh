@@ -16,12 +16,22 @@ fake_eval() {
 ws=fake_eval
 
 OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT
-run_sweep p "rounding=floor rounding=rceil+variant=clamped" "A=1;A=2 B=3" 0 all "" "M <= 64" >/dev/null
+SWEEP_SEED=7 run_sweep p "rounding=floor rounding=rceil+variant=clamped" "A=1;A=2 B=3" 0 all "" \
+  "M <= 64" >/dev/null
 check "evaluations" "$(wc -l <"$OUT/calls.log")" 6
 check "control first" "$(head -1 "$OUT/calls.log")" \
-  "eval p kernels/p/kernel.cu --set rounding=floor --no-hidden --bench-where M <= 64 --json"
+  "eval p kernels/p/kernel.cu --set rounding=floor --no-hidden --bench-where M <= 64 --input-seed 7 --json"
 check "two knobs, two parameters" "$(sed -n 6p "$OUT/calls.log")" \
-  "eval p kernels/p/kernel.cu --set rounding=rceil --set variant=clamped --knob A=2 --knob B=3 --no-hidden --bench-where M <= 64 --json"
+  "eval p kernels/p/kernel.cu --set rounding=rceil --set variant=clamped --knob A=2 --knob B=3 --no-hidden --bench-where M <= 64 --input-seed 7 --json"
+
+# No SWEEP_SEED: one seed drawn for the whole sweep; SWEEP_SEED=fresh: none passed.
+rm -f "$OUT/calls.log"
+run_sweep p - "A=1;A=2" 1 drawn >/dev/null
+check "one drawn seed" "$(grep -o -- '--input-seed [0-9]*' "$OUT/calls.log" | sort -u | wc -l)" 1
+check "on every evaluation" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 3
+rm -f "$OUT/calls.log"
+SWEEP_SEED=fresh run_sweep p - "A=1" 1 fresh >/dev/null
+check "fresh inputs" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 0
 check "archive" "$(tar tzf "$OUT/all.tgz" | grep -c '\.json$')" 6
 check "not cut" "$sweep_cut" 0
 

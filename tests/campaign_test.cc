@@ -242,7 +242,8 @@ TEST_F(CampaignTest, TunerCampaignCompileOnlyEndToEnd) {
 }
 
 // A run timed with other than the protocol's iteration count (`eval --iterations`, for quick
-// tables of slow baselines) is kept but never ranked; the same result timed by the protocol is.
+// tables of slow baselines) or on fixed inputs (`eval --input-seed`) is kept but never ranked;
+// the same result timed by the protocol on fresh inputs is.
 TEST_F(CampaignTest, ResultsTimedOutsideTheProtocolAreNotRanked) {
   auto spec = LoadProblem(kSourceDir + "/problems/mxfp8_quantize_rowwise/spec.json");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
@@ -271,6 +272,12 @@ TEST_F(CampaignTest, ResultsTimedOutsideTheProtocolAreNotRanked) {
   EXPECT_FALSE(unbenched->ranked);
   EXPECT_TRUE(store->Leaderboard("")->empty());
   req.include_bench = true;
+  req.input_seed = 7;  // a paired comparison's fixed inputs (`eval --input-seed`)
+  auto paired = RecordEvaluation(*store, req, r, RecordContext{}, 1);
+  ASSERT_TRUE(paired.ok()) << paired.status().message();
+  EXPECT_FALSE(paired->ranked);
+  EXPECT_TRUE(store->Leaderboard("")->empty());
+  req.input_seed.reset();
   auto full = RecordEvaluation(*store, req, r, RecordContext{}, 1);
   ASSERT_TRUE(full.ok()) << full.status().message();
   EXPECT_TRUE(full->ranked);
