@@ -236,8 +236,8 @@ struct EvalRequest {
   std::string bench_where;
   /// Set: every input set of every case comes from this seed (DerivedInputSeed) instead of the
   /// OS's CSPRNG, so two evaluations with the same seed time the same inputs (a paired A/B of
-  /// knob variants: the MoE shapes' routing, drawn afresh per set, moves a short GEMM ~10%).
-  /// Poison bytes, the audit iteration and the digest key stay fresh. Never ranked.
+  /// knob variants, e.g. the same expert routing). Poison bytes, the audit iteration and the
+  /// digest key stay fresh. Never ranked.
   std::optional<uint64_t> input_seed;
   int timing_iterations = 0;                   // timed launches per bench shape; 0: chosen from
                                                // the speed-of-light time (the ranked protocol)

@@ -5,13 +5,14 @@
 # One knob sweep through the evaluator: problem $1, settings $2 (words, a setting's pairs joined by
 # '+'; '-' for none), variants $3 (';'-separated, knobs by spaces), hidden shapes $4 (0/1); the eval
 # JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
-# the default knobs first (SWEEP_CONTROL=0: not). Every evaluation of a sweep times the same
-# inputs (eval --input-seed: a paired comparison; the MoE shapes' routing is drawn with the
-# inputs and moves a short GEMM ~10%): SWEEP_SEED, else one drawn per sweep; SWEEP_SEED=fresh
-# lets each evaluation draw its own.
+# the default knobs first (SWEEP_CONTROL=0: not). SWEEP_SEED=N: every evaluation times the
+# inputs of seed N (eval --input-seed, a paired comparison); SWEEP_SEED=drawn: one seed drawn
+# for the sweep. Not the default: at fwd M256 one seed read 26.9-29.3 us over three evaluations
+# and fresh inputs 26.5-30.4 (session 27), so the inputs are not what spreads those times.
 run_sweep() {
   local sp=$1 sk=${6:-kernels/$1/kernel.cu} where=${7:--} set knobs key kv
-  local seed=${SWEEP_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+  local seed=${SWEEP_SEED:-fresh}
+  [[ $seed == drawn ]] && seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
   local -a variants args controls=("")
   [[ ${SWEEP_CONTROL:-1} == 0 ]] && controls=()
   IFS=';' read -ra variants <<<"$3"

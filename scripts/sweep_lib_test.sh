@@ -24,13 +24,13 @@ check "control first" "$(head -1 "$OUT/calls.log")" \
 check "two knobs, two parameters" "$(sed -n 6p "$OUT/calls.log")" \
   "eval p kernels/p/kernel.cu --set rounding=rceil --set variant=clamped --knob A=2 --knob B=3 --no-hidden --bench-where M <= 64 --input-seed 7 --json"
 
-# No SWEEP_SEED: one seed drawn for the whole sweep; SWEEP_SEED=fresh: none passed.
+# SWEEP_SEED=drawn: one seed drawn for the whole sweep; without SWEEP_SEED, none passed.
 rm -f "$OUT/calls.log"
-run_sweep p - "A=1;A=2" 1 drawn >/dev/null
+SWEEP_SEED=drawn run_sweep p - "A=1;A=2" 1 drawn >/dev/null
 check "one drawn seed" "$(grep -o -- '--input-seed [0-9]*' "$OUT/calls.log" | sort -u | wc -l)" 1
 check "on every evaluation" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 3
 rm -f "$OUT/calls.log"
-SWEEP_SEED=fresh run_sweep p - "A=1" 1 fresh >/dev/null
+run_sweep p - "A=1" 1 fresh >/dev/null
 check "fresh inputs" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 0
 check "archive" "$(tar tzf "$OUT/all.tgz" | grep -c '\.json$')" 6
 check "not cut" "$sweep_cut" 0
