@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PAIR": [0, 1], "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
+             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -42,9 +42,8 @@
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K", "M"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
-                "grid": ["(1 + PAIR) * min(num_sms / (1 + PAIR), ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
-                "cluster": ["1 + PAIR"],
-                "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13 - 2 * PAIR) * 17408 + PAIR * 32768 + 6144",
+                "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
+                "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
@@ -68,8 +67,7 @@
 // (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
 // EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
 // order, as fwd), FUSE (the tokens' tiles made inside the transposed GEMM, as fwd; session 25:
-// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880), PAIR (the short kernel's k-blocks
-// split over a cluster pair, as fwd).
+// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -101,9 +99,6 @@
 #ifndef PDL
 #define PDL 0
 #endif
-#ifndef PAIR
-#define PAIR 0  // the short kernel: each tile's k-blocks over a cluster pair (sm_90a)
-#endif
 #ifndef SHORT_STAGES
 #define SHORT_STAGES 4
 #endif
@@ -128,8 +123,7 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
 // (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
-using ShortCfg =
-    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL, 0, 0, PAIR>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>

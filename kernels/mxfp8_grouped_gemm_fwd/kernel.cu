@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PAIR": [0, 1], "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
+             "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -42,9 +42,8 @@
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K", "M"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
-                "grid": ["(1 + PAIR) * min(num_sms / (1 + PAIR), ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
-                "cluster": ["1 + PAIR"],
-                "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13 - 2 * PAIR) * 17408 + PAIR * 32768 + 6144",
+                "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
+                "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
@@ -135,9 +134,6 @@
 // 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage; NOTES.md).
 // SPLIT 2/4 (0.64-0.83x at M256) and SCALE_PIPE 3/4 (1.00x) were measured in session 27 and
 // removed; M256 still leaves ~73 SMs idle, and SPLIT lost on its implementation (NOTES.md).
-// PAIR (the short kernel, sm_90a; its plan launches clusters of two): each tile's k-blocks
-// split between a cluster's two CTAs, rank 1's fp32 fragment summed into rank 0's through
-// distributed shared memory (ws/mxfp8_grouped_gemm.cuh pair_sum): for those idle SMs.
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -147,7 +143,6 @@
 // warpsmith:sass sm_90a STRATEGY=3 BN=256: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128 SCALE_PIPE=0: HGMMA UTMALDG
-// warpsmith:sass sm_90a PAIR=1: HGMMA UCGABAR_ARV SYNCS.ARRIVE.TRANS64.RED.A1T0
 // warpsmith:sass sm_100a SCALE_PIPE=0: UTCQMMA UTCCP UTMALDG LDTM
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
@@ -168,9 +163,6 @@
 #endif
 #ifndef PDL
 #define PDL 0
-#endif
-#ifndef PAIR
-#define PAIR 0  // the short kernel: each tile's k-blocks over a cluster pair (sm_90a)
 #endif
 #ifndef SHORT_STAGES
 #define SHORT_STAGES 4
@@ -196,8 +188,7 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
 // (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
-using ShortCfg =
-    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL, 0, 0, PAIR>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view: output columns N, depth K; scale rows of K/32 bytes.
 template <class C>

@@ -24,29 +24,6 @@ __device__ __forceinline__ unsigned cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
-/// The shared::cluster address of shared address `local` (this CTA's layout) in cluster CTA
-/// `rank`.
-__device__ __forceinline__ unsigned cluster_map(unsigned local, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  return remote;
-}
-/// Stores v at a shared::cluster address (cluster_map's).
-__device__ __forceinline__ void cluster_store_f4(unsigned remote, float4 v) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "f"(v.x),
-               "f"(v.y), "f"(v.z), "f"(v.w)
-               : "memory");
-}
-/// The float4 at a shared-window address of this CTA.
-__device__ __forceinline__ float4 shared_load_f4(unsigned addr) {
-  float4 v;
-  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
-}
-
 /// The float4 at shared address `local` (this CTA's layout) in cluster CTA `rank`.
 __device__ __forceinline__ float4 cluster_load_f4(const void* local, unsigned rank) {
   unsigned remote;

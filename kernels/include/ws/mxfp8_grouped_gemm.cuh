@@ -31,7 +31,6 @@
 #include <cuda_bf16.h>
 
 #include "ws/bulk_copy.cuh"
-#include "ws/cluster.cuh"
 #include "ws/gemm.cuh"
 #include "ws/memory.cuh"
 #include "ws/mx_gemm.cuh"
@@ -134,7 +133,7 @@ struct OutOf<kWgrad> {
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
 /// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0, int kPair_ = 0>
+          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
   // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
@@ -160,13 +159,6 @@ struct Config {
   static constexpr bool kFuse = kFuse_ != 0 && kForm == kFwdT;
   static_assert(kFuse_ >= 0 && kFuse_ <= 2, "FUSE: 0, or 1 or 2 converting warps");
   static constexpr int kStagerWarps = kFuse ? 3 - kFuse_ : 3;
-  // Knob PAIR (the transposed short-group kernel, sm_90a; its plan launches clusters of two):
-  // each tile's k-blocks split between the two CTAs of a cluster, rank 1's fp32 fragment summed
-  // into rank 0's through distributed shared memory (pair_sum). At M256 the default leaves ~73
-  // of 132 SMs without a tile (ncu, session 27).
-  static constexpr bool kPair = kPair_ != 0 && !kSm100;
-  static_assert(!kPair || (kForm == kFwdT && kEpi_ == 0 && kFuse_ == 0),
-                "PAIR: the transposed short-group kernel only");
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -189,10 +181,8 @@ struct Config {
   static constexpr int kEpiBytes = !kEpi              ? 0
                                    : kForm_ == kFwdT ? 2 * StagedStoreT<kBN_>::kBytes
                                                      : 2 * Staged::kBytes;  // see the plans
-  // kPair: rank 0's buffer for rank 1's (BM, BN) fp32 fragment, after the ring.
-  static constexpr int kPairBytes = kPair_ != 0 ? 4 * kBM * kBN_ : 0;
   static constexpr int kBudget =
-      cmin(kKnobStages, (kSmemCap - kEpiBytes - kPairBytes) / kKnobStageBytes) * kKnobStageBytes;
+      cmin(kKnobStages, (kSmemCap - kEpiBytes) / kKnobStageBytes) * kKnobStageBytes;
   static constexpr int kStages = kBudget / kStageBytes;
   // Smem offsets from the 1024-aligned base: the swizzled tiles first.
   static constexpr int kOffA = 0;  // kPromote: raw A (SW128); kDequant: bf16 A (SW128)
@@ -262,32 +252,6 @@ __device__ __forceinline__ TileView view_of(const GroupTile<Cfg::kForm>& tl, con
 template <class Cfg>
 using Cursor = GroupCursor<Cfg::kForm, Cfg::kBM, Cfg::kBN, Cfg::kGroupM>;
 
-/// A CTA's first tile and its stride: kPair's two CTAs of a cluster (ranks 0, 1: consecutive
-/// blocks) walk the same tiles in step.
-/// NOTE: unsigned, as blockIdx.x and gridDim.x are: the tile loops' `t += gridDim.x` compiled so.
-template <class Cfg>
-__device__ __forceinline__ unsigned first_tile() {
-  return Cfg::kPair ? blockIdx.x / 2 : blockIdx.x;
-}
-template <class Cfg>
-__device__ __forceinline__ unsigned tile_stride() {
-  return Cfg::kPair ? gridDim.x / 2 : gridDim.x;
-}
-/// The k-blocks [kb0, kb1) of a tile's kblocks this CTA works on: all, or kPair's half (rank 0
-/// the first floor(kblocks / 2): it also adds and stores).
-template <class Cfg>
-__device__ __forceinline__ void own_kblocks(int kblocks, int& kb0, int& kb1) {
-  kb0 = 0;
-  kb1 = kblocks;
-  if constexpr (Cfg::kPair) {
-    if (cluster_rank() == 0) {
-      kb1 = kblocks / 2;
-    } else {
-      kb0 = kblocks / 2;
-    }
-  }
-}
-
 /// Shared-memory map of one CTA.
 template <class Cfg>
 struct Smem {
@@ -300,11 +264,6 @@ struct Smem {
     return base + Cfg::kOffB + s * (Cfg::kStrategy == kPromote ? Cfg::kRawB : Cfg::kBf16B);
   }
   __device__ uint32_t x(uint32_t s) const { return base + Cfg::kOffX + s * Cfg::kXBytes; }
-  // Cfg::kPair (pair_sum): rank 0's buffer after the staged rows, and two barriers after
-  // tmem_slot (functions, not fields: a larger struct moved other kernels' registers).
-  __device__ uint32_t pair_buf() const { return staged + Cfg::kEpiBytes; }
-  __device__ uint32_t pair_full() const { return tmem_slot + 8; }
-  __device__ uint32_t pair_empty() const { return tmem_slot + 16; }
 };
 
 // ---- kRegAPreB: B's bf16 tiles, made once by a first launch ----
@@ -827,7 +786,7 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
   uint32_t it = 0;
   bool waited = !Cfg::kPdl;
   int ready_tile = -1;  // kFuse: the last padded token tile seen complete
-  for (int t = first_tile<Cfg>(); cur.seek(t, offs, p.E, p.n, p.k, tl); t += tile_stride<Cfg>()) {
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
     const int b_expert = Cfg::kForm == kWgrad ? 0 : tl.g;
@@ -842,26 +801,6 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
         ready_tile = qbase + tl.tn;
         fused_wait_tile(flags, ready_tile, Cfg::kBN);
       }
-    }
-    if constexpr (Cfg::kPair) {  // kFwdT's kRegAPreB ring over this CTA's half of the k-blocks
-      // NOTE: its own loop: bounds other than [0, kblocks) in the loop below change the SASS of
-      // every default built from it (sm_100a's too).
-      int kb0, kb1;
-      own_kblocks<Cfg>(kblocks, kb0, kb1);
-#pragma unroll 1
-      for (int kb = kb0; kb < kb1; ++kb, ++it) {
-        const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
-        mbar_wait(sm.empty + 8 * s, ph ^ 1);
-        mbar_expect_tx(sm.full + 8 * s, Cfg::kRawA + Cfg::kBf16B);
-        tma_load_3d(sm.x(s), tma_a, sm.full + 8 * s, kb * Cfg::kBK, tl.tm * Cfg::kBM, tl.g);
-        if (!waited) {
-          griddep_wait();
-          waited = true;
-        }
-        bulk_load_1d(sm.b(s), pre_b + pre_b_offset_fwdt<Cfg>(qbase + tl.tn, kb, p), Cfg::kBf16B,
-                     sm.full + 8 * s);
-      }
-      continue;
     }
     const int a_c1 = static_cast<int>(v.a_row0);
 #pragma unroll 1
@@ -1231,12 +1170,11 @@ __device__ __forceinline__ void dequantize_b(int xt, const Smem<Cfg>& sm, const 
     if constexpr (!Cfg::kPreB) fence_proxy_async_shared();  // the MMA reads B via async proxy
     mbar_arrive(sm.ready + 8 * s);
   };
-  for (int t = first_tile<Cfg>(); cur.seek(t, offs, p.E, p.n, p.k, tl); t += tile_stride<Cfg>()) {
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
-    int kb0, kb1;
-    own_kblocks<Cfg>((v.depth + Cfg::kBK - 1) / Cfg::kBK, kb0, kb1);
+    const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
 #pragma unroll 1
-    for (int kb = kb0; kb < kb1; ++kb, ++it) {
+    for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
       Bytes bytes;
       bytes.load(xt, v, kb, p, a_scales, b_scales);  // latency overlaps the wait for the TMA
@@ -1594,40 +1532,6 @@ __device__ __forceinline__ void consume_rega(float (&acc)[Cfg::kBN / 2], const S
   fence_operands(acc);
 }
 
-/// kPair, after a tile's half: rank 1 stores its fragment into rank 0's pair buffer (float4 v of
-/// consumer thread c at pair_buf + 4096 v + 16 c: a warp's stores contiguous) and arrives on rank
-/// 0's pair_full; rank 0 waits for it, adds the fragment to its own and frees the buffer by
-/// arriving on rank 1's pair_empty. True in rank 0, which then stores the tile. j: the tiles the
-/// pair has summed before (the barriers' phase).
-template <class Cfg>
-__device__ __forceinline__ bool pair_sum(float (&acc)[Cfg::kBN / 2], const Smem<Cfg>& sm,
-                                         uint32_t j) {
-  constexpr int kVecs = Cfg::kBN / 8;
-  const uint32_t buf = sm.pair_buf() + 16 * (threadIdx.x - 128);
-  if (cluster_rank() != 0) {
-    mbar_wait_cluster(sm.pair_empty(), (j & 1) ^ 1);  // rank 0 has read the tile before
-    const uint32_t remote = cluster_map(buf, 0);
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) {
-      cluster_store_f4(remote + 4096 * v,
-                       make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]));
-    }
-    mbar_arrive_cluster_release(cluster_map(sm.pair_full(), 0));
-    return false;
-  }
-  mbar_wait_cluster(sm.pair_full(), j & 1);
-#pragma unroll
-  for (int v = 0; v < kVecs; ++v) {
-    const float4 f = shared_load_f4(buf + 4096 * v);
-    acc[4 * v] += f.x;
-    acc[4 * v + 1] += f.y;
-    acc[4 * v + 2] += f.z;
-    acc[4 * v + 3] += f.w;
-  }
-  mbar_arrive_cluster_release(cluster_map(sm.pair_empty(), 1));
-  return true;
-}
-
 template <class Cfg, class Out>
 __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* offs,
                                              const Problem& p, Out* out) {
@@ -1639,8 +1543,8 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
   float acc[Cfg::kBN / 2];  // (64, BN) fp32 fragment
-  uint32_t it = 0, pairs = 0;
-  for (int t = first_tile<Cfg>(); cur.seek(t, offs, p.E, p.n, p.k, tl); t += tile_stride<Cfg>()) {
+  uint32_t it = 0;
+  for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
 #pragma unroll
@@ -1651,11 +1555,6 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
       float p0[Cfg::kBN / 2], p1[Cfg::kBN / 2];
       const int nblk = v.depth / 32;
       if (nblk > 0) promote_tile<Cfg>(acc, p0, p1, sm, a_off, nblk, it, cw);
-    } else if constexpr (Cfg::kPair) {  // this CTA's k-blocks as a tile of their own
-      int kb0, kb1;
-      own_kblocks<Cfg>(kblocks, kb0, kb1);
-      consume_rega<Cfg>(acc, sm, kb1 - kb0, v.depth - kb0 * Cfg::kBK, it, cw, signal);
-      if (!pair_sum<Cfg>(acc, sm, pairs++)) continue;  // rank 1: rank 0 stores the sum
     } else if constexpr (Cfg::kRegAFamily) {
       consume_rega<Cfg>(acc, sm, kblocks, v.depth, it, cw, signal);
     } else {
@@ -1712,10 +1611,6 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
     }
   }
   if constexpr (Cfg::kEpi) bulk_wait_group<0>();  // smem must outlive the last row copies
-  // kPair: rank 1 stays until rank 0's last arrive on its pair_empty has landed.
-  if constexpr (Cfg::kPair) {
-    if (cluster_rank() != 0) mbar_wait_cluster(sm.pair_empty(), (pairs & 1) ^ 1);
-  }
 }
 #endif
 
@@ -1919,7 +1814,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   Smem<Cfg> sm;
   sm.base = (smem_u32(smem_raw) + 1023) & ~1023u;
   sm.staged = sm.base + Cfg::kStages * Cfg::kStageBytes;
-  const uint32_t bars = sm.staged + Cfg::kEpiBytes + Cfg::kPairBytes;
+  const uint32_t bars = sm.staged + Cfg::kEpiBytes;
   sm.full = bars;
   sm.empty = bars + 8 * Cfg::kStages;
   sm.ready = bars + 16 * Cfg::kStages;
@@ -1945,10 +1840,6 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
     }
     // acc_full: the commit after a tile's last MMA; acc_empty: one arrive per epilogue warp.
     mbar_init_ring<2>(sm.acc_full, 1, sm.acc_empty, 8);
-    if constexpr (Cfg::kPair) {  // one arrive per consumer thread of the other CTA
-      mbar_init(sm.pair_full(), 256);
-      mbar_init(sm.pair_empty(), 256);
-    }
     fence_mbarrier_init();
   }
 
@@ -1969,11 +1860,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
   tmem_free_cta(warp == 3, tmem_base, TmemMap<Cfg>::kCols);
 #else
   // ======================= sm_90a =======================
-  if constexpr (Cfg::kPair) {
-    cluster_sync();  // the other CTA's pair barriers are initialized before any remote arrive
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
   if (threadIdx.x < 128) {
     setmaxnreg_dec<Cfg::kProducerRegs>();
     // kFuse: the workspace takes the tiles the converting warps write (FUSE's plan).

@@ -53,22 +53,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
                : "memory");
 }
-/// Arrives on a barrier of another cluster CTA (remote: a shared::cluster address), releasing
-/// this thread's earlier writes (its distributed shared memory stores) at cluster scope.
-__device__ __forceinline__ void mbar_arrive_cluster_release(uint32_t remote) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
-               : "memory");
-}
-/// As mbar_wait, acquiring at cluster scope what the arrivals of other cluster CTAs released.
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 /// Spins until the phase with this parity has completed (parity 1 on a fresh barrier passes).
 /// Debugging a hang: a kernel that defines WS_WAIT_TRACE before its includes gets waits that,
 /// still spinning after 2^32 clocks (2-3 s), print the barrier's shared address, the parity and
