@@ -133,7 +133,8 @@
 // session 25: 1.03-1.04x at E128 K2048, 0.92-0.96x at E128 K2880; one staging warp alone costs
 // 4-8%, which ncu traced to the staging warps waiting on their scale loads every stage; NOTES.md).
 // SPLIT 2/4 (0.64-0.83x at M256) and SCALE_PIPE 3/4 (1.00x) were measured in session 27 and
-// removed; M256 still leaves ~73 SMs idle, and SPLIT lost on its implementation (NOTES.md).
+// removed, as was PAIR (the k-blocks over a cluster pair through DSMEM: 0.76-0.87x): M256 leaves
+// ~73 SMs idle, but busier SMs each took longer per k-block (NOTES.md).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
