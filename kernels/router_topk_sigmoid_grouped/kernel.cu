@@ -48,8 +48,8 @@
 // Knobs: WARPS (warps per CTA), CTAS_PER_SM (grid cap per SM; 1048576 = one warp per row),
 // PREFETCH (double-buffer the next row), FAST_EXP (__expf and the approximate divide in the
 // sigmoid: a few 1e-7 absolute at |logit| <= 10, inside the checker's 1e-6 near-tie margin; the
-// exact divide costs a refinement and a slow-path branch per expert), MIN_WARPS_PER_SM (cap the registers so that many
-// warps fit per SM).
+// exact divide costs a refinement and a slow-path branch per expert), MIN_WARPS_PER_SM (cap the
+// registers so that many warps fit per SM).
 // CLUSTER (CTAs per cluster of the throughput kernel), DECODE_T and DECODE_CLUSTER (the rows up
 // to which the _decode entry runs instead, and its CTAs per cluster).
 // Occupancy (H200 first run, MIN_WARPS_PER_SM 0): the E > 512 capacity (32 slots) set the
@@ -214,7 +214,7 @@ __device__ __forceinline__ void route_row(const float (&v)[kCap], const float (&
                                           long long row, const RowShape& rs) {
   const int lane = threadIdx.x & 31;
   const bool row_ok = row < rs.T;
-  unsigned key[kCap];  // (S) biased-score keys of experts first + s; kNoKey: none, or a group left out
+  unsigned key[kCap];  // (S) biased-score keys of experts first + s; kNoKey: none, group left out
 #pragma unroll
   for (int s = 0; s < kCap; ++s) {
     const bool in = row_ok && s < rs.S && rs.first + s < rs.E;
