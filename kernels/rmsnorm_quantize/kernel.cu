@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0],
-              "RING": [0, 2, 3, 4], "RING_CTAS": [8, 4, 16] },
+              "RING": [0, 2, 3, 4], "RING_CTAS": [8, 4, 16],
+              "MAXREG": [0, 40, 48, 32], "W_LATE": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_rmsnorm_mxfp8_quantize_resident",
                 "when":  "RING == 0 || H > 4096 * CHUNKS",
                 "grid":  ["M"],
@@ -66,6 +67,12 @@
 #endif
 #ifndef RING
 #define RING 0
+#endif
+#ifndef MAXREG
+#define MAXREG 0
+#endif
+#ifndef W_LATE
+#define W_LATE 0
 #endif
 
 namespace {
@@ -167,7 +174,11 @@ __device__ __forceinline__ void emit_chunk(const Chunk& xc, const Chunk& wc, flo
 }  // namespace
 
 // x (M,H), weight (H), y (M,H) bf16 bits; q (M,H) e4m3; scales (M,H/32) e8m0. CTA: one row.
+#if MAXREG > 0
+extern "C" __global__ void __maxnreg__(MAXREG)  // (exclusive with __launch_bounds__)
+#else
 extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
+#endif
     sm90_bf16_rmsnorm_mxfp8_quantize_resident(const unsigned short* __restrict__ x,
                                               const unsigned short* __restrict__ weight,
                                               unsigned short* __restrict__ y,
@@ -187,7 +198,10 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
 
   if (row_chunks <= T * Config::kChunks) {
     // The row lives in registers: (kChunks) x 16 B of x and of the weight per thread.
-    Chunk xc[Config::kChunks], wc[Config::kChunks];
+    Chunk xc[Config::kChunks];
+#if !W_LATE
+    Chunk wc[Config::kChunks];
+#endif
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
       const int ci = u * T + tid;
@@ -197,11 +211,13 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
         xc[u] = Chunk{{0u, 0u, 0u, 0u}};
       }
     }
+#if !W_LATE
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
       const int ci = u * T + tid;
       wc[u] = ci < row_chunks ? load_chunk(w_chunks + ci) : Chunk{{0u, 0u, 0u, 0u}};
     }
+#endif
     float ss = 0.0f;
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) ss += sum_squares(xc[u]);
@@ -211,7 +227,14 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
     for (int u = 0; u < Config::kChunks; ++u) {
       if (u * T >= row_chunks) break;  // uniform across the CTA: whole warps stay together
       const int ci = u * T + tid;
+#if W_LATE
+      // The weight chunk just before its use (an L1 hit after the SM's first row): its
+      // registers are not live across the load phase.
+      const Chunk wl = load_chunk(w_chunks + (ci < row_chunks ? ci : 0));
+      emit_chunk(xc[u], wl, r, ci < row_chunks, base + ci, y_chunks, q, scales);
+#else
       emit_chunk(xc[u], wc[u], r, ci < row_chunks, base + ci, y_chunks, q, scales);
+#endif
     }
   } else {
     // Long rows: the sum in one pass, then a second pass re-reading x (mostly from L2).

@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
-              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32] },
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
+              "RSEL": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
                 "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
@@ -52,6 +53,8 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
 // whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
 // FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
+// RSEL: rceil scales without branches (ws::mx::rceil_from_bits_select). ncu (session 28, I1536
+// rceil standard): issue slots 67% busy, L2 92%, DRAM 72% of peak.
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
@@ -101,6 +104,9 @@
 #ifndef GROUP_I
 #define GROUP_I 0
 #endif
+#ifndef RSEL
+#define RSEL 0
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -133,6 +139,7 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
+  static constexpr bool kSelect = RSEL != 0;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
@@ -272,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       unsigned lo, hi;
-      const unsigned s = ws::mx::quantize_quad<Config::kFloor>(grad[h], lo, hi);
+      const unsigned s = ws::mx::quantize_quad<Config::kFloor, Config::kSelect>(grad[h], lo, hi);
       if (in) {
         const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
         ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
@@ -326,7 +333,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
           v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
         }
         unsigned s_lo, s_hi;
-        ws::mx::quantize_column_pair_regs<Config::kFloor>(v, qa[t], qb[t], s_lo, s_hi);
+        ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo, s_hi);
         const int k = h * Config::kBlockI + 2 * p;  // staged q_t row of column 2p
         st_stage[k * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_lo);
         st_stage[(k + 1) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_hi);

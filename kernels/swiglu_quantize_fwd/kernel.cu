@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
-              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32] },
+              "FAST_EXP": [1, 0, 2], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
+              "RSEL": [0, 1], "LEAN": [0, 1] },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
                 "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
@@ -42,7 +43,10 @@
 // columnwise work spread over every warp through one more barrier) lost 28-30% and was removed.
 // Knobs: BLOCK_M (rows per tile; also the q_t run length per CTA), BLOCK_I (columns per tile),
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: q_t only; 0: none), QT_STAGE,
-// GROUP_I (column tiles per CTA group, 0: all).
+// GROUP_I (column tiles per CTA group, 0: all), RSEL (rceil scales without branches,
+// ws::mx::rceil_from_bits_select), LEAN (clamped: one min / max per clamp, one product for the
+// exponent). Why RSEL, LEAN and FAST_EXP 2: ncu (session 28, I1536 clamped) found issue slots 76%
+// busy and the ALU pipe 69%: about 41 instructions per element of A, against 70% of DRAM peak.
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
@@ -88,6 +92,12 @@
 #ifndef GROUP_I
 #define GROUP_I 0
 #endif
+#ifndef RSEL
+#define RSEL 0
+#endif
+#ifndef LEAN
+#define LEAN 0
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -120,6 +130,7 @@ struct Config {
   static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
+  static constexpr bool kSelect = RSEL != 0;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
@@ -153,9 +164,26 @@ __device__ __forceinline__ float times_sigmoid(float x, float z) {
 // A = act(g, u) in fp32.
 __device__ __forceinline__ float activation(float g, float u) {
   if constexpr (Config::kClamped) {
+#if LEAN
+    // min / max that keep NaN (one FMNMX.NAN each), and 1.702 folded into exp's log2(e): one
+    // product for the exponent (its rounding moves A far less than the tolerance's bf16 ulp).
+    float gc, uc;
+    asm("min.NaN.f32 %0, %1, 0f40E00000;" : "=f"(gc) : "f"(g));                  // min(g, 7)
+    asm("max.NaN.f32 %0, %1, 0fC0E00000;" : "=f"(uc) : "f"(u));                  // max(u, -7)
+    asm("min.NaN.f32 %0, %1, 0f40E00000;" : "=f"(uc) : "f"(uc));                 // min(., 7)
+#if FAST_EXP == 2
+    float e, r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(gc * (-1.702f * 1.4426950408889634f)));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+    return gc * r * (uc + 1.0f);
+#else
+    return times_sigmoid(gc, 1.702f * gc) * (uc + 1.0f);
+#endif
+#else
     const float gc = g > 7.0f ? 7.0f : g;                               // keeps NaN
     const float uc = u > 7.0f ? 7.0f : (u < -7.0f ? -7.0f : u);         // keeps NaN
     return times_sigmoid(gc, 1.702f * gc) * (uc + 1.0f);
+#endif
   } else {
     return times_sigmoid(g, g) * u;
   }
@@ -243,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     const bool in = k < Config::kTileChunks && m0 + r < M && i0 + col < I;
     const Chunk a = activation_chunk(g[c], u[c]);
     unsigned lo, hi;
-    const unsigned s = ws::mx::quantize_quad<Config::kFloor>(a, lo, hi);
+    const unsigned s = ws::mx::quantize_quad<Config::kFloor, Config::kSelect>(a, lo, hi);
     if (in) {
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
@@ -291,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
           v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
         }
         unsigned s_lo, s_hi;
-        ws::mx::quantize_column_pair_regs<Config::kFloor>(v, qa[t], qb[t], s_lo, s_hi);
+        ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo, s_hi);
         st_stage[(2 * p) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_lo);
         st_stage[(2 * p + 1) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_hi);
       }

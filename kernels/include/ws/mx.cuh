@@ -97,11 +97,12 @@ __device__ __forceinline__ bool is_special(unsigned amax_bf16) {
 
 // The E8M0 scale of a block from its amax (bf16 magnitude bits, NaN above Inf): kE8M0NaN with
 // *special set for a special block (see is_special), else floor_scale or rceil_scale.
-template <bool kFloor>
+// kSelect: rceil_scale<true> (no branches on sm_90a).
+template <bool kFloor, bool kSelect = false>
 __device__ __forceinline__ unsigned block_scale(unsigned amax, bool* special) {
   // NOTE: the test spelled out, not is_special(): the kernels' SASS was verified in this form.
   *special = kFloor ? amax >= kBf16Inf : amax > kBf16Inf;
-  return *special ? kE8M0NaN : (kFloor ? floor_scale(amax) : rceil_scale(amax));
+  return *special ? kE8M0NaN : (kFloor ? floor_scale(amax) : rceil_scale<kSelect>(amax));
 }
 
 // 2^(127-S) as fp32, S in [0,254]: the factor that quantizes; S = 254 gives the subnormal 2^-127.

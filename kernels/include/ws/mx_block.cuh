@@ -43,12 +43,12 @@ __device__ __forceinline__ unsigned amax_quad(const Chunk& c) {
 
 /// One block spread over a lane quad (lanes 4k .. 4k+3, 8 elements each): returns the block's
 /// scale (the same in the 4 lanes) and this lane's 8 E4M3 bytes. Shuffles: every lane of the
-/// warp must call it.
-template <bool kFloor>
+/// warp must call it. kSelect: the branch-free rceil scale (block_scale).
+template <bool kFloor, bool kSelect = false>
 __device__ __forceinline__ unsigned quantize_quad(const Chunk& c, unsigned& lo, unsigned& hi) {
   const unsigned amax = amax_quad(c);
   bool special;
-  const unsigned s = block_scale<kFloor>(amax, &special);
+  const unsigned s = block_scale<kFloor, kSelect>(amax, &special);
   unsigned out[2];
   quantize_bf16x8(c, scale_reciprocal(special ? 0u : s), out[0], out[1]);
   lo = special ? kE4M3NaNx4 : out[0];
@@ -89,7 +89,7 @@ __device__ __forceinline__ void load_pair_shared(unsigned tile, int pi, Chunk& l
 
 /// As quantize_column_pair, into registers: qa / qb get column 2p's / 2p+1's 32 E4M3 bytes (row
 /// 4k+i in byte i of word k), s_lo / s_hi their scales; the caller stages or stores them.
-template <bool kFloor>
+template <bool kFloor, bool kSelect = false>
 __device__ __forceinline__ void quantize_column_pair_regs(const unsigned (&v)[32], unsigned (&qa)[8],
                                                           unsigned (&qb)[8], unsigned& s_lo,
                                                           unsigned& s_hi) {
@@ -100,7 +100,7 @@ __device__ __forceinline__ void quantize_column_pair_regs(const unsigned (&v)[32
   for (int half = 0; half < 2; ++half) {
     const unsigned amax = half == 0 ? (m2 & 0xFFFFu) : (m2 >> 16);
     bool special;
-    const unsigned s = block_scale<kFloor>(amax, &special);
+    const unsigned s = block_scale<kFloor, kSelect>(amax, &special);
     const float r = scale_reciprocal(special ? 0u : s);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
