@@ -1,16 +1,8 @@
 /* warpsmith:plan
-{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0],
-              "RING": [0, 2, 3, 4], "RING_CTAS": [8, 4, 16],
-              "MAXREG": [0, 40, 48, 32], "W_LATE": [0, 1] },
+{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_rmsnorm_mxfp8_quantize_resident",
-                "when":  "RING == 0 || H > 4096 * CHUNKS",
                 "grid":  ["M"],
                 "block": ["min(512, round_up(ceil_div(H / 8, CHUNKS), 32))"], "smem": "0",
-                "args":  ["x", "weight", "y", "q", "scales", "M", "H"] },
-              { "kernel": "sm90_bf16_rmsnorm_mxfp8_quantize_ring",
-                "when":  "RING > 0 && H <= 4096 * CHUNKS",
-                "grid":  ["min(M, num_sms * max(1, min(RING_CTAS, min(1024 / round_up(ceil_div(H / 8, CHUNKS), 32), 200000 / ((RING + 1) * H * 2 + 64)))))"],
-                "block": ["round_up(ceil_div(H / 8, CHUNKS), 32)"], "smem": "(RING + 1) * H * 2 + 8 * RING",
                 "args":  ["x", "weight", "y", "q", "scales", "M", "H"] } ] }
 */
 // RMSNorm + rowwise MXFP8, hand-tuned: x [M,H] bf16, weight [H] -> y [M,H] bf16, q [M,H] E4M3,
@@ -35,14 +27,6 @@
 // loads in flight per SM; no shared-memory staging of the row, one __syncthreads per row.
 // Knobs: CHUNKS (16-byte chunks per thread, so the CTA size), LOAD_HINT (0: ld.global.nc,
 // 1: ld.global), STORE_CS (st.global.cs for y and q).
-// RING > 0 (rows that fit one CTA's registers): the ring kernel below. Persistent CTAs (at most
-// 1024 threads and ~200 KB of rings per SM, so all resident while registers stay <= 64) stride
-// over the rows; each keeps RING rows in flight as 1-D bulk copies (TMA) into a shared-memory
-// ring on mbarriers, so the next rows stream in while this one is normalized and stored, and the
-// bytes in flight no longer cost registers. Why: ncu (session 28) of the row-per-CTA kernel at
-// H 2880 found 10 CTAs per SM (58 registers), 44% of warps active, DRAM at 71% of peak and
-// long-scoreboard waits the top stall: each CTA holds its row's loads only until they land.
-// RING_CTAS caps the CTAs per SM; the weight is loaded once per CTA, into shared memory.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -50,7 +34,6 @@
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
-#include "ws/bulk_copy.cuh"
 #include "ws/mx_block.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
@@ -64,15 +47,6 @@
 #endif
 #ifndef STORE_CS
 #define STORE_CS 1
-#endif
-#ifndef RING
-#define RING 0
-#endif
-#ifndef MAXREG
-#define MAXREG 0
-#endif
-#ifndef W_LATE
-#define W_LATE 0
 #endif
 
 namespace {
@@ -174,11 +148,7 @@ __device__ __forceinline__ void emit_chunk(const Chunk& xc, const Chunk& wc, flo
 }  // namespace
 
 // x (M,H), weight (H), y (M,H) bf16 bits; q (M,H) e4m3; scales (M,H/32) e8m0. CTA: one row.
-#if MAXREG > 0
-extern "C" __global__ void __maxnreg__(MAXREG)  // (exclusive with __launch_bounds__)
-#else
 extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
-#endif
     sm90_bf16_rmsnorm_mxfp8_quantize_resident(const unsigned short* __restrict__ x,
                                               const unsigned short* __restrict__ weight,
                                               unsigned short* __restrict__ y,
@@ -198,10 +168,7 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
 
   if (row_chunks <= T * Config::kChunks) {
     // The row lives in registers: (kChunks) x 16 B of x and of the weight per thread.
-    Chunk xc[Config::kChunks];
-#if !W_LATE
-    Chunk wc[Config::kChunks];
-#endif
+    Chunk xc[Config::kChunks], wc[Config::kChunks];
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
       const int ci = u * T + tid;
@@ -211,13 +178,11 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
         xc[u] = Chunk{{0u, 0u, 0u, 0u}};
       }
     }
-#if !W_LATE
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
       const int ci = u * T + tid;
       wc[u] = ci < row_chunks ? load_chunk(w_chunks + ci) : Chunk{{0u, 0u, 0u, 0u}};
     }
-#endif
     float ss = 0.0f;
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) ss += sum_squares(xc[u]);
@@ -227,14 +192,7 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
     for (int u = 0; u < Config::kChunks; ++u) {
       if (u * T >= row_chunks) break;  // uniform across the CTA: whole warps stay together
       const int ci = u * T + tid;
-#if W_LATE
-      // The weight chunk just before its use (an L1 hit after the SM's first row): its
-      // registers are not live across the load phase.
-      const Chunk wl = load_chunk(w_chunks + (ci < row_chunks ? ci : 0));
-      emit_chunk(xc[u], wl, r, ci < row_chunks, base + ci, y_chunks, q, scales);
-#else
       emit_chunk(xc[u], wc[u], r, ci < row_chunks, base + ci, y_chunks, q, scales);
-#endif
     }
   } else {
     // Long rows: the sum in one pass, then a second pass re-reading x (mostly from L2).
@@ -252,83 +210,4 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
       emit_chunk(xc, wc, r, in_row, base + ci, y_chunks, q, scales);
     }
   }
-}
-
-// The ring form (RING > 0, the plan's choice for rows of at most T * CHUNKS chunks). Dynamic
-// shared memory: RING row slots of H * 2 bytes (16-byte multiples: H % 32 == 0), the weight's
-// slot, then RING mbarriers. CTA b takes rows b, b + G, b + 2G, ... (G = gridDim.x); row i of the CTA lives in
-// slot i % RING, whose barrier completes its phase (i / RING) & 1 when the row has landed.
-extern "C" __global__ void __launch_bounds__(Config::kMaxThreads, 2)
-    sm90_bf16_rmsnorm_mxfp8_quantize_ring(const unsigned short* __restrict__ x,
-                                          const unsigned short* __restrict__ weight,
-                                          unsigned short* __restrict__ y,
-                                          unsigned char* __restrict__ q,
-                                          unsigned char* __restrict__ scales, int M, int H) {
-#if RING > 0
-  constexpr int kSlots = RING;
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ float red[2][32];  // block sums of consecutive rows alternate (no second barrier)
-  const int row_chunks = H / Config::kChunkElems;
-  const unsigned row_bytes = static_cast<unsigned>(H) * 2u;
-  const int T = blockDim.x, tid = threadIdx.x;
-  const int G = gridDim.x;
-  const unsigned ring = ws::smem_u32(smem);
-  const unsigned wring = ring + kSlots * row_bytes;  // the weight
-  const unsigned bars = wring + row_bytes;            // 8-byte aligned: row_bytes % 64 == 0
-  const Chunk* w_chunks = reinterpret_cast<const Chunk*>(weight);
-  Chunk* y_chunks = reinterpret_cast<Chunk*>(y);
-  const float inv_h = 1.0f / static_cast<float>(H);
-
-  auto issue = [&](long long row, int slot) {
-    ws::mbar_expect_tx(bars + 8 * slot, row_bytes);
-    ws::bulk_load_1d(ring + slot * row_bytes, x + row * H, row_bytes, bars + 8 * slot);
-  };
-  // The weight, once per CTA, into the slot after the ring (read per row as shared memory: in
-  // registers it would cost 4 * CHUNKS of them for the CTA's life).
-  for (int ci = tid; ci < row_chunks; ci += T) {
-    const Chunk wv = load_chunk(w_chunks + ci);
-    ws::store_shared16(wring + ci * 16, wv.w[0], wv.w[1], wv.w[2], wv.w[3]);
-  }
-  if (tid == 0) {
-    for (int s = 0; s < kSlots; ++s) ws::mbar_init(bars + 8 * s, 1);
-    ws::fence_mbarrier_init();
-  }
-  __syncthreads();
-  if (tid == 0) {
-    for (int s = 0; s < kSlots; ++s) {
-      const long long row = blockIdx.x + static_cast<long long>(s) * G;
-      if (row < M) issue(row, s);
-    }
-  }
-  int i = 0;
-  for (long long row = blockIdx.x; row < M; row += G, ++i) {
-    const int slot = i % kSlots;
-    ws::mbar_wait(bars + 8 * slot, (i / kSlots) & 1);
-    Chunk xc[Config::kChunks];
-#pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      const int ci = u * T + tid;
-      xc[u] = ci < row_chunks ? ws::load_shared16(ring + slot * row_bytes + ci * 16)
-                              : Chunk{{0u, 0u, 0u, 0u}};
-    }
-    float ss = 0.0f;
-#pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) ss += sum_squares(xc[u]);
-    const float total = block_sum(ss, red[i & 1]);  // after its barrier the slot is read: refill
-    if (tid == 0 && row + static_cast<long long>(kSlots) * G < M) {
-      issue(row + static_cast<long long>(kSlots) * G, slot);
-    }
-    const float r = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(total, inv_h), Config::kEps)));
-    const long long base = row * row_chunks;
-#pragma unroll
-    for (int u = 0; u < Config::kChunks; ++u) {
-      if (u * T >= row_chunks) break;  // uniform across the CTA
-      const int ci = u * T + tid;
-      const Chunk wc = ws::load_shared16(wring + (ci < row_chunks ? ci : 0) * 16);
-      emit_chunk(xc[u], wc, r, ci < row_chunks, base + ci, y_chunks, q, scales);
-    }
-  }
-#else
-  (void)x, (void)weight, (void)y, (void)q, (void)scales, (void)M, (void)H;
-#endif
 }
