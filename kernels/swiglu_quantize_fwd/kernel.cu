@@ -1,11 +1,17 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [1, 0], "LEAN": [1, 0] },
+              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1] },
+  "workspace": { "bytes": "SCALE_TILES * QT_STAGE * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
                 "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
-                "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
+                "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
+              { "kernel": "sm90_swiglu_mxfp8_scales", "when": "SCALE_TILES * QT_STAGE != 0", "pdl": true,
+                "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
+                "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
+                "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU + MXFP8 in both orientations, hand-tuned: hpre [M,2I] bf16 -> A = act(g,u) in bf16 ->
 // q [M,I] + scales [M,I/32] (rowwise) and q_t [I,M] + scales_t [I,M/32] (columnwise, transposed).
@@ -68,6 +74,7 @@
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
+#include "ws/mx_dual_tile.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
@@ -99,6 +106,9 @@
 #endif
 #ifndef LEAN
 #define LEAN 1
+#endif
+#ifndef SCALE_TILES
+#define SCALE_TILES 0
 #endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
@@ -133,12 +143,22 @@ struct Config {
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
   static constexpr bool kSelect = RSEL != 0;
+  // SCALE_TILES (staged form only): each tile's scales and scales_t, kScaleTileBytes each, go
+  // whole into the workspace; a second launch puts them in place.
+  static constexpr bool kScaleTiles = SCALE_TILES != 0 && QT_STAGE != 0;
+  // The tile as ws::mx::DualScaleGather reads it: kBM rows of x by kBK columns.
+  static constexpr int kBM = kBlockM, kBK = kBlockI;
+  static constexpr int kTileScaleRow = kBlockI / 32, kTileScaleCol = kBlockM / 32;
+  static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
 static_assert(Config::kGroupI >= 0, "GROUP_I");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
+
+static_assert(!Config::kScaleTiles || Config::kScaleTileBytes % 16 == 0, "16-byte copies");
+using Gather = ws::mx::DualScaleGather<Config>;  // SCALE_TILES' second launch
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -230,7 +250,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                          unsigned char* __restrict__ q,
                                          unsigned char* __restrict__ scales,
                                          unsigned char* __restrict__ q_t,
-                                         unsigned char* __restrict__ scales_t, int M, int I) {
+                                         unsigned char* __restrict__ scales_t, int M, int I,
+                                         unsigned char* __restrict__ ws_scales) {
 #if WS_FIRST_FORM
   __shared__ __align__(16) unsigned short tile[Config::kBlockM][Config::kBlockI];  // A in bf16
   unsigned char* const smem = reinterpret_cast<unsigned char*>(tile);  // unused: no stage
@@ -252,6 +273,18 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #endif
   const int tid = threadIdx.x;
   const long long two_i = 2LL * I;
+  // SCALE_TILES: this tile's rowwise block [tm][tk], then (after all of them) its colwise one
+  // [tk][tm] of the workspace, as ws::mx::DualScaleGather reads them.
+  unsigned char* row_tile = nullptr;
+  unsigned char* col_tile = nullptr;
+  if constexpr (Config::kScaleTiles) {
+    const long long tiles_m = (M + Config::kBlockM - 1) / Config::kBlockM;
+    const long long tm = m0 / Config::kBlockM, tk = i0 / Config::kBlockI;
+    row_tile = ws_scales + (tm * col_tiles + tk) * Config::kScaleTileBytes;
+    col_tile = ws_scales + (tiles_m * col_tiles + tk * tiles_m + tm) * Config::kScaleTileBytes;
+  } else {
+    (void)ws_scales, (void)row_tile, (void)col_tile;
+  }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7. A row block of
   // 32 columns is 4 consecutive k: a lane quad. Rows are in or out in whole (M % 32 == 0 is not
@@ -277,7 +310,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     if (in) {
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-      if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
+      if ((tid & 3) == 0) {
+        if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
+          row_tile[r * Config::kTileScaleRow + col / 32] = static_cast<unsigned char>(s);
+        } else {
+          scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
+        }
+      }
     }
     if (k < Config::kTileChunks) {
       *reinterpret_cast<uint4*>(&tile[r][col]) = make_uint4(a.w[0], a.w[1], a.w[2], a.w[3]);
@@ -356,6 +395,15 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
             q_t + static_cast<long long>(i0 + k) * M + m0 + ch * 16, v);
       }
     }
+    if constexpr (Config::kScaleTiles) {
+      // The staged scales_t are the tile's colwise block as is: 16-byte copies.
+      for (int c = tid; c < Config::kScaleTileBytes / 16; c += Config::kThreads) {
+        const ws::Chunk v = ws::load_shared16(
+            static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
+        *reinterpret_cast<uint4*>(col_tile + 16 * c) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+      }
+      return;
+    }
     // scales_t: one thread per staged row, BLOCK_M / 32 bytes (one 32-bit store when aligned).
     const int blocks_valid = rows_valid / 32;
     for (int k = tid; k < Config::kQtRows; k += Config::kThreads) {
@@ -375,4 +423,19 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       for (int b = 0; b < blocks_valid; ++b) dst[b] = src[b];
     }
   }
+}
+
+// SCALE_TILES' second launch (pdl): the workspace's scale blocks into scales and scales_t, one
+// CTA per run of 32 tiles of one tile row (scales) or tile column (scales_t).
+extern "C" __global__ void __launch_bounds__(Gather::kThreads)
+    sm90_swiglu_mxfp8_scales(const unsigned char* __restrict__ ws,
+                             unsigned char* __restrict__ scales,
+                             unsigned char* __restrict__ scales_t, int M, int I) {
+#if SCALE_TILES && QT_STAGE
+  extern __shared__ __align__(16) unsigned char smem[];
+  ws::griddep_wait();  // the quantize launch's workspace
+  Gather::run(ws, scales, scales_t, M, I, blockIdx.x, smem);
+#else
+  (void)ws, (void)scales, (void)scales_t, (void)M, (void)I;
+#endif
 }
