@@ -1,11 +1,18 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [0, 1] },
+              "RSEL": [0, 1], "SCALE_TILES": [0, 1, 2] },
+  "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
                 "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
-                "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I"] } ] }
+                "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
+              { "kernel": "sm90_dswiglu_mxfp8_scales",
+                "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0", "pdl": true,
+                "grid":  ["2 * ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + 2 * ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
+                "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
+                "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU backward + MXFP8 in both orientations, hand-tuned: hpre [M,2I] (g || u) and dA [M,I]
 // bf16 -> dhpre = [dg || du] in bf16 -> q [M,2I] + scales [M,2I/32] (rowwise) and q_t [2I,M] +
@@ -53,6 +60,7 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
 // whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
 // FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
+// SCALE_TILES (1, 2): see Config (why: kernels/swiglu_quantize_fwd).
 // RSEL: rceil scales without branches (ws::mx::rceil_from_bits_select). ncu (session 28, I1536
 // rceil standard): issue slots 67% busy, L2 92%, DRAM 72% of peak. FAST_EXP 2 is the default
 // since session 28 (1.003-1.022x in one call, `ok` at every test and hidden shape); RSEL 1 with
@@ -80,6 +88,7 @@
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
+#include "ws/mx_dual_tile.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
@@ -108,6 +117,9 @@
 #endif
 #ifndef RSEL
 #define RSEL 0
+#endif
+#ifndef SCALE_TILES
+#define SCALE_TILES 0
 #endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
@@ -142,12 +154,34 @@ struct Config {
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
   static constexpr bool kSelect = RSEL != 0;
+  // SCALE_TILES (staged form, BLOCK_M and BLOCK_I multiples of 64): the tile's dg and du scales
+  // and scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them
+  // in place (as kernels/swiglu_quantize_fwd). 2: those stores under an L2 evict_last policy.
+  static constexpr bool kScaleTiles =
+      SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
+  static constexpr bool kScaleKeep = SCALE_TILES == 2;
+  static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
 static_assert(Config::kGroupI >= 0, "GROUP_I");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
+
+// SCALE_TILES' second launch: rowwise blocks [BLOCK_M][BLOCK_I / 32] of dg's and du's halves of
+// the scales, colwise blocks [BLOCK_I][BLOCK_M / 32] of their halves of scales_t.
+// (Without SCALE_TILES: 64 x 64 stand-ins, never run.)
+constexpr int kGatherM = Config::kScaleTiles ? Config::kBlockM : 64;
+constexpr int kGatherI = Config::kScaleTiles ? Config::kBlockI : 64;
+using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32>;
+using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32>;
+
+// SCALE_TILES 2's workspace stores: kept in the L2 for the second launch.
+__device__ __forceinline__ unsigned long long keep_policy() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -233,7 +267,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                           unsigned char* __restrict__ q,
                                           unsigned char* __restrict__ scales,
                                           unsigned char* __restrict__ q_t,
-                                          unsigned char* __restrict__ scales_t, int M, int I) {
+                                          unsigned char* __restrict__ scales_t, int M, int I,
+                                          unsigned char* __restrict__ ws_scales) {
 #if WS_FIRST_FORM
   __shared__ __align__(16) unsigned short tile[2][Config::kBlockM][Config::kBlockI];  // dg, du
   unsigned char* const smem = reinterpret_cast<unsigned char*>(tile);  // unused: no stage
@@ -256,6 +291,21 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #endif
   const int tid = threadIdx.x;
   const long long two_i = 2LL * I;
+  // SCALE_TILES: the workspace holds dg's rowwise blocks [tm][tk], du's, then dg's colwise
+  // blocks [tk][tm], du's; this tile's first block of each part (the next half kScaleTileBytes *
+  // tiles further on).
+  unsigned char* row_tile = nullptr;
+  unsigned char* col_tile = nullptr;
+  long long part = 0;
+  if constexpr (Config::kScaleTiles) {
+    const long long tiles_m = (M + Config::kBlockM - 1) / Config::kBlockM;
+    const long long tm = m0 / Config::kBlockM, tk = i0 / Config::kBlockI;
+    part = tiles_m * col_tiles * Config::kScaleTileBytes;
+    row_tile = ws_scales + (tm * col_tiles + tk) * Config::kScaleTileBytes;
+    col_tile = ws_scales + 2 * part + (tk * tiles_m + tm) * Config::kScaleTileBytes;
+  } else {
+    (void)ws_scales, (void)row_tile, (void)col_tile, (void)part;
+  }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7 of I; a row block
   // of 32 columns is a lane quad; columns are in or out in whole 32-blocks (I % 32 == 0).
@@ -285,7 +335,21 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       if (in) {
         const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
         ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-        if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
+        if ((tid & 3) == 0) {
+          if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
+            unsigned char* dst =
+                row_tile + h * part + r * (Config::kBlockI / 32) + col / 32;
+            if constexpr (Config::kScaleKeep) {
+              asm volatile("st.global.L2::cache_hint.b8 [%0], %1, %2;" ::"l"(dst), "r"(s),
+                           "l"(keep_policy())
+                           : "memory");
+            } else {
+              *dst = static_cast<unsigned char>(s);
+            }
+          } else {
+            scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
+          }
+        }
       }
       if (k < Config::kTileChunks) {
         *reinterpret_cast<uint4*>(&tile[h][r][col]) =
@@ -374,6 +438,23 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         ws::store_global16<Config::kStoreCsQt>(q_t + out_row * M + m0 + ch * 16, v);
       }
     }
+    if constexpr (Config::kScaleTiles) {
+      // The staged scales_t are dg's colwise block, then du's: 16-byte copies.
+      constexpr int kChunks = Config::kScaleTileBytes / 16;
+      for (int c = tid; c < 2 * kChunks; c += Config::kThreads) {
+        const Chunk v = ws::load_shared16(
+            static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
+        unsigned char* dst = col_tile + (c / kChunks) * part + 16 * (c % kChunks);
+        if constexpr (Config::kScaleKeep) {
+          asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(dst),
+                       "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "l"(keep_policy())
+                       : "memory");
+        } else {
+          *reinterpret_cast<uint4*>(dst) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+        }
+      }
+      return;
+    }
     // scales_t: one thread per staged row, BLOCK_M / 32 bytes (one 32-bit store when aligned).
     const int blocks_valid = rows_valid / 32;
     for (int k = tid; k < Config::kQtRows; k += Config::kThreads) {
@@ -394,5 +475,37 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       }
       for (int b = 0; b < blocks_valid; ++b) dst[b] = src[b];
     }
+  }
+}
+
+// SCALE_TILES' second launch (pdl): the workspace's blocks into place, one CTA per run of 32
+// tiles: dg's and du's halves of the scales rows (I / 32 bytes of each 2I / 32), then dg's and
+// du's rows of scales_t.
+extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
+    sm90_dswiglu_mxfp8_scales(const unsigned char* __restrict__ ws,
+                              unsigned char* __restrict__ scales,
+                              unsigned char* __restrict__ scales_t, int M, int I) {
+  if constexpr (Config::kScaleTiles) {
+    static_assert(RowGather::kSmemBytes == ColGather::kSmemBytes, "one shared-memory size");
+    extern __shared__ __align__(16) unsigned char smem[];
+    ws::griddep_wait();  // the quantize launch's workspace
+    const long long tiles_m = (M + Config::kBlockM - 1) / Config::kBlockM;
+    const long long tiles_i = (I + Config::kBlockI - 1) / Config::kBlockI;
+    const long long part = tiles_m * tiles_i * Config::kScaleTileBytes;
+    const long long row_ctas = tiles_m * RowGather::runs(tiles_i);
+    const long long col_ctas = tiles_i * ColGather::runs(tiles_m);
+    long long b = blockIdx.x;
+    if (b < 2 * row_ctas) {
+      const long long h = b / row_ctas;
+      RowGather::run_cta(ws + h * part, scales + h * (I / 32), M, tiles_i, 2LL * I / 32, I / 32,
+                         b % row_ctas, smem);
+    } else {
+      b -= 2 * row_ctas;
+      const long long h = b / col_ctas;
+      ColGather::run_cta(ws + (2 + h) * part, scales_t + h * I * (M / 32), I, tiles_m, M / 32,
+                         M / 32, b % col_ctas, smem);
+    }
+  } else {
+    (void)ws, (void)scales, (void)scales_t, (void)M, (void)I;
   }
 }

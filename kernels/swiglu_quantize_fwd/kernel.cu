@@ -1,14 +1,15 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1] },
-  "workspace": { "bytes": "SCALE_TILES * QT_STAGE * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
+              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1, 2] },
+  "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
                 "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
-              { "kernel": "sm90_swiglu_mxfp8_scales", "when": "SCALE_TILES * QT_STAGE != 0", "pdl": true,
+              { "kernel": "sm90_swiglu_mxfp8_scales", "pdl": true,
+                "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
                 "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
@@ -143,13 +144,23 @@ struct Config {
   static constexpr bool kStage = QT_STAGE != 0;
   static constexpr int kGroupI = GROUP_I;
   static constexpr bool kSelect = RSEL != 0;
-  // SCALE_TILES (staged form only): each tile's scales and scales_t, kScaleTileBytes each, go
-  // whole into the workspace; a second launch puts them in place.
-  static constexpr bool kScaleTiles = SCALE_TILES != 0 && QT_STAGE != 0;
-  // The tile as ws::mx::DualScaleGather reads it: kBM rows of x by kBK columns.
-  static constexpr int kBM = kBlockM, kBK = kBlockI;
-  static constexpr int kTileScaleRow = kBlockI / 32, kTileScaleCol = kBlockM / 32;
+  // SCALE_TILES (staged form, BLOCK_M and BLOCK_I multiples of 64): each tile's scales and
+  // scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them in
+  // place.
+  // SCALE_TILES 2: the workspace stores under an L2 evict_last policy, so the second launch
+  // reads them from the L2 rather than DRAM.
+  static constexpr bool kScaleTiles =
+      SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
+  static constexpr bool kScaleKeep = SCALE_TILES == 2;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
+};
+// The tile as ws::mx::DualScaleGather reads it: kBM rows of A by kBK columns (without
+// SCALE_TILES: 64 x 64 stand-ins, never run).
+struct GatherTile {
+  static constexpr int kBM = Config::kScaleTiles ? Config::kBlockM : 64;
+  static constexpr int kBK = Config::kScaleTiles ? Config::kBlockI : 64;
+  static constexpr int kTileScaleRow = kBK / 32, kTileScaleCol = kBM / 32;
+  static constexpr int kScaleTileBytes = kBM * kBK / 32;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
@@ -157,8 +168,7 @@ static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stag
 static_assert(Config::kGroupI >= 0, "GROUP_I");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
-static_assert(!Config::kScaleTiles || Config::kScaleTileBytes % 16 == 0, "16-byte copies");
-using Gather = ws::mx::DualScaleGather<Config>;  // SCALE_TILES' second launch
+using Gather = ws::mx::DualScaleGather<GatherTile>;  // SCALE_TILES' second launch
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -219,6 +229,22 @@ __device__ __forceinline__ Chunk activation_chunk(const Chunk& g, const Chunk& u
                         activation(bf16_hi(g.w[i]), bf16_hi(u.w[i])));
   }
   return a;
+}
+
+// SCALE_TILES 2's workspace stores: kept in the L2 for the second launch.
+__device__ __forceinline__ unsigned long long keep_policy() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ void store_ws1(unsigned char* p, unsigned v) {
+  asm volatile("st.global.L2::cache_hint.b8 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(keep_policy())
+               : "memory");
+}
+__device__ __forceinline__ void store_ws16(unsigned char* p, const ws::Chunk& v) {
+  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
+               "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "l"(keep_policy())
+               : "memory");
 }
 
 // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch BLOCK_M bytes): lanes p
@@ -312,7 +338,11 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) {
         if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
-          row_tile[r * Config::kTileScaleRow + col / 32] = static_cast<unsigned char>(s);
+          if constexpr (Config::kScaleKeep) {
+            store_ws1(row_tile + r * (Config::kBlockI / 32) + col / 32, s);
+          } else {
+            row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
+          }
         } else {
           scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
         }
@@ -400,7 +430,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       for (int c = tid; c < Config::kScaleTileBytes / 16; c += Config::kThreads) {
         const ws::Chunk v = ws::load_shared16(
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
-        *reinterpret_cast<uint4*>(col_tile + 16 * c) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+        if constexpr (Config::kScaleKeep) {
+          store_ws16(col_tile + 16 * c, v);
+        } else {
+          *reinterpret_cast<uint4*>(col_tile + 16 * c) =
+              make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+        }
       }
       return;
     }
@@ -431,11 +466,11 @@ extern "C" __global__ void __launch_bounds__(Gather::kThreads)
     sm90_swiglu_mxfp8_scales(const unsigned char* __restrict__ ws,
                              unsigned char* __restrict__ scales,
                              unsigned char* __restrict__ scales_t, int M, int I) {
-#if SCALE_TILES && QT_STAGE
-  extern __shared__ __align__(16) unsigned char smem[];
-  ws::griddep_wait();  // the quantize launch's workspace
-  Gather::run(ws, scales, scales_t, M, I, blockIdx.x, smem);
-#else
-  (void)ws, (void)scales, (void)scales_t, (void)M, (void)I;
-#endif
+  if constexpr (Config::kScaleTiles) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    ws::griddep_wait();  // the quantize launch's workspace
+    Gather::run(ws, scales, scales_t, M, I, blockIdx.x, smem);
+  } else {
+    (void)ws, (void)scales, (void)scales_t, (void)M, (void)I;
+  }
 }

@@ -478,11 +478,28 @@ struct ScaleGather {
                                                  unsigned char* smem) {
     run(src, out, rows, T, pitch, b / runs(T), (b % runs(T)) * kTiles, smem);
   }
+  /// As run_cta, into output rows of width bytes at pitch bytes apart (width <= pitch: a part
+  /// of wider rows, such as one half of [M, 2I] scales; out need not be 4-byte aligned).
+  static __device__ __forceinline__ void run_cta(const unsigned char* __restrict__ src,
+                                                 unsigned char* __restrict__ out, long long rows,
+                                                 long long T, long long pitch, long long width,
+                                                 long long b, unsigned char* smem) {
+    run<true>(src, out, rows, T, pitch, width, b / runs(T), (b % runs(T)) * kTiles, smem);
+  }
 
   static __device__ __forceinline__ void run(const unsigned char* __restrict__ src,
                                              unsigned char* __restrict__ out, long long rows,
                                              long long T, long long pitch, long long g,
                                              long long t0, unsigned char* smem) {
+    run(src, out, rows, T, pitch, pitch, g, t0, smem);
+  }
+
+  /// kAnyOut: out may sit at any byte (word stores only where out is 4-byte aligned too).
+  template <bool kAnyOut = false>
+  static __device__ __forceinline__ void run(const unsigned char* __restrict__ src,
+                                             unsigned char* __restrict__ out, long long rows,
+                                             long long T, long long pitch, long long width,
+                                             long long g, long long t0, unsigned char* smem) {
     const int nt = static_cast<int>(min(static_cast<long long>(kTiles), T - t0));
     const uint4* in = reinterpret_cast<const uint4*>(src + (g * T + t0) * kTileBytes);
     constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
@@ -498,7 +515,8 @@ struct ScaleGather {
     __syncthreads();
     const int words = (nt * P + 3) / 4;  // 4-byte words of this run per output row
     const long long col0 = t0 * P;       // the run's first output column
-    const bool aligned = pitch % 4 == 0;
+    const bool aligned =
+        pitch % 4 == 0 && (!kAnyOut || reinterpret_cast<size_t>(out) % 4 == 0);
     for (int i = threadIdx.x; i < R * words; i += kThreads) {
       const int r = i / words, w = i % words;
       const long long row = g * R + r;
@@ -512,10 +530,10 @@ struct ScaleGather {
         v |= static_cast<unsigned>(h) << (8 * j);
       }
       unsigned char* dst = out + row * pitch + col0 + 4 * w;
-      if (aligned && col0 + 4 * w + 4 <= pitch) {
+      if (aligned && col0 + 4 * w + 4 <= width) {
         *reinterpret_cast<unsigned*>(dst) = v;
       } else {
-        for (int j = 0; j < 4 && col0 + 4 * w + j < pitch && 4 * w + j < nt * P; ++j) {
+        for (int j = 0; j < 4 && col0 + 4 * w + j < width && 4 * w + j < nt * P; ++j) {
           dst[j] = static_cast<unsigned char>(v >> (8 * j));
         }
       }
