@@ -27,6 +27,10 @@
 // loads in flight per SM; no shared-memory staging of the row, one __syncthreads per row.
 // Knobs: CHUNKS (16-byte chunks per thread, so the CTA size), LOAD_HINT (0: ld.global.nc,
 // 1: ld.global), STORE_CS (st.global.cs for y and q).
+// Measured and removed (session 28, bench/results/sweeps-h200-2026-12-04-session28.json): a ring
+// form (persistent CTAs streaming rows through 1-D bulk copies: 0.89-0.91x, commit 71d5ead) and
+// the weight loaded late with a 40- or 48-register cap (17 CTAs per SM at H2880 instead of 10:
+// 1.00x). Neither bytes in flight nor occupancy hold H2880 at 0.86 (kernels/SWEEPS-LOG.md).
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.

@@ -60,7 +60,7 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
 // whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
 // FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
-// SCALE_TILES (1, 2): see Config (why: kernels/swiglu_quantize_fwd).
+// SCALE_TILES (1, 2): see Config (why: kernels/swiglu_quantize_fwd); not yet run on a GPU.
 // RSEL: rceil scales without branches (ws::mx::rceil_from_bits_select). ncu (session 28, I1536
 // rceil standard): issue slots 67% busy, L2 92%, DRAM 72% of peak. FAST_EXP 2 is the default
 // since session 28 (1.003-1.022x in one call, `ok` at every test and hidden shape); RSEL 1 with
@@ -399,7 +399,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
           v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
         }
         unsigned s_lo, s_hi;
-        ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo, s_hi);
+        ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo,
+                                                                           s_hi);
         const int k = h * Config::kBlockI + 2 * p;  // staged q_t row of column 2p
         st_stage[k * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_lo);
         st_stage[(k + 1) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_hi);

@@ -52,15 +52,25 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: q_t only; 0: none), QT_STAGE,
 // GROUP_I (column tiles per CTA group, 0: all), RSEL (rceil scales without branches,
 // ws::mx::rceil_from_bits_select), LEAN (clamped: one min / max per clamp, one product for the
-// exponent). Why RSEL, LEAN and FAST_EXP 2: ncu (session 28, I1536 clamped) found issue slots 76%
-// busy and the ALU pipe 69%: about 41 instructions per element of A, against 70% of DRAM peak.
+// exponent), SCALE_TILES (below). Why RSEL, LEAN and FAST_EXP 2: ncu (session 28, I1536
+// clamped) found issue slots 76% busy and the ALU pipe 69%: about 41 instructions per element
+// of A, against 70% of DRAM peak.
+// SCALE_TILES (1: plain stores, 2: under L2 evict_last): the L2 limit here is the fabric
+// between the two L2 partitions (ncu, session 28: 92% busy at 74% of DRAM), which half of all
+// L2 requests cross whatever their size; the tile's one-byte scale stores (128 rows x 2 bytes)
+// and 4-byte scales_t stores (64) are 11% of its requests for 1% of its bytes. With
+// SCALE_TILES each tile writes both blocks whole into a workspace and a second launch (PDL,
+// ws::mx::DualScaleGather) puts them in place: 8.8% fewer L2 sectors, the main kernel 5.3%
+// shorter, but the gather takes 10.4 us (ncu, I1536). Two calls: 1.055-1.064x at I8192
+// M131072, 1.005-1.014x at I2048, 0.995-1.009x at I2880, 0.974-0.997x at I1536; 2 no better.
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
 // Defaults: the staged form, QT_STAGE 1, BLOCK_M 128, STORE_CS 2 (the fastest measured), and
 // since session 28 FAST_EXP 2, RSEL 1, LEAN 1: 1.027-1.039x (rceil clamped) and 1.000-1.006x
 // (rceil standard) the old defaults in one call, `ok` at every test and hidden shape
-// (bench/results/sweeps-h200-2026-12-04-session28.json). The first form stays a setting (WS_FIRST_FORM below), compiled to the code that ran on the H200.
+// (bench/results/sweeps-h200-2026-12-04-session28.json). The first form stays a setting
+// (WS_FIRST_FORM below), compiled to the code that ran on the H200.
 // A ROW16 form (the rowwise half read back from the tile two lanes per block, 16-byte q stores)
 // ran 0.94-0.98x (rceil standard) and 0.91-0.92x (floor clamped) of these defaults in session 21
 // (bench/results/sweeps-h200-2026-12-03-session21.json) and was removed.
@@ -390,7 +400,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
           v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
         }
         unsigned s_lo, s_hi;
-        ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo, s_hi);
+        ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo,
+                                                                           s_hi);
         st_stage[(2 * p) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_lo);
         st_stage[(2 * p + 1) * Config::kRowBlocks + rb] = static_cast<unsigned char>(s_hi);
       }
