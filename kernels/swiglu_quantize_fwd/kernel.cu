@@ -1,12 +1,14 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1, 2] },
+              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1, 2], "CLUSTER_SCALES": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
-                "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"], "block": ["THREADS"],
-                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
+                "grid":  ["CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64) * 8 * ceil_div(ceil_div(M, BLOCK_M), 2) * ceil_div(ceil_div(I, BLOCK_I), 4) + (1 - CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64)) * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"],
+                "cluster": ["1 + 7 * CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64)"],
+                "block": ["THREADS"],
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32)) + CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64) * 1808",
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
               { "kernel": "sm90_swiglu_mxfp8_scales", "pdl": true,
                 "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0",
@@ -63,6 +65,11 @@
 // ws::mx::DualScaleGather) puts them in place: 8.8% fewer L2 sectors, the main kernel 5.3%
 // shorter, but the gather takes 10.4 us (ncu, I1536). Two calls: 1.055-1.064x at I8192
 // M131072, 1.005-1.014x at I2048, 0.995-1.009x at I2880, 0.974-0.997x at I1536; 2 no better.
+// CLUSTER_SCALES (1; 128 x 64 tiles, staged, not with SCALE_TILES): the same requests saved
+// without a second launch. Clusters of 8 CTAs (2 M tiles x 4 I tiles) send their scale blocks
+// by st.async into a collector CTA's shared memory (counted on its mbarrier, no fences); the
+// first CTA of each M tile stores 8 bytes of each scales row, the first of each I tile 8 bytes
+// of each scales_t row: 64 requests per tile instead of 192. Not yet run on a GPU.
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
@@ -85,6 +92,7 @@
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
+#include "ws/cluster.cuh"
 #include "ws/mx_dual_tile.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
@@ -120,6 +128,9 @@
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 0
+#endif
+#ifndef CLUSTER_SCALES
+#define CLUSTER_SCALES 0
 #endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
@@ -163,6 +174,16 @@ struct Config {
       SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
   static constexpr bool kScaleKeep = SCALE_TILES == 2;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
+  // CLUSTER_SCALES (staged form, 128 x 64 tiles, not with SCALE_TILES): clusters of 8 CTAs, 2
+  // M tiles x 4 I tiles, gather their scales through distributed shared memory; the first CTA
+  // of each M tile stores 8 bytes of every scales row, the first of each I tile 8 bytes of every
+  // scales_t row (whole words instead of 2- and 4-byte pieces: 64 L2 requests per tile, not 192).
+  static constexpr bool kClusterScales = CLUSTER_SCALES != 0 && QT_STAGE != 0 &&
+                                         SCALE_TILES == 0 && BLOCK_M == 128 && BLOCK_I == 64;
+  // Their shared memory after the staged scales: this tile's scales [128][2], the row
+  // collector's [4][128][2], the column collector's [2][64][4], two mbarriers (1808 bytes: the
+  // plan).
+  static constexpr int kCsLocal = 0, kCsRows = 256, kCsCols = 256 + 1024, kCsBars = 256 + 1536;
 };
 // The tile as ws::mx::DualScaleGather reads it: kBM rows of A by kBK columns (without
 // SCALE_TILES: 64 x 64 stand-ins, never run).
@@ -263,9 +284,31 @@ __device__ __forceinline__ int qt_offset(int k, int ch) {
   return k * Config::kBlockM + ((ch ^ ((k >> 1) & Config::kSwizzleMask)) << 4);
 }
 
+// CLUSTER_SCALES: 16 bytes into another CTA's shared memory (st.async: the bytes count on that
+// CTA's mbarrier, whose phase then makes them visible to its waiting threads; no fence).
+__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ void st_async16(unsigned remote, const ws::Chunk& v,
+                                           unsigned remote_bar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
+      ::"r"(remote), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "r"(remote_bar)
+      : "memory");
+}
+
 // CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
 __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
-  if constexpr (Config::kGroupI == 0) {
+  if constexpr (Config::kClusterScales) {
+    // Cluster c (8 CTAs, rank q = bid % 8) covers M tiles 2 cm + q / 4 and I tiles 4 ci + q % 4,
+    // the I groups fastest; CTAs past M or I run on zeros and store nothing.
+    const int groups_i = (col_tiles + 3) / 4, c = bid / 8, q = bid % 8;
+    mt = 2 * (c / groups_i) + q / 4;
+    it = 4 * (c % groups_i) + q % 4;
+    (void)m_tiles;
+  } else if constexpr (Config::kGroupI == 0) {
     mt = bid / col_tiles;
     it = bid % col_tiles;
   } else {
@@ -274,6 +317,68 @@ __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int
     const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
     mt = in_group / width;
     it = group * Config::kGroupI + in_group % width;
+  }
+}
+
+// CLUSTER_SCALES' end of a tile (every CTA of the cluster, valid tile or not). Rank q's scales
+// [128][2] go to the row collector (rank 4 (q / 4)) as its block q % 4 of [4][128][2], its
+// staged scales_t [64][4] to the column collector (rank q % 4) as block q / 4 of [2][64][4];
+// the collectors then store whole 8-byte rows. cs: the CLUSTER_SCALES region.
+__device__ __forceinline__ void gather_scales_cluster(unsigned cs, const unsigned char* st_stage,
+                                                      unsigned char* __restrict__ scales,
+                                                      unsigned char* __restrict__ scales_t,
+                                                      int M, int I, int mt, int it) {
+  const int tid = threadIdx.x;
+  const unsigned q = ws::cluster_rank(), ms = q / 4, is = q % 4;
+  const unsigned stage = static_cast<unsigned>(__cvta_generic_to_shared(st_stage));
+  const unsigned rows_bar = cs + Config::kCsBars, cols_bar = rows_bar + 8;
+  ws::cluster_wait();  // every CTA's barriers are initialized
+  if (tid < 16) {
+    const unsigned to = 4 * ms;
+    st_async16(cluster_addr(cs + Config::kCsRows + 256 * is + 16 * tid, to),
+               ws::load_shared16(cs + Config::kCsLocal + 16 * tid), cluster_addr(rows_bar, to));
+  } else if (tid < 32) {
+    const unsigned to = is, c = tid - 16;
+    st_async16(cluster_addr(cs + Config::kCsCols + 256 * ms + 16 * c, to),
+               ws::load_shared16(stage + 16 * c), cluster_addr(cols_bar, to));
+  }
+  const unsigned char* blocks = st_stage + Config::kQtRows * Config::kRowBlocks;
+  if (is == 0) {  // row collector: M tile mt, I tiles it .. it + 3 (scales bytes 2 it ..)
+    ws::mbar_wait(rows_bar, 0);
+    const unsigned char* rows = blocks + Config::kCsRows;
+    const int m0 = mt * 128, width = I / 32, c0 = 2 * it;
+    const int bytes = min(8, width - c0);
+    for (int r = tid; r < 128 && m0 + r < M; r += Config::kThreads) {
+      unsigned char* dst = scales + static_cast<long long>(m0 + r) * width + c0;
+      unsigned char v[8];
+#pragma unroll
+      for (int b = 0; b < 8; ++b) v[b] = rows[256 * (b / 2) + 2 * r + b % 2];
+      if (bytes == 8 && (reinterpret_cast<size_t>(dst) & 7) == 0) {
+        *reinterpret_cast<uint2*>(dst) =
+            make_uint2(v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24),
+                       v[4] | (v[5] << 8) | (v[6] << 16) | (v[7] << 24));
+      } else {
+        for (int b = 0; b < bytes; ++b) dst[b] = v[b];
+      }
+    }
+  }
+  if (ms == 0) {  // column collector: I tile it, M tiles mt, mt + 1 (scales_t bytes 4 mt ..)
+    ws::mbar_wait(cols_bar, 0);
+    const unsigned char* cols = blocks + Config::kCsCols;
+    const int i0 = it * 64, width = M / 32, c0 = 4 * mt;
+    const int bytes = min(8, width - c0);
+    for (int k = tid; k < 64 && i0 + k < I; k += Config::kThreads) {
+      unsigned char* dst = scales_t + static_cast<long long>(i0 + k) * width + c0;
+      const unsigned lo = *reinterpret_cast<const unsigned*>(cols + 4 * k);
+      const unsigned hi = *reinterpret_cast<const unsigned*>(cols + 256 + 4 * k);
+      if (bytes == 8 && (reinterpret_cast<size_t>(dst) & 7) == 0) {
+        *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
+      } else {
+        for (int b = 0; b < bytes; ++b) {
+          dst[b] = static_cast<unsigned char>((b < 4 ? lo : hi) >> (8 * (b % 4)));
+        }
+      }
+    }
   }
 }
 
@@ -321,6 +426,21 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   } else {
     (void)ws_scales, (void)row_tile, (void)col_tile;
   }
+  // CLUSTER_SCALES: this CTA's own scales go to shared memory first; the barriers are the
+  // collectors' (count: 4 CTAs of an M tile, 2 of an I tile), each completing once.
+  const unsigned cs = static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) +
+                      Config::kQtRows * Config::kRowBlocks;
+  if constexpr (Config::kClusterScales) {
+    if (tid == 0) {  // one phase each: 4 x 256 bytes of scales, 2 x 256 of scales_t
+      const unsigned q = ws::cluster_rank();
+      ws::mbar_init(cs + Config::kCsBars, 1);
+      ws::mbar_init(cs + Config::kCsBars + 8, 1);
+      ws::fence_mbarrier_init();
+      if (q % 4 == 0) ws::mbar_expect_tx(cs + Config::kCsBars, 1024);
+      if (q / 4 == 0) ws::mbar_expect_tx(cs + Config::kCsBars + 8, 512);
+    }
+    ws::cluster_arrive_relaxed();  // waited for before the first remote access
+  }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7. A row block of
   // 32 columns is 4 consecutive k: a lane quad. Rows are in or out in whole (M % 32 == 0 is not
@@ -347,7 +467,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) {
-        if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
+        if constexpr (Config::kClusterScales) {  // [128][2], gathered at the end
+          st_stage[Config::kQtRows * Config::kRowBlocks + Config::kCsLocal + r * 2 + col / 32] =
+              static_cast<unsigned char>(s);
+        } else if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
           if constexpr (Config::kScaleKeep) {
             store_ws1(row_tile + r * (Config::kBlockI / 32) + col / 32, s);
           } else {
@@ -436,6 +559,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
             q_t + static_cast<long long>(i0 + k) * M + m0 + ch * 16, v);
       }
     }
+#if !WS_FIRST_FORM  // (mt, it: the staged form's)
+    if constexpr (Config::kClusterScales) {
+      gather_scales_cluster(cs, st_stage, scales, scales_t, M, I, mt, it);
+      return;
+    }
+#endif
     if constexpr (Config::kScaleTiles) {
       // The staged scales_t are the tile's colwise block as is: 16-byte copies.
       for (int c = tid; c < Config::kScaleTileBytes / 16; c += Config::kThreads) {
