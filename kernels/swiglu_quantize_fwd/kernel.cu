@@ -284,21 +284,6 @@ __device__ __forceinline__ int qt_offset(int k, int ch) {
   return k * Config::kBlockM + ((ch ^ ((k >> 1) & Config::kSwizzleMask)) << 4);
 }
 
-// CLUSTER_SCALES: 16 bytes into another CTA's shared memory (st.async: the bytes count on that
-// CTA's mbarrier, whose phase then makes them visible to its waiting threads; no fence).
-__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  return remote;
-}
-__device__ __forceinline__ void st_async16(unsigned remote, const ws::Chunk& v,
-                                           unsigned remote_bar) {
-  asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
-      ::"r"(remote), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "r"(remote_bar)
-      : "memory");
-}
-
 // CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
 __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
   if constexpr (Config::kClusterScales) {
@@ -335,12 +320,14 @@ __device__ __forceinline__ void gather_scales_cluster(unsigned cs, const unsigne
   ws::cluster_wait();  // every CTA's barriers are initialized
   if (tid < 16) {
     const unsigned to = 4 * ms;
-    st_async16(cluster_addr(cs + Config::kCsRows + 256 * is + 16 * tid, to),
-               ws::load_shared16(cs + Config::kCsLocal + 16 * tid), cluster_addr(rows_bar, to));
+    const ws::Chunk v = ws::load_shared16(cs + Config::kCsLocal + 16 * tid);
+    ws::st_async16(ws::cluster_addr(cs + Config::kCsRows + 256 * is + 16 * tid, to), v.w[0],
+                   v.w[1], v.w[2], v.w[3], ws::cluster_addr(rows_bar, to));
   } else if (tid < 32) {
     const unsigned to = is, c = tid - 16;
-    st_async16(cluster_addr(cs + Config::kCsCols + 256 * ms + 16 * c, to),
-               ws::load_shared16(stage + 16 * c), cluster_addr(cols_bar, to));
+    const ws::Chunk v = ws::load_shared16(stage + 16 * c);
+    ws::st_async16(ws::cluster_addr(cs + Config::kCsCols + 256 * ms + 16 * c, to), v.w[0],
+                   v.w[1], v.w[2], v.w[3], ws::cluster_addr(cols_bar, to));
   }
   const unsigned char* blocks = st_stage + Config::kQtRows * Config::kRowBlocks;
   if (is == 0) {  // row collector: M tile mt, I tiles it .. it + 3 (scales bytes 2 it ..)
