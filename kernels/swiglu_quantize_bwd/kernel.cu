@@ -91,7 +91,7 @@
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
-#include "ws/cluster.cuh"
+#include "ws/cluster_scales.cuh"
 #include "ws/mx_dual_tile.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
@@ -169,12 +169,10 @@ struct Config {
   static constexpr bool kScaleKeep = SCALE_TILES == 2;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
   // CLUSTER_SCALES (staged form, 128 x 64 tiles, not with SCALE_TILES): as the forward's, with
-  // dg's and du's blocks. Shared memory after the staged scales: this tile's scales [2][128][2]
-  // (dg, du), the row collector's [4][2][128][2], the column collector's [2][128][4] (its rows:
-  // dg's 64 q_t rows, then du's), two mbarriers (3600 bytes: the plan).
+  // dg's and du's blocks (ws::mx::ClusterScales<2>: 3600 bytes of shared memory after the
+  // staged scales, the plan's).
   static constexpr bool kClusterScales = CLUSTER_SCALES != 0 && QT_STAGE != 0 &&
                                          SCALE_TILES == 0 && BLOCK_M == 128 && BLOCK_I == 64;
-  static constexpr int kCsLocal = 0, kCsRows = 512, kCsCols = 512 + 2048, kCsBars = 512 + 3072;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
@@ -190,13 +188,7 @@ constexpr int kGatherI = Config::kScaleTiles ? Config::kBlockI : 64;
 using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32>;
 using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32>;
 
-// SCALE_TILES 2's workspace stores: kept in the L2 for the second launch.
-__device__ __forceinline__ unsigned long long keep_policy() {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-
+using ClusterScales = ws::mx::ClusterScales<2, Config::kThreads>;  // CLUSTER_SCALES
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;
@@ -259,11 +251,7 @@ __device__ __forceinline__ int qt_offset(int k, int ch) {
 // g, u and dA and write runs of (resident CTAs / GROUP_I) * BLOCK_M bytes of each q_t row.
 __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
   if constexpr (Config::kClusterScales) {
-    // Cluster c (8 CTAs, rank q = bid % 8) covers M tiles 2 cm + q / 4 and I tiles 4 ci + q % 4,
-    // the I groups fastest; CTAs past M or I run on zeros and store nothing.
-    const int groups_i = (col_tiles + 3) / 4, c = bid / 8, q = bid % 8;
-    mt = 2 * (c / groups_i) + q / 4;
-    it = 4 * (c % groups_i) + q % 4;
+    ClusterScales::tile_of(bid, col_tiles, mt, it);
     (void)m_tiles;
   } else if constexpr (Config::kGroupI == 0) {
     mt = bid / col_tiles;
@@ -274,75 +262,6 @@ __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int
     const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
     mt = in_group / width;
     it = group * Config::kGroupI + in_group % width;
-  }
-}
-
-// CLUSTER_SCALES' end of a tile (every CTA of the cluster, valid tile or not). Rank q's scales
-// [2][128][2] go to the row collector (rank 4 (q / 4)) as its block q % 4, its staged scales_t
-// [128][4] to the column collector (rank q % 4) as block q / 4; the collectors then store whole
-// 8-byte pieces of rows. cs: the CLUSTER_SCALES region.
-__device__ __forceinline__ void gather_scales_cluster(unsigned cs, const unsigned char* st_stage,
-                                                      unsigned char* __restrict__ scales,
-                                                      unsigned char* __restrict__ scales_t,
-                                                      int M, int I, int mt, int it) {
-  const int tid = threadIdx.x;
-  const unsigned q = ws::cluster_rank(), ms = q / 4, is = q % 4;
-  const unsigned stage = static_cast<unsigned>(__cvta_generic_to_shared(st_stage));
-  const unsigned rows_bar = cs + Config::kCsBars, cols_bar = rows_bar + 8;
-  ws::cluster_wait();  // every CTA's barriers are initialized
-  if (tid < 32) {
-    const unsigned to = 4 * ms;
-    const Chunk v = ws::load_shared16(cs + Config::kCsLocal + 16 * tid);
-    ws::st_async16(ws::cluster_addr(cs + Config::kCsRows + 512 * is + 16 * tid, to), v.w[0],
-                   v.w[1], v.w[2], v.w[3], ws::cluster_addr(rows_bar, to));
-  } else if (tid < 64) {
-    const unsigned to = is, c = tid - 32;
-    const Chunk v = ws::load_shared16(stage + 16 * c);
-    ws::st_async16(ws::cluster_addr(cs + Config::kCsCols + 512 * ms + 16 * c, to), v.w[0],
-                   v.w[1], v.w[2], v.w[3], ws::cluster_addr(cols_bar, to));
-  }
-  const unsigned char* blocks = st_stage + Config::kQtRows * Config::kRowBlocks;
-  if (is == 0) {  // row collector: M tile mt, I tiles it .. it + 3, dg's and du's halves
-    ws::mbar_wait(rows_bar, 0);
-    const unsigned char* rows = blocks + Config::kCsRows;
-    const int m0 = mt * 128, half = I / 32, c0 = 2 * it;
-    const int bytes = min(8, half - c0);
-    for (int t = tid; t < 256; t += Config::kThreads) {
-      const int h = t / 128, r = t % 128;
-      if (m0 + r >= M) continue;
-      unsigned char* dst = scales + static_cast<long long>(m0 + r) * 2 * half + h * half + c0;
-      unsigned char v[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b) v[b] = rows[512 * (b / 2) + 256 * h + 2 * r + b % 2];
-      if (bytes == 8 && (reinterpret_cast<size_t>(dst) & 7) == 0) {
-        *reinterpret_cast<uint2*>(dst) =
-            make_uint2(v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24),
-                       v[4] | (v[5] << 8) | (v[6] << 16) | (v[7] << 24));
-      } else {
-        for (int b = 0; b < bytes; ++b) dst[b] = v[b];
-      }
-    }
-  }
-  if (ms == 0) {  // column collector: I tile it (dg's and du's q_t rows), M tiles mt, mt + 1
-    ws::mbar_wait(cols_bar, 0);
-    const unsigned char* cols = blocks + Config::kCsCols;
-    const int i0 = it * 64, width = M / 32, c0 = 4 * mt;
-    const int bytes = min(8, width - c0);
-    for (int k = tid; k < 128; k += Config::kThreads) {
-      const int h = k / 64, c = k % 64;
-      if (i0 + c >= I) continue;
-      unsigned char* dst =
-          scales_t + (static_cast<long long>(h) * I + i0 + c) * width + c0;
-      const unsigned lo = *reinterpret_cast<const unsigned*>(cols + 4 * k);
-      const unsigned hi = *reinterpret_cast<const unsigned*>(cols + 512 + 4 * k);
-      if (bytes == 8 && (reinterpret_cast<size_t>(dst) & 7) == 0) {
-        *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
-      } else {
-        for (int b = 0; b < bytes; ++b) {
-          dst[b] = static_cast<unsigned char>((b < 4 ? lo : hi) >> (8 * (b % 4)));
-        }
-      }
-    }
   }
 }
 
@@ -401,15 +320,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   const unsigned cs = static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) +
                       Config::kQtRows * Config::kRowBlocks;
   if constexpr (Config::kClusterScales) {
-    if (tid == 0) {
-      const unsigned q = ws::cluster_rank();
-      ws::mbar_init(cs + Config::kCsBars, 1);
-      ws::mbar_init(cs + Config::kCsBars + 8, 1);
-      ws::fence_mbarrier_init();
-      if (q % 4 == 0) ws::mbar_expect_tx(cs + Config::kCsBars, 2048);
-      if (q / 4 == 0) ws::mbar_expect_tx(cs + Config::kCsBars + 8, 1024);
-    }
-    ws::cluster_arrive_relaxed();  // waited for before the first remote access
+    ClusterScales::init(cs);
   }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7 of I; a row block
@@ -442,15 +353,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
         if ((tid & 3) == 0) {
           if constexpr (Config::kClusterScales) {  // [2][128][2], gathered at the end
-            st_stage[Config::kQtRows * Config::kRowBlocks + Config::kCsLocal + 256 * h + 2 * r +
-                     col / 32] = static_cast<unsigned char>(s);
+            st_stage[Config::kQtRows * Config::kRowBlocks + ClusterScales::local(h, r, col / 32)] =
+                static_cast<unsigned char>(s);
           } else if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
             unsigned char* dst =
                 row_tile + h * part + r * (Config::kBlockI / 32) + col / 32;
             if constexpr (Config::kScaleKeep) {
-              asm volatile("st.global.L2::cache_hint.b8 [%0], %1, %2;" ::"l"(dst), "r"(s),
-                           "l"(keep_policy())
-                           : "memory");
+              ws::store_global1_policy(dst, s, ws::l2_evict_last_policy());
             } else {
               *dst = static_cast<unsigned char>(s);
             }
@@ -549,7 +458,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     }
 #if !WS_FIRST_FORM  // (mt, it: the staged form's)
     if constexpr (Config::kClusterScales) {
-      gather_scales_cluster(cs, st_stage, scales, scales_t, M, I, mt, it);
+      ClusterScales::finish(cs, static_cast<unsigned>(__cvta_generic_to_shared(st_stage)),
+                            st_stage + Config::kQtRows * Config::kRowBlocks, scales, scales_t, M,
+                            I, mt, it);
       return;
     }
 #endif
@@ -561,9 +472,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
         unsigned char* dst = col_tile + (c / kChunks) * part + 16 * (c % kChunks);
         if constexpr (Config::kScaleKeep) {
-          asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(dst),
-                       "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "l"(keep_policy())
-                       : "memory");
+          ws::store_global16_policy(dst, v, ws::l2_evict_last_policy());
         } else {
           *reinterpret_cast<uint4*>(dst) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
         }

@@ -92,7 +92,7 @@
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
-#include "ws/cluster.cuh"
+#include "ws/cluster_scales.cuh"
 #include "ws/mx_dual_tile.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
@@ -180,10 +180,8 @@ struct Config {
   // scales_t row (whole words instead of 2- and 4-byte pieces: 64 L2 requests per tile, not 192).
   static constexpr bool kClusterScales = CLUSTER_SCALES != 0 && QT_STAGE != 0 &&
                                          SCALE_TILES == 0 && BLOCK_M == 128 && BLOCK_I == 64;
-  // Their shared memory after the staged scales: this tile's scales [128][2], the row
-  // collector's [4][128][2], the column collector's [2][64][4], two mbarriers (1808 bytes: the
-  // plan).
-  static constexpr int kCsLocal = 0, kCsRows = 256, kCsCols = 256 + 1024, kCsBars = 256 + 1536;
+  // Their shared memory (ws::mx::ClusterScales::kBytes, 1808: the plan) follows the staged
+  // scales.
 };
 // The tile as ws::mx::DualScaleGather reads it: kBM rows of A by kBK columns (without
 // SCALE_TILES: 64 x 64 stand-ins, never run).
@@ -201,6 +199,7 @@ static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16:
 
 using Gather = ws::mx::DualScaleGather<GatherTile>;  // SCALE_TILES' second launch
 
+using ClusterScales = ws::mx::ClusterScales<1, Config::kThreads>;  // CLUSTER_SCALES
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;
@@ -262,22 +261,6 @@ __device__ __forceinline__ Chunk activation_chunk(const Chunk& g, const Chunk& u
   return a;
 }
 
-// SCALE_TILES 2's workspace stores: kept in the L2 for the second launch.
-__device__ __forceinline__ unsigned long long keep_policy() {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-__device__ __forceinline__ void store_ws1(unsigned char* p, unsigned v) {
-  asm volatile("st.global.L2::cache_hint.b8 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(keep_policy())
-               : "memory");
-}
-__device__ __forceinline__ void store_ws16(unsigned char* p, const ws::Chunk& v) {
-  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
-               "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "l"(keep_policy())
-               : "memory");
-}
-
 // Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch BLOCK_M bytes): lanes p
 // write rows 2p and 2p+1 at the same ch, so row/2 picks the chunk slot (8 lanes, 8 bank groups).
 __device__ __forceinline__ int qt_offset(int k, int ch) {
@@ -287,11 +270,7 @@ __device__ __forceinline__ int qt_offset(int k, int ch) {
 // CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
 __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
   if constexpr (Config::kClusterScales) {
-    // Cluster c (8 CTAs, rank q = bid % 8) covers M tiles 2 cm + q / 4 and I tiles 4 ci + q % 4,
-    // the I groups fastest; CTAs past M or I run on zeros and store nothing.
-    const int groups_i = (col_tiles + 3) / 4, c = bid / 8, q = bid % 8;
-    mt = 2 * (c / groups_i) + q / 4;
-    it = 4 * (c % groups_i) + q % 4;
+    ClusterScales::tile_of(bid, col_tiles, mt, it);
     (void)m_tiles;
   } else if constexpr (Config::kGroupI == 0) {
     mt = bid / col_tiles;
@@ -302,70 +281,6 @@ __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int
     const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
     mt = in_group / width;
     it = group * Config::kGroupI + in_group % width;
-  }
-}
-
-// CLUSTER_SCALES' end of a tile (every CTA of the cluster, valid tile or not). Rank q's scales
-// [128][2] go to the row collector (rank 4 (q / 4)) as its block q % 4 of [4][128][2], its
-// staged scales_t [64][4] to the column collector (rank q % 4) as block q / 4 of [2][64][4];
-// the collectors then store whole 8-byte rows. cs: the CLUSTER_SCALES region.
-__device__ __forceinline__ void gather_scales_cluster(unsigned cs, const unsigned char* st_stage,
-                                                      unsigned char* __restrict__ scales,
-                                                      unsigned char* __restrict__ scales_t,
-                                                      int M, int I, int mt, int it) {
-  const int tid = threadIdx.x;
-  const unsigned q = ws::cluster_rank(), ms = q / 4, is = q % 4;
-  const unsigned stage = static_cast<unsigned>(__cvta_generic_to_shared(st_stage));
-  const unsigned rows_bar = cs + Config::kCsBars, cols_bar = rows_bar + 8;
-  ws::cluster_wait();  // every CTA's barriers are initialized
-  if (tid < 16) {
-    const unsigned to = 4 * ms;
-    const ws::Chunk v = ws::load_shared16(cs + Config::kCsLocal + 16 * tid);
-    ws::st_async16(ws::cluster_addr(cs + Config::kCsRows + 256 * is + 16 * tid, to), v.w[0],
-                   v.w[1], v.w[2], v.w[3], ws::cluster_addr(rows_bar, to));
-  } else if (tid < 32) {
-    const unsigned to = is, c = tid - 16;
-    const ws::Chunk v = ws::load_shared16(stage + 16 * c);
-    ws::st_async16(ws::cluster_addr(cs + Config::kCsCols + 256 * ms + 16 * c, to), v.w[0],
-                   v.w[1], v.w[2], v.w[3], ws::cluster_addr(cols_bar, to));
-  }
-  const unsigned char* blocks = st_stage + Config::kQtRows * Config::kRowBlocks;
-  if (is == 0) {  // row collector: M tile mt, I tiles it .. it + 3 (scales bytes 2 it ..)
-    ws::mbar_wait(rows_bar, 0);
-    const unsigned char* rows = blocks + Config::kCsRows;
-    const int m0 = mt * 128, width = I / 32, c0 = 2 * it;
-    const int bytes = min(8, width - c0);
-    for (int r = tid; r < 128 && m0 + r < M; r += Config::kThreads) {
-      unsigned char* dst = scales + static_cast<long long>(m0 + r) * width + c0;
-      unsigned char v[8];
-#pragma unroll
-      for (int b = 0; b < 8; ++b) v[b] = rows[256 * (b / 2) + 2 * r + b % 2];
-      if (bytes == 8 && (reinterpret_cast<size_t>(dst) & 7) == 0) {
-        *reinterpret_cast<uint2*>(dst) =
-            make_uint2(v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24),
-                       v[4] | (v[5] << 8) | (v[6] << 16) | (v[7] << 24));
-      } else {
-        for (int b = 0; b < bytes; ++b) dst[b] = v[b];
-      }
-    }
-  }
-  if (ms == 0) {  // column collector: I tile it, M tiles mt, mt + 1 (scales_t bytes 4 mt ..)
-    ws::mbar_wait(cols_bar, 0);
-    const unsigned char* cols = blocks + Config::kCsCols;
-    const int i0 = it * 64, width = M / 32, c0 = 4 * mt;
-    const int bytes = min(8, width - c0);
-    for (int k = tid; k < 64 && i0 + k < I; k += Config::kThreads) {
-      unsigned char* dst = scales_t + static_cast<long long>(i0 + k) * width + c0;
-      const unsigned lo = *reinterpret_cast<const unsigned*>(cols + 4 * k);
-      const unsigned hi = *reinterpret_cast<const unsigned*>(cols + 256 + 4 * k);
-      if (bytes == 8 && (reinterpret_cast<size_t>(dst) & 7) == 0) {
-        *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
-      } else {
-        for (int b = 0; b < bytes; ++b) {
-          dst[b] = static_cast<unsigned char>((b < 4 ? lo : hi) >> (8 * (b % 4)));
-        }
-      }
-    }
   }
 }
 
@@ -418,15 +333,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   const unsigned cs = static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) +
                       Config::kQtRows * Config::kRowBlocks;
   if constexpr (Config::kClusterScales) {
-    if (tid == 0) {  // one phase each: 4 x 256 bytes of scales, 2 x 256 of scales_t
-      const unsigned q = ws::cluster_rank();
-      ws::mbar_init(cs + Config::kCsBars, 1);
-      ws::mbar_init(cs + Config::kCsBars + 8, 1);
-      ws::fence_mbarrier_init();
-      if (q % 4 == 0) ws::mbar_expect_tx(cs + Config::kCsBars, 1024);
-      if (q / 4 == 0) ws::mbar_expect_tx(cs + Config::kCsBars + 8, 512);
-    }
-    ws::cluster_arrive_relaxed();  // waited for before the first remote access
+    ClusterScales::init(cs);
   }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7. A row block of
@@ -455,11 +362,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) {
         if constexpr (Config::kClusterScales) {  // [128][2], gathered at the end
-          st_stage[Config::kQtRows * Config::kRowBlocks + Config::kCsLocal + r * 2 + col / 32] =
+          st_stage[Config::kQtRows * Config::kRowBlocks + ClusterScales::local(0, r, col / 32)] =
               static_cast<unsigned char>(s);
         } else if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
           if constexpr (Config::kScaleKeep) {
-            store_ws1(row_tile + r * (Config::kBlockI / 32) + col / 32, s);
+            // SCALE_TILES 2: kept in the L2 for the second launch.
+            ws::store_global1_policy(row_tile + r * (Config::kBlockI / 32) + col / 32, s,
+                                     ws::l2_evict_last_policy());
           } else {
             row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
           }
@@ -548,7 +457,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     }
 #if !WS_FIRST_FORM  // (mt, it: the staged form's)
     if constexpr (Config::kClusterScales) {
-      gather_scales_cluster(cs, st_stage, scales, scales_t, M, I, mt, it);
+      ClusterScales::finish(cs, static_cast<unsigned>(__cvta_generic_to_shared(st_stage)),
+                            st_stage + Config::kQtRows * Config::kRowBlocks, scales, scales_t, M,
+                            I, mt, it);
       return;
     }
 #endif
@@ -558,7 +469,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         const ws::Chunk v = ws::load_shared16(
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
         if constexpr (Config::kScaleKeep) {
-          store_ws16(col_tile + 16 * c, v);
+          ws::store_global16_policy(col_tile + 16 * c, v, ws::l2_evict_last_policy());
         } else {
           *reinterpret_cast<uint4*>(col_tile + 16 * c) =
               make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
