@@ -357,6 +357,10 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
       tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9=_-' '_')
       metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
+      # The fabric between the two L2 partitions limits the memory-bound kernels (session 28:
+      # about half of all L2 sector requests cross it, whatever their size).
+      metrics+=,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed
+      metrics+=,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum
       # NCU_METRICS: more metrics, comma-separated (e.g. the L2's request and sector counts by op).
       [[ -n ${NCU_METRICS:-} ]] && metrics+=",$NCU_METRICS"
       # shellcheck disable=SC2086  # NCU_ARGS is a word list
