@@ -329,7 +329,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     (void)ws_scales, (void)row_tile, (void)col_tile;
   }
   // CLUSTER_SCALES: this CTA's own scales go to shared memory first; the barriers are the
-  // collectors' (count: 4 CTAs of an M tile, 2 of an I tile), each completing once.
+  // collectors' (one phase each: 4 x 256 bytes of scales, 2 x 256 of scales_t).
   const unsigned cs = static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) +
                       Config::kQtRows * Config::kRowBlocks;
   if constexpr (Config::kClusterScales) {
