@@ -330,10 +330,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   }
   // CLUSTER_SCALES: this CTA's own scales go to shared memory first; the barriers are the
   // collectors' (one phase each: 4 x 256 bytes of scales, 2 x 256 of scales_t).
-  const unsigned cs = static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) +
-                      Config::kQtRows * Config::kRowBlocks;
+  unsigned char* const cluster_region = st_stage + Config::kQtRows * Config::kRowBlocks;
   if constexpr (Config::kClusterScales) {
-    ClusterScales::init(cs);
+    ClusterScales::init(cluster_region);
   }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7. A row block of
@@ -362,7 +361,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) {
         if constexpr (Config::kClusterScales) {  // [128][2], gathered at the end
-          st_stage[Config::kQtRows * Config::kRowBlocks + ClusterScales::local(0, r, col / 32)] =
+          cluster_region[ClusterScales::local(0, r, col / 32)] =
               static_cast<unsigned char>(s);
         } else if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
           if constexpr (Config::kScaleKeep) {
@@ -457,9 +456,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     }
 #if !WS_FIRST_FORM  // (mt, it: the staged form's)
     if constexpr (Config::kClusterScales) {
-      ClusterScales::finish(cs, static_cast<unsigned>(__cvta_generic_to_shared(st_stage)),
-                            st_stage + Config::kQtRows * Config::kRowBlocks, scales, scales_t, M,
-                            I, mt, it);
+      ClusterScales::finish(cluster_region, st_stage, scales, scales_t, M, I, mt, it);
       return;
     }
 #endif

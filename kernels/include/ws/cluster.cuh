@@ -24,11 +24,18 @@ __device__ __forceinline__ unsigned cluster_rank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
 }
+/// Shared address `local` (this CTA's layout) in cluster CTA `rank`, for the shared::cluster
+/// forms below.
+__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+
 /// The float4 at shared address `local` (this CTA's layout) in cluster CTA `rank`.
 __device__ __forceinline__ float4 cluster_load_f4(const void* local, unsigned rank) {
-  unsigned remote;
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  const unsigned remote =
+      cluster_addr(static_cast<unsigned>(__cvta_generic_to_shared(local)), rank);
   float4 v;
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
@@ -39,20 +46,11 @@ __device__ __forceinline__ float4 cluster_load_f4(const void* local, unsigned ra
 
 /// The int at shared address `local` (this CTA's layout) in cluster CTA `rank`.
 __device__ __forceinline__ int cluster_load_s32(const void* local, unsigned rank) {
-  unsigned remote;
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  const unsigned remote =
+      cluster_addr(static_cast<unsigned>(__cvta_generic_to_shared(local)), rank);
   int v;
   asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
   return v;
-}
-
-/// Shared address `local` (this CTA's layout) in cluster CTA `rank`, for the shared::cluster
-/// forms below.
-__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  return remote;
 }
 
 /// 16 bytes into another CTA's shared memory (st.async): they count as transaction bytes on

@@ -48,7 +48,9 @@ struct ClusterScales {
 
   /// At the kernel's start, every thread: the collectors' barriers (one phase each), then this
   /// CTA's arrival on the cluster barrier that finish() waits on before any remote access.
-  static __device__ __forceinline__ void init(unsigned cs) {
+  /// region: kBytes of shared memory, 16-byte aligned, at the same offset in every CTA.
+  static __device__ __forceinline__ void init(unsigned char* region) {
+    const unsigned cs = smem_u32(region);
     if (threadIdx.x == 0) {
       const unsigned q = cluster_rank();
       mbar_init(cs + kBars, 1);
@@ -61,14 +63,15 @@ struct ClusterScales {
   }
 
   /// At the kernel's end, every thread of every CTA (valid tile or not), after the local block
-  /// and the staged scales_t ([kHalves * 64][4] at shared address stage) are complete and
+  /// (in region) and the staged scales_t ([kHalves * 64][4] at stage) are complete and
   /// synchronized: sends both, then the collectors store their rows. mt, it: this CTA's tile.
-  static __device__ __forceinline__ void finish(unsigned cs, unsigned stage,
-                                                const unsigned char* cs_ptr,
+  static __device__ __forceinline__ void finish(const unsigned char* region,
+                                                const unsigned char* stage,
                                                 unsigned char* __restrict__ scales,
                                                 unsigned char* __restrict__ scales_t, int M,
                                                 int I, int mt, int it) {
     const int tid = threadIdx.x;
+    const unsigned cs = smem_u32(region), staged = smem_u32(stage);
     const unsigned q = cluster_rank(), ms = q / 4, is = q % 4;
     const unsigned rows_bar = cs + kBars, cols_bar = rows_bar + 8;
     cluster_wait();  // every CTA's barriers are initialized
@@ -76,11 +79,11 @@ struct ClusterScales {
       send(cs + kLocal + 16 * tid, cs + kRows + 256 * kHalves * is + 16 * tid, rows_bar, 4 * ms);
     } else if (tid < 32 * kHalves) {  // the staged scales_t to the column collector, block ms
       const int c = tid - 16 * kHalves;
-      send(stage + 16 * c, cs + kCols + 256 * kHalves * ms + 16 * c, cols_bar, is);
+      send(staged + 16 * c, cs + kCols + 256 * kHalves * ms + 16 * c, cols_bar, is);
     }
     if (is == 0) {  // row collector: M tile mt, I tiles it .. it + 3
       mbar_wait(rows_bar, 0);
-      const unsigned char* rows = cs_ptr + kRows;
+      const unsigned char* rows = region + kRows;
       const int m0 = mt * kTileM, half = I / 32, c0 = 2 * it;
       const int bytes = min(8, half - c0);
       for (int t = tid; t < kTileM * kHalves; t += kThreads) {
@@ -102,7 +105,7 @@ struct ClusterScales {
     }
     if (ms == 0) {  // column collector: I tile it, M tiles mt, mt + 1
       mbar_wait(cols_bar, 0);
-      const unsigned char* cols = cs_ptr + kCols;
+      const unsigned char* cols = region + kCols;
       const int i0 = it * kTileI, width = M / 32, c0 = 4 * mt;
       const int bytes = min(8, width - c0);
       for (int k = tid; k < kTileI * kHalves; k += kThreads) {
