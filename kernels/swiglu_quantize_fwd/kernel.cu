@@ -1,17 +1,16 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1, 2], "CLUSTER_SCALES": [0, 1] },
-  "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
-                 "zero": false },
+              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [0, 1, 2, 3] },
+  "workspace": { "bytes": "(SCALE_TILES != 0) * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * (2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32 + (SCALE_TILES == 3) * 4 * (ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)))",
+                 "zero": true },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
-                "grid":  ["CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64) * 8 * ceil_div(ceil_div(M, BLOCK_M), 2) * ceil_div(ceil_div(I, BLOCK_I), 4) + (1 - CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64)) * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"],
-                "cluster": ["1 + 7 * CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64)"],
+                "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"],
                 "block": ["THREADS"],
-                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32)) + CLUSTER_SCALES * QT_STAGE * (SCALE_TILES == 0) * (BLOCK_M == 128) * (BLOCK_I == 64) * 1808",
+                "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (2 * BLOCK_M * BLOCK_I + QT_STAGE * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
               { "kernel": "sm90_swiglu_mxfp8_scales", "pdl": true,
-                "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0",
+                "when": "(SCALE_TILES == 1 || SCALE_TILES == 2) * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
                 "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
@@ -65,11 +64,12 @@
 // ws::mx::DualScaleGather) puts them in place: 8.8% fewer L2 sectors, the main kernel 5.3%
 // shorter, but the gather takes 10.4 us (ncu, I1536). Two calls: 1.055-1.064x at I8192
 // M131072, 1.005-1.014x at I2048, 0.995-1.009x at I2880, 0.974-0.997x at I1536; 2 no better.
-// CLUSTER_SCALES (1; 128 x 64 tiles, staged, not with SCALE_TILES): the same requests saved
-// without a second launch. Clusters of 8 CTAs (2 M tiles x 4 I tiles) send their scale blocks
-// by st.async into a collector CTA's shared memory (counted on its mbarrier, no fences); the
-// first CTA of each M tile stores 8 bytes of each scales row, the first of each I tile 8 bytes
-// of each scales_t row: 64 requests per tile instead of 192. Not yet run on a GPU.
+// SCALE_TILES 3: no second launch. Each tile counts itself on the counters of its two runs of
+// 32 tiles (ws::mx::DualScaleGather::arrive); the last tile of a run to arrive moves the run
+// into place while its blocks are still in the L2. Not yet run on a GPU.
+// Session 29 measured, then removed, CLUSTER_SCALES (clusters of 8 CTAs, 2 M x 4 I tiles, whose
+// scale blocks went by st.async to one CTA per M and per I tile for 8-byte stores): 0.84-0.98x,
+// 0.84x at I2880 (kernels/swiglu_quantize_fwd/NOTES.md).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
@@ -92,7 +92,6 @@
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
 #include "ws/mx_block.cuh"
-#include "ws/cluster_scales.cuh"
 #include "ws/mx_dual_tile.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
@@ -128,9 +127,6 @@
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 0
-#endif
-#ifndef CLUSTER_SCALES
-#define CLUSTER_SCALES 0
 #endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
@@ -169,19 +165,12 @@ struct Config {
   // scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them in
   // place.
   // SCALE_TILES 2: the workspace stores under an L2 evict_last policy, so the second launch
-  // reads them from the L2 rather than DRAM.
+  // reads them from the L2 rather than DRAM; 3: the last tile of each run gathers it instead.
   static constexpr bool kScaleTiles =
       SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
   static constexpr bool kScaleKeep = SCALE_TILES == 2;
+  static constexpr bool kGatherHere = kScaleTiles && SCALE_TILES == 3;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
-  // CLUSTER_SCALES (staged form, 128 x 64 tiles, not with SCALE_TILES): clusters of 8 CTAs, 2
-  // M tiles x 4 I tiles, gather their scales through distributed shared memory; the first CTA
-  // of each M tile stores 8 bytes of every scales row, the first of each I tile 8 bytes of every
-  // scales_t row (whole words instead of 2- and 4-byte pieces: 64 L2 requests per tile, not 192).
-  static constexpr bool kClusterScales = CLUSTER_SCALES != 0 && QT_STAGE != 0 &&
-                                         SCALE_TILES == 0 && BLOCK_M == 128 && BLOCK_I == 64;
-  // Their shared memory (ws::mx::ClusterScales::kBytes, 1808: the plan) follows the staged
-  // scales.
 };
 // The tile as ws::mx::DualScaleGather reads it: kBM rows of A by kBK columns (without
 // SCALE_TILES: 64 x 64 stand-ins, never run).
@@ -197,9 +186,9 @@ static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stag
 static_assert(Config::kGroupI >= 0, "GROUP_I");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
-using Gather = ws::mx::DualScaleGather<GatherTile>;  // SCALE_TILES' second launch
-
-using ClusterScales = ws::mx::ClusterScales<1, Config::kThreads>;  // CLUSTER_SCALES
+using Gather = ws::mx::DualScaleGather<GatherTile>;  // SCALE_TILES' gather
+static_assert(!Config::kGatherHere || Gather::kSmemBytes <= Config::kTileBytes,
+              "SCALE_TILES 3: the gather's shared memory fits over the dead tile");
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;
@@ -269,10 +258,7 @@ __device__ __forceinline__ int qt_offset(int k, int ch) {
 
 // CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
 __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
-  if constexpr (Config::kClusterScales) {
-    ClusterScales::tile_of(bid, col_tiles, mt, it);
-    (void)m_tiles;
-  } else if constexpr (Config::kGroupI == 0) {
+  if constexpr (Config::kGroupI == 0) {
     mt = bid / col_tiles;
     it = bid % col_tiles;
   } else {
@@ -328,12 +314,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   } else {
     (void)ws_scales, (void)row_tile, (void)col_tile;
   }
-  // CLUSTER_SCALES: this CTA's own scales go to shared memory first; the barriers are the
-  // collectors' (one phase each: 4 x 256 bytes of scales, 2 x 256 of scales_t).
-  unsigned char* const cluster_region = st_stage + Config::kQtRows * Config::kRowBlocks;
-  if constexpr (Config::kClusterScales) {
-    ClusterScales::init(cluster_region);
-  }
 
   // Loads: chunk k -> tile row k / kRowChunks, columns 8 (k % kRowChunks) .. +7. A row block of
   // 32 columns is 4 consecutive k: a lane quad. Rows are in or out in whole (M % 32 == 0 is not
@@ -360,10 +340,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) {
-        if constexpr (Config::kClusterScales) {  // [128][2], gathered at the end
-          cluster_region[ClusterScales::local(0, r, col / 32)] =
-              static_cast<unsigned char>(s);
-        } else if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
+        if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
           if constexpr (Config::kScaleKeep) {
             // SCALE_TILES 2: kept in the L2 for the second launch.
             ws::store_global1_policy(row_tile + r * (Config::kBlockI / 32) + col / 32, s,
@@ -454,12 +431,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
             q_t + static_cast<long long>(i0 + k) * M + m0 + ch * 16, v);
       }
     }
-#if !WS_FIRST_FORM  // (mt, it: the staged form's)
-    if constexpr (Config::kClusterScales) {
-      ClusterScales::finish(cluster_region, st_stage, scales, scales_t, M, I, mt, it);
-      return;
-    }
-#endif
     if constexpr (Config::kScaleTiles) {
       // The staged scales_t are the tile's colwise block as is: 16-byte copies.
       for (int c = tid; c < Config::kScaleTileBytes / 16; c += Config::kThreads) {
@@ -472,6 +443,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
               make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
         }
       }
+#if !WS_FIRST_FORM  // (mt, it: the staged form's)
+      if constexpr (Config::kGatherHere) {
+        unsigned* const counters = reinterpret_cast<unsigned*>(ws_scales + Gather::bytes(M, I));
+        Gather::arrive<Config::kThreads>(ws_scales, counters, scales, scales_t, M, I, mt, it,
+                                         smem);
+      }
+#endif
       return;
     }
     // scales_t: one thread per staged row, BLOCK_M / 32 bytes (one 32-bit store when aligned).

@@ -53,15 +53,4 @@ __device__ __forceinline__ int cluster_load_s32(const void* local, unsigned rank
   return v;
 }
 
-/// 16 bytes into another CTA's shared memory (st.async): they count as transaction bytes on
-/// that CTA's mbarrier remote_bar, whose phase completion makes them visible to its waiting
-/// threads; no fence on either side. remote, remote_bar: cluster_addr results.
-__device__ __forceinline__ void st_async16(unsigned remote, unsigned a, unsigned b, unsigned c,
-                                           unsigned d, unsigned remote_bar) {
-  asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
-      ::"r"(remote), "r"(a), "r"(b), "r"(c), "r"(d), "r"(remote_bar)
-      : "memory");
-}
-
 }  // namespace ws
