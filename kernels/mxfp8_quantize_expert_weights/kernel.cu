@@ -1,15 +1,15 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0, 2] },
-  "workspace": { "bytes": "(SCALE_TILES != 0) * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT + (SCALE_TILES == 2) * 4 * E * (ceil_div(N, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(N, 32 * RB), 32))",
-                 "zero": true },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0] },
+  "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
                 "grid":  ["E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"],
-                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, (SCALE_TILES != 0)) * 64 * KT * RB",
+                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["w", "q_k", "s_k", "q_n", "s_n", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_mxfp8_quantize_expert_weights_scales", "when": "SCALE_TILES == 1",
+              { "kernel": "sm90_mxfp8_quantize_expert_weights_scales", "when": "SCALE_TILES != 0",
                 "pdl": true,
                 "grid":  ["E * (ceil_div(N, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(N, 32 * RB), 32))"],
                 "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
@@ -103,7 +103,6 @@
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (as the dual's)
-                       // 2: gathered by the last tile of each run instead (as the dual's)
 #endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
@@ -160,14 +159,6 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #endif
   Tile::quantize<true>(w + e * elems, q_k + e * elems, sk, q_n + e * elems, sn, N, K,
                        tn * Tile::kBM, tk * Tile::kBK, smem);
-#if SCALE_TILES == 2
-  // Every expert's counters after every expert's blocks.
-  static_assert(Gather::kSmemBytes <= Tile::kTileBytes, "the gather over the dead tile");
-  unsigned* const counters = reinterpret_cast<unsigned*>(
-      ws + E * Gather::bytes(N, K) + e * Gather::counter_bytes(N, K));
-  Gather::arrive<Tile::kThreads>(we, counters, s_k + e * (elems / 32), s_n + e * (elems / 32), N,
-                                 K, tn, tk, smem);
-#endif
 }
 
 // SCALE_TILES' second launch (pdl): each expert's workspace blocks into s_k and s_n, one CTA per

@@ -1,16 +1,16 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [0, 1], "SCALE_TILES": [1, 0, 2, 3] },
-  "workspace": { "bytes": "(SCALE_TILES != 0) * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * (4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32 + (SCALE_TILES == 3) * 4 * (ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)))",
-                 "zero": true },
+              "RSEL": [0, 1], "SCALE_TILES": [1, 0, 2] },
+  "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I)"],
                 "block": ["THREADS"],
                 "smem": "(QT_STAGE != 0 || GROUP_I != 0 || BLOCK_M != 64 || BLOCK_I != 64 || THREADS != 256) * (4 * BLOCK_M * BLOCK_I + QT_STAGE * 2 * BLOCK_I * (BLOCK_M / 32))",
                 "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
               { "kernel": "sm90_dswiglu_mxfp8_scales",
-                "when": "(SCALE_TILES == 1 || SCALE_TILES == 2) * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0", "pdl": true,
+                "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0", "pdl": true,
                 "grid":  ["2 * ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + 2 * ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
                 "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
@@ -61,10 +61,12 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
 // whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
 // FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
-// SCALE_TILES (1, 2, 3): see Config (why: kernels/swiglu_quantize_fwd). 1 is the default since
-// session 29: 1.019-1.142x (1.060x geomean) at rceil standard, `ok` at every test and hidden
-// shape, 0.85-0.88 of SOL (bench/results/sweeps-h200-2026-12-04-session29.json). Session 29 also
-// measured, then removed, CLUSTER_SCALES (the forward's): 0.82-1.05x, 0.96x geomean.
+// SCALE_TILES (1, 2): see Config (why: kernels/swiglu_quantize_fwd). 1 is the default since
+// session 29: 1.019-1.142x (1.060x geomean) at rceil standard, then 1.009-1.150x (rceil
+// standard) and 0.981-1.092x (floor clamped) in a second call, `ok` at every test and hidden
+// shape, 0.80-0.88 of SOL (bench/results/sweeps-h200-2026-12-04-session29.json). Session 29 also
+// measured, then removed, the forward's CLUSTER_SCALES (0.82-1.05x, 0.96x geomean) and the
+// in-kernel gather by the last tile of each run (0.75-0.80x).
 // RSEL: rceil scales without branches (ws::mx::rceil_from_bits_select). ncu (session 28, I1536
 // rceil standard): issue slots 67% busy, L2 92%, DRAM 72% of peak. FAST_EXP 2 is the default
 // since session 28 (1.003-1.022x in one call, `ok` at every test and hidden shape); RSEL 1 with
@@ -164,9 +166,6 @@ struct Config {
   static constexpr bool kScaleTiles =
       SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
   static constexpr bool kScaleKeep = SCALE_TILES == 2;
-  // SCALE_TILES 3: no second launch; the last tile of each run to arrive gathers it (as the
-  // forward's).
-  static constexpr bool kGatherHere = kScaleTiles && SCALE_TILES == 3;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
@@ -183,8 +182,6 @@ constexpr int kGatherI = Config::kScaleTiles ? Config::kBlockI : 64;
 using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32>;
 using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32>;
 
-static_assert(!Config::kGatherHere || RowGather::kSmemBytes <= Config::kTileBytes,
-              "SCALE_TILES 3: the gather's shared memory fits over the dead tile");
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;
@@ -255,43 +252,6 @@ __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int
     const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
     mt = in_group / width;
     it = group * Config::kGroupI + in_group % width;
-  }
-}
-
-// SCALE_TILES 3, every thread once the tile's blocks are in ws: counts the tile on its two runs'
-// counters (after the workspace's four parts; ws::last_arrivals); the last tile of a run to
-// arrive moves dg's and du's halves of the run into place, from the L2.
-__device__ __forceinline__ void gather_here(unsigned char* ws, unsigned char* scales,
-                                            unsigned char* scales_t, int M, int I, long long tm,
-                                            long long ti, unsigned char* smem) {
-  constexpr int kRun = RowGather::kTiles;
-  const long long tiles_m = (M + Config::kBlockM - 1) / Config::kBlockM;
-  const long long tiles_i = (I + Config::kBlockI - 1) / Config::kBlockI;
-  const long long part = tiles_m * tiles_i * Config::kScaleTileBytes;
-  unsigned* const counters = reinterpret_cast<unsigned*>(ws + 4 * part);
-  unsigned* counter = nullptr;
-  long long count = 0;
-  if (threadIdx.x == 0) {  // tile row tm's run of I tiles
-    counter = counters + tm * RowGather::runs(tiles_i) + ti / kRun;
-    count = min(static_cast<long long>(kRun), tiles_i - ti / kRun * kRun);
-  } else if (threadIdx.x == 1) {  // tile column ti's run of M tiles
-    counter = counters + tiles_m * RowGather::runs(tiles_i) + ti * ColGather::runs(tiles_m) +
-              tm / kRun;
-    count = min(static_cast<long long>(kRun), tiles_m - tm / kRun * kRun);
-  }
-  const unsigned last = ws::last_arrivals(counter, static_cast<unsigned>(count));
-  int runs = 0;  // uniform over the CTA: the barriers between runs reuse smem
-  for (int h = 0; h < 2 && (last & 1u); ++h) {
-    if (runs++ != 0) __syncthreads();
-    RowGather::run<true, true, Config::kThreads>(ws + h * part, scales + h * (I / 32), M,
-                                                 tiles_i, 2LL * I / 32, I / 32, tm,
-                                                 ti / kRun * kRun, smem);
-  }
-  for (int h = 0; h < 2 && (last & 2u); ++h) {
-    if (runs++ != 0) __syncthreads();
-    ColGather::run<true, true, Config::kThreads>(ws + (2 + h) * part,
-                                                 scales_t + h * I * (M / 32LL), I, tiles_m,
-                                                 M / 32, M / 32, ti, tm / kRun * kRun, smem);
   }
 }
 
@@ -489,11 +449,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
           *reinterpret_cast<uint4*>(dst) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
         }
       }
-#if !WS_FIRST_FORM  // (mt, it: the staged form's)
-      if constexpr (Config::kGatherHere) {
-        gather_here(ws_scales, scales, scales_t, M, I, mt, it, smem);
-      }
-#endif
       return;
     }
     // scales_t: one thread per staged row, BLOCK_M / 32 bytes (one 32-bit store when aligned).

@@ -157,32 +157,4 @@ __device__ __forceinline__ unsigned char load_shared1(unsigned addr) {
   return static_cast<unsigned char>(v);
 }
 
-/// Counts this CTA on up to 32 counters at once: lane i of warp 0 passes counter i and the count
-/// that completes it, every other thread nullptr. Every thread calls, after the global writes the
-/// completing CTA will read. Returns, in every thread, the mask of the counters this CTA
-/// completed (lane i: bit i); a completed counter is left zero for the next launch, so the
-/// counters are zeroed once, at allocation. Why it is enough: the barrier orders the CTA's writes
-/// before each lane's acq_rel atomic (a release is cumulative), and the completing lane's acquire,
-/// then the second barrier, order the other CTAs' writes before this CTA's reads.
-__device__ __forceinline__ unsigned last_arrivals(unsigned* counter, unsigned count) {
-  __shared__ unsigned completed;
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    bool last = false;
-    if (counter != nullptr) {
-      unsigned old;
-      asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
-                   : "=r"(old)
-                   : "l"(counter)
-                   : "memory");
-      last = old + 1 == count;
-      if (last) asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" : : "l"(counter) : "memory");
-    }
-    const unsigned mask = __ballot_sync(kFullMask, last);
-    if (threadIdx.x == 0) completed = mask;
-  }
-  __syncthreads();
-  return completed;
-}
-
 }  // namespace ws

@@ -495,9 +495,7 @@ struct ScaleGather {
   }
 
   /// kAnyOut: out may sit at any byte (word stores only where out is 4-byte aligned too).
-  /// kInKernel: run by a CTA of kCtaThreads threads of the launch that wrote src (after
-  /// last_arrivals), so src is read from the L2 (ld.global.cg), never from a stale L1 line.
-  template <bool kAnyOut = false, bool kInKernel = false, int kCtaThreads = kThreads>
+  template <bool kAnyOut = false>
   static __device__ __forceinline__ void run(const unsigned char* __restrict__ src,
                                              unsigned char* __restrict__ out, long long rows,
                                              long long T, long long pitch, long long width,
@@ -505,9 +503,8 @@ struct ScaleGather {
     const int nt = static_cast<int>(min(static_cast<long long>(kTiles), T - t0));
     const uint4* in = reinterpret_cast<const uint4*>(src + (g * T + t0) * kTileBytes);
     constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
-    for (int i = threadIdx.x; i < nt * kChunks; i += kCtaThreads) {
-      // Written by the previous launch (a plain, coherent load) or, kInKernel, by other CTAs.
-      const uint4 v = kInKernel ? __ldcg(in + i) : in[i];
+    for (int i = threadIdx.x; i < nt * kChunks; i += kThreads) {
+      const uint4 v = in[i];  // written by the previous launch: a plain (coherent) load
       unsigned* d =
           reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
       d[0] = v.x;
@@ -520,7 +517,7 @@ struct ScaleGather {
     const long long col0 = t0 * P;       // the run's first output column
     const bool aligned =
         pitch % 4 == 0 && (!kAnyOut || reinterpret_cast<size_t>(out) % 4 == 0);
-    for (int i = threadIdx.x; i < R * words; i += kCtaThreads) {
+    for (int i = threadIdx.x; i < R * words; i += kThreads) {
       const int r = i / words, w = i % words;
       const long long row = g * R + r;
       if (row >= rows) break;  // i only grows: every later row is past the end too
@@ -566,50 +563,6 @@ struct DualScaleGather {
     return row_ctas(rows, cols) +
            (cols + Tile::kBK - 1) / Tile::kBK * Col::runs((rows + Tile::kBM - 1) / Tile::kBM);
   }
-  /// Counters of the in-kernel form (arrive): one per run, 4 bytes each.
-  static __host__ __device__ constexpr long long counter_bytes(long long rows, long long cols) {
-    return 4 * ((rows + Tile::kBM - 1) / Tile::kBM * Row::runs((cols + Tile::kBK - 1) / Tile::kBK) +
-                (cols + Tile::kBK - 1) / Tile::kBK * Col::runs((rows + Tile::kBM - 1) / Tile::kBM));
-  }
-
-  /// The in-kernel form, no second launch: every thread of the CTA of tile (tm, tk), kCtaThreads
-  /// of them, calls this once both of its blocks are in ws. The tile counts itself on its runs'
-  /// counters (counter_bytes of them, zero at the first launch; last_arrivals); the last tile of
-  /// a run to arrive moves the run into place, from the L2. smem: kSmemBytes that the CTA no
-  /// longer needs.
-  template <int kCtaThreads>
-  static __device__ __forceinline__ void arrive(unsigned char* __restrict__ ws,
-                                                unsigned* __restrict__ counters,
-                                                unsigned char* __restrict__ scales,
-                                                unsigned char* __restrict__ scales_t,
-                                                long long rows, long long cols, long long tm,
-                                                long long tk, unsigned char* smem) {
-    constexpr int kRun = Row::kTiles;
-    static_assert(Col::kTiles == kRun, "one run length");
-    const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
-    const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
-    unsigned* counter = nullptr;
-    long long count = 0;
-    if (threadIdx.x == 0) {  // tile row tm's run of k tiles
-      counter = counters + tm * Row::runs(tiles_k) + tk / kRun;
-      count = min(static_cast<long long>(kRun), tiles_k - tk / kRun * kRun);
-    } else if (threadIdx.x == 1) {  // tile column tk's run of m tiles
-      counter = counters + tiles_m * Row::runs(tiles_k) + tk * Col::runs(tiles_m) + tm / kRun;
-      count = min(static_cast<long long>(kRun), tiles_m - tm / kRun * kRun);
-    }
-    const unsigned last = last_arrivals(counter, static_cast<unsigned>(count));
-    if (last & 1u) {
-      Row::template run<false, true, kCtaThreads>(ws, scales, rows, tiles_k, cols / 32,
-                                                  cols / 32, tm, tk / kRun * kRun, smem);
-    }
-    if (last == 3u) __syncthreads();  // smem again
-    if (last & 2u) {
-      Col::template run<false, true, kCtaThreads>(ws + tiles_m * tiles_k * Tile::kScaleTileBytes,
-                                                  scales_t, cols, tiles_m, rows / 32, rows / 32,
-                                                  tk, tm / kRun * kRun, smem);
-    }
-  }
-
   static __device__ __forceinline__ void run(const unsigned char* __restrict__ ws,
                                              unsigned char* __restrict__ scales,
                                              unsigned char* __restrict__ scales_t, long long rows,
