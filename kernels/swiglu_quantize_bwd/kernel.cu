@@ -1,7 +1,8 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [0, 1], "SCALE_TILES": [1, 0, 2] },
+              "RSEL": [0, 1], "SCALE_TILES": [1, 0, 2],
+              "GATHER": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -127,6 +128,9 @@
 #ifndef SCALE_TILES
 #define SCALE_TILES 1
 #endif
+#ifndef GATHER
+#define GATHER 0  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -179,8 +183,8 @@ static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16:
 // (Without SCALE_TILES: 64 x 64 stand-ins, never run.)
 constexpr int kGatherM = Config::kScaleTiles ? Config::kBlockM : 64;
 constexpr int kGatherI = Config::kScaleTiles ? Config::kBlockI : 64;
-using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32>;
-using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32>;
+using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32, GATHER != 0>;
+using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32, GATHER != 0>;
 
 using ws::bf16_hi;
 using ws::bf16_lo;

@@ -1,7 +1,8 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0, 2] },
+              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0, 2],
+              "GATHER": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
@@ -128,6 +129,9 @@
 #ifndef SCALE_TILES
 #define SCALE_TILES 1
 #endif
+#ifndef GATHER
+#define GATHER 0  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -185,7 +189,7 @@ static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stag
 static_assert(Config::kGroupI >= 0, "GROUP_I");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
-using Gather = ws::mx::DualScaleGather<GatherTile>;  // SCALE_TILES' second launch
+using Gather = ws::mx::DualScaleGather<GatherTile, GATHER != 0>;  // SCALE_TILES' second launch
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;

@@ -459,12 +459,16 @@ struct DualTile {
 /// tiles): the run is one contiguous read of 16-byte loads, passes through shared memory (tiles
 /// kStride apart: the word reads along an output row hit 32 banks) and leaves along the output
 /// rows, kTiles*P bytes per row: 4-byte stores where pitch allows, else bytes.
-template <int R, int P>
+/// kWide: where a run's output rows are whole 16-byte chunks at 16-byte aligned addresses, each
+/// thread builds and stores 16-byte chunks instead (a quarter of the stores, the divisions and
+/// the byte-pair assembly of the word loop; the shared-memory reads stay conflict-free).
+template <int R, int P, bool kWide = false>
 struct ScaleGather {
   static constexpr int kTiles = 32, kThreads = 256;
   static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
   static constexpr int kSmemBytes = kTiles * kStride;
   static_assert(kTileBytes % 16 == 0 && P % 2 == 0, "whole 16-byte loads; P even");
+  static_assert(!kWide || P == 2 || P % 4 == 0, "kWide: a word within one tile, or two tiles'");
 
   /// Runs of one group: ceil(T / kTiles).
   static __host__ __device__ constexpr long long runs(long long T) {
@@ -513,8 +517,35 @@ struct ScaleGather {
       d[3] = v.w;
     }
     __syncthreads();
+    const long long col0 = t0 * P;  // the run's first output column
+    if constexpr (kWide) {
+      const int chunks = nt * P / 16;  // 16-byte chunks of this run per output row
+      if (nt * P % 16 == 0 && pitch % 16 == 0 && col0 + nt * P <= width &&
+          reinterpret_cast<size_t>(out) % 16 == 0) {
+        for (int i = threadIdx.x; i < R * chunks; i += kThreads) {
+          const int r = i / chunks, c = i - r * chunks;
+          const long long row = g * R + r;
+          if (row >= rows) break;  // i only grows: every later row is past the end too
+          unsigned w[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const int b = 16 * c + 4 * k;  // the word's first byte in the run's row
+            const unsigned char* src_row = smem + r * P;
+            if constexpr (P == 2) {  // tiles b/2 and b/2 + 1
+              w[k] = *reinterpret_cast<const unsigned short*>(src_row + (b / 2) * kStride) |
+                     static_cast<unsigned>(*reinterpret_cast<const unsigned short*>(
+                         src_row + (b / 2 + 1) * kStride)) << 16;
+            } else {  // four bytes of tile b / P
+              w[k] = *reinterpret_cast<const unsigned*>(src_row + (b / P) * kStride + b % P);
+            }
+          }
+          *reinterpret_cast<uint4*>(out + row * pitch + col0 + 16 * c) =
+              make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        return;
+      }
+    }
     const int words = (nt * P + 3) / 4;  // 4-byte words of this run per output row
-    const long long col0 = t0 * P;       // the run's first output column
     const bool aligned =
         pitch % 4 == 0 && (!kAnyOut || reinterpret_cast<size_t>(out) % 4 == 0);
     for (int i = threadIdx.x; i < R * words; i += kThreads) {
@@ -544,10 +575,10 @@ struct ScaleGather {
 /// kScaleTiles' second pass for one [rows, cols] matrix whose tiles (Tile, a DualTile) wrote a
 /// workspace of their rowwise blocks, [tm][tk], then their colwise ones, [tk][tm]: ctas() CTAs of
 /// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part.
-template <class Tile>
+template <class Tile, bool kWide = false>
 struct DualScaleGather {
-  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow>;  // scales: rows of x
-  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol>;  // scales_t: columns of x
+  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kWide>;  // scales: rows of x
+  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kWide>;  // scales_t: columns of x
   static constexpr int kThreads = Row::kThreads, kSmemBytes = Row::kSmemBytes;
   static_assert(Row::kSmemBytes == Col::kSmemBytes, "one shared-memory size for both parts");
 
