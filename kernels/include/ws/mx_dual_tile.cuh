@@ -459,9 +459,11 @@ struct DualTile {
 /// tiles): the run is one contiguous read of 16-byte loads, passes through shared memory (tiles
 /// kStride apart: the word reads along an output row hit 32 banks) and leaves along the output
 /// rows, kTiles*P bytes per row: 4-byte stores where pitch allows, else bytes.
-/// kWide: where a run's output rows are whole 16-byte chunks at 16-byte aligned addresses, each
-/// thread builds and stores 16-byte chunks instead (a quarter of the stores, the divisions and
-/// the byte-pair assembly of the word loop; the shared-memory reads stay conflict-free).
+/// kWide: where a run's output rows are whole 16-byte chunks, each thread builds 16-byte chunks
+/// instead (a quarter of the divisions and none of the word loop's byte-pair assembly; the
+/// shared-memory reads stay conflict-free) and stores each as one 16-byte store where aligned,
+/// else as the widest pieces its address allows (rows of an odd number of words, such as the
+/// 90-byte rows of K = 2880, would take byte stores in the word loop).
 template <int R, int P, bool kWide = false>
 struct ScaleGather {
   static constexpr int kTiles = 32, kThreads = 256;
@@ -520,8 +522,8 @@ struct ScaleGather {
     const long long col0 = t0 * P;  // the run's first output column
     if constexpr (kWide) {
       const int chunks = nt * P / 16;  // 16-byte chunks of this run per output row
-      if (nt * P % 16 == 0 && pitch % 16 == 0 && col0 + nt * P <= width &&
-          reinterpret_cast<size_t>(out) % 16 == 0) {
+      if (nt * P % 16 == 0 && pitch % 2 == 0 && col0 + nt * P <= width &&
+          reinterpret_cast<size_t>(out) % 2 == 0) {
         for (int i = threadIdx.x; i < R * chunks; i += kThreads) {
           const int r = i / chunks, c = i - r * chunks;
           const long long row = g * R + r;
@@ -539,8 +541,23 @@ struct ScaleGather {
               w[k] = *reinterpret_cast<const unsigned*>(src_row + (b / P) * kStride + b % P);
             }
           }
-          *reinterpret_cast<uint4*>(out + row * pitch + col0 + 16 * c) =
-              make_uint4(w[0], w[1], w[2], w[3]);
+          unsigned char* dst = out + row * pitch + col0 + 16 * c;
+          const size_t align = reinterpret_cast<size_t>(dst) % 16;
+          if (align == 0) {
+            *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+          } else if (align % 8 == 0) {
+            reinterpret_cast<uint2*>(dst)[0] = make_uint2(w[0], w[1]);
+            reinterpret_cast<uint2*>(dst)[1] = make_uint2(w[2], w[3]);
+          } else if (align % 4 == 0) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) reinterpret_cast<unsigned*>(dst)[k] = w[k];
+          } else {  // 2-byte aligned: pitch and out are even
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+              reinterpret_cast<unsigned short*>(dst)[k] =
+                  static_cast<unsigned short>(w[k / 2] >> (16 * (k % 2)));
+            }
+          }
         }
         return;
       }
