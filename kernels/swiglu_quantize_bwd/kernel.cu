@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [0, 1], "SCALE_TILES": [1, 0, 2],
+              "RSEL": [0, 1], "SCALE_TILES": [1, 0],
               "GATHER": [0, 1], "LEAN": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
@@ -62,7 +62,7 @@
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
 // whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
 // FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
-// SCALE_TILES (1, 2): see Config (why: kernels/swiglu_quantize_fwd). 1 is the default since
+// SCALE_TILES: see Config (why: kernels/swiglu_quantize_fwd). 1 is the default since
 // session 29: 1.019-1.142x (1.060x geomean) at rceil standard, then 1.009-1.150x (rceil
 // standard) and 0.981-1.092x (floor clamped) in a second call, `ok` at every test and hidden
 // shape, 0.80-0.88 of SOL (bench/results/sweeps-h200-2026-12-04-session29.json). Session 29 also
@@ -172,10 +172,9 @@ struct Config {
   static constexpr bool kSelect = RSEL != 0;
   // SCALE_TILES (staged form, BLOCK_M and BLOCK_I multiples of 64): the tile's dg and du scales
   // and scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them
-  // in place (as kernels/swiglu_quantize_fwd). 2: those stores under an L2 evict_last policy.
+  // in place (as kernels/swiglu_quantize_fwd).
   static constexpr bool kScaleTiles =
       SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
-  static constexpr bool kScaleKeep = SCALE_TILES == 2;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
 };
 static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
@@ -361,11 +360,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
           if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
             unsigned char* dst =
                 row_tile + h * part + r * (Config::kBlockI / 32) + col / 32;
-            if constexpr (Config::kScaleKeep) {
-              ws::store_global1_policy(dst, s, ws::l2_evict_last_policy());
-            } else {
-              *dst = static_cast<unsigned char>(s);
-            }
+            *dst = static_cast<unsigned char>(s);
           } else {
             scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
           }
@@ -466,11 +461,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         const Chunk v = ws::load_shared16(
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
         unsigned char* dst = col_tile + (c / kChunks) * part + 16 * (c % kChunks);
-        if constexpr (Config::kScaleKeep) {
-          ws::store_global16_policy(dst, v, ws::l2_evict_last_policy());
-        } else {
-          *reinterpret_cast<uint4*>(dst) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
-        }
+        *reinterpret_cast<uint4*>(dst) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
       }
       return;
     }

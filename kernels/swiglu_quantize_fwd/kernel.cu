@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
-              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0, 2],
+              "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0],
               "GATHER": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
@@ -57,14 +57,16 @@
 // exponent), SCALE_TILES (below). Why RSEL, LEAN and FAST_EXP 2: ncu (session 28, I1536
 // clamped) found issue slots 76% busy and the ALU pipe 69%: about 41 instructions per element
 // of A, against 70% of DRAM peak.
-// SCALE_TILES (1: plain stores, 2: under L2 evict_last): the L2 limit here is the fabric
+// SCALE_TILES: the L2 limit here is the fabric
 // between the two L2 partitions (ncu, session 28: 92% busy at 74% of DRAM), which half of all
 // L2 requests cross whatever their size; the tile's one-byte scale stores (128 rows x 2 bytes)
 // and 4-byte scales_t stores (64) are 11% of its requests for 1% of its bytes. With
 // SCALE_TILES each tile writes both blocks whole into a workspace and a second launch (PDL,
 // ws::mx::DualScaleGather) puts them in place: 8.8% fewer L2 sectors, the main kernel 5.3%
 // shorter, but the gather takes 10.4 us (ncu, I1536). Two calls: 1.055-1.064x at I8192
-// M131072, 1.005-1.014x at I2048, 0.995-1.009x at I2880, 0.974-0.997x at I1536; 2 no better.
+// M131072, 1.005-1.014x at I2048, 0.995-1.009x at I2880, 0.974-0.997x at I1536. Its
+// workspace stores under an L2 evict_last policy (session 28's SCALE_TILES 2) were no better:
+// removed in session 29.
 // SCALE_TILES 1 is the default since session 29: three calls, 1.018x / 1.023x geomean in the
 // last (rceil clamped / standard; 0.992-1.073x per shape, only I1536 below 1), `ok` at every
 // test and hidden shape. Two other ways to skip the second launch, measured in session 29 and
@@ -168,11 +170,8 @@ struct Config {
   // SCALE_TILES (staged form, BLOCK_M and BLOCK_I multiples of 64): each tile's scales and
   // scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them in
   // place.
-  // SCALE_TILES 2: the workspace stores under an L2 evict_last policy, so the second launch
-  // reads them from the L2 rather than DRAM.
   static constexpr bool kScaleTiles =
       SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
-  static constexpr bool kScaleKeep = SCALE_TILES == 2;
   static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
 };
 // The tile as ws::mx::DualScaleGather reads it: kBM rows of A by kBK columns (without
@@ -342,13 +341,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
       if ((tid & 3) == 0) {
         if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
-          if constexpr (Config::kScaleKeep) {
-            // SCALE_TILES 2: kept in the L2 for the second launch.
-            ws::store_global1_policy(row_tile + r * (Config::kBlockI / 32) + col / 32, s,
-                                     ws::l2_evict_last_policy());
-          } else {
-            row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
-          }
+          row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
         } else {
           scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
         }
@@ -437,12 +430,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       for (int c = tid; c < Config::kScaleTileBytes / 16; c += Config::kThreads) {
         const ws::Chunk v = ws::load_shared16(
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
-        if constexpr (Config::kScaleKeep) {
-          ws::store_global16_policy(col_tile + 16 * c, v, ws::l2_evict_last_policy());
-        } else {
-          *reinterpret_cast<uint4*>(col_tile + 16 * c) =
-              make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
-        }
+        *reinterpret_cast<uint4*>(col_tile + 16 * c) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
       }
       return;
     }

@@ -66,25 +66,6 @@ __device__ __forceinline__ Chunk load_global16(const void* p) {
   return c;
 }
 
-/// An L2 evict_last cache policy for st/ld .L2::cache_hint (data a later launch reads back).
-__device__ __forceinline__ unsigned long long l2_evict_last_policy() {
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-/// A byte and 16 bytes stored under an L2 cache policy.
-__device__ __forceinline__ void store_global1_policy(void* p, unsigned v,
-                                                     unsigned long long policy) {
-  asm volatile("st.global.L2::cache_hint.b8 [%0], %1, %2;" ::"l"(p), "r"(v), "l"(policy)
-               : "memory");
-}
-__device__ __forceinline__ void store_global16_policy(void* p, const Chunk& v,
-                                                      unsigned long long policy) {
-  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
-               "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]), "r"(v.w[3]), "l"(policy)
-               : "memory");
-}
-
 /// One byte from global memory on the read-only path without allocating in L1 (a stream that
 /// must not evict what other warps of the SM keep there).
 __device__ __forceinline__ unsigned load_global_u8_no_l1(const unsigned char* p) {
