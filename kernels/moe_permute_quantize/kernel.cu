@@ -2,7 +2,7 @@
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
-              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8] },
+              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [0, 1] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -77,7 +77,12 @@
 // ROW_SPLIT: warp items per token row (finer items, a shorter tail of the grid's last wave).
 // ROUTE_K: the largest K routed by the one-launch cluster kernel (0: never). RANGE_K: above
 // ROUTE_K and up to RANGE_K, two launches: the cluster's steps 1-4, then 256 one-warp CTAs rank
-// (default 0, never run).
+// (default 0, never run). SCALE_GATHER (0: each quad leader stores its block's scale byte, so
+// every warp store of a chunk asks L2 for a sector to write 8 bytes of it; 1: a tile's 8 x
+// chunks scale bytes are gathered by shuffles, lane l holding block l, and leave as one warp
+// store of 32 contiguous bytes per destination row: a whole sector where H % 1024 == 0, as at
+// every bench shape. At K = 8 that is 33 sector writes per row and tile instead of 36; the L2's
+// fabric, which counts requests rather than bytes, limits these kernels: kernels/README.md).
 // Measured (H200, 2026-12-03, bench/results/sweeps-h200-2026-12-03-session18.json): the old
 // one-CTA scan -> these defaults 1.21x (E256 K8 H7168), 1.11x (E128 K8), 1.23x (E8 K2), 1.22x
 // (E16 K1), products of same-call ratios; of copy-bandwidth SOL 0.82 / 0.74 / 0.79 / 0.82 (was
@@ -121,6 +126,9 @@
 #ifndef ROW_SPLIT
 #define ROW_SPLIT 4
 #endif
+#ifndef SCALE_GATHER
+#define SCALE_GATHER 0
+#endif
 
 namespace {
 
@@ -136,6 +144,7 @@ struct Config {
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr bool kRowByRow = STORE_ORDER != 0;
   static constexpr int kRowSplit = ROW_SPLIT;   // warp items per token row
+  static constexpr bool kScaleGather = SCALE_GATHER != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
@@ -144,6 +153,38 @@ using ws::Chunk;
 
 __device__ __forceinline__ void store_zero16(unsigned char* p) {
   asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(0u) : "memory");
+}
+
+// SCALE_GATHER: a tile's scales, chunk u's lane quad q holding block 8u + q, regathered so that
+// in round r lane l holds block 32r + l (from chunk 4r + l/8, lane 4(l%8)). Every lane calls it.
+template <int kChunks>
+__device__ __forceinline__ void gather_tile_scales(const unsigned (&sc)[kChunks], int lane,
+                                                   unsigned (&out)[(kChunks + 3) / 4]) {
+#pragma unroll
+  for (int r = 0; r < (kChunks + 3) / 4; ++r) {
+    unsigned v = 0;
+#pragma unroll
+    for (int u = 4 * r; u < 4 * r + 4 && u < kChunks; ++u) {
+      const unsigned w = __shfl_sync(0xFFFFFFFFu, sc[u], 4 * (lane & 7));
+      if ((lane >> 3) == u - 4 * r) v = w;
+    }
+    out[r] = v;
+  }
+}
+
+// SCALE_GATHER: tile `tile`'s gathered scales into one destination row's scale row srow (of
+// row_blocks bytes): a byte per lane, 32 contiguous bytes per round.
+template <int kChunks>
+__device__ __forceinline__ void store_tile_scales(unsigned char* srow, int tile, int row_blocks,
+                                                  int lane,
+                                                  const unsigned (&gathered)[(kChunks + 3) / 4]) {
+#pragma unroll
+  for (int r = 0; r < (kChunks + 3) / 4; ++r) {
+    const int b = tile * 8 * kChunks + 32 * r + lane;
+    if (32 * r + lane < 8 * kChunks && b < row_blocks) {
+      srow[b] = static_cast<unsigned char>(gathered[r]);
+    }
+  }
 }
 
 }  // namespace
@@ -548,6 +589,8 @@ __device__ __forceinline__ void permute_quantize(const unsigned short* __restric
       for (int u = 0; u < kChunks; ++u) {
         sc[u] = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo[u], hi[u]);
       }
+      unsigned gathered[(kChunks + 3) / 4];
+      if constexpr (Config::kScaleGather) gather_tile_scales<kChunks>(sc, lane, gathered);
       for (int j = 0; j < K; ++j) {  // the shuffle on all lanes, as below
         const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
 #pragma unroll
@@ -555,26 +598,41 @@ __device__ __forceinline__ void permute_quantize(const unsigned short* __restric
           const int ci = tile * kTileChunks + u * 32 + lane;
           if (ci < row_chunks) {
             ws::store_global8<Config::kStoreCs>(q + row * H + ci * 8, lo[u], hi[u]);
-            if ((lane & 3) == 0) {
+            if (!Config::kScaleGather && (lane & 3) == 0) {
               scales[row * row_blocks + (ci >> 2)] = static_cast<unsigned char>(sc[u]);
             }
           }
         }
+        if constexpr (Config::kScaleGather) {
+          store_tile_scales<kChunks>(scales + row * row_blocks, tile, row_blocks, lane, gathered);
+        }
       }
       continue;
     }
+    unsigned sc[kChunks];
 #pragma unroll
     for (int u = 0; u < kChunks; ++u) {
       const int ci = tile * kTileChunks + u * 32 + lane;
       unsigned lo, hi;
       const unsigned s = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo, hi);
+      sc[u] = s;
       // NOTE: the shuffle runs on all lanes (lane j may be past the row); K is warp-uniform.
       for (int j = 0; j < K; ++j) {
         const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
         if (ci < row_chunks) {
           ws::store_global8<Config::kStoreCs>(q + row * H + ci * 8, lo, hi);
-          if ((lane & 3) == 0) scales[row * row_blocks + (ci >> 2)] = static_cast<unsigned char>(s);
+          if (!Config::kScaleGather && (lane & 3) == 0) {
+            scales[row * row_blocks + (ci >> 2)] = static_cast<unsigned char>(s);
+          }
         }
+      }
+    }
+    if constexpr (Config::kScaleGather) {
+      unsigned gathered[(kChunks + 3) / 4];
+      gather_tile_scales<kChunks>(sc, lane, gathered);
+      for (int j = 0; j < K; ++j) {
+        const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
+        store_tile_scales<kChunks>(scales + row * row_blocks, tile, row_blocks, lane, gathered);
       }
     }
   }

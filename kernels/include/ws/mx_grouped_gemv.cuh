@@ -1,0 +1,306 @@
+// warpsmith device library: the MXFP8 grouped GEMM of short groups (decode and small batches, a
+// few dozen tokens per expert) as a GEMV that streams each expert's weights once:
+//   out[t, o] = bf16(sum_j 2^(xs[t, j] - 127) 2^(ws[g(t), o, j] - 127) *
+//                    sum_{d in block j} x[t, d] w[g(t), o, d])
+// x [M,D] and w [E,O,D] E4M3, D-contiguous, E8M0 scales per 32 along D, offs = cumulative group
+// ends (mxfp8_grouped_gemm_fwd as is: O = N, D = K; _dgrad with N and K renamed).
+//
+// Why: at 32 tokens per expert the tile pipeline (ws/mxfp8_grouped_gemm.cuh) leaves most SMs
+// without a tile and each SM streams its weights through one CTA's ring; here the weight bytes
+// are the whole cost, so every SM streams them with plain loads straight into mma.sync fragments,
+// as ws/gemv.cuh does for the dense decode GEMMs.
+//
+// A CTA owns one expert and kNT 8-row tiles of its weights (blockIdx.x = e * slices + slice:
+// consecutive CTAs share the expert's tokens in L2); its kWarps warps split D into contiguous
+// runs of 4-block chunks; the group's tokens go through in passes of 16 kMT (tokens are the MMA's
+// rows, weight rows its columns, so the reduction stores bf16 pairs along O). Per MX block j a
+// lane (g = lane / 4, q = lane % 4) loads the 8 bytes at 32 j + 8 q of each of its rows (tokens
+// g and g + 8 of each 16-token tile, weight row g of each 8-row tile): under one relabelling of
+// the block's 32 k, the same for both operands, those bytes are exactly the lane's share of two
+// m16n8k16 f16 MMAs (words 0 and 1 the two k-steps, each word's 16-bit halves the fragment's k
+// pairs {2q, 2q+1} and {2q+8, 2q+9}). E4M3 converts to f16 exactly (cvt.rn.f16x2.e4m3x2, once per
+// operand and block, shared by every MMA that uses it); the two MMAs start from zero, so each
+// block's 32 products are summed in the tensor core's fp32 path, and the block's sum is promoted
+// by its two scales into the fp32 accumulator: the MX definition, no rebasing. The warps' sums
+// meet in shared memory in warp order (ws::gemv_reduce): deterministic, no atomics.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "ws/gemv.cuh"
+#include "ws/memory.cuh"
+
+namespace ws::mxv {
+
+/// kMT 16-token tiles per pass, kNT 8-row weight tiles per CTA, kWarps warps over D, kChunk MX
+/// blocks loaded ahead per warp (a 32-bit word of each scale row at 4), kMinBlocks CTAs per SM
+/// for __launch_bounds__. The plan launches E * ceil(ceil(O / 8) / kNT) CTAs of kThreads with
+/// kRedBytes of shared memory.
+template <int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4, int kNMinBlocks = 2>
+struct GemvConfig {
+  static constexpr int kMT = kMTiles, kNT = kNTiles, kWarps = kNWarps;
+  static constexpr int kChunk = kNChunk, kMinBlocks = kNMinBlocks;
+  static_assert(kChunk == 1 || kChunk == 2 || kChunk == 4, "scale bytes of a chunk: one word");
+  static_assert(kMT >= 1 && kMT <= 4 && kNT >= 1 && kNT <= 8, "registers");
+  static constexpr int kThreads = 32 * kWarps;
+  static_assert(kThreads <= 1024, "whole CTA");
+  static constexpr int kRedBytes = kWarps * kMT * kNT * 32 * 16;
+};
+
+/// Bytes 0 and 1 (lo = 0) or 2 and 3 (lo = 1) of w, E4M3 -> f16x2 (exact), the lower byte in the
+/// lower half.
+template <int kHalf>
+__device__ __forceinline__ unsigned f16x2_from_e4m3x2(unsigned w) {
+  unsigned d;
+  const unsigned short h = static_cast<unsigned short>(w >> (16 * kHalf));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(d) : "h"(h));
+  return d;
+}
+
+__device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                        unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/// E8M0 byte -> 2^(s - 127) in fp32: 0 is the subnormal 2^-127, 0xFF is NaN (so are its
+/// products), never flushed.
+__device__ __forceinline__ float e8m0_value(unsigned s) {
+  const unsigned bits = s == 0xFFu ? 0x7FC00000u : s != 0 ? s << 23 : 0x00400000u;
+  return __uint_as_float(bits);
+}
+
+/// Scale bytes [j0, j0 + kBytes) of the scale row at row (nb bytes long; byte u in bits 8u..),
+/// zeros past nb. One load where the row length and j0 (a multiple of kBytes) keep it aligned.
+template <int kBytes>
+__device__ __forceinline__ unsigned load_scale_word(const unsigned char* row, int j0, int nb,
+                                                    bool aligned) {
+  if (kBytes == 1 || (aligned && j0 + kBytes <= nb)) return load_global_nc_small<kBytes>(row + j0);
+  unsigned v = 0;
+#pragma unroll
+  for (int u = 0; u < kBytes; ++u) {
+    if (j0 + u < nb) v |= load_global_nc_small<1>(row + j0 + u) << (8 * u);
+  }
+  return v;
+}
+
+/// E8M0 byte u (unrolled: a constant) of a scale word whose bytes are in [1, 254] ->
+/// 2^(s - 127): the byte moved into the fp32 exponent field.
+__device__ __forceinline__ float e8m0_plain(unsigned word, int u) {
+  const unsigned bits = u < 3 ? word << (23 - 8 * u) : word >> 1;
+  return __uint_as_float(bits & 0x7F800000u);
+}
+
+/// True if any of the low kBytes bytes of the word is 0x00 or 0xFF (e8m0_plain would be wrong
+/// for it).
+template <int kBytes>
+__device__ __forceinline__ bool e8m0_special(unsigned word) {
+  constexpr unsigned kMask = kBytes >= 4 ? 0xFFFFFFFFu : (1u << (8 * kBytes)) - 1u;
+  return ((__vcmpeq4(word, 0u) | __vcmpeq4(word, 0xFFFFFFFFu)) & kMask) != 0;
+}
+
+/// A lane's rows for one pass of grouped_gemv (few registers: one base and a stride each):
+/// tokens g + 8 i (i = 2 mt + h: g and g + 8 of each 16-token tile, the MMA's rows) at x + i *
+/// 8 D, their scale rows at xs + i * 8 nb, the first x_rows of them existing; weight row g of
+/// each 8-row tile at w + nt * 8 D (loads), rows 2q + k at ws + (8 nt + k) nb (the fragment's
+/// columns: scales), the first w_tiles tiles existing. Data pointers at the lane's 8 bytes of
+/// block 0.
+struct GemvRows {
+  const unsigned char* x;
+  const unsigned char* xs;
+  const unsigned char* w;
+  const unsigned char* ws;
+  int d8;     // 8 D: bytes between rows g and g + 8
+  int nb;     // scale bytes per row
+  int x_rows; // tokens (g + 8 i) with 8 i < x_rows exist
+  int w_tiles;
+};
+
+/// A scale word for rows that do not exist: 1.0 in every byte (their data loads as zeros and
+/// their sums are never stored), so they never send a chunk down the special path.
+constexpr unsigned kUnitScales = 0x7F7F7F7Fu;
+
+/// Blocks [j0, j0 + kChunk) of one warp into acc. kFull: the whole chunk lies below nb and the
+/// scale rows are kChunk-aligned (no per-block guards, one load per scale row).
+template <class Cfg, bool kFull>
+__device__ __forceinline__ void gemv_chunk(const GemvRows& r, int j0,
+                                           float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+  const int nb = r.nb;
+  constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT, kChunk = Cfg::kChunk;
+  // Every load of the chunk before the first MMA.
+  unsigned xv[kChunk][kMT][2][2], wv[kChunk][kNT][2];
+#pragma unroll
+  for (int u = 0; u < kChunk; ++u) {
+    const bool jin = kFull || j0 + u < nb;
+    const int off = (j0 + u) * 32;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        xv[u][mt][h][0] = xv[u][mt][h][1] = 0u;
+        if (jin && 8 * (2 * mt + h) < r.x_rows) {
+          load_global8_nc<false>(xv[u][mt][h], r.x + (2 * mt + h) * r.d8 + off);
+        }
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      wv[u][nt][0] = wv[u][nt][1] = 0u;
+      if (jin && nt < r.w_tiles) load_global8_nc<true>(wv[u][nt], r.w + nt * r.d8 + off);
+    }
+  }
+  unsigned xsw[kMT][2], wsw[kNT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned char* row = r.xs + (2 * mt + h) * 8 * nb;
+      xsw[mt][h] = 8 * (2 * mt + h) >= r.x_rows ? kUnitScales
+                   : kFull ? load_scale_word<kChunk>(row, j0, nb, true)
+                           : load_scale_word<kChunk>(row, j0, nb, false);
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const unsigned char* row = r.ws + (8 * nt + k) * nb;
+      wsw[nt][k] = nt >= r.w_tiles ? kUnitScales
+                   : kFull ? load_scale_word<kChunk>(row, j0, nb, true)
+                           : load_scale_word<kChunk>(row, j0, nb, false);
+    }
+  }
+  // Blocks past nb (the last chunk's tail) read as 0x00 scales: special, and skipped below.
+  bool special = false;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    special |= e8m0_special<kChunk>(xsw[mt][0]) | e8m0_special<kChunk>(xsw[mt][1]);
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    special |= e8m0_special<kChunk>(wsw[nt][0]) | e8m0_special<kChunk>(wsw[nt][1]);
+  }
+  const bool plain = !__any_sync(0xFFFFFFFFu, special);
+
+#pragma unroll
+  for (int u = 0; u < kChunk; ++u) {
+    if (!kFull && j0 + u >= nb) break;  // warp-uniform
+    // The weights' fragments for the block's two k-steps, shared by every token tile.
+    unsigned b[kNT][2][2];
+    float fb[kNT][2];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        b[nt][s][0] = f16x2_from_e4m3x2<0>(wv[u][nt][s]);
+        b[nt][s][1] = f16x2_from_e4m3x2<1>(wv[u][nt][s]);
+      }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        fb[nt][k] = plain ? e8m0_plain(wsw[nt][k], u) : e8m0_value((wsw[nt][k] >> (8 * u)) & 0xFFu);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      // Tokens g and g + 8 of tile mt.
+      unsigned a[2][4];
+#pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        a[s][0] = f16x2_from_e4m3x2<0>(xv[u][mt][0][s]);
+        a[s][1] = f16x2_from_e4m3x2<0>(xv[u][mt][1][s]);
+        a[s][2] = f16x2_from_e4m3x2<1>(xv[u][mt][0][s]);
+        a[s][3] = f16x2_from_e4m3x2<1>(xv[u][mt][1][s]);
+      }
+      float fa[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        fa[h] = plain ? e8m0_plain(xsw[mt][h], u) : e8m0_value((xsw[mt][h] >> (8 * u)) & 0xFFu);
+      }
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        mma_f16(part, a[0][0], a[0][1], a[0][2], a[0][3], b[nt][0][0], b[nt][0][1]);
+        mma_f16(part, a[1][0], a[1][1], a[1][2], a[1][3], b[nt][1][0], b[nt][1][1]);
+        // c0, c1: token g, columns 2q, 2q + 1; c2, c3: token g + 8.
+        acc[mt][nt][0] = fmaf(part[0] * fa[0], fb[nt][0], acc[mt][nt][0]);
+        acc[mt][nt][1] = fmaf(part[1] * fa[0], fb[nt][1], acc[mt][nt][1]);
+        acc[mt][nt][2] = fmaf(part[2] * fa[1], fb[nt][0], acc[mt][nt][2]);
+        acc[mt][nt][3] = fmaf(part[3] * fa[1], fb[nt][1], acc[mt][nt][3]);
+      }
+    }
+  }
+}
+
+/// One CTA: expert e's weight rows [8 tile0, 8 (tile0 + kNT)) against all of the expert's
+/// tokens. red: Cfg::kRedBytes of shared memory. Every thread calls it.
+template <class Cfg>
+__device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x,
+                                             const unsigned char* __restrict__ xs,
+                                             const unsigned char* __restrict__ w,
+                                             const unsigned char* __restrict__ wsc,
+                                             const int* __restrict__ offs,
+                                             __nv_bfloat16* __restrict__ out, int E, int O, int D,
+                                             float4* red) {
+  constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT, kChunk = Cfg::kChunk;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int tiles_o = O / 8;
+  const int slices = (tiles_o + kNT - 1) / kNT;
+  const int e = static_cast<int>(blockIdx.x) / slices;
+  const int tile0 = static_cast<int>(blockIdx.x) % slices * kNT;
+  if (e >= E) return;
+  const int t_begin = e > 0 ? offs[e - 1] : 0, t_end = offs[e];
+  if (t_begin >= t_end) return;  // an empty group: the whole CTA leaves
+
+  const int nb = D / 32;  // MX blocks per row
+  const int chunks = (nb + kChunk - 1) / kChunk;
+  const int c_first = warp * chunks / Cfg::kWarps, c_stop = (warp + 1) * chunks / Cfg::kWarps;
+  // Chunks below c_full are whole, with kChunk-aligned scale words.
+  const int c_full = nb % kChunk == 0 ? chunks : 0;
+
+  GemvRows r;
+  const long long wrow0 = static_cast<long long>(e) * O + tile0 * 8;
+  r.w = w + (wrow0 + g) * D + 8 * q;
+  r.ws = wsc + (wrow0 + 2 * q) * nb;
+  r.d8 = 8 * D;
+  r.nb = nb;
+  r.w_tiles = min(kNT, tiles_o - tile0);  // tiles past O: nothing loaded, nothing stored
+
+  for (int p0 = t_begin; p0 < t_end; p0 += 16 * kMT) {
+    // Tokens past the group: nothing loaded, nothing stored (rows <= the group's last, so the
+    // pointers below stay inside x and xs).
+    r.x_rows = t_end - p0 - g;
+    r.x = x + static_cast<long long>(p0 + g) * D + 8 * q;
+    r.xs = xs + static_cast<long long>(p0 + g) * nb;
+    float acc[kMT][kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+      }
+    }
+    for (int c = c_first; c < c_stop; ++c) {
+      if (c < c_full) {
+        gemv_chunk<Cfg, true>(r, c * kChunk, acc);
+      } else {
+        gemv_chunk<Cfg, false>(r, c * kChunk, acc);
+      }
+    }
+
+    const int rows = min(16 * kMT, t_end - p0);
+    __nv_bfloat16* out_pass = out + static_cast<long long>(p0) * O;
+    gemv_reduce<kMT, kNT, Cfg::kWarps, 1>(
+        red, acc, rows, O, tile0, [&](int row, int col, float v0, float v1) {
+          __nv_bfloat162 pair = __floats2bfloat162_rn(v0, v1);
+          *reinterpret_cast<__nv_bfloat162*>(out_pass + static_cast<long long>(row) * O + col) =
+              pair;
+        });
+    __syncthreads();  // red is the next pass's too
+  }
+}
+
+}  // namespace ws::mxv
