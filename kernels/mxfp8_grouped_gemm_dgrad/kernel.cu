@@ -4,7 +4,8 @@
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
              "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2],
              "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
-             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4] },
+             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4],
+             "GEMV_PF": [1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -90,8 +91,8 @@
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
-// warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B
-// warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B
+// warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
+// warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
 #include "ws/mx_grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
@@ -136,6 +137,9 @@
 #endif
 #ifndef GEMV_CHUNK
 #define GEMV_CHUNK 2  // MX blocks loaded ahead per warp
+#endif
+#ifndef GEMV_PF
+#define GEMV_PF 1  // each CTA first asks L2 for its weight rows (cp.async.bulk.prefetch.L2)
 #endif
 #ifndef GEMV_MINB
 #define GEMV_MINB 2  // CTAs per SM for __launch_bounds__
@@ -247,7 +251,8 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_short_pre,
 
 // At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
 // ws::mxv::grouped_gemv on the renamed problem (x = dc, w = bt [E,K,N]: O = K, D = N).
-using GemvCfg = ws::mxv::GemvConfig<GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB>;
+using GemvCfg =
+    ws::mxv::GemvConfig<GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
 extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks)
     sm90_sm100_mxfp8_grouped_gemv_dgrad(const unsigned char* __restrict__ dc,
                                         const unsigned char* __restrict__ dc_scales,

@@ -4,7 +4,8 @@
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
              "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2],
              "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
-             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4] },
+             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4],
+             "GEMV_PF": [1, 0] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -145,11 +146,12 @@
 // on average (M <= GEMV * E) the plan runs one kernel instead, ws/mx_grouped_gemv.cuh: a GEMV
 // organized around the weights (a CTA per expert and 8 GEMV_NT weight rows, its GEMV_WARPS warps
 // splitting K, tokens in passes of 16 GEMV_MT, GEMV_CHUNK MX blocks of loads in flight per warp,
-// GEMV_MINB CTAs per SM for __launch_bounds__). Each MX block is two f16 mma.sync (E4M3 -> f16
-// exact) from zero, promoted by its two scales into fp32: exact like STRATEGY=0, with every SM
-// streaming weights. Model at M256 (E8 N1536 K2048): 25.2 MB of weights, 6 us of copy time at
-// 4.2 TB/s, against 30.2 us today and torch bf16's ~23 us; the defaults (105 registers, 16 warps
-// per SM with 1 KB each in flight) may be latency-bound: the sweep queue tries 4-block chunks.
+// GEMV_MINB CTAs per SM for __launch_bounds__; GEMV_PF: each CTA first asks L2 for all of its
+// weight rows with cp.async.bulk.prefetch.L2, so the DRAM reads in flight need no registers).
+// Each MX block is two f16 mma.sync (E4M3 -> f16 exact) from zero, promoted by its two scales
+// into fp32: exact like STRATEGY=0, with every SM streaming weights. Model at M256 (E8 N1536
+// K2048): 14-25 MB of weights (the non-empty groups'), 3.4-6 us of copy time at 4.2 TB/s,
+// against 30.2 us today and torch bf16's ~23 us (NOTES.md, session 30).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -163,8 +165,8 @@
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
-// warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B
-// warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B
+// warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
+// warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
 #include "ws/mx_grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
@@ -209,6 +211,9 @@
 #endif
 #ifndef GEMV_CHUNK
 #define GEMV_CHUNK 2  // MX blocks loaded ahead per warp (4: 189 registers at MINB 1)
+#endif
+#ifndef GEMV_PF
+#define GEMV_PF 1  // each CTA first asks L2 for its weight rows (cp.async.bulk.prefetch.L2)
 #endif
 #ifndef GEMV_MINB
 #define GEMV_MINB 2  // CTAs per SM for __launch_bounds__ (2: at most 128 registers at 8 warps)
@@ -319,7 +324,8 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_fwd_short_pre,
 
 // At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
 // ws::mxv::grouped_gemv, every SM streaming the experts' weights into mma.sync fragments.
-using GemvCfg = ws::mxv::GemvConfig<GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB>;
+using GemvCfg =
+    ws::mxv::GemvConfig<GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
 extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks) sm90_sm100_mxfp8_grouped_gemv_fwd(
     const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
     const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,

@@ -29,17 +29,22 @@
 
 #include "ws/gemv.cuh"
 #include "ws/memory.cuh"
+#include "ws/ptx_sm90.cuh"
 
 namespace ws::mxv {
 
 /// kMT 16-token tiles per pass, kNT 8-row weight tiles per CTA, kWarps warps over D, kChunk MX
 /// blocks loaded ahead per warp (a 32-bit word of each scale row at 4), kMinBlocks CTAs per SM
-/// for __launch_bounds__. The plan launches E * ceil(ceil(O / 8) / kNT) CTAs of kThreads with
-/// kRedBytes of shared memory.
-template <int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4, int kNMinBlocks = 2>
+/// for __launch_bounds__, kPrefetch: the CTA first asks L2 for all of its weight rows (and
+/// their scale rows where whole 16-byte runs), so the DRAM reads in flight do not wait for
+/// registers. The plan launches E * ceil(ceil(O / 8) / kNT) CTAs of kThreads with kRedBytes of
+/// shared memory.
+template <int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4, int kNMinBlocks = 2,
+          bool kNPrefetch = true>
 struct GemvConfig {
   static constexpr int kMT = kMTiles, kNT = kNTiles, kWarps = kNWarps;
   static constexpr int kChunk = kNChunk, kMinBlocks = kNMinBlocks;
+  static constexpr bool kPrefetch = kNPrefetch;
   static_assert(kChunk == 1 || kChunk == 2 || kChunk == 4, "scale bytes of a chunk: one word");
   static_assert(kMT >= 1 && kMT <= 4 && kNT >= 1 && kNT <= 8, "registers");
   static constexpr int kThreads = 32 * kWarps;
@@ -262,6 +267,14 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
 
   GemvRows r;
   const long long wrow0 = static_cast<long long>(e) * O + tile0 * 8;
+  if constexpr (Cfg::kPrefetch) {
+    const int rows = min(8 * kNT, O - tile0 * 8);
+    if (static_cast<int>(threadIdx.x) < rows) {
+      const long long row = wrow0 + threadIdx.x;
+      bulk_prefetch_l2(w + row * D, static_cast<unsigned>(D));  // D % 32 == 0
+      if (nb % 16 == 0) bulk_prefetch_l2(wsc + row * nb, static_cast<unsigned>(nb));
+    }
+  }
   r.w = w + (wrow0 + g) * D + 8 * q;
   r.ws = wsc + (wrow0 + 2 * q) * nb;
   r.d8 = 8 * D;
