@@ -93,7 +93,7 @@
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
 // warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
-#include "ws/mx_grouped_gemv.cuh"
+#include "ws/grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -250,9 +250,9 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_short_pre,
                       sm90_sm100_mxfp8_grouped_gemm_dgrad_short, ShortCfg)
 
 // At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
-// ws::mxv::grouped_gemv on the renamed problem (x = dc, w = bt [E,K,N]: O = K, D = N).
+// ws::ggv::grouped_gemv on the renamed problem (x = dc, w = bt [E,K,N]: O = K, D = N).
 using GemvCfg =
-    ws::mxv::GemvConfig<GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
+    ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
 extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks)
     sm90_sm100_mxfp8_grouped_gemv_dgrad(const unsigned char* __restrict__ dc,
                                         const unsigned char* __restrict__ dc_scales,
@@ -261,5 +261,5 @@ extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlo
                                         const int* __restrict__ offs,
                                         __nv_bfloat16* __restrict__ da, int E, int N, int K) {
   extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
-  ws::mxv::grouped_gemv<GemvCfg>(dc, dc_scales, bt, bt_scales, offs, da, E, K, N, gemv_red);
+  ws::ggv::grouped_gemv<GemvCfg>(dc, dc_scales, bt, bt_scales, offs, da, E, K, N, gemv_red);
 }

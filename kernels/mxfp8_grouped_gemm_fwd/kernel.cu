@@ -143,7 +143,7 @@
 // removed, as was PAIR (the k-blocks over a cluster pair through DSMEM: 0.76-0.87x): M256 leaves
 // ~73 SMs idle, but busier SMs each took longer per k-block (NOTES.md).
 // GEMV (session 30, not yet run on a GPU; 0, the default, never): at most GEMV tokens per group
-// on average (M <= GEMV * E) the plan runs one kernel instead, ws/mx_grouped_gemv.cuh: a GEMV
+// on average (M <= GEMV * E) the plan runs one kernel instead, ws/grouped_gemv.cuh: a GEMV
 // organized around the weights (a CTA per expert and 8 GEMV_NT weight rows, its GEMV_WARPS warps
 // splitting K, tokens in passes of 16 GEMV_MT, GEMV_CHUNK MX blocks of loads in flight per warp,
 // GEMV_MINB CTAs per SM for __launch_bounds__; GEMV_PF: each CTA first asks L2 for all of its
@@ -167,7 +167,7 @@
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
 // warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
-#include "ws/mx_grouped_gemv.cuh"
+#include "ws/grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -323,13 +323,13 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_fwd_short_pre,
                       sm90_sm100_mxfp8_grouped_gemm_fwd_short, ShortCfg)
 
 // At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
-// ws::mxv::grouped_gemv, every SM streaming the experts' weights into mma.sync fragments.
+// ws::ggv::grouped_gemv, every SM streaming the experts' weights into mma.sync fragments.
 using GemvCfg =
-    ws::mxv::GemvConfig<GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
+    ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
 extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks) sm90_sm100_mxfp8_grouped_gemv_fwd(
     const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
     const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int E, int N, int K) {
   extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
-  ws::mxv::grouped_gemv<GemvCfg>(a, a_scales, b, b_scales, offs, c, E, N, K, gemv_red);
+  ws::ggv::grouped_gemv<GemvCfg>(a, a_scales, b, b_scales, offs, c, E, N, K, gemv_red);
 }

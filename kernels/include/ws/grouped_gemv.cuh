@@ -1,28 +1,33 @@
-// warpsmith device library: the MXFP8 grouped GEMM of short groups (decode and small batches, a
-// few dozen tokens per expert) as a GEMV that streams each expert's weights once:
-//   out[t, o] = bf16(sum_j 2^(xs[t, j] - 127) 2^(ws[g(t), o, j] - 127) *
-//                    sum_{d in block j} x[t, d] w[g(t), o, d])
-// x [M,D] and w [E,O,D] E4M3, D-contiguous, E8M0 scales per 32 along D, offs = cumulative group
-// ends (mxfp8_grouped_gemm_fwd as is: O = N, D = K; _dgrad with N and K renamed).
+// warpsmith device library: grouped GEMMs of short groups (decode and small batches, a few dozen
+// tokens per expert) as a GEMV that streams each expert's weights once:
+//   out[t, o] = bf16(sum_d x[t, d] w[g(t), o, d])  with x [M,D], w [E,O,D], both D-contiguous,
+// offs = cumulative group ends, in two operand kinds (the Op):
+//   Mx:   E4M3 with E8M0 scales per 32 along D, each 32-block's sum times both scales (the MX
+//         definition): mxfp8_grouped_gemm_fwd as is (O = N, D = K), _dgrad with N and K renamed;
+//   Bf16: bf16 operands: bf16_grouped_gemm's fwd form.
 //
-// Why: at 32 tokens per expert the tile pipeline (ws/mxfp8_grouped_gemm.cuh) leaves most SMs
-// without a tile and each SM streams its weights through one CTA's ring; here the weight bytes
-// are the whole cost, so every SM streams them with plain loads straight into mma.sync fragments,
-// as ws/gemv.cuh does for the dense decode GEMMs.
+// Why: at 32 tokens per expert a tile pipeline leaves most SMs without a tile and each SM streams
+// its weights through one CTA's ring; here the weight bytes are the whole cost, so every SM
+// streams them with plain loads straight into mma.sync fragments, as ws/gemv.cuh does for the
+// dense decode GEMMs.
 //
 // A CTA owns one expert and kNT 8-row tiles of its weights (blockIdx.x = e * slices + slice:
 // consecutive CTAs share the expert's tokens in L2); its kWarps warps split D into contiguous
-// runs of 4-block chunks; the group's tokens go through in passes of 16 kMT (tokens are the MMA's
-// rows, weight rows its columns, so the reduction stores bf16 pairs along O). Per MX block j a
-// lane (g = lane / 4, q = lane % 4) loads the 8 bytes at 32 j + 8 q of each of its rows (tokens
-// g and g + 8 of each 16-token tile, weight row g of each 8-row tile): under one relabelling of
-// the block's 32 k, the same for both operands, those bytes are exactly the lane's share of two
-// m16n8k16 f16 MMAs (words 0 and 1 the two k-steps, each word's 16-bit halves the fragment's k
-// pairs {2q, 2q+1} and {2q+8, 2q+9}). E4M3 converts to f16 exactly (cvt.rn.f16x2.e4m3x2, once per
-// operand and block, shared by every MMA that uses it); the two MMAs start from zero, so each
-// block's 32 products are summed in the tensor core's fp32 path, and the block's sum is promoted
-// by its two scales into the fp32 accumulator: the MX definition, no rebasing. The warps' sums
-// meet in shared memory in warp order (ws::gemv_reduce): deterministic, no atomics.
+// runs of kChunk-block chunks; the group's tokens go through in passes of 16 kMT (tokens are the
+// MMA's rows, weight rows its columns, so the reduction stores bf16 pairs along O). A block is 32
+// bytes of a row (an MX block, or 16 bf16). Per block a lane (g = lane / 4, q = lane % 4) loads
+// the 8 bytes at 8 q of each of its rows (tokens g and g + 8 of each 16-token tile, weight row g
+// of each 8-row tile): under one relabelling of the block's k, the same for both operands, they
+// are exactly the lane's share of its MMAs, each 32-bit word one fragment register:
+//   Mx:   two m16n8k16 f16 MMAs (word s the k-step s, its 16-bit halves the fragment's k pairs
+//         {2q, 2q+1} and {2q+8, 2q+9}). E4M3 -> f16 is exact (cvt.rn.f16x2.e4m3x2, once per
+//         operand and block); the two MMAs start from zero, so each block's 32 products are
+//         summed in the tensor core's fp32 path, and the block's sum is promoted by its two
+//         scales into the fp32 accumulator: the MX definition, no rebasing.
+//   Bf16: one m16n8k16 bf16 MMA into the accumulator (word 0 the pair {2q, 2q+1}, word 1
+//         {2q+8, 2q+9}).
+// The warps' sums meet in shared memory in warp order (ws::gemv_reduce): deterministic, no
+// atomics.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,17 +36,30 @@
 #include "ws/memory.cuh"
 #include "ws/ptx_sm90.cuh"
 
-namespace ws::mxv {
+namespace ws::ggv {
 
-/// kMT 16-token tiles per pass, kNT 8-row weight tiles per CTA, kWarps warps over D, kChunk MX
-/// blocks loaded ahead per warp (a 32-bit word of each scale row at 4), kMinBlocks CTAs per SM
+/// E4M3 operands with E8M0 scales per 32 along D.
+struct Mx {
+  static constexpr bool kScaled = true;
+  static constexpr int kElemBytes = 1;
+};
+
+/// BF16 operands, no scales.
+struct Bf16 {
+  static constexpr bool kScaled = false;
+  static constexpr int kElemBytes = 2;
+};
+
+/// Op (Mx or Bf16), kMT 16-token tiles per pass, kNT 8-row weight tiles per CTA, kWarps warps
+/// over D, kChunk 32-byte blocks loaded ahead per warp (a 32-bit word of each scale row at 4), kMinBlocks CTAs per SM
 /// for __launch_bounds__, kPrefetch: the CTA first asks L2 for all of its weight rows (and
 /// their scale rows where whole 16-byte runs), so the DRAM reads in flight do not wait for
 /// registers. The plan launches E * ceil(ceil(O / 8) / kNT) CTAs of kThreads with kRedBytes of
 /// shared memory.
-template <int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4, int kNMinBlocks = 2,
-          bool kNPrefetch = true>
+template <class TOp, int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4,
+          int kNMinBlocks = 2, bool kNPrefetch = true>
 struct GemvConfig {
+  using Op = TOp;
   static constexpr int kMT = kMTiles, kNT = kNTiles, kWarps = kNWarps;
   static constexpr int kChunk = kNChunk, kMinBlocks = kNMinBlocks;
   static constexpr bool kPrefetch = kNPrefetch;
@@ -60,6 +78,14 @@ __device__ __forceinline__ unsigned f16x2_from_e4m3x2(unsigned w) {
   const unsigned short h = static_cast<unsigned short>(w >> (16 * kHalf));
   asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(d) : "h"(h));
   return d;
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                         unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
@@ -117,8 +143,8 @@ struct GemvRows {
   const unsigned char* xs;
   const unsigned char* w;
   const unsigned char* ws;
-  int d8;     // 8 D: bytes between rows g and g + 8
-  int nb;     // scale bytes per row
+  int d8;     // bytes between rows g and g + 8 (8 rows)
+  int nb;     // 32-byte blocks per row (Mx: scale bytes per row)
   int x_rows; // tokens (g + 8 i) with 8 i < x_rows exist
   int w_tiles;
 };
@@ -127,8 +153,61 @@ struct GemvRows {
 /// their sums are never stored), so they never send a chunk down the special path.
 constexpr unsigned kUnitScales = 0x7F7F7F7Fu;
 
-/// Blocks [j0, j0 + kChunk) of one warp into acc. kFull: the whole chunk lies below nb and the
-/// scale rows are kChunk-aligned (no per-block guards, one load per scale row).
+/// Mx: block u of a chunk (loaded words xv, wv; scale words xsw, wsw) into acc.
+template <class Cfg>
+__device__ __forceinline__ void mx_block(const unsigned (&xv)[Cfg::kMT][2][2],
+                                         const unsigned (&wv)[Cfg::kNT][2],
+                                         const unsigned (&xsw)[Cfg::kMT][2],
+                                         const unsigned (&wsw)[Cfg::kNT][2], int u, bool plain,
+                                         float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+  constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT;
+  // The weights' fragments for the block's two k-steps, shared by every token tile.
+  unsigned b[kNT][2][2];
+  float fb[kNT][2];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      b[nt][s][0] = f16x2_from_e4m3x2<0>(wv[nt][s]);
+      b[nt][s][1] = f16x2_from_e4m3x2<1>(wv[nt][s]);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      fb[nt][k] = plain ? e8m0_plain(wsw[nt][k], u) : e8m0_value((wsw[nt][k] >> (8 * u)) & 0xFFu);
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    // Tokens g and g + 8 of tile mt.
+    unsigned a[2][4];
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      a[s][0] = f16x2_from_e4m3x2<0>(xv[mt][0][s]);
+      a[s][1] = f16x2_from_e4m3x2<0>(xv[mt][1][s]);
+      a[s][2] = f16x2_from_e4m3x2<1>(xv[mt][0][s]);
+      a[s][3] = f16x2_from_e4m3x2<1>(xv[mt][1][s]);
+    }
+    float fa[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      fa[h] = plain ? e8m0_plain(xsw[mt][h], u) : e8m0_value((xsw[mt][h] >> (8 * u)) & 0xFFu);
+    }
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      mma_f16(part, a[0][0], a[0][1], a[0][2], a[0][3], b[nt][0][0], b[nt][0][1]);
+      mma_f16(part, a[1][0], a[1][1], a[1][2], a[1][3], b[nt][1][0], b[nt][1][1]);
+      // c0, c1: token g, columns 2q, 2q + 1; c2, c3: token g + 8.
+      acc[mt][nt][0] = fmaf(part[0] * fa[0], fb[nt][0], acc[mt][nt][0]);
+      acc[mt][nt][1] = fmaf(part[1] * fa[0], fb[nt][1], acc[mt][nt][1]);
+      acc[mt][nt][2] = fmaf(part[2] * fa[1], fb[nt][0], acc[mt][nt][2]);
+      acc[mt][nt][3] = fmaf(part[3] * fa[1], fb[nt][1], acc[mt][nt][3]);
+    }
+  }
+}
+
+/// Blocks [j0, j0 + kChunk) of one warp into acc. kFull: the whole chunk lies below nb and (Mx)
+/// the scale rows are kChunk-aligned (no per-block guards, one load per scale row).
 template <class Cfg, bool kFull>
 __device__ __forceinline__ void gemv_chunk(const GemvRows& r, int j0,
                                            float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
@@ -156,90 +235,65 @@ __device__ __forceinline__ void gemv_chunk(const GemvRows& r, int j0,
       if (jin && nt < r.w_tiles) load_global8_nc<true>(wv[u][nt], r.w + nt * r.d8 + off);
     }
   }
-  unsigned xsw[kMT][2], wsw[kNT][2];
+  if constexpr (!Cfg::Op::kScaled) {
 #pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
+    for (int u = 0; u < kChunk; ++u) {
+      if (!kFull && j0 + u >= nb) break;  // warp-uniform
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const unsigned char* row = r.xs + (2 * mt + h) * 8 * nb;
-      xsw[mt][h] = 8 * (2 * mt + h) >= r.x_rows ? kUnitScales
-                   : kFull ? load_scale_word<kChunk>(row, j0, nb, true)
-                           : load_scale_word<kChunk>(row, j0, nb, false);
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          mma_bf16(acc[mt][nt], xv[u][mt][0][0], xv[u][mt][1][0], xv[u][mt][0][1],
+                   xv[u][mt][1][1], wv[u][nt][0], wv[u][nt][1]);
+        }
+      }
     }
-  }
+    return;
+  } else {
+    unsigned xsw[kMT][2], wsw[kNT][2];
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
+    for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const unsigned char* row = r.ws + (8 * nt + k) * nb;
-      wsw[nt][k] = nt >= r.w_tiles ? kUnitScales
-                   : kFull ? load_scale_word<kChunk>(row, j0, nb, true)
-                           : load_scale_word<kChunk>(row, j0, nb, false);
+      for (int h = 0; h < 2; ++h) {
+        const unsigned char* row = r.xs + (2 * mt + h) * 8 * nb;
+        xsw[mt][h] = 8 * (2 * mt + h) >= r.x_rows ? kUnitScales
+                     : kFull ? load_scale_word<kChunk>(row, j0, nb, true)
+                             : load_scale_word<kChunk>(row, j0, nb, false);
+      }
     }
-  }
-  // Blocks past nb (the last chunk's tail) read as 0x00 scales: special, and skipped below.
-  bool special = false;
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-    special |= e8m0_special<kChunk>(xsw[mt][0]) | e8m0_special<kChunk>(xsw[mt][1]);
-  }
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    special |= e8m0_special<kChunk>(wsw[nt][0]) | e8m0_special<kChunk>(wsw[nt][1]);
-  }
-  const bool plain = !__any_sync(0xFFFFFFFFu, special);
-
-#pragma unroll
-  for (int u = 0; u < kChunk; ++u) {
-    if (!kFull && j0 + u >= nb) break;  // warp-uniform
-    // The weights' fragments for the block's two k-steps, shared by every token tile.
-    unsigned b[kNT][2][2];
-    float fb[kNT][2];
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        b[nt][s][0] = f16x2_from_e4m3x2<0>(wv[u][nt][s]);
-        b[nt][s][1] = f16x2_from_e4m3x2<1>(wv[u][nt][s]);
-      }
-#pragma unroll
       for (int k = 0; k < 2; ++k) {
-        fb[nt][k] = plain ? e8m0_plain(wsw[nt][k], u) : e8m0_value((wsw[nt][k] >> (8 * u)) & 0xFFu);
+        const unsigned char* row = r.ws + (8 * nt + k) * nb;
+        wsw[nt][k] = nt >= r.w_tiles ? kUnitScales
+                     : kFull ? load_scale_word<kChunk>(row, j0, nb, true)
+                             : load_scale_word<kChunk>(row, j0, nb, false);
       }
     }
+    // Blocks past nb (the last chunk's tail) read as 0x00 scales: special, and skipped below.
+    bool special = false;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      // Tokens g and g + 8 of tile mt.
-      unsigned a[2][4];
+      special |= e8m0_special<kChunk>(xsw[mt][0]) | e8m0_special<kChunk>(xsw[mt][1]);
+    }
 #pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        a[s][0] = f16x2_from_e4m3x2<0>(xv[u][mt][0][s]);
-        a[s][1] = f16x2_from_e4m3x2<0>(xv[u][mt][1][s]);
-        a[s][2] = f16x2_from_e4m3x2<1>(xv[u][mt][0][s]);
-        a[s][3] = f16x2_from_e4m3x2<1>(xv[u][mt][1][s]);
-      }
-      float fa[2];
+    for (int nt = 0; nt < kNT; ++nt) {
+      special |= e8m0_special<kChunk>(wsw[nt][0]) | e8m0_special<kChunk>(wsw[nt][1]);
+    }
+    const bool plain = !__any_sync(0xFFFFFFFFu, special);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        fa[h] = plain ? e8m0_plain(xsw[mt][h], u) : e8m0_value((xsw[mt][h] >> (8 * u)) & 0xFFu);
-      }
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        mma_f16(part, a[0][0], a[0][1], a[0][2], a[0][3], b[nt][0][0], b[nt][0][1]);
-        mma_f16(part, a[1][0], a[1][1], a[1][2], a[1][3], b[nt][1][0], b[nt][1][1]);
-        // c0, c1: token g, columns 2q, 2q + 1; c2, c3: token g + 8.
-        acc[mt][nt][0] = fmaf(part[0] * fa[0], fb[nt][0], acc[mt][nt][0]);
-        acc[mt][nt][1] = fmaf(part[1] * fa[0], fb[nt][1], acc[mt][nt][1]);
-        acc[mt][nt][2] = fmaf(part[2] * fa[1], fb[nt][0], acc[mt][nt][2]);
-        acc[mt][nt][3] = fmaf(part[3] * fa[1], fb[nt][1], acc[mt][nt][3]);
-      }
+    for (int u = 0; u < kChunk; ++u) {
+      if (!kFull && j0 + u >= nb) break;  // warp-uniform
+      mx_block<Cfg>(xv[u], wv[u], xsw, wsw, u, plain, acc);
     }
   }
 }
 
 /// One CTA: expert e's weight rows [8 tile0, 8 (tile0 + kNT)) against all of the expert's
-/// tokens. red: Cfg::kRedBytes of shared memory. Every thread calls it.
+/// tokens. x, w: the operands' bytes; xs, wsc: their scales (Mx; unused for Bf16); D in
+/// elements (D * Op::kElemBytes % 32 == 0). red: Cfg::kRedBytes of shared memory. Every thread
+/// calls it.
 template <class Cfg>
 __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x,
                                              const unsigned char* __restrict__ xs,
@@ -259,11 +313,12 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
   const int t_begin = e > 0 ? offs[e - 1] : 0, t_end = offs[e];
   if (t_begin >= t_end) return;  // an empty group: the whole CTA leaves
 
-  const int nb = D / 32;  // MX blocks per row
+  const long long row_bytes = static_cast<long long>(D) * Cfg::Op::kElemBytes;
+  const int nb = static_cast<int>(row_bytes / 32);  // blocks per row (Mx: scale bytes per row)
   const int chunks = (nb + kChunk - 1) / kChunk;
   const int c_first = warp * chunks / Cfg::kWarps, c_stop = (warp + 1) * chunks / Cfg::kWarps;
-  // Chunks below c_full are whole, with kChunk-aligned scale words.
-  const int c_full = nb % kChunk == 0 ? chunks : 0;
+  // Chunks below c_full are whole (Mx: with kChunk-aligned scale words).
+  const int c_full = !Cfg::Op::kScaled ? nb / kChunk : nb % kChunk == 0 ? chunks : 0;
 
   GemvRows r;
   const long long wrow0 = static_cast<long long>(e) * O + tile0 * 8;
@@ -271,13 +326,15 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
     const int rows = min(8 * kNT, O - tile0 * 8);
     if (static_cast<int>(threadIdx.x) < rows) {
       const long long row = wrow0 + threadIdx.x;
-      bulk_prefetch_l2(w + row * D, static_cast<unsigned>(D));  // D % 32 == 0
-      if (nb % 16 == 0) bulk_prefetch_l2(wsc + row * nb, static_cast<unsigned>(nb));
+      bulk_prefetch_l2(w + row * row_bytes, static_cast<unsigned>(row_bytes));
+      if (Cfg::Op::kScaled && nb % 16 == 0) {
+        bulk_prefetch_l2(wsc + row * nb, static_cast<unsigned>(nb));
+      }
     }
   }
-  r.w = w + (wrow0 + g) * D + 8 * q;
-  r.ws = wsc + (wrow0 + 2 * q) * nb;
-  r.d8 = 8 * D;
+  r.w = w + (wrow0 + g) * row_bytes + 8 * q;
+  r.ws = Cfg::Op::kScaled ? wsc + (wrow0 + 2 * q) * nb : nullptr;
+  r.d8 = static_cast<int>(8 * row_bytes);
   r.nb = nb;
   r.w_tiles = min(kNT, tiles_o - tile0);  // tiles past O: nothing loaded, nothing stored
 
@@ -285,8 +342,8 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
     // Tokens past the group: nothing loaded, nothing stored (rows <= the group's last, so the
     // pointers below stay inside x and xs).
     r.x_rows = t_end - p0 - g;
-    r.x = x + static_cast<long long>(p0 + g) * D + 8 * q;
-    r.xs = xs + static_cast<long long>(p0 + g) * nb;
+    r.x = x + (p0 + g) * row_bytes + 8 * q;
+    r.xs = Cfg::Op::kScaled ? xs + static_cast<long long>(p0 + g) * nb : nullptr;
     float acc[kMT][kNT][4];
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
@@ -316,4 +373,4 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
   }
 }
 
-}  // namespace ws::mxv
+}  // namespace ws::ggv
