@@ -4,11 +4,12 @@
              "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048],
              "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
              "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [4, 2, 1], "GEMV_MINB": [2, 1, 3, 4],
-             "GEMV_PF": [1, 0] },
+             "GEMV_PF": [1, 0], "GEMV_SMEM": [0, 1], "GEMV_SPLIT": [4, 1, 2, 8] },
   "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
                   "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2", "GEMV": "form == 0",
                   "GEMV_MT": "form == 0", "GEMV_NT": "form == 0", "GEMV_WARPS": "form == 0",
-                  "GEMV_CHUNK": "form == 0", "GEMV_MINB": "form == 0", "GEMV_PF": "form == 0" },
+                  "GEMV_CHUNK": "form == 0", "GEMV_MINB": "form == 0", "GEMV_PF": "form == 0",
+                  "GEMV_SMEM": "form == 0", "GEMV_SPLIT": "form == 0" },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -28,9 +29,14 @@
                 "block": ["384"],
                 "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + (PP == 0) * 128 * (2 * WGRAD_BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_bf16_grouped_gemv_fwd", "when": "form == 0 && M <= GEMV * E",
+              { "kernel": "sm90_sm100_bf16_grouped_gemv_fwd", "when": "form == 0 && M <= GEMV * E && GEMV_SMEM == 0",
                 "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
+                "args": ["a", "b", "offs", "out", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_bf16_grouped_gemv_shared_fwd", "when": "form == 0 && M <= GEMV * E && GEMV_SMEM == 1",
+                "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
+                "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
+                "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 0) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
                 "args": ["a", "b", "offs", "out", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
@@ -83,8 +89,8 @@
 // tokens per group on average, M <= GEMV * E, one launch of ws/grouped_gemv.cuh instead: a CTA
 // per expert and 8 GEMV_NT rows of b, its warps splitting K, every SM streaming b into mma.sync
 // fragments after asking L2 for its rows; the same kernel as the MXFP8 GEMMs' GEMV without
-// scales. At M256 b is 25-50 MB (the non-empty groups'), 6-12 us of copy time, against 30.5 us
-// (0.96x torch) today; session 30, not yet run on a GPU; 0, the default, never). The plan's
+// scales; GEMV_SMEM=1 its shared-token form with clusters of GEMV_SPLIT over K). At M256 b is 25-50 MB (the non-empty groups'), 6-12 us of copy time, against 30.5 us
+// (0.96x torch) today; session 30, not yet run on a GPU; GEMV=0, the default, never. The plan's
 // knob_scope tells the tuner which form reads which knobs.
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
@@ -102,6 +108,8 @@
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
 // warpsmith:sass sm_90a form=fwd GEMV=64: HMMA.16816.F32.BF16 UBLKPF.L2
 // warpsmith:sass sm_100a form=fwd GEMV=64: HMMA.16816.F32.BF16 UBLKPF.L2
+// warpsmith:sass sm_90a form=fwd GEMV=64 GEMV_SMEM=1: HMMA.16816.F32.BF16 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
+// warpsmith:sass sm_100a form=fwd GEMV=64 GEMV_SMEM=1: HMMA.16816.F32.BF16 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
@@ -144,6 +152,12 @@
 #endif
 #ifndef GEMV_CHUNK
 #define GEMV_CHUNK 4  // 16-element blocks loaded ahead per warp (120 registers at MINB 2)
+#endif
+#ifndef GEMV_SMEM
+#define GEMV_SMEM 0  // 1: the shared-token form (ws::ggv::grouped_gemv_shared)
+#endif
+#ifndef GEMV_SPLIT
+#define GEMV_SPLIT 4  // the shared-token form: CTAs per cluster splitting the contraction
 #endif
 #ifndef GEMV_MINB
 #define GEMV_MINB 2  // CTAs per SM for __launch_bounds__
@@ -626,4 +640,17 @@ extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlo
   ws::ggv::grouped_gemv<GemvCfg>(reinterpret_cast<const unsigned char*>(a), nullptr,
                                  reinterpret_cast<const unsigned char*>(b), nullptr, offs, out, E,
                                  N, K, gemv_red);
+}
+
+// GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
+// GEMV_SPLIT over the contraction (ws::ggv::grouped_gemv_shared).
+using GemvSharedCfg =
+    ws::ggv::GemvSharedConfig<ws::ggv::Bf16, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
+                              GEMV_MINB, GEMV_PF != 0>;
+extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
+    sm90_sm100_bf16_grouped_gemv_shared_fwd(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b,
+        const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int E, int N, int K) {
+  extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
+  ws::ggv::grouped_gemv_shared<GemvSharedCfg>(reinterpret_cast<const unsigned char*>(a), nullptr,
+      reinterpret_cast<const unsigned char*>(b), nullptr, offs, out, E, N, K, gemv_smem);
 }

@@ -5,7 +5,7 @@
              "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2],
              "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
              "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4],
-             "GEMV_PF": [1, 0] },
+             "GEMV_PF": [1, 0], "GEMV_SMEM": [0, 1], "GEMV_SPLIT": [4, 1, 2, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -48,9 +48,14 @@
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_dgrad", "when": "M <= GEMV * E",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_dgrad", "when": "M <= GEMV * E && GEMV_SMEM == 0",
                 "grid": ["E * ceil_div(ceil_div(K, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
+                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_shared_dgrad", "when": "M <= GEMV * E && GEMV_SMEM == 1",
+                "grid": ["E * ceil_div(ceil_div(K, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
+                "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
+                "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 4) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
                 "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "N", "K"] } ],
   "workspace": { "bytes": "(M > GEMV * E) * ((STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2))", "zero": false } }
 */
@@ -75,8 +80,9 @@
 // EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
 // order, as fwd), FUSE (the tokens' tiles made inside the transposed GEMM, as fwd; session 25:
 // 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880), GEMV and its GEMV_* knobs (at most GEMV
-// tokens per group on average: one kernel streaming bt into mma.sync fragments, as fwd; session
-// 30, not yet run on a GPU; 0, the default, never).
+// tokens per group on average: one kernel streaming bt into mma.sync fragments, as fwd, and
+// GEMV_SMEM / GEMV_SPLIT its shared-token form; session 30, not yet run on a GPU; GEMV=0, the
+// default, never).
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -93,6 +99,8 @@
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
 // warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
+// warpsmith:sass sm_90a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
+// warpsmith:sass sm_100a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
 #include "ws/grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
@@ -140,6 +148,12 @@
 #endif
 #ifndef GEMV_PF
 #define GEMV_PF 1  // each CTA first asks L2 for its weight rows (cp.async.bulk.prefetch.L2)
+#endif
+#ifndef GEMV_SMEM
+#define GEMV_SMEM 0  // 1: the shared-token form (ws::ggv::grouped_gemv_shared)
+#endif
+#ifndef GEMV_SPLIT
+#define GEMV_SPLIT 4  // the shared-token form: CTAs per cluster splitting the contraction
 #endif
 #ifndef GEMV_MINB
 #define GEMV_MINB 2  // CTAs per SM for __launch_bounds__
@@ -262,4 +276,17 @@ extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlo
                                         __nv_bfloat16* __restrict__ da, int E, int N, int K) {
   extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
   ws::ggv::grouped_gemv<GemvCfg>(dc, dc_scales, bt, bt_scales, offs, da, E, K, N, gemv_red);
+}
+
+// GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
+// GEMV_SPLIT over the contraction (ws::ggv::grouped_gemv_shared).
+using GemvSharedCfg =
+    ws::ggv::GemvSharedConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
+                              GEMV_MINB, GEMV_PF != 0>;
+extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
+    sm90_sm100_mxfp8_grouped_gemv_shared_dgrad(const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,
+        const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
+        const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int E, int N, int K) {
+  extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
+  ws::ggv::grouped_gemv_shared<GemvSharedCfg>(dc, dc_scales, bt, bt_scales, offs, da, E, K, N, gemv_smem);
 }

@@ -5,7 +5,7 @@
              "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2],
              "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
              "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4],
-             "GEMV_PF": [1, 0] },
+             "GEMV_PF": [1, 0], "GEMV_SMEM": [0, 1], "GEMV_SPLIT": [4, 1, 2, 8] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -48,9 +48,14 @@
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
                 "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_fwd", "when": "M <= GEMV * E",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_fwd", "when": "M <= GEMV * E && GEMV_SMEM == 0",
                 "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
+                "args": ["a", "a_scales", "b", "b_scales", "offs", "c", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_shared_fwd", "when": "M <= GEMV * E && GEMV_SMEM == 1",
+                "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
+                "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
+                "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 4) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
                 "args": ["a", "a_scales", "b", "b_scales", "offs", "c", "E", "N", "K"] } ],
   "workspace": { "bytes": "(M > GEMV * E) * ((STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2))", "zero": false } }
 */
@@ -149,7 +154,10 @@
 // GEMV_MINB CTAs per SM for __launch_bounds__; GEMV_PF: each CTA first asks L2 for all of its
 // weight rows with cp.async.bulk.prefetch.L2, so the DRAM reads in flight need no registers).
 // Each MX block is two f16 mma.sync (E4M3 -> f16 exact) from zero, promoted by its two scales
-// into fp32: exact like STRATEGY=0, with every SM streaming weights. Model at M256 (E8 N1536
+// into fp32: exact like STRATEGY=0, with every SM streaming weights. GEMV_SMEM=1 runs the
+// shared-token form instead: the tokens staged in shared memory by cp.async, GEMV_CHUNK blocks
+// per stage, read by GEMV_WARPS warps that each own GEMV_NT weight tiles, clusters of
+// GEMV_SPLIT CTAs splitting K and summing through distributed shared memory. Model at M256 (E8 N1536
 // K2048): 14-25 MB of weights (the non-empty groups'), 3.4-6 us of copy time at 4.2 TB/s,
 // against 30.2 us today and torch bf16's ~23 us (NOTES.md, session 30).
 //
@@ -167,6 +175,8 @@
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
 // warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
 // warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
+// warpsmith:sass sm_90a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
+// warpsmith:sass sm_100a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
 #include "ws/grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
@@ -214,6 +224,12 @@
 #endif
 #ifndef GEMV_PF
 #define GEMV_PF 1  // each CTA first asks L2 for its weight rows (cp.async.bulk.prefetch.L2)
+#endif
+#ifndef GEMV_SMEM
+#define GEMV_SMEM 0  // 1: the shared-token form (ws::ggv::grouped_gemv_shared)
+#endif
+#ifndef GEMV_SPLIT
+#define GEMV_SPLIT 4  // the shared-token form: CTAs per cluster splitting the contraction
 #endif
 #ifndef GEMV_MINB
 #define GEMV_MINB 2  // CTAs per SM for __launch_bounds__ (2: at most 128 registers at 8 warps)
@@ -332,4 +348,17 @@ extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlo
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int E, int N, int K) {
   extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
   ws::ggv::grouped_gemv<GemvCfg>(a, a_scales, b, b_scales, offs, c, E, N, K, gemv_red);
+}
+
+// GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
+// GEMV_SPLIT over the contraction (ws::ggv::grouped_gemv_shared).
+using GemvSharedCfg =
+    ws::ggv::GemvSharedConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
+                              GEMV_MINB, GEMV_PF != 0>;
+extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
+    sm90_sm100_mxfp8_grouped_gemv_shared_fwd(const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
+        const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
+        const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int E, int N, int K) {
+  extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
+  ws::ggv::grouped_gemv_shared<GemvSharedCfg>(a, a_scales, b, b_scales, offs, c, E, N, K, gemv_smem);
 }

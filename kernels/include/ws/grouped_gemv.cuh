@@ -32,6 +32,7 @@
 
 #include <cuda_bf16.h>
 
+#include "ws/cluster.cuh"
 #include "ws/gemv.cuh"
 #include "ws/memory.cuh"
 #include "ws/ptx_sm90.cuh"
@@ -370,6 +371,333 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
               pair;
         });
     __syncthreads();  // red is the next pass's too
+  }
+}
+
+// ---- The shared-token form ------------------------------------------------------------------
+// grouped_gemv reads a group's tokens from L2 once per CTA of 8 kNT weight rows, 2x the weight
+// bytes at 32 tokens and 16 rows. grouped_gemv_shared stages them in shared memory instead and
+// gives the CTA's warps different weight rows over the same contraction range, so each token
+// byte leaves L2 once per kWarps * kNT * 8 weight rows:
+//  - a CTA is (expert, kWarps * kNT 8-row tiles, part): with kSplit > 1 the plan launches
+//    clusters of kSplit CTAs that take consecutive kChunk-aligned ranges of D and sum their fp32
+//    fragments through distributed shared memory in rank order (deterministic);
+//  - the pass's 16 kMT token rows go through in stages of kChunk blocks, double-buffered: the
+//    whole CTA copies stage s + 1 with cp.async (16-byte pieces, zero-filled past the group and
+//    past D; the scales as one 4-byte copy per row where aligned) while its warps compute stage
+//    s; each warp loads its own weight rows of stage s (L2 hits: each CTA first asks L2 for its
+//    whole range) before waiting for the stage's tokens;
+//  - a stage's token rows sit kPitch bytes apart, kPitch = 8 words mod 32, so a half-warp's
+//    8-byte reads (8 rows g, 4 lanes q) hit 32 distinct banks.
+
+/// Op, kMT 16-token tiles per pass, kNT 8-row weight tiles per warp, kWarps warps (each its own
+/// rows), kChunk 32-byte blocks per stage, kSplit CTAs per cluster over D, kMinBlocks, kPrefetch
+/// (as GemvConfig). The plan launches E * ceil(ceil(O / 8) / (kWarps kNT)) * kSplit CTAs in
+/// clusters of kSplit, kThreads each, with kSmemBytes of shared memory.
+template <class TOp, int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4, int kNSplit = 1,
+          int kNMinBlocks = 2, bool kNPrefetch = true>
+struct GemvSharedConfig {
+  using Op = TOp;
+  static constexpr int kMT = kMTiles, kNT = kNTiles, kWarps = kNWarps, kChunk = kNChunk;
+  static constexpr int kSplit = kNSplit, kMinBlocks = kNMinBlocks;
+  static constexpr bool kPrefetch = kNPrefetch;
+  static_assert(kMT >= 1 && kMT <= 4 && kNT >= 1 && kNT <= 4, "registers");
+  static_assert(kChunk == 1 || kChunk == 2 || kChunk == 4 || kChunk == 8, "stage blocks");
+  static_assert(!Op::kScaled || kChunk <= 4, "Mx: a stage's scales are one word per row");
+  static_assert(kSplit >= 1 && kSplit <= 8, "a portable cluster");
+  static constexpr int kThreads = 32 * kWarps;
+  static_assert(kThreads <= 1024, "whole CTA");
+  static constexpr int kRows = 16 * kMT;                                   // tokens per pass
+  static constexpr int kPieces = kChunk * 2;                               // 16 B per row
+  static constexpr int kPitch = kChunk * 32 + ((8 - kChunk * 8) & 31) * 4;  // bytes per row
+  static_assert((kPitch / 4) % 32 == 8 && kPitch % 16 == 0, "conflict-free 8-byte reads");
+  static constexpr int kStageBytes = kRows * kPitch + (Op::kScaled ? kRows * 4 : 0);
+  static constexpr int kRedBytes = kSplit > 1 ? kWarps * kMT * kNT * 32 * 16 : 0;
+  static constexpr int kSmemBytes = 2 * kStageBytes + kRedBytes;
+};
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+/// The whole CTA: stage [j0, j1) of the pass's token rows p0 .. (x rows, xs scale rows; row
+/// length row_bytes, nb blocks) into the stage buffer at shared address buf, as cp.async.
+/// Rows past t_end and blocks past j1 are zeros; their scales 0x7F (never special).
+template <class Cfg>
+__device__ __forceinline__ void stage_tokens(unsigned buf, const unsigned char* x,
+                                             const unsigned char* xs, long long row_bytes,
+                                             int nb, int p0, int t_end, int j0, int j1) {
+  for (int i = threadIdx.x; i < Cfg::kRows * Cfg::kPieces; i += Cfg::kThreads) {
+    const int row = i / Cfg::kPieces, piece = i % Cfg::kPieces;
+    const int t = p0 + row, j = j0 + piece / 2;
+    const bool valid = t < t_end && j < j1;
+    const unsigned char* src = valid ? x + t * row_bytes + j0 * 32 + piece * 16 : x;
+    cp_async16(buf + row * Cfg::kPitch + piece * 16, src, valid);
+  }
+  if constexpr (Cfg::Op::kScaled) {
+    const unsigned sbuf = buf + Cfg::kRows * Cfg::kPitch;
+    const bool words = j1 - j0 == Cfg::kChunk && Cfg::kChunk == 4 && nb % 4 == 0;
+    for (int row = threadIdx.x; row < Cfg::kRows; row += Cfg::kThreads) {
+      const int t = p0 + row;
+      if (t < t_end && words) {
+        cp_async4(sbuf + row * 4, xs + static_cast<long long>(t) * nb + j0);
+      } else {
+        unsigned v = kUnitScales;  // rows past the group
+        if (t < t_end) {
+          v = 0;  // blocks past j1: 0x00, skipped by the compute
+#pragma unroll
+          for (int u = 0; u < Cfg::kChunk; ++u) {
+            if (j0 + u < j1) {
+              v |= load_global_nc_small<1>(xs + static_cast<long long>(t) * nb + j0 + u) << (8 * u);
+            }
+          }
+        }
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(sbuf + row * 4), "r"(v) : "memory");
+      }
+    }
+  }
+}
+
+/// One warp: its weight words for blocks [j0, j1) (rows w + nt * d8, this lane's 8 bytes), and
+/// (Mx) the scale words of its fragment columns.
+template <class Cfg>
+__device__ __forceinline__ void load_weights(const GemvRows& r, int j0, int j1,
+                                             unsigned (&wv)[Cfg::kChunk][Cfg::kNT][2],
+                                             unsigned (&wsw)[Cfg::kNT][2]) {
+#pragma unroll
+  for (int u = 0; u < Cfg::kChunk; ++u) {
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+      wv[u][nt][0] = wv[u][nt][1] = 0u;
+      if (j0 + u < j1 && nt < r.w_tiles) {
+        load_global8_nc<true>(wv[u][nt], r.w + nt * r.d8 + (j0 + u) * 32);
+      }
+    }
+  }
+  if constexpr (Cfg::Op::kScaled) {
+    const bool full = j1 - j0 == Cfg::kChunk && r.nb % Cfg::kChunk == 0;
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const unsigned char* row = r.ws + (8 * nt + k) * r.nb;
+        // Blocks past j1 read as 0x00 (skipped by the compute).
+        wsw[nt][k] = nt >= r.w_tiles ? kUnitScales
+                     : full          ? load_scale_word<Cfg::kChunk>(row, j0, r.nb, true)
+                                     : load_scale_word<Cfg::kChunk>(row, j0, j1, false);
+      }
+    }
+  }
+}
+
+/// One warp: the stage at shared address buf (blocks [j0, j1)) against its weight words.
+template <class Cfg>
+__device__ __forceinline__ void compute_stage(unsigned buf, int j0, int j1,
+                                              const unsigned (&wv)[Cfg::kChunk][Cfg::kNT][2],
+                                              const unsigned (&wsw)[Cfg::kNT][2],
+                                              float (&acc)[Cfg::kMT][Cfg::kNT][4]) {
+  constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT;
+  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  unsigned xsw[kMT][2];
+  bool plain = true;
+  if constexpr (Cfg::Op::kScaled) {
+    const unsigned sbuf = buf + Cfg::kRows * Cfg::kPitch;
+    bool special = false;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        xsw[mt][h] = load_shared4(sbuf + (16 * mt + 8 * h + g) * 4);
+        special |= e8m0_special<Cfg::kChunk>(xsw[mt][h]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+      special |= e8m0_special<Cfg::kChunk>(wsw[nt][0]) | e8m0_special<Cfg::kChunk>(wsw[nt][1]);
+    }
+    plain = !__any_sync(0xFFFFFFFFu, special);
+  }
+#pragma unroll
+  for (int u = 0; u < Cfg::kChunk; ++u) {
+    if (j0 + u >= j1) break;  // warp-uniform
+    unsigned xv[kMT][2][2];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const unsigned a = buf + (16 * mt + 8 * h + g) * Cfg::kPitch + u * 32 + 8 * q;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];"
+                     : "=r"(xv[mt][h][0]), "=r"(xv[mt][h][1])
+                     : "r"(a));
+      }
+    }
+    if constexpr (Cfg::Op::kScaled) {
+      mx_block<Cfg>(xv, wv[u], xsw, wsw, u, plain, acc);
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          mma_bf16(acc[mt][nt], xv[mt][0][0], xv[mt][1][0], xv[mt][0][1], xv[mt][1][1],
+                   wv[u][nt][0], wv[u][nt][1]);
+        }
+      }
+    }
+  }
+}
+
+/// One CTA of the shared-token form (see above): x, w the operands' bytes, xs, wsc their scales
+/// (Mx), D in elements, smem: Cfg::kSmemBytes. Every thread calls it.
+template <class Cfg>
+__device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restrict__ x,
+                                                    const unsigned char* __restrict__ xs,
+                                                    const unsigned char* __restrict__ w,
+                                                    const unsigned char* __restrict__ wsc,
+                                                    const int* __restrict__ offs,
+                                                    __nv_bfloat16* __restrict__ out, int E,
+                                                    int O, int D, unsigned char* smem) {
+  constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT, kChunk = Cfg::kChunk, kSplit = Cfg::kSplit;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int tiles_o = O / 8;
+  constexpr int kCtaTiles = Cfg::kWarps * kNT;
+  const int slices = (tiles_o + kCtaTiles - 1) / kCtaTiles;
+  const int cta = static_cast<int>(blockIdx.x) / kSplit;
+  const int part = static_cast<int>(blockIdx.x) % kSplit;  // the cluster rank: 1-D clusters
+  const int e = cta / slices;
+  const int tile0 = cta % slices * kCtaTiles + warp * kNT;  // this warp's first tile
+  if (e >= E) return;
+  const int t_begin = e > 0 ? offs[e - 1] : 0, t_end = offs[e];
+  if (t_begin >= t_end) return;  // an empty group: the whole cluster leaves
+
+  const long long row_bytes = static_cast<long long>(D) * Cfg::Op::kElemBytes;
+  const int nb = static_cast<int>(row_bytes / 32);
+  const int per = ((nb + kSplit - 1) / kSplit + kChunk - 1) / kChunk * kChunk;
+  const int jb = min(nb, part * per), je = min(nb, jb + per);
+  const int stages = (je - jb + kChunk - 1) / kChunk;
+
+  GemvRows r;
+  const long long wrow0 = static_cast<long long>(e) * O + max(0, min(tile0, tiles_o - 1)) * 8;
+  r.w_tiles = max(0, min(kNT, tiles_o - tile0));  // tiles past O: nothing loaded or stored
+  if constexpr (Cfg::kPrefetch) {
+    // Lane l < 8 kNT asks L2 for its row's part of the range.
+    if (lane < 8 * r.w_tiles && je > jb) {
+      const long long row = wrow0 + lane;
+      bulk_prefetch_l2(w + row * row_bytes + jb * 32, static_cast<unsigned>((je - jb) * 32));
+    }
+  }
+  r.w = w + (wrow0 + g) * row_bytes + 8 * q;
+  r.ws = Cfg::Op::kScaled ? wsc + (wrow0 + 2 * q) * nb : nullptr;
+  r.d8 = static_cast<int>(8 * row_bytes);
+  r.nb = nb;
+
+  const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  float4* red = reinterpret_cast<float4*>(smem + 2 * Cfg::kStageBytes);
+  for (int p0 = t_begin; p0 < t_end; p0 += Cfg::kRows) {
+    float acc[kMT][kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+      }
+    }
+    if (stages > 0) {
+      stage_tokens<Cfg>(base, x, xs, row_bytes, nb, p0, t_end, jb, min(je, jb + kChunk));
+      cp_async_commit();
+    }
+    for (int s = 0; s < stages; ++s) {
+      const int j0 = jb + s * kChunk, j1 = min(je, j0 + kChunk);
+      if (s + 1 < stages) {
+        // Buffer (s + 1) % 2 was stage s - 1's, released by the barrier that ended it.
+        stage_tokens<Cfg>(base + ((s + 1) % 2) * Cfg::kStageBytes, x, xs, row_bytes, nb, p0,
+                          t_end, j1, min(je, j1 + kChunk));
+        cp_async_commit();
+      }
+      // The warp's weights for stage s (L2 hits after the prefetch): their latency runs under
+      // the wait for the stage's tokens.
+      unsigned wv[kChunk][kNT][2], wsw[kNT][2] = {};
+      load_weights<Cfg>(r, j0, j1, wv, wsw);
+      if (s + 1 < stages) {
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();  // stage s is in shared memory for every warp
+      if (r.w_tiles > 0) {
+        compute_stage<Cfg>(base + (s % 2) * Cfg::kStageBytes, j0, j1, wv, wsw, acc);
+      }
+      __syncthreads();  // every warp is done with buffer s % 2
+    }
+
+    // c0, c1: token 16 mt + g, columns 2q, 2q + 1 of tile tile0 + nt; c2, c3: token + 8.
+    auto store = [&](int mt, int nt, const float4& v) {
+      if (nt >= r.w_tiles) return;
+      const int col = (tile0 + nt) * 8 + 2 * q;
+      const int t0 = p0 + 16 * mt + g;
+      if (t0 < t_end) {
+        *reinterpret_cast<__nv_bfloat162*>(out + static_cast<long long>(t0) * O + col) =
+            __floats2bfloat162_rn(v.x, v.y);
+      }
+      if (t0 + 8 < t_end) {
+        *reinterpret_cast<__nv_bfloat162*>(out + static_cast<long long>(t0 + 8) * O + col) =
+            __floats2bfloat162_rn(v.z, v.w);
+      }
+    };
+    if constexpr (kSplit == 1) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          store(mt, nt, make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2],
+                                    acc[mt][nt][3]));
+        }
+      }
+    } else {
+      // Fragment (mt, nt) of this warp and lane at red[((warp kMT + mt) kNT + nt) 32 + lane];
+      // rank `part` sums every kSplit-th of this warp's fragments over the ranks in order.
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          red[((warp * kMT + mt) * kNT + nt) * 32 + lane] =
+              make_float4(acc[mt][nt][0], acc[mt][nt][1], acc[mt][nt][2], acc[mt][nt][3]);
+        }
+      }
+      cluster_sync();  // every rank's partials are in its red
+#pragma unroll
+      for (int f = 0; f < kMT * kNT; ++f) {
+        if (f % kSplit != part) continue;
+        const int mt = f / kNT, nt = f % kNT;
+        const float4* slot = red + ((warp * kMT + mt) * kNT + nt) * 32 + lane;
+        float4 sum = cluster_load_f4(slot, 0);
+        for (int rk = 1; rk < kSplit; ++rk) {
+          const float4 v = cluster_load_f4(slot, rk);
+          sum.x += v.x;
+          sum.y += v.y;
+          sum.z += v.z;
+          sum.w += v.w;
+        }
+        store(mt, nt, sum);
+      }
+      cluster_sync();  // no rank rewrites its red (next pass) or leaves while it is read
+    }
   }
 }
 
