@@ -562,7 +562,8 @@ __device__ __forceinline__ void compute_stage(unsigned buf, int j0, int j1,
 }
 
 /// One CTA of the shared-token form (see above): x, w the operands' bytes, xs, wsc their scales
-/// (Mx), D in elements, smem: Cfg::kSmemBytes. Every thread calls it.
+/// (Mx), D in elements, smem: Cfg::kSmemBytes. offs == nullptr: one group of M tokens (E = 1, a
+/// dense small-M GEMM). Every thread calls it.
 template <class Cfg>
 __device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restrict__ x,
                                                     const unsigned char* __restrict__ xs,
@@ -570,7 +571,8 @@ __device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restr
                                                     const unsigned char* __restrict__ wsc,
                                                     const int* __restrict__ offs,
                                                     __nv_bfloat16* __restrict__ out, int E,
-                                                    int O, int D, unsigned char* smem) {
+                                                    int O, int D, unsigned char* smem,
+                                                    int M = 0) {
   constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT, kChunk = Cfg::kChunk, kSplit = Cfg::kSplit;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
@@ -582,7 +584,8 @@ __device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restr
   const int e = cta / slices;
   const int tile0 = cta % slices * kCtaTiles + warp * kNT;  // this warp's first tile
   if (e >= E) return;
-  const int t_begin = e > 0 ? offs[e - 1] : 0, t_end = offs[e];
+  const int t_begin = offs == nullptr || e == 0 ? 0 : offs[e - 1];
+  const int t_end = offs == nullptr ? M : offs[e];
   if (t_begin >= t_end) return;  // an empty group: the whole cluster leaves
 
   const long long row_bytes = static_cast<long long>(D) * Cfg::Op::kElemBytes;
