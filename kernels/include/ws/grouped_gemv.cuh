@@ -304,6 +304,7 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
                                              __nv_bfloat16* __restrict__ out, int E, int O, int D,
                                              float4* red) {
   constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT, kChunk = Cfg::kChunk;
+  require_dynamic_smem(Cfg::kRedBytes);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int tiles_o = O / 8;
@@ -574,6 +575,7 @@ __device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restr
                                                     int O, int D, unsigned char* smem,
                                                     int M = 0) {
   constexpr int kMT = Cfg::kMT, kNT = Cfg::kNT, kChunk = Cfg::kChunk, kSplit = Cfg::kSplit;
+  require_dynamic_smem(Cfg::kSmemBytes);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int tiles_o = O / 8;

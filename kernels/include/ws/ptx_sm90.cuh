@@ -142,6 +142,14 @@ __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
 
 // ---- TMA ----
 
+/// Traps unless the launch gave at least `bytes` of dynamic shared memory: a plan whose smem
+/// expression fell behind the kernel's layout fails loudly instead of writing past its end.
+__device__ __forceinline__ void require_dynamic_smem(unsigned bytes) {
+  unsigned have;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(have));
+  if (have < bytes) __trap();
+}
+
 /// Asks L2 for bytes [p, p + bytes) (both multiples of 16) without waiting: a stream's later
 /// loads then hit L2, and the DRAM reads in flight cost no registers (sm_90+).
 __device__ __forceinline__ void bulk_prefetch_l2(const void* p, unsigned bytes) {
