@@ -97,6 +97,18 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1,
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+template <int kMT, int kNT>
+__device__ __forceinline__ void zero_fragments(float (&acc)[kMT][kNT][4]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+    }
+  }
+}
+
 /// E8M0 byte -> 2^(s - 127) in fp32: 0 is the subnormal 2^-127, 0xFF is NaN (so are its
 /// products), never flushed.
 __device__ __forceinline__ float e8m0_value(unsigned s) {
@@ -347,14 +359,7 @@ __device__ __forceinline__ void grouped_gemv(const unsigned char* __restrict__ x
     r.x = x + (p0 + g) * row_bytes + 8 * q;
     r.xs = Cfg::Op::kScaled ? xs + static_cast<long long>(p0 + g) * nb : nullptr;
     float acc[kMT][kNT][4];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-      }
-    }
+    zero_fragments(acc);
     for (int c = c_first; c < c_stop; ++c) {
       if (c < c_full) {
         gemv_chunk<Cfg, true>(r, c * kChunk, acc);
@@ -416,25 +421,6 @@ struct GemvSharedConfig {
   static constexpr int kRedBytes = kSplit > 1 ? kWarps * kMT * kNT * 32 * 16 : 0;
   static constexpr int kSmemBytes = 2 * kStageBytes + kRedBytes;
 };
-
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
 
 /// The whole CTA: stage [j0, j1) of the pass's token rows p0 .. (x rows, xs scale rows; row
 /// length row_bytes, nb blocks) into the stage buffer at shared address buf, as cp.async.
@@ -615,14 +601,7 @@ __device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restr
   float4* red = reinterpret_cast<float4*>(smem + 2 * Cfg::kStageBytes);
   for (int p0 = t_begin; p0 < t_end; p0 += Cfg::kRows) {
     float acc[kMT][kNT][4];
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-      }
-    }
+    zero_fragments(acc);
     if (stages > 0) {
       stage_tokens<Cfg>(base, x, xs, row_bytes, nb, p0, t_end, jb, min(je, jb + kChunk));
       cp_async_commit();

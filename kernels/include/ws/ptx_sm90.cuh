@@ -190,6 +190,30 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const TensorMap* map, 
       : "memory");
 }
 
+// ---- cp.async (sm_80+): global -> shared without registers -----------------------------------
+
+/// 16 bytes from src to shared dst, or 16 zeros when !valid (src is then not read).
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+/// 4 bytes (both addresses 4-byte aligned).
+__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/// Waits until at most kPending of this thread's cp.async groups are in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
 // ---- bulk (non-tensor) stores: shared -> global, tracked per thread in bulk groups ----
 
 /// Copies bytes (a multiple of 16; both addresses 16-byte aligned) from shared src to global dst
