@@ -89,8 +89,9 @@
 // tokens per group on average, M <= GEMV * E, one launch of ws/grouped_gemv.cuh instead: a CTA
 // per expert and 8 GEMV_NT rows of b, its warps splitting K, every SM streaming b into mma.sync
 // fragments after asking L2 for its rows; the same kernel as the MXFP8 GEMMs' GEMV without
-// scales; GEMV_SMEM=1 its shared-token form with clusters of GEMV_SPLIT over K). At M256 b is 25-50 MB (the non-empty groups'), 6-12 us of copy time, against 30.5 us
-// (0.96x torch) today; session 30, not yet run on a GPU; GEMV=0, the default, never. The plan's
+// scales; GEMV_SMEM=1 its shared-token form with clusters of GEMV_SPLIT over K). At M256 b
+// is 25-50 MB (the non-empty groups'), 6-12 us of copy time, against 30.5 us (0.96x torch)
+// today; session 30, not yet run on a GPU; GEMV=0, the default, never. The plan's
 // knob_scope tells the tuner which form reads which knobs.
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
@@ -648,9 +649,12 @@ using GemvSharedCfg =
     ws::ggv::GemvSharedConfig<ws::ggv::Bf16, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
                               GEMV_MINB, GEMV_PF != 0>;
 extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
-    sm90_sm100_bf16_grouped_gemv_shared_fwd(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ b,
-        const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int E, int N, int K) {
+    sm90_sm100_bf16_grouped_gemv_shared_fwd(const __nv_bfloat16* __restrict__ a,
+                                            const __nv_bfloat16* __restrict__ b,
+                                            const int* __restrict__ offs,
+                                            __nv_bfloat16* __restrict__ out, int E, int N, int K) {
   extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
   ws::ggv::grouped_gemv_shared<GemvSharedCfg>(reinterpret_cast<const unsigned char*>(a), nullptr,
-      reinterpret_cast<const unsigned char*>(b), nullptr, offs, out, E, N, K, gemv_smem);
+                                              reinterpret_cast<const unsigned char*>(b), nullptr,
+                                              offs, out, E, N, K, gemv_smem);
 }

@@ -124,17 +124,7 @@ __device__ __forceinline__ unsigned load_tile_scales(const unsigned char* scales
   const long long b = b0 + static_cast<long long>(lane) * Config::kScaleBytes;
   const unsigned char* p = scales + b;
   if (b0 + Config::kTileBlocks <= num_blocks) {
-    if constexpr (Config::kScaleBytes == 4) {
-      unsigned v;
-      asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-      return v;
-    } else if constexpr (Config::kScaleBytes == 2) {
-      unsigned short v;
-      asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
-      return v;
-    } else {
-      return load_scale(p);
-    }
+    return ws::load_global_nc_small<Config::kScaleBytes>(p);
   }
   unsigned v = 0;
 #pragma unroll

@@ -51,12 +51,12 @@
               { "kernel": "sm90_sm100_mxfp8_grouped_gemv_dgrad", "when": "M <= GEMV * E && GEMV_SMEM == 0",
                 "grid": ["E * ceil_div(ceil_div(K, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "N", "K"] },
+                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "K", "N"] },
               { "kernel": "sm90_sm100_mxfp8_grouped_gemv_shared_dgrad", "when": "M <= GEMV * E && GEMV_SMEM == 1",
                 "grid": ["E * ceil_div(ceil_div(K, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
                 "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
                 "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 4) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "N", "K"] } ],
+                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "K", "N"] } ],
   "workspace": { "bytes": "(M > GEMV * E) * ((STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2))", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
@@ -264,29 +264,14 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_short_pre,
                       sm90_sm100_mxfp8_grouped_gemm_dgrad_short, ShortCfg)
 
 // At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
-// ws::ggv::grouped_gemv on the renamed problem (x = dc, w = bt [E,K,N]: O = K, D = N).
-using GemvCfg =
-    ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
-extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks)
-    sm90_sm100_mxfp8_grouped_gemv_dgrad(const unsigned char* __restrict__ dc,
-                                        const unsigned char* __restrict__ dc_scales,
-                                        const unsigned char* __restrict__ bt,
-                                        const unsigned char* __restrict__ bt_scales,
-                                        const int* __restrict__ offs,
-                                        __nv_bfloat16* __restrict__ da, int E, int N, int K) {
-  extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
-  ws::ggv::grouped_gemv<GemvCfg>(dc, dc_scales, bt, bt_scales, offs, da, E, K, N, gemv_red);
-}
-
+// ws::ggv::grouped_gemv on the renamed problem (x = dc, w = bt [E,K,N]: O = K, D = N; the plan
+// passes E, K, N).
+using GemvCfg = ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK,
+                                    GEMV_MINB, GEMV_PF != 0>;
 // GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
-// GEMV_SPLIT over the contraction (ws::ggv::grouped_gemv_shared).
+// GEMV_SPLIT over the contraction.
 using GemvSharedCfg =
     ws::ggv::GemvSharedConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
                               GEMV_MINB, GEMV_PF != 0>;
-extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
-    sm90_sm100_mxfp8_grouped_gemv_shared_dgrad(const unsigned char* __restrict__ dc, const unsigned char* __restrict__ dc_scales,
-        const unsigned char* __restrict__ bt, const unsigned char* __restrict__ bt_scales,
-        const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int E, int N, int K) {
-  extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
-  ws::ggv::grouped_gemv_shared<GemvSharedCfg>(dc, dc_scales, bt, bt_scales, offs, da, E, K, N, gemv_smem);
-}
+WS_GROUPED_GEMV_MX_KERNELS(sm90_sm100_mxfp8_grouped_gemv_dgrad,
+                           sm90_sm100_mxfp8_grouped_gemv_shared_dgrad, GemvCfg, GemvSharedCfg)

@@ -157,8 +157,8 @@
 // into fp32: exact like STRATEGY=0, with every SM streaming weights. GEMV_SMEM=1 runs the
 // shared-token form instead: the tokens staged in shared memory by cp.async, GEMV_CHUNK blocks
 // per stage, read by GEMV_WARPS warps that each own GEMV_NT weight tiles, clusters of
-// GEMV_SPLIT CTAs splitting K and summing through distributed shared memory. Model at M256 (E8 N1536
-// K2048): 14-25 MB of weights (the non-empty groups'), 3.4-6 us of copy time at 4.2 TB/s,
+// GEMV_SPLIT CTAs splitting K and summing through distributed shared memory. Model at M256
+// (E8 N1536 K2048): 14-25 MB of weights (the non-empty groups'), 3.4-6 us of copy time at 4.2 TB/s,
 // against 30.2 us today and torch bf16's ~23 us (NOTES.md, session 30).
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
@@ -339,26 +339,14 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_fwd_short_pre,
                       sm90_sm100_mxfp8_grouped_gemm_fwd_short, ShortCfg)
 
 // At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
-// ws::ggv::grouped_gemv, every SM streaming the experts' weights into mma.sync fragments.
-using GemvCfg =
-    ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_MINB, GEMV_PF != 0>;
-extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks) sm90_sm100_mxfp8_grouped_gemv_fwd(
-    const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
-    const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
-    const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int E, int N, int K) {
-  extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
-  ws::ggv::grouped_gemv<GemvCfg>(a, a_scales, b, b_scales, offs, c, E, N, K, gemv_red);
-}
-
+// ws::ggv::grouped_gemv, every SM streaming the experts' weights into mma.sync fragments
+// (x = a, w = b: O = N, D = K).
+using GemvCfg = ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK,
+                                    GEMV_MINB, GEMV_PF != 0>;
 // GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
-// GEMV_SPLIT over the contraction (ws::ggv::grouped_gemv_shared).
+// GEMV_SPLIT over the contraction.
 using GemvSharedCfg =
     ws::ggv::GemvSharedConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
                               GEMV_MINB, GEMV_PF != 0>;
-extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
-    sm90_sm100_mxfp8_grouped_gemv_shared_fwd(const unsigned char* __restrict__ a, const unsigned char* __restrict__ a_scales,
-        const unsigned char* __restrict__ b, const unsigned char* __restrict__ b_scales,
-        const int* __restrict__ offs, __nv_bfloat16* __restrict__ c, int E, int N, int K) {
-  extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
-  ws::ggv::grouped_gemv_shared<GemvSharedCfg>(a, a_scales, b, b_scales, offs, c, E, N, K, gemv_smem);
-}
+WS_GROUPED_GEMV_MX_KERNELS(sm90_sm100_mxfp8_grouped_gemv_fwd,
+                           sm90_sm100_mxfp8_grouped_gemv_shared_fwd, GemvCfg, GemvSharedCfg)

@@ -35,6 +35,7 @@
 #include "ws/cluster.cuh"
 #include "ws/gemv.cuh"
 #include "ws/memory.cuh"
+#include "ws/mx_gemm.cuh"
 #include "ws/ptx_sm90.cuh"
 
 namespace ws::ggv {
@@ -52,11 +53,11 @@ struct Bf16 {
 };
 
 /// Op (Mx or Bf16), kMT 16-token tiles per pass, kNT 8-row weight tiles per CTA, kWarps warps
-/// over D, kChunk 32-byte blocks loaded ahead per warp (a 32-bit word of each scale row at 4), kMinBlocks CTAs per SM
-/// for __launch_bounds__, kPrefetch: the CTA first asks L2 for all of its weight rows (and
-/// their scale rows where whole 16-byte runs), so the DRAM reads in flight do not wait for
-/// registers. The plan launches E * ceil(ceil(O / 8) / kNT) CTAs of kThreads with kRedBytes of
-/// shared memory.
+/// over D, kChunk 32-byte blocks loaded ahead per warp (a 32-bit word of each scale row at 4),
+/// kMinBlocks CTAs per SM for __launch_bounds__, kPrefetch: the CTA first asks L2 for all of
+/// its weight rows (and their scale rows where whole 16-byte runs), so the DRAM reads in flight
+/// do not wait for registers. The plan launches E * ceil(ceil(O / 8) / kNT) CTAs of kThreads
+/// with kRedBytes of shared memory.
 template <class TOp, int kMTiles, int kNTiles, int kNWarps, int kNChunk = 4,
           int kNMinBlocks = 2, bool kNPrefetch = true>
 struct GemvConfig {
@@ -71,22 +72,10 @@ struct GemvConfig {
   static constexpr int kRedBytes = kWarps * kMT * kNT * 32 * 16;
 };
 
-/// Bytes 0 and 1 (lo = 0) or 2 and 3 (lo = 1) of w, E4M3 -> f16x2 (exact), the lower byte in the
-/// lower half.
+/// Bytes 0 and 1 (kHalf 0) or 2 and 3 (kHalf 1) of w, E4M3 -> f16x2 (exact).
 template <int kHalf>
 __device__ __forceinline__ unsigned f16x2_from_e4m3x2(unsigned w) {
-  unsigned d;
-  const unsigned short h = static_cast<unsigned short>(w >> (16 * kHalf));
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(d) : "h"(h));
-  return d;
-}
-
-__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                         unsigned a3, unsigned b0, unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  return mx::cvt_e4m3x2_f16x2(static_cast<unsigned short>(w >> (16 * kHalf)));
 }
 
 __device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
@@ -107,13 +96,6 @@ __device__ __forceinline__ void zero_fragments(float (&acc)[kMT][kNT][4]) {
       for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
     }
   }
-}
-
-/// E8M0 byte -> 2^(s - 127) in fp32: 0 is the subnormal 2^-127, 0xFF is NaN (so are its
-/// products), never flushed.
-__device__ __forceinline__ float e8m0_value(unsigned s) {
-  const unsigned bits = s == 0xFFu ? 0x7FC00000u : s != 0 ? s << 23 : 0x00400000u;
-  return __uint_as_float(bits);
 }
 
 /// Scale bytes [j0, j0 + kBytes) of the scale row at row (nb bytes long; byte u in bits 8u..),
@@ -186,7 +168,8 @@ __device__ __forceinline__ void mx_block(const unsigned (&xv)[Cfg::kMT][2][2],
     }
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      fb[nt][k] = plain ? e8m0_plain(wsw[nt][k], u) : e8m0_value((wsw[nt][k] >> (8 * u)) & 0xFFu);
+      fb[nt][k] = plain ? e8m0_plain(wsw[nt][k], u)
+                        : mx::e8m0_to_f32((wsw[nt][k] >> (8 * u)) & 0xFFu);
     }
   }
 #pragma unroll
@@ -203,7 +186,7 @@ __device__ __forceinline__ void mx_block(const unsigned (&xv)[Cfg::kMT][2][2],
     float fa[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      fa[h] = plain ? e8m0_plain(xsw[mt][h], u) : e8m0_value((xsw[mt][h] >> (8 * u)) & 0xFFu);
+      fa[h] = plain ? e8m0_plain(xsw[mt][h], u) : mx::e8m0_to_f32((xsw[mt][h] >> (8 * u)) & 0xFFu);
     }
 #pragma unroll
     for (int nt = 0; nt < kNT; ++nt) {
@@ -256,7 +239,7 @@ __device__ __forceinline__ void gemv_chunk(const GemvRows& r, int j0,
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-          mma_bf16(acc[mt][nt], xv[u][mt][0][0], xv[u][mt][1][0], xv[u][mt][0][1],
+          GemvBf16::mma(acc[mt][nt], xv[u][mt][0][0], xv[u][mt][1][0], xv[u][mt][0][1],
                    xv[u][mt][1][1], wv[u][nt][0], wv[u][nt][1]);
         }
       }
@@ -540,7 +523,7 @@ __device__ __forceinline__ void compute_stage(unsigned buf, int j0, int j1,
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
-          mma_bf16(acc[mt][nt], xv[mt][0][0], xv[mt][1][0], xv[mt][0][1], xv[mt][1][1],
+          GemvBf16::mma(acc[mt][nt], xv[mt][0][0], xv[mt][1][0], xv[mt][0][1], xv[mt][1][1],
                    wv[u][nt][0], wv[u][nt][1]);
         }
       }
@@ -686,3 +669,23 @@ __device__ __forceinline__ void grouped_gemv_shared(const unsigned char* __restr
 }
 
 }  // namespace ws::ggv
+
+// A kernel file's two Mx GEMV entry points: NAME (grouped_gemv on CFG) and SHARED_NAME
+// (grouped_gemv_shared on SHARED_CFG), both taking (x, xs, w, wsc, offs, out, E, O, D) in the
+// plan's order.
+#define WS_GROUPED_GEMV_MX_KERNELS(NAME, SHARED_NAME, CFG, SHARED_CFG)                          \
+  extern "C" __global__ void __launch_bounds__(CFG::kThreads, CFG::kMinBlocks) NAME(             \
+      const unsigned char* __restrict__ x, const unsigned char* __restrict__ xs,                  \
+      const unsigned char* __restrict__ w, const unsigned char* __restrict__ wsc,                 \
+      const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int E, int O, int D) {      \
+    extern __shared__ float4 gemv_red[]; /* CFG::kRedBytes */                                    \
+    ws::ggv::grouped_gemv<CFG>(x, xs, w, wsc, offs, out, E, O, D, gemv_red);                      \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(SHARED_CFG::kThreads, SHARED_CFG::kMinBlocks)    \
+      SHARED_NAME(const unsigned char* __restrict__ x, const unsigned char* __restrict__ xs,      \
+                  const unsigned char* __restrict__ w, const unsigned char* __restrict__ wsc,     \
+                  const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int E, int O,    \
+                  int D) {                                                                        \
+    extern __shared__ __align__(16) unsigned char gemv_smem[]; /* SHARED_CFG::kSmemBytes */      \
+    ws::ggv::grouped_gemv_shared<SHARED_CFG>(x, xs, w, wsc, offs, out, E, O, D, gemv_smem);       \
+  }
