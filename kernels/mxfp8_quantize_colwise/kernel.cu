@@ -1,10 +1,18 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0] },
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
+              "SCALE_TILES": [0, 1], "GATHER": [0, 1] },
+  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * RB * KT"], "smem": "32 * RB * 64 * KT * 2 + 16 + SCALE_WORDS * 64 * KT * RB",
-                "args":  ["x", "q_t", "scales_t", "M", "K"] } ] }
+                "block": ["32 * RB * KT"],
+                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
+                "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
+              { "kernel": "sm90_mxfp8_quantize_colwise_scales", "when": "SCALE_TILES != 0", "pdl": true,
+                "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
+                "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
+                "args":  ["workspace", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
 // E8M0 (32-row blocks of each column, stored transposed / K-major for Hopper's wgrad wgmma).
@@ -33,8 +41,11 @@
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
 // aligned: 4 blocks of a row gathered by shuffles, scales_t staged in shared memory after the
-// tile and written one word per q_t row by one thread). Its scales_t through a workspace and a
-// gather launch, as the dual quantizer's SCALE_TILES, measured 0.976x (session 22): not kept.
+// tile and written one word per q_t row by one thread), SCALE_TILES (1: scales_t through a
+// workspace and a second, PDL launch storing whole output rows, as the dual quantizer's: a
+// tile's 128 scales_t words are each an L2 request in place, 7.7% of its requests; measured
+// 0.976x with the word-loop gather in session 22, off since), GATHER (SCALE_TILES' launch
+// stores 16-byte chunks: ws::mx::ScaleGather's kWide, a quarter of its store instructions).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -67,6 +78,7 @@
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
 
 #include "ws/mx_dual_tile.cuh"
+#include "ws/ptx_sm90.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
@@ -92,12 +104,24 @@
 #ifndef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
+#ifndef SCALE_TILES
+#define SCALE_TILES 0  // 1: scales_t through the workspace and a gather launch (as the dual's)
+#endif
+#ifndef GATHER
+#define GATHER 0  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#endif
+#if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
+#undef SCALE_WORDS
+#define SCALE_WORDS 1
+#endif
 
 namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, false, LOAD_PATH == 3>;
+                              SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
+// SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
+using ColGather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
@@ -107,7 +131,8 @@ static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group
 extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_colwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q_t,
-                                     unsigned char* __restrict__ scales_t, int M, int K) {
+                                     unsigned char* __restrict__ scales_t,
+                                     unsigned char* __restrict__ ws, int M, int K) {
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
@@ -123,6 +148,22 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #else
   const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;
 #endif
+#if SCALE_TILES
+  scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
+#else
+  (void)ws;
+#endif
   Tile::quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
                         smem);
+}
+
+// SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of 32
+// tiles of one tile column.
+extern "C" __global__ void __launch_bounds__(ColGather::kThreads)
+    sm90_mxfp8_quantize_colwise_scales(const unsigned char* __restrict__ ws,
+                                       unsigned char* __restrict__ scales_t, int M, int K) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  ws::griddep_wait();  // the quantize launch's workspace
+  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
+  ColGather::run_cta(ws, scales_t, K, tiles_m, M / 32, blockIdx.x, smem);
 }
