@@ -55,7 +55,8 @@ Status CheckKeys(const Json& obj, std::string_view field,
     return FieldError(field.empty() ? "(top level)" : field, "must be an object, not {}",
                       JsonType(obj));
   }
-  for (const auto& [key, value] : obj.items()) {
+  for (const auto& item : obj.items()) {
+    const std::string& key = item.key();  // not a structured binding: lambdas capture it
     const auto in = [&](auto list) {
       return std::find(list.begin(), list.end(), key) != list.end();
     };
