@@ -184,7 +184,10 @@ std::string Gib(int64_t b) {
 
 std::string DescribeRlimits(const SandboxLimits& l) {
   std::string d = "core 0";
-  d += ", as " + (l.address_space_bytes > 0 ? Gib(l.address_space_bytes) : "unlimited");
+  if (kSandboxAsanBuild && l.address_space_bytes > 0)
+    d += ", as unlimited (AddressSanitizer build)";
+  else
+    d += ", as " + (l.address_space_bytes > 0 ? Gib(l.address_space_bytes) : "unlimited");
   if (l.cpu_seconds > 0)
     d += fmt::format(", cpu {} s", l.cpu_seconds);
   if (l.file_size_bytes > 0)
@@ -206,6 +209,11 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec, LayerState* state) {
 
   // Environment: an allowlist, or the parent's; env_set is added or replaces either way.
   std::map<std::string, std::string> overrides = spec.env_set;
+  if (kSandboxAsanBuild && overrides.count("ASAN_OPTIONS") == 0) {
+    const char* v = ::getenv("ASAN_OPTIONS");
+    overrides["ASAN_OPTIONS"] = std::string(v != nullptr ? v : "") + (v != nullptr ? ":" : "") +
+                                "detect_leaks=0";
+  }
   if (policy.clear_env) {
     std::map<std::string, std::string> env = {
         {"PATH", "/usr/local/bin:/usr/bin:/bin"},
@@ -318,7 +326,7 @@ Result<ChildPlan> MakePlan(const SandboxSpec& spec, LayerState* state) {
 
   const SandboxLimits& l = spec.limits;
   plan.rlimits.push_back({RLIMIT_CORE, Limit(0)});
-  if (l.address_space_bytes > 0)
+  if (l.address_space_bytes > 0 && !kSandboxAsanBuild)
     plan.rlimits.push_back({RLIMIT_AS, Limit(l.address_space_bytes)});
   if (l.cpu_seconds > 0) {
     // Soft limit first (SIGXCPU), the hard one a second later (SIGKILL).

@@ -17,6 +17,22 @@
 
 namespace ws {
 
+// An AddressSanitizer build (cmake -DWS_ASAN=ON) maps terabytes of shadow memory at start and
+// runs its leak check under ptrace, which the seccomp layer denies: there, children run without
+// RLIMIT_AS and with ASAN_OPTIONS detect_leaks=0, and the rlimit layer says so. Other builds are
+// unaffected.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSandboxAsanBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSandboxAsanBuild = true;
+#else
+inline constexpr bool kSandboxAsanBuild = false;
+#endif
+#else
+inline constexpr bool kSandboxAsanBuild = false;
+#endif
+
 struct SandboxLimits {
   double wall_seconds = 60;            // the whole process group is killed after this
   int64_t address_space_bytes = 0;     // RLIMIT_AS; 0 = unlimited (CUDA needs >= 16 GiB)
