@@ -7,7 +7,7 @@ build=$(cd "${1:?usage: fuzz/run.sh BUILD_DIR [SECONDS] [TARGET...]}" && pwd)
 secs=${2:-60}
 shift $(( $# >= 2 ? 2 : 1 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_expr fuzz_plan fuzz_source_check fuzz_llm fuzz_spec fuzz_npy)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_expr fuzz_plan fuzz_source_check fuzz_llm fuzz_spec fuzz_npy fuzz_serve)
 out=$build/fuzz
 # Targets that link the evaluator need libcuda.so.1 to load (never to run): on a machine without
 # the driver, the toolkit's stub stands in.
@@ -80,6 +80,18 @@ for name, descr, n, item in [("bf16", "<u2", 6, 2), ("u8", "|u1", 8, 1), ("i32",
     with open(os.path.join(d, name), "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + bytes(n * item))
 PY
+# HTTP requests for the dashboard, one per route, the actions with the fixture's token.
+http=$out/corpus/fuzz_serve; mkdir -p "$http"
+n=0
+for target in / /leaderboard '/leaderboard?problem=toy' /api/leaderboard /problems/toy \
+              /api/problems/toy /kernels/1 /kernels/3 /api/kernels/2 /campaigns /campaigns/1 \
+              /api/campaigns/1 /static/style.css '/kernels/%31' /nope; do
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n' "$target" > "$http/get$((n++))"
+done
+for action in /api/campaigns/1/stop /api/kernels/1/reverify; do
+  printf 'POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-token\r\nContent-Length: 0\r\n\r\n' \
+    "$action" > "$http/post$((n++))"
+done
 status=0
 for t in "${targets[@]}"; do
   mkdir -p "$out/crashes/$t"

@@ -1694,7 +1694,9 @@ Result<std::string> CampaignStatusText(Store& store, int64_t id) {
     t += fmt::format("\n  jobs per node ({} executor)\n", d.config.executor);
     t += fmt::format("  {:<28} {:>6} {:>8} {:>6} {:>8}  {}\n", "node", "jobs", "compile", "gpu",
                      "retried", "states; GPUs");
-    for (const auto& [node, n] : JobsPerNode(d.jobs)) {
+    for (const auto& per_node : JobsPerNode(d.jobs)) {
+      const auto& node = per_node.first;
+      const auto& n = per_node.second;  // not a structured binding: the lambda below reads it
       int64_t total = 0;
       std::string states;
       for (const auto& [st, c] : n.states) {

@@ -137,8 +137,16 @@ TEST(Bf16GemmTest, MatchesALongDoubleModel) {
 
 // ---- Every GEMM problem's registered reference on inputs generated as the runner does -----------
 
+// A CPU reference at a test or hidden shape judges every evaluation, so it must stay cheap: a
+// second in an optimized build; ten in a Debug or AddressSanitizer build, which run it 3-10x slower.
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
+constexpr double kReferenceBudgetS = 1.0;
+#else
+constexpr double kReferenceBudgetS = 10.0;
+#endif
+
 // Runs the registered reference at every test and hidden shape in every parameter value: it must
-// succeed within a second, give finite, non-zero outputs, and the routed problems' inputs must
+// succeed within kReferenceBudgetS, give finite, non-zero outputs, and the routed problems' inputs must
 // exercise empty and very uneven groups.
 TEST(GemmProblemsTest, ReferencesRunOnGeneratedInputsAtEveryTestAndHiddenShape) {
   const char* kProblems[] = {"bf16_gemm",
@@ -170,7 +178,7 @@ TEST(GemmProblemsTest, ReferencesRunOnGeneratedInputsAtEveryTestAndHiddenShape) 
           const double s =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           ASSERT_TRUE(out.ok()) << where << ": " << out.status().message();
-          EXPECT_LT(s, 1.0) << where;
+          EXPECT_LT(s, kReferenceBudgetS) << where;
           // Weight gradients have one block per group: exactly the empty groups' blocks are 0.
           const bool per_group = std::string(name) == "mxfp8_grouped_gemm_wgrad" ||
                                  (params.count("form") && params.at("form") == "wgrad");
