@@ -7,12 +7,14 @@ build=$(cd "${1:?usage: fuzz/run.sh BUILD_DIR [SECONDS] [TARGET...]}" && pwd)
 secs=${2:-60}
 shift $(( $# >= 2 ? 2 : 1 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_expr fuzz_plan fuzz_source_check fuzz_llm fuzz_spec fuzz_npy fuzz_serve)
+[ ${#targets[@]} -gt 0 ] ||
+  targets=(fuzz_expr fuzz_plan fuzz_source_check fuzz_llm fuzz_spec fuzz_npy fuzz_serve)
 out=$build/fuzz
 # Targets that link the evaluator need libcuda.so.1 to load (never to run): on a machine without
 # the driver, the toolkit's stub stands in.
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
-  for stub in /usr/local/cuda/lib64/stubs/libcuda.so /usr/local/cuda/targets/*/lib/stubs/libcuda.so; do
+  for stub in /usr/local/cuda/lib64/stubs/libcuda.so \
+              /usr/local/cuda/targets/*/lib/stubs/libcuda.so; do
     if [ -f "$stub" ]; then
       mkdir -p "$out/stub" && ln -sf "$stub" "$out/stub/libcuda.so.1"
       export LD_LIBRARY_PATH="$out/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -34,7 +36,9 @@ seed fuzz_spec "$root"/problems/*/spec.json
 mkdir -p "$out/corpus/fuzz_expr"
 grep -ho '"[^"]*"' "${kernels[@]}" "$root"/problems/*/spec.json 2>/dev/null | tr -d '"' |
   grep -E '^[A-Za-z0-9_ ()*/+%<>=!&|,-]+$' | sort -u | head -2000 |
-  while IFS= read -r e; do printf '%s' "$e" > "$out/corpus/fuzz_expr/$(printf '%s' "$e" | md5sum | cut -c1-16)"; done
+  while IFS= read -r e; do
+    printf '%s' "$e" > "$out/corpus/fuzz_expr/$(printf '%s' "$e" | md5sum | cut -c1-16)"
+  done
 # LLM replies: the first byte picks protocol and path (fuzz_llm.cc).
 llm=$out/corpus/fuzz_llm; mkdir -p "$llm"
 printf '\x00%s' '{"id":"c","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"x","tool_calls":[{"id":"t","type":"function","function":{"name":"compile","arguments":"{\"source\":\"a\"}"}}]}}],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}}' > "$llm/openai_body"
