@@ -10,12 +10,12 @@ namespace {
 // Anthropic's input_tokens leaves out cache reads and writes; ours is the whole input.
 Usage ParseUsage(const json& u, Usage into = {}) {
   if (u.contains("input_tokens") || u.contains("cache_read_input_tokens")) {
-    into.cached_input_tokens = Int(u, "cache_read_input_tokens");
-    into.input_tokens =
-        Int(u, "input_tokens") + Int(u, "cache_creation_input_tokens") + into.cached_input_tokens;
+    into.cached_input_tokens = Count(u, "cache_read_input_tokens");
+    into.input_tokens = Count(u, "input_tokens") + Count(u, "cache_creation_input_tokens") +
+                        into.cached_input_tokens;
   }
   if (u.contains("output_tokens"))
-    into.output_tokens = Int(u, "output_tokens");
+    into.output_tokens = Count(u, "output_tokens");
   return into;
 }
 

@@ -1,6 +1,7 @@
 // Internal to agents/: tolerant reads of provider JSON (fields may be absent or null).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,12 +20,29 @@ inline std::string Str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-/// The integer at `key`, or 0.
+/// The integer at `key`, or 0 when absent, not a number, or outside int64_t (a float inside it is
+/// truncated). Converting an out-of-range float would be undefined behaviour, and a server may
+/// send any number.
 inline int64_t Int(const json& j, const char* key) {
   if (!j.is_object())
     return 0;
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+  if (it == j.end() || !it->is_number())
+    return 0;
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    return u <= static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(u) : 0;
+  }
+  if (it->is_number_integer())
+    return it->get<int64_t>();
+  const double d = it->get<double>();
+  return d > -9.2e18 && d < 9.2e18 ? static_cast<int64_t>(d) : 0;  // false for NaN
+}
+
+/// A token count at `key`: Int clamped to [0, 2^50], so no reply lowers the spend or overflows
+/// a sum of counts.
+inline int64_t Count(const json& j, const char* key) {
+  return std::clamp<int64_t>(Int(j, key), 0, int64_t{1} << 50);
 }
 
 /// The object at `key`, or an empty object.

@@ -10,9 +10,9 @@ namespace {
 
 Usage ParseUsage(const json& u) {
   Usage out;
-  out.input_tokens = Int(u, "prompt_tokens");
-  out.output_tokens = Int(u, "completion_tokens");
-  out.cached_input_tokens = Int(Obj(u, "prompt_tokens_details"), "cached_tokens");
+  out.input_tokens = Count(u, "prompt_tokens");
+  out.output_tokens = Count(u, "completion_tokens");
+  out.cached_input_tokens = Count(Obj(u, "prompt_tokens_details"), "cached_tokens");
   return out;
 }
 
