@@ -2,6 +2,7 @@
 // sse.cc). The first byte picks the protocol and the path: a whole body, an error body, or a
 // stream cut into pieces at the following bytes' values. Every reply must end in a response or
 // an error.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -4,10 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
+#include "base/files.h"
 #include "problems/problems.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -17,10 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return d;
   }();
   const std::string path = dir + "/spec.json";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  if (!ws::WriteFileAtomic(path, bytes).ok()) return 0;
   auto spec = ws::LoadProblem(path);
   if (!spec.ok()) return 0;
   for (const auto* shapes : {&spec->test_shapes, &spec->bench_shapes, &spec->hidden_shapes}) {

@@ -86,18 +86,6 @@ __device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1,
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int kMT, int kNT>
-__device__ __forceinline__ void zero_fragments(float (&acc)[kMT][kNT][4]) {
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-    }
-  }
-}
-
 /// Scale bytes [j0, j0 + kBytes) of the scale row at row (nb bytes long; byte u in bits 8u..),
 /// zeros past nb. One load where the row length and j0 (a multiple of kBytes) keep it aligned.
 template <int kBytes>
