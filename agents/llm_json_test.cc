@@ -62,18 +62,29 @@ TEST(LlmJsonTest, HostileUsageNeitherLowersNorOverflowsTheSpend) {
   EXPECT_EQ(r->usage.output_tokens, 0);
 }
 
-TEST(LlmJsonTest, AStreamBlockIndexBeyondInt64IsJustAnotherBlock) {
+// fuzz_llm's input: a block index no int64_t holds. Its start and its delta must name the same
+// block, so the call keeps its arguments.
+TEST(LlmJsonTest, AStreamBlockIndexBeyondInt64KeepsItsToolCall) {
+  const std::string huge = "3333333333333303333333333333333333333332";
   const std::string stream =
       "event: content_block_start\n"
-      R"(data: {"type":"content_block_start","index":3333333333333303333333333333333333333332,)"
-      R"("content_block":{"type":"tool_use","id":"t","name":"compile","input":{}}})"
+      R"(data: {"type":"content_block_start","index":)" + huge +
+      R"(,"content_block":{"type":"tool_use","id":"t","name":"compile","input":{}}})"
+      "\n\nevent: content_block_delta\n"
+      R"(data: {"type":"content_block_delta","index":)" + huge +
+      R"(,"delta":{"type":"input_json_delta","partial_json":"{\"source\":1}"}})"
+      "\n\nevent: message_stop\n"
+      R"(data: {"type":"message_stop"})"
       "\n\n";
   auto assembler = MakeAnthropicProtocol("https://api.anthropic.com", "k")->NewStream();
   SseParser parser;
   parser.Feed(stream, [&](const SseEvent& ev) { return !assembler->OnEvent(ev).has_value(); });
   AttemptError err;
-  auto r = assembler->Finish(&err);  // the stream stopped early: an error, not a crash
-  EXPECT_FALSE(r.ok());
+  auto r = assembler->Finish(&err);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->message.tool_calls.size(), 1u);
+  EXPECT_EQ(r->message.tool_calls[0].name, "compile");
+  EXPECT_EQ(r->message.tool_calls[0].arguments_json, R"({"source":1})");
 }
 
 }  // namespace
