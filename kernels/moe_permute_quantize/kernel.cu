@@ -2,7 +2,7 @@
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
-              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [0, 1] },
+              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -127,7 +127,7 @@
 #define ROW_SPLIT 4
 #endif
 #ifndef SCALE_GATHER
-#define SCALE_GATHER 0
+#define SCALE_GATHER 1
 #endif
 
 namespace {

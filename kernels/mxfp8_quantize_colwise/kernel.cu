@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [0, 1], "GATHER": [0, 1] },
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
@@ -105,10 +105,10 @@
 #define SCALE_WORDS 1
 #endif
 #ifndef SCALE_TILES
-#define SCALE_TILES 0  // 1: scales_t through the workspace and a gather launch (as the dual's)
+#define SCALE_TILES 1  // 1: scales_t through the workspace and a gather launch (as the dual's)
 #endif
 #ifndef GATHER
-#define GATHER 0  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [0, 1] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
@@ -102,7 +102,7 @@
 #define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
 #ifndef GATHER
-#define GATHER 0  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (as the dual's)
