@@ -83,6 +83,8 @@
 // store of 32 contiguous bytes per destination row: a whole sector where H % 1024 == 0, as at
 // every bench shape. At K = 8 that is 33 sector writes per row and tile instead of 36; the L2's
 // fabric, which counts requests rather than bytes, limits these kernels: kernels/README.md).
+// SCALE_GATHER 1 is the default since session 32: 1.018x geomean at rceil (0.988-1.044x per
+// shape), `ok` at every test and hidden shape (bench/results/sweeps-h200-2026-12-05-session32.json).
 // Measured (H200, 2026-12-03, bench/results/sweeps-h200-2026-12-03-session18.json): the old
 // one-CTA scan -> these defaults 1.21x (E256 K8 H7168), 1.11x (E128 K8), 1.23x (E8 K2), 1.22x
 // (E16 K1), products of same-call ratios; of copy-bandwidth SOL 0.82 / 0.74 / 0.79 / 0.82 (was

@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [4, 2, 8], "THREADS": [256, 512, 128], "VEC": [0, 8, 16],
-              "BF16_CVT": [0, 1], "STORE_CS": [1, 0], "SCALE_LOAD": [0, 1] },
+              "BF16_CVT": [0, 1], "STORE_CS": [1, 0] },
   "launch": [ { "kernel": "sm90_mxfp8_bf16_dequantize",
                 "grid":  ["ceil_div(M * K, max(VEC, 8) * CHUNKS * THREADS)"],
                 "block": ["THREADS"], "smem": "0",
@@ -25,11 +25,10 @@
 //    instruction), on sm_90a two 16-byte stores. VEC 0 picks 8 on sm_90a, 16 on sm_100a.
 //
 // Knobs: CHUNKS (loads in flight per lane), THREADS, VEC (q bytes per chunk), BF16_CVT (0: cvt
-// instruction, 1: integer RNE), STORE_CS (st.global.cs for y), SCALE_LOAD (0: each chunk loads
-// its block's scale byte, so a warp load asks L2 for a whole sector to use 8 or 16 bytes of it;
-// 1: one warp load fetches the tile's 8*CHUNKS or 16*CHUNKS contiguous scale bytes, 1-4 per lane,
-// and shuffles hand each chunk its byte: a quarter to an eighth of the scale requests. The L2's
-// fabric, not DRAM, limits these kernels and counts requests, not bytes: kernels/README.md).
+// instruction, 1: integer RNE), STORE_CS (st.global.cs for y). Each chunk loads its block's
+// scale byte. SCALE_LOAD 1 (one warp load for a warp tile's scale bytes, handed out by shuffles:
+// a quarter to an eighth of the scale requests) ran 0.998x, with CHUNKS 8 1.002x (session 32,
+// bench/results/sweeps-h200-2026-12-05-session32.json) and was removed (git dd1a2aa has it).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 184.1 us, 0.92 of speed-of-light
 //   (the Triton peer reached 0.96 of copy: not yet beaten).
@@ -59,9 +58,6 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
-#ifndef SCALE_LOAD
-#define SCALE_LOAD 0
-#endif
 
 namespace {
 
@@ -78,17 +74,10 @@ struct Config {
   static constexpr int kWords = kVec / 4;                               // q words per chunk
   static constexpr int kLanesPerBlock = 32 / kVec;
   static constexpr bool kStoreCs = STORE_CS != 0;
-  // SCALE_LOAD 1: a warp tile's blocks, their scale bytes per lane, the lanes that load them.
-  static constexpr int kTileBlocks = 32 * kChunks / kLanesPerBlock;
-  static constexpr int kScaleBytes = kTileBlocks >= 32 ? kTileBlocks / 32 : 1;
-  static constexpr int kScaleLanes = kTileBlocks / kScaleBytes;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kVec == 8 || Config::kVec == 16, "chunk width");
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
-static_assert(SCALE_LOAD == 0 || (Config::kScaleBytes <= 4 && Config::kScaleLanes <= 32 &&
-                                  Config::kTileBlocks % Config::kScaleBytes == 0),
-              "SCALE_LOAD 1: at most 128 scale bytes per warp tile");
 
 constexpr unsigned kBf16NaNx2 = 0x7FC07FC0u;
 
@@ -113,33 +102,6 @@ __device__ __forceinline__ unsigned load_scale(const unsigned char* p) {
   unsigned short s;
   asm volatile("ld.global.nc.u8 %0, [%1];" : "=h"(s) : "l"(p));
   return s;
-}
-
-// SCALE_LOAD 1: lane l's kScaleBytes scale bytes of the warp tile starting at block b0 (byte j in
-// bits 8j..8j+7). Whole tiles take one aligned load per lane (b0 is a multiple of kTileBlocks);
-// the ragged last tile loads byte by byte below num_blocks.
-__device__ __forceinline__ unsigned load_tile_scales(const unsigned char* scales, long long b0,
-                                                     long long num_blocks, int lane) {
-  if (lane >= Config::kScaleLanes) return 0;
-  const long long b = b0 + static_cast<long long>(lane) * Config::kScaleBytes;
-  const unsigned char* p = scales + b;
-  if (b0 + Config::kTileBlocks <= num_blocks) {
-    return ws::load_global_nc_small<Config::kScaleBytes>(p);
-  }
-  unsigned v = 0;
-#pragma unroll
-  for (int j = 0; j < Config::kScaleBytes; ++j) {
-    if (b + j < num_blocks) v |= load_scale(p + j) << (8 * j);
-  }
-  return v;
-}
-
-// SCALE_LOAD 1: the scale byte of chunk u of this lane, from the lane holding it. Every lane of
-// the warp calls this (full-mask shuffle).
-__device__ __forceinline__ unsigned tile_scale(unsigned words, int u, int lane) {
-  const int b = (u * 32 + lane) / Config::kLanesPerBlock;  // block within the warp tile
-  const unsigned w = __shfl_sync(0xFFFFFFFFu, words, b / Config::kScaleBytes);
-  return (w >> (8 * (b % Config::kScaleBytes))) & 0xFFu;
 }
 
 // 2*kVec bytes of y at p (aligned to 2*kVec).
@@ -248,14 +210,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const long long ci = chunk0 + u * 32;
       if (ci < num_chunks) {
         load_q(c[u].w, q + ci * Config::kVec);
-        if constexpr (SCALE_LOAD == 0) c[u].s = load_scale(scales + ci / Config::kLanesPerBlock);
+        c[u].s = load_scale(scales + ci / Config::kLanesPerBlock);
       }
-    }
-    if constexpr (SCALE_LOAD != 0) {
-      const unsigned words = load_tile_scales(scales, tile * Config::kTileBlocks,
-                                              num_chunks / Config::kLanesPerBlock, lane);
-#pragma unroll
-      for (int u = 0; u < Config::kChunks; ++u) c[u].s = tile_scale(words, u, lane);
     }
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {

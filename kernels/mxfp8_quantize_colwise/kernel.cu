@@ -44,8 +44,11 @@
 // tile and written one word per q_t row by one thread), SCALE_TILES (1: scales_t through a
 // workspace and a second, PDL launch storing whole output rows, as the dual quantizer's: a
 // tile's 128 scales_t words are each an L2 request in place, 7.7% of its requests; measured
-// 0.976x with the word-loop gather in session 22, off since), GATHER (SCALE_TILES' launch
-// stores 16-byte chunks: ws::mx::ScaleGather's kWide, a quarter of its store instructions).
+// 0.976x with the word-loop gather in session 22), GATHER (SCALE_TILES' launch stores 16-byte
+// chunks: ws::mx::ScaleGather's kWide, a quarter of its store instructions). Both 1 is the
+// default since session 32: 1.011x geomean at rceil (1.016-1.018x at the three large shapes,
+// 0.993x at 16384x2880), `ok` at every test and hidden shape; SCALE_TILES alone 0.957x in the
+// same call (bench/results/sweeps-h200-2026-12-05-session32.json).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour

@@ -70,7 +70,11 @@
 // in-kernel gather by the last tile of each run (0.75-0.80x).
 // LEAN (clamped): the forward's min / max clamps, and the u pass test as uc == u; the same bits
 // as LEAN 0, 6% fewer sm_90a instructions in the main kernel (2320 against 2472 at rceil; 2008
-// in the standard variant). Built in session 29, queued.
+// in the standard variant). The default since session 32: 1.019x geomean at rceil clamped
+// (1.014-1.022x per shape; with RSEL 1 1.011x), 0.995x at floor clamped (within the 0.8%
+// the control moved between two calls), `ok` at every test and hidden shape. GATHER 1 (the
+// gather launch in 16-byte chunks) too: 1.014x geomean at rceil standard (0.996-1.022x)
+// (bench/results/sweeps-h200-2026-12-05-session32.json).
 // RSEL: rceil scales without branches (ws::mx::rceil_from_bits_select). ncu (session 28, I1536
 // rceil standard): issue slots 67% busy, L2 92%, DRAM 72% of peak. FAST_EXP 2 is the default
 // since session 28 (1.003-1.022x in one call, `ok` at every test and hidden shape); RSEL 1 with

@@ -73,6 +73,9 @@
 // removed (kernels/swiglu_quantize_fwd/NOTES.md): CLUSTER_SCALES (clusters of 8 CTAs sent
 // their scale blocks by st.async to one CTA per M and per I tile for 8-byte stores) 0.84-0.98x;
 // the last tile of each run of 32 gathering it (an acq_rel counter per run) 0.95-1.03x.
+// GATHER 1 (the gather launch stores 16-byte chunks, ws::mx::DualScaleGather's kWide) is the
+// default since session 32: 1.014x geomean at rceil standard (0.999-1.023x per shape), `ok`
+// at every test and hidden shape (bench/results/sweeps-h200-2026-12-05-session32.json).
 // STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
 // next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
 // only q_t, whole lines per CTA when staged, streams with .cs.
