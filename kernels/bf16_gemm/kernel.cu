@@ -6,9 +6,7 @@
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
-             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1],
-             "SGEMV_M": [0, 128, 64], "SGEMV_MT": [4, 2], "SGEMV_NT": [2, 1, 4],
-             "SGEMV_WARPS": [8, 4], "SGEMV_CHUNK": [4, 2, 8], "SGEMV_SPLIT": [4, 2, 8, 1] },
+             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -24,7 +22,7 @@
                 "oob_fill": "zero", "l2_promotion": 256 },
     "tma_bh": { "tensor": "b", "dims": ["K", "N"], "box": ["64", "BN / MC"], "swizzle": 128,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "workspace": { "bytes": "(M <= SPLIT_M && M > max(GEMV_M, SGEMV_M) && N <= NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, NSBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N) + (M <= SPLIT_M && M > max(GEMV_M, SGEMV_M) && N > NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
+  "workspace": { "bytes": "(M <= SPLIT_M && M > GEMV_M && N <= NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * ceil_div(N, NSBN)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))) * M * N) + (M <= SPLIT_M && M > GEMV_M && N > NARROW_N) * (round_up(8 * (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), 256) + 4 * (max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))) * M * N)",
                  "zero": true },
   "launch": [ { "kernel": "sm90_sm100_bf16_gemm_gemv",
                 "when": "M <= GEMV_M",
@@ -33,22 +31,15 @@
                 "block": ["32 * GEMV_WARPS"],
                 "smem": "GEMV_WARPS * ceil_div(max(GEMV_M, 1), 16) * GEMV_NT * 512",
                 "args": ["a", "b", "d", "M", "N", "K"] },
-              { "kernel": "sm90_sm100_bf16_gemm_gemv_shared",
-                "when": "M > GEMV_M && M <= SGEMV_M",
-                "grid": ["ceil_div(ceil_div(N, 8), SGEMV_WARPS * SGEMV_NT) * SGEMV_SPLIT"],
-                "cluster": ["SGEMV_SPLIT"],
-                "block": ["32 * SGEMV_WARPS"],
-                "smem": "2 * 16 * SGEMV_MT * (SGEMV_CHUNK * 32 + 96 * (SGEMV_CHUNK == 2) + 32 * (SGEMV_CHUNK >= 4)) + (SGEMV_SPLIT > 1) * SGEMV_WARPS * SGEMV_MT * SGEMV_NT * 512",
-                "args": ["a", "b", "d", "M", "N", "K"] },
               { "kernel": "sm90_sm100_bf16_gemm_splitk_narrow",
-                "when": "M > max(GEMV_M, SGEMV_M) && M <= SPLIT_M && N <= NARROW_N",
+                "when": "M > GEMV_M && M <= SPLIT_M && N <= NARROW_N",
                 "grid": ["ceil_div(M, SBM) * ceil_div(N, NSBN) * max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))"],
                 "block": ["384"],
                 "smem": "min(NSSTAGES, 230400 / (128 * SBM + 128 * NSBN)) * (128 * SBM + 128 * NSBN) + 2048",
                 "args": ["tma_as", "tma_bn", "d", "workspace", "M", "N", "K",
                          "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_splitk",
-                "when": "M > max(GEMV_M, SGEMV_M) && M <= SPLIT_M && N > NARROW_N",
+                "when": "M > GEMV_M && M <= SPLIT_M && N > NARROW_N",
                 "grid": ["ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC) * max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"],
                 "cluster": ["SMC"],
                 "block": ["384"],
@@ -56,7 +47,7 @@
                 "args": ["tma_as", "tma_bs", "tma_ac", "d", "workspace", "M", "N", "K",
                          "max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_tma",
-                "when": "M > max(SPLIT_M, max(GEMV_M, SGEMV_M))",
+                "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
                 "cluster": ["MC"],
                 "block": ["384"],
@@ -98,10 +89,9 @@
 // SBM x SBN tiles (64 x 64: one consumer warpgroup, 16 KiB stages; 1.25-1.43x the 128-row tiles on
 // the H200, whose A boxes were half zero fill at M 64), SSTAGES ring stages, SMC CTAs per cluster
 // along N sharing A by TMA multicast (sm_90a; measured no gain, default 1).
-// Small M above GEMV_M (knob SGEMV_M, default 0 = off; session 30, not yet run on a GPU): the
-// grouped GEMMs' shared-token kernel (ws/grouped_gemv.cuh) on one group of M rows, a staged once
-// per CTA of 8 SGEMV_WARPS SGEMV_NT rows of b in shared memory, clusters of SGEMV_SPLIT over K;
-// at M64 N7168 K2048 b is 29 MB, 7 us of copy, against 14.8 us today and cuBLAS's 12.3.
+// SGEMV_M and its SGEMV_* knobs (session 30: the grouped GEMMs' shared-token GEMV on one group,
+// for GEMV_M < M <= SGEMV_M) measured 0.35-0.51x the split-K default at M64 and 0.20-0.47x at
+// M128 on the H200 (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER).
@@ -121,13 +111,10 @@
 // warpsmith:sass sm_90a GEMV_KSPLIT=4: HMMA.16816.F32.BF16 UCGABAR_ARV
 // warpsmith:sass sm_90a SMC=4: HGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
-// warpsmith:sass sm_90a SGEMV_M=128: HMMA.16816.F32.BF16 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
-// warpsmith:sass sm_100a SGEMV_M=128: HMMA.16816.F32.BF16 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
 #include "ws/gemv.cuh"
-#include "ws/grouped_gemv.cuh"
 #include "ws/split_k.cuh"
 #include "ws/wgmma.cuh"
 
@@ -172,21 +159,6 @@
 #if PP != 0 && EPI != 0
 #undef EPI
 #define EPI 0
-#endif
-#ifndef SGEMV_MT
-#define SGEMV_MT 4  // the shared-token decode kernel (M <= SGEMV_M): 16-row tiles of a per pass
-#endif
-#ifndef SGEMV_NT
-#define SGEMV_NT 2  // 8-row tiles of b per warp
-#endif
-#ifndef SGEMV_WARPS
-#define SGEMV_WARPS 8
-#endif
-#ifndef SGEMV_CHUNK
-#define SGEMV_CHUNK 4  // 16-element blocks per stage
-#endif
-#ifndef SGEMV_SPLIT
-#define SGEMV_SPLIT 4  // CTAs per cluster splitting K
 #endif
 #ifndef GEMV_M
 #define GEMV_M 16  // M up to which the plan runs the mma.sync decode kernel (0: never)
@@ -733,20 +705,4 @@ extern "C" __global__ void __launch_bounds__(GemvConfig::kThreads, 1)
         *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row) * N + col) =
             ws::pack_bf16(v0, v1);
       });
-}
-
-// GEMV_M < M <= SGEMV_M (the plan's when; SGEMV_M=0, the default, never): the grouped GEMMs'
-// shared-token decode kernel on one group of M rows: a staged in shared memory by cp.async for
-// SGEMV_WARPS warps that each own SGEMV_NT 8-row tiles of b, clusters of SGEMV_SPLIT over K
-// (ws/grouped_gemv.cuh). Session 30, not yet run on a GPU.
-using SharedGemvCfg = ws::ggv::GemvSharedConfig<ws::ggv::Bf16, SGEMV_MT, SGEMV_NT, SGEMV_WARPS,
-                                                SGEMV_CHUNK, SGEMV_SPLIT, 1, true>;
-extern "C" __global__ void __launch_bounds__(SharedGemvCfg::kThreads, 1)
-    sm90_sm100_bf16_gemm_gemv_shared(const __nv_bfloat16* __restrict__ a,
-                                     const __nv_bfloat16* __restrict__ b,
-                                     __nv_bfloat16* __restrict__ d, int M, int N, int K) {
-  extern __shared__ __align__(16) unsigned char gemv_smem[];  // SharedGemvCfg::kSmemBytes
-  ws::ggv::grouped_gemv_shared<SharedGemvCfg>(reinterpret_cast<const unsigned char*>(a), nullptr,
-                                              reinterpret_cast<const unsigned char*>(b), nullptr,
-                                              nullptr, d, 1, N, K, gemv_smem, M);
 }

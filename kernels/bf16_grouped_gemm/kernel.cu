@@ -1,15 +1,9 @@
 /* warpsmith:plan
 { "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [192, 256, 128, 64],
              "WGRAD_EPI": [1, 0], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048],
-             "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
-             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [4, 2, 1], "GEMV_MINB": [2, 1, 3, 4],
-             "GEMV_PF": [1, 0], "GEMV_SMEM": [0, 1], "GEMV_SPLIT": [4, 1, 2, 8] },
+             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048] },
   "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
-                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2", "GEMV": "form == 0",
-                  "GEMV_MT": "form == 0", "GEMV_NT": "form == 0", "GEMV_WARPS": "form == 0",
-                  "GEMV_CHUNK": "form == 0", "GEMV_MINB": "form == 0", "GEMV_PF": "form == 0",
-                  "GEMV_SMEM": "form == 0", "GEMV_SPLIT": "form == 0" },
+                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -18,7 +12,7 @@
                "box": ["64", "(form == 0) * BN + (form != 0) * 64"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_sm100_bf16_grouped_gemm_tma",
-                "when": "(form == 0 && M > GEMV * E) || form == 1 || (form == 2 && M > EPI_SHORT * E)",
+                "when": "form != 2 || M > EPI_SHORT * E",
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "(form != 2) * (min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16)) + (form == 2) * (min(STAGES, (226304 - WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) + 6144",
@@ -28,16 +22,7 @@
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + (PP == 0) * 128 * (2 * WGRAD_BN + 16) + 6144",
-                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_bf16_grouped_gemv_fwd", "when": "form == 0 && M <= GEMV * E && GEMV_SMEM == 0",
-                "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
-                "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["a", "b", "offs", "out", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_bf16_grouped_gemv_shared_fwd", "when": "form == 0 && M <= GEMV * E && GEMV_SMEM == 1",
-                "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
-                "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
-                "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 0) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["a", "b", "offs", "out", "E", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
 //   0 fwd:   out[r, n]     = sum_k a[r, k] * b[g*N + n, k]     (2D x 3D)
@@ -85,14 +70,11 @@
 // stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad: 192 and 1 measured
 // 1.036x geomean 256 and 0 in one call, 1.14x at E128, 0.94-0.97x at E8 K7168 and M256, H200
 // 2026-12-03 session 20), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
-// tokens per group for the staged instance; 0: never), GEMV and GEMV_* (fwd: at most GEMV
-// tokens per group on average, M <= GEMV * E, one launch of ws/grouped_gemv.cuh instead: a CTA
-// per expert and 8 GEMV_NT rows of b, its warps splitting K, every SM streaming b into mma.sync
-// fragments after asking L2 for its rows; the same kernel as the MXFP8 GEMMs' GEMV without
-// scales; GEMV_SMEM=1 its shared-token form with clusters of GEMV_SPLIT over K). At M256 b
-// is 25-50 MB (the non-empty groups'), 6-12 us of copy time, against 30.5 us (0.96x torch)
-// today; session 30, not yet run on a GPU; GEMV=0, the default, never. The plan's
-// knob_scope tells the tuner which form reads which knobs.
+// tokens per group for the staged instance; 0: never). The plan's knob_scope tells the tuner
+// which form reads which knobs.
+// GEMV and its GEMV_* knobs (session 30: fwd's short groups as a GEMV streaming b, and a
+// shared-token form) measured 0.35-0.51x the default at E8 K2048 M256 N1536 on the H200
+// (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
 // PP=1 (sm_90a; BN <= 128; sm_100a ignores it, its TMEM accumulator is already double-buffered):
 // ping-pong consumers, each warpgroup a whole 128 x BN tile in turn, so one warpgroup's epilogue
 // runs under the other's MMAs (short wgrad contractions: ~512 rows per group = 8 k-blocks against a
@@ -107,14 +89,9 @@
 // warpsmith:sass sm_90a: HGMMA UTMALDG
 // warpsmith:sass sm_90a EPI=1: HGMMA UTMALDG UBLKCP
 // warpsmith:sass sm_100a: UTCHMMA UTMALDG LDTM
-// warpsmith:sass sm_90a form=fwd GEMV=64: HMMA.16816.F32.BF16 UBLKPF.L2
-// warpsmith:sass sm_100a form=fwd GEMV=64: HMMA.16816.F32.BF16 UBLKPF.L2
-// warpsmith:sass sm_90a form=fwd GEMV=64 GEMV_SMEM=1: HMMA.16816.F32.BF16 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
-// warpsmith:sass sm_100a form=fwd GEMV=64 GEMV_SMEM=1: HMMA.16816.F32.BF16 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
 #include <cuda_bf16.h>
 
 #include "ws/gemm.cuh"
-#include "ws/grouped_gemv.cuh"
 #include "ws/wgmma.cuh"
 
 #ifndef WS_FORM
@@ -140,31 +117,6 @@
 #endif
 #ifndef WGRAD_EPI
 #define WGRAD_EPI 1  // wgrad's EPI (its main instance; short groups take the staged one anyway)
-#endif
-// The fwd form's GEMV kernel (plan: at most GEMV tokens per group on average; GEMV=0 never).
-#ifndef GEMV_MT
-#define GEMV_MT 2  // 16-token tiles per pass
-#endif
-#ifndef GEMV_NT
-#define GEMV_NT 2  // 8-row tiles of b per CTA
-#endif
-#ifndef GEMV_WARPS
-#define GEMV_WARPS 8  // warps over K
-#endif
-#ifndef GEMV_CHUNK
-#define GEMV_CHUNK 4  // 16-element blocks loaded ahead per warp (120 registers at MINB 2)
-#endif
-#ifndef GEMV_SMEM
-#define GEMV_SMEM 0  // 1: the shared-token form (ws::ggv::grouped_gemv_shared)
-#endif
-#ifndef GEMV_SPLIT
-#define GEMV_SPLIT 4  // the shared-token form: CTAs per cluster splitting the contraction
-#endif
-#ifndef GEMV_MINB
-#define GEMV_MINB 2  // CTAs per SM for __launch_bounds__
-#endif
-#ifndef GEMV_PF
-#define GEMV_PF 1  // each CTA first asks L2 for its rows of b
 #endif
 // The form's tile: fwd and dgrad measured best at 192 columns with the staged epilogue (H200,
 // 2026-12-03), wgrad too in one call (session 20); wgrad keeps its own two knobs, its groups'
@@ -626,35 +578,4 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
                                             __nv_bfloat16* __restrict__ out, int M, int E, int N,
                                             int K) {
   grouped_gemm<kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K);
-}
-
-// fwd below GEMV tokens per group on average: ws::ggv::grouped_gemv, every SM streaming the
-// experts' rows of b into mma.sync fragments (x = a [M,K], w = b [E*N,K]: O = N, D = K).
-using GemvCfg = ws::ggv::GemvConfig<ws::ggv::Bf16, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK,
-                                    GEMV_MINB, GEMV_PF != 0>;
-extern "C" __global__ void __launch_bounds__(GemvCfg::kThreads, GemvCfg::kMinBlocks)
-    sm90_sm100_bf16_grouped_gemv_fwd(const __nv_bfloat16* __restrict__ a,
-                                     const __nv_bfloat16* __restrict__ b,
-                                     const int* __restrict__ offs,
-                                     __nv_bfloat16* __restrict__ out, int E, int N, int K) {
-  extern __shared__ float4 gemv_red[];  // GemvCfg::kRedBytes
-  ws::ggv::grouped_gemv<GemvCfg>(reinterpret_cast<const unsigned char*>(a), nullptr,
-                                 reinterpret_cast<const unsigned char*>(b), nullptr, offs, out, E,
-                                 N, K, gemv_red);
-}
-
-// GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
-// GEMV_SPLIT over the contraction (ws::ggv::grouped_gemv_shared).
-using GemvSharedCfg =
-    ws::ggv::GemvSharedConfig<ws::ggv::Bf16, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
-                              GEMV_MINB, GEMV_PF != 0>;
-extern "C" __global__ void __launch_bounds__(GemvSharedCfg::kThreads, GemvSharedCfg::kMinBlocks)
-    sm90_sm100_bf16_grouped_gemv_shared_fwd(const __nv_bfloat16* __restrict__ a,
-                                            const __nv_bfloat16* __restrict__ b,
-                                            const int* __restrict__ offs,
-                                            __nv_bfloat16* __restrict__ out, int E, int N, int K) {
-  extern __shared__ __align__(16) unsigned char gemv_smem[];  // GemvSharedCfg::kSmemBytes
-  ws::ggv::grouped_gemv_shared<GemvSharedCfg>(reinterpret_cast<const unsigned char*>(a), nullptr,
-                                              reinterpret_cast<const unsigned char*>(b), nullptr,
-                                              offs, out, E, N, K, gemv_smem);
 }

@@ -2,10 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2],
-             "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
-             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4],
-             "GEMV_PF": [1, 0], "GEMV_SMEM": [0, 1], "GEMV_SPLIT": [4, 1, 2, 8] },
+             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -21,43 +18,34 @@
                 "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_b": { "tensor": "bt", "dims": ["N", "K", "E"], "box": ["64", "128", "1"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "M > GEMV * E && STRATEGY == 3 && M >= SHORT * E && M >= E * K",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E && M >= E * K",
                 "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(K, BN) * BN * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["bt", "bt_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "M > GEMV * E && (STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * K))",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad", "when": "STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * K)",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(K, BN))"],
                 "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, (226304 - EPI * (STRATEGY >= 3) * 128 * (2 * BN + 16)) / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + EPI * (STRATEGY >= 3) * 128 * (2 * BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dc_scales", "bt_scales", "workspace", "offs", "da",
                          "M", "E", "N", "K"] },
-              { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_t_pre", "when": "M > GEMV * E && (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K))",
+              { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_t_pre", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)",
                 "grid": ["(FUSE > 0) + (FUSE == 0) * min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K", "M"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_t", "when": "M > GEMV * E && (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K))",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, BN) + E))"],
                 "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, (226304 - EPI * 288 * BN) / (9216 + 128 * BN)) * (9216 + 128 * BN) + EPI * 288 * BN + 6144",
                 "args": ["tma_a", "tma_b", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] },
-              { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_short_pre", "when": "M > GEMV * E && STRATEGY == 3 && M < SHORT * E",
+              { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["dc", "dc_scales", "offs", "workspace", "E", "N", "K", "M"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "M > GEMV * E && STRATEGY == 3 && M < SHORT * E",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
-                "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_dgrad", "when": "M <= GEMV * E && GEMV_SMEM == 0",
-                "grid": ["E * ceil_div(ceil_div(K, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
-                "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "K", "N"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_shared_dgrad", "when": "M <= GEMV * E && GEMV_SMEM == 1",
-                "grid": ["E * ceil_div(ceil_div(K, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
-                "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
-                "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 4) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["dc", "dc_scales", "bt", "bt_scales", "offs", "da", "E", "K", "N"] } ],
-  "workspace": { "bytes": "(M > GEMV * E) * ((STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2))", "zero": false } }
+                "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
 // sum_{n in block j} dc[r, n] bt[g(r), k, n]), dc [M,N] and bt [E,K,N] E4M3, both N-contiguous,
@@ -79,10 +67,10 @@
 // (its ring depth, as fwd), PDL (the GEMMs launched with pdl after their first launch, as fwd),
 // EPI (the staged epilogue of STRATEGY=3's GEMMs, as fwd), PRE_ORDER (the first launches' chunk
 // order, as fwd), FUSE (the tokens' tiles made inside the transposed GEMM, as fwd; session 25:
-// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880), GEMV and its GEMV_* knobs (at most GEMV
-// tokens per group on average: one kernel streaming bt into mma.sync fragments, as fwd, and
-// GEMV_SMEM / GEMV_SPLIT its shared-token form; session 30, not yet run on a GPU; GEMV=0, the
-// default, never).
+// 1.02-1.04x at E128 K2048, 0.95-0.96x at E128 K2880).
+// GEMV and its GEMV_* knobs (session 30: short groups as a GEMV streaming bt, as fwd) measured
+// 0.48-0.67x the default at E8 K2048 M256 N1536 on the H200 (session 32) and were removed;
+// b864ca7 has them (mxfp8_grouped_gemm_fwd/NOTES.md, "Session 32").
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_dgrad kernels/mxfp8_grouped_gemm_dgrad/kernel.cu
@@ -97,11 +85,6 @@
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
-// warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
-// warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
-// warpsmith:sass sm_90a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
-// warpsmith:sass sm_100a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
-#include "ws/grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -133,30 +116,6 @@
 #endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.13x over 1 (12-02)
-#endif
-#ifndef GEMV_MT
-#define GEMV_MT 2  // the GEMV kernel (plan: at most GEMV tokens per group): 16-token tiles per pass
-#endif
-#ifndef GEMV_NT
-#define GEMV_NT 2  // 8-row tiles of bt (output columns) per CTA
-#endif
-#ifndef GEMV_WARPS
-#define GEMV_WARPS 8  // warps over N
-#endif
-#ifndef GEMV_CHUNK
-#define GEMV_CHUNK 2  // MX blocks loaded ahead per warp
-#endif
-#ifndef GEMV_PF
-#define GEMV_PF 1  // each CTA first asks L2 for its weight rows (cp.async.bulk.prefetch.L2)
-#endif
-#ifndef GEMV_SMEM
-#define GEMV_SMEM 0  // 1: the shared-token form (ws::ggv::grouped_gemv_shared)
-#endif
-#ifndef GEMV_SPLIT
-#define GEMV_SPLIT 4  // the shared-token form: CTAs per cluster splitting the contraction
-#endif
-#ifndef GEMV_MINB
-#define GEMV_MINB 2  // CTAs per SM for __launch_bounds__
 #endif
 
 namespace {
@@ -262,16 +221,3 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_t_pre, sm90_sm100_mxfp8_grou
 // STRATEGY=3 below SHORT tokens per group: at BN=64 (the plan passes tma_b64 as b_map).
 WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_dgrad_short_pre,
                       sm90_sm100_mxfp8_grouped_gemm_dgrad_short, ShortCfg)
-
-// At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
-// ws::ggv::grouped_gemv on the renamed problem (x = dc, w = bt [E,K,N]: O = K, D = N; the plan
-// passes E, K, N).
-using GemvCfg = ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK,
-                                    GEMV_MINB, GEMV_PF != 0>;
-// GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
-// GEMV_SPLIT over the contraction.
-using GemvSharedCfg =
-    ws::ggv::GemvSharedConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
-                              GEMV_MINB, GEMV_PF != 0>;
-WS_GROUPED_GEMV_MX_KERNELS(sm90_sm100_mxfp8_grouped_gemv_dgrad,
-                           sm90_sm100_mxfp8_grouped_gemv_shared_dgrad, GemvCfg, GemvSharedCfg)

@@ -2,10 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2],
-             "GEMV": [0, 64, 32, 128], "GEMV_MT": [2, 1, 4], "GEMV_NT": [2, 4, 1],
-             "GEMV_WARPS": [8, 4, 16], "GEMV_CHUNK": [2, 4, 1], "GEMV_MINB": [2, 1, 3, 4],
-             "GEMV_PF": [1, 0], "GEMV_SMEM": [0, 1], "GEMV_SPLIT": [4, 1, 2, 8] },
+             "PRE_ORDER": [2, 0, 3], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -21,43 +18,34 @@
                 "oob_fill": "zero", "l2_promotion": 256 },
     "sw64_b": { "tensor": "b", "dims": ["K", "N", "E"], "box": ["64", "128", "1"], "swizzle": 64,
                 "oob_fill": "zero", "l2_promotion": 256 } },
-  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "M > GEMV * E && STRATEGY == 3 && M >= SHORT * E && M >= E * N",
+  "launch": [ { "kernel": "sm90_mxfp8_grouped_gemm_fwd_pre_b", "when": "STRATEGY == 3 && M >= SHORT * E && M >= E * N",
                 "grid": ["min(num_sms * 4, ceil_div(E * ceil_div(N, BN) * BN * ceil_div(K, 64), 256))"],
                 "block": ["256"], "smem": "0",
                 "args": ["b", "b_scales", "workspace", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "M > GEMV * E && (STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * N))",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd", "when": "STRATEGY < 3 || (STRATEGY == 3 && M >= SHORT * E && M >= E * N)",
                 "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, BN))"],
                 "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, (226304 - EPI * (STRATEGY >= 3) * 128 * (2 * BN + 16)) / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY >= 3) * (9216 + 128 * BN)) + EPI * (STRATEGY >= 3) * 128 * (2 * BN + 16) + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "a_scales", "b_scales", "workspace", "offs", "c",
                          "M", "E", "N", "K"] },
-              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_t_pre", "when": "M > GEMV * E && (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N))",
+              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_t_pre", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)",
                 "grid": ["(FUSE > 0) + (FUSE == 0) * min(num_sms * 4, ceil_div((ceil_div(M, BN) + E) * BN * ceil_div(K, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K", "M"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_t", "when": "M > GEMV * E && (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N))",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_t", "when": "STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)",
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, BN) + E))"],
                 "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, (226304 - EPI * 288 * BN) / (9216 + 128 * BN)) * (9216 + 128 * BN) + EPI * 288 * BN + 6144",
                 "args": ["tma_a", "tma_b", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] },
-              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_short_pre", "when": "M > GEMV * E && STRATEGY == 3 && M < SHORT * E",
+              { "kernel": "sm90_mxfp8_grouped_gemm_fwd_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(K, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
                 "args": ["a", "a_scales", "offs", "workspace", "E", "N", "K", "M"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "M > GEMV * E && STRATEGY == 3 && M < SHORT * E",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_fwd_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(N, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
-                "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_fwd", "when": "M <= GEMV * E && GEMV_SMEM == 0",
-                "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_NT)"], "block": ["32 * GEMV_WARPS"],
-                "smem": "GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["a", "a_scales", "b", "b_scales", "offs", "c", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemv_shared_fwd", "when": "M <= GEMV * E && GEMV_SMEM == 1",
-                "grid": ["E * ceil_div(ceil_div(N, 8), GEMV_WARPS * GEMV_NT) * GEMV_SPLIT"],
-                "cluster": ["GEMV_SPLIT"], "block": ["32 * GEMV_WARPS"],
-                "smem": "2 * 16 * GEMV_MT * (GEMV_CHUNK * 32 + 96 * (GEMV_CHUNK == 2) + 32 * (GEMV_CHUNK >= 4) + 4) + (GEMV_SPLIT > 1) * GEMV_WARPS * GEMV_MT * GEMV_NT * 512",
-                "args": ["a", "a_scales", "b", "b_scales", "offs", "c", "E", "N", "K"] } ],
-  "workspace": { "bytes": "(M > GEMV * E) * ((STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2))", "zero": false } }
+                "args": ["tma_a", "tma_b64", "sw64_b", "a_scales", "b_scales", "workspace", "offs", "c", "M", "E", "N", "K", "a"] } ],
+  "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * N) * E * ceil_div(N, BN) * BN * ceil_div(K, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E) * ceil_div(K, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(K, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * N)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, forward (spec.json): c[r, n] = bf16(sum_j 2^(Sa-127) 2^(Sb-127) *
 // sum_{k in block j} a[r, k] b[g(r), n, k]), a [M,K] and b [E,N,K] E4M3 (K-contiguous), E8M0
@@ -147,19 +135,9 @@
 // SPLIT 2/4 (0.64-0.83x at M256) and SCALE_PIPE 3/4 (1.00x) were measured in session 27 and
 // removed, as was PAIR (the k-blocks over a cluster pair through DSMEM: 0.76-0.87x): M256 leaves
 // ~73 SMs idle, but busier SMs each took longer per k-block (NOTES.md).
-// GEMV (session 30, not yet run on a GPU; 0, the default, never): at most GEMV tokens per group
-// on average (M <= GEMV * E) the plan runs one kernel instead, ws/grouped_gemv.cuh: a GEMV
-// organized around the weights (a CTA per expert and 8 GEMV_NT weight rows, its GEMV_WARPS warps
-// splitting K, tokens in passes of 16 GEMV_MT, GEMV_CHUNK MX blocks of loads in flight per warp,
-// GEMV_MINB CTAs per SM for __launch_bounds__; GEMV_PF: each CTA first asks L2 for all of its
-// weight rows with cp.async.bulk.prefetch.L2, so the DRAM reads in flight need no registers).
-// Each MX block is two f16 mma.sync (E4M3 -> f16 exact) from zero, promoted by its two scales
-// into fp32: exact like STRATEGY=0, with every SM streaming weights. GEMV_SMEM=1 runs the
-// shared-token form instead: the tokens staged in shared memory by cp.async, GEMV_CHUNK blocks
-// per stage, read by GEMV_WARPS warps that each own GEMV_NT weight tiles, clusters of
-// GEMV_SPLIT CTAs splitting K and summing through distributed shared memory. Model at M256
-// (E8 N1536 K2048): 14-25 MB of weights (the non-empty groups'), 3.4-6 us of copy time at 4.2 TB/s,
-// against 30.2 us today and torch bf16's ~23 us (NOTES.md, session 30).
+// GEMV and its GEMV_* knobs (session 30: short groups as a GEMV streaming the weights, and a
+// shared-token form) measured 0.38-0.66x the default at E8 K2048 M256 N1536 on the H200
+// (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
 //
 // Evaluate: build/warpsmith eval mxfp8_grouped_gemm_fwd kernels/mxfp8_grouped_gemm_fwd/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G UBLKCP.G.S F2FP.F16.E4M3.UNPACK_B UTMALDG
@@ -173,11 +151,6 @@
 // The SASS of tcgen05.mma kind::mxf8f6f4.block_scale is UTCQMMA with a scale-factor TMEM operand
 // pair after the idesc (kind::f8f6f4's UTCQMMA has none); UTCCP is the scales' copy into TMEM.
 // warpsmith:sass sm_100a: UTCQMMA UTCCP UTMALDG LDTM
-// warpsmith:sass sm_90a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
-// warpsmith:sass sm_100a GEMV=64: HMMA.16816.F32 F2FP.F16.E4M3.UNPACK_B UBLKPF.L2
-// warpsmith:sass sm_90a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
-// warpsmith:sass sm_100a GEMV=64 GEMV_SMEM=1 GEMV_CHUNK=4: HMMA.16816.F32 LDGSTS.E.BYPASS.128 UBLKPF.L2 UCGABAR_ARV
-#include "ws/grouped_gemv.cuh"
 #include "ws/mxfp8_grouped_gemm.cuh"
 
 #ifndef STRATEGY
@@ -209,30 +182,6 @@
 #endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.09x over 1 (12-02)
-#endif
-#ifndef GEMV_MT
-#define GEMV_MT 2  // the GEMV kernel (plan: at most GEMV tokens per group): 16-token tiles per pass
-#endif
-#ifndef GEMV_NT
-#define GEMV_NT 2  // 8-row weight tiles per CTA
-#endif
-#ifndef GEMV_WARPS
-#define GEMV_WARPS 8  // warps over K
-#endif
-#ifndef GEMV_CHUNK
-#define GEMV_CHUNK 2  // MX blocks loaded ahead per warp (4: 189 registers at MINB 1)
-#endif
-#ifndef GEMV_PF
-#define GEMV_PF 1  // each CTA first asks L2 for its weight rows (cp.async.bulk.prefetch.L2)
-#endif
-#ifndef GEMV_SMEM
-#define GEMV_SMEM 0  // 1: the shared-token form (ws::ggv::grouped_gemv_shared)
-#endif
-#ifndef GEMV_SPLIT
-#define GEMV_SPLIT 4  // the shared-token form: CTAs per cluster splitting the contraction
-#endif
-#ifndef GEMV_MINB
-#define GEMV_MINB 2  // CTAs per SM for __launch_bounds__ (2: at most 128 registers at 8 warps)
 #endif
 
 namespace {
@@ -337,16 +286,3 @@ WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_fwd_t_pre, sm90_sm100_mxfp8_groupe
 // STRATEGY=3 below SHORT tokens per group: at BN=64 (the plan passes tma_b64 as b_map).
 WS_TRANSPOSED_KERNELS(sm90_mxfp8_grouped_gemm_fwd_short_pre,
                       sm90_sm100_mxfp8_grouped_gemm_fwd_short, ShortCfg)
-
-// At most GEMV tokens per group on average (the plan's choice; GEMV=0, the default, never):
-// ws::ggv::grouped_gemv, every SM streaming the experts' weights into mma.sync fragments
-// (x = a, w = b: O = N, D = K).
-using GemvCfg = ws::ggv::GemvConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK,
-                                    GEMV_MINB, GEMV_PF != 0>;
-// GEMV_SMEM=1: the shared-token form, GEMV_WARPS * GEMV_NT * 8 weight rows per CTA, clusters of
-// GEMV_SPLIT over the contraction.
-using GemvSharedCfg =
-    ws::ggv::GemvSharedConfig<ws::ggv::Mx, GEMV_MT, GEMV_NT, GEMV_WARPS, GEMV_CHUNK, GEMV_SPLIT,
-                              GEMV_MINB, GEMV_PF != 0>;
-WS_GROUPED_GEMV_MX_KERNELS(sm90_sm100_mxfp8_grouped_gemv_fwd,
-                           sm90_sm100_mxfp8_grouped_gemv_shared_fwd, GemvCfg, GemvSharedCfg)

@@ -79,25 +79,6 @@ __device__ __forceinline__ void load_global8_nc(unsigned (&v)[2], const void* p)
   }
 }
 
-/// kBytes (1, 2 or 4, aligned) from global memory on the read-only path, zero-extended.
-template <int kBytes>
-__device__ __forceinline__ unsigned load_global_nc_small(const void* p) {
-  static_assert(kBytes == 1 || kBytes == 2 || kBytes == 4, "a byte, a half-word or a word");
-  if constexpr (kBytes == 4) {
-    unsigned v;
-    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-  } else {
-    unsigned short v;
-    if constexpr (kBytes == 2) {
-      asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
-    } else {
-      asm volatile("ld.global.nc.u8 %0, [%1];" : "=h"(v) : "l"(p));
-    }
-    return v;
-  }
-}
-
 /// One byte from global memory on the read-only path without allocating in L1 (a stream that
 /// must not evict what other warps of the SM keep there).
 __device__ __forceinline__ unsigned load_global_u8_no_l1(const unsigned char* p) {

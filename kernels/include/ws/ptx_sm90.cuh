@@ -142,20 +142,6 @@ __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
 
 // ---- TMA ----
 
-/// Traps unless the launch gave at least `bytes` of dynamic shared memory: a plan whose smem
-/// expression fell behind the kernel's layout fails loudly instead of writing past its end.
-__device__ __forceinline__ void require_dynamic_smem(unsigned bytes) {
-  unsigned have;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(have));
-  if (have < bytes) __trap();
-}
-
-/// Asks L2 for bytes [p, p + bytes) (both multiples of 16) without waiting: a stream's later
-/// loads then hit L2, and the DRAM reads in flight cost no registers (sm_90+).
-__device__ __forceinline__ void bulk_prefetch_l2(const void* p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 __device__ __forceinline__ void tma_prefetch(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
@@ -188,30 +174,6 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const TensorMap* map, 
       " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
-}
-
-// ---- cp.async (sm_80+): global -> shared without registers -----------------------------------
-
-/// 16 bytes from src to shared dst, or 16 zeros when !valid (src is then not read).
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-
-/// 4 bytes (both addresses 4-byte aligned).
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-/// Waits until at most kPending of this thread's cp.async groups are in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
 // ---- bulk (non-tensor) stores: shared -> global, tracked per thread in bulk groups ----
