@@ -5,6 +5,10 @@ setting set, in the order to run them.
 Usage: sweep_queue.py check [FILE]   every line names a problem with a hand-tuned kernel, parameter
                                      settings of its spec, and knobs its plan declares with values
                                      the plan allows (exit 1 with each fault otherwise)
+       sweep_queue.py compile WARPSMITH [FILE]
+                                     compiles every queued variant in every setting of its line
+                                     for sm_90a and sm_100a (`eval --compile-only`, no GPU): a
+                                     variant that does not build fails here, not on device time
        sweep_queue.py list [FILE]    one tab-separated line per entry for scripts/gpu_session.sh:
                                      problem, settings, variants (';'-separated), hidden (0 or 1),
                                      the bench-shape filter ('-': none)
@@ -12,7 +16,7 @@ Usage: sweep_queue.py check [FILE]   every line names a problem with a hand-tune
 OPTIONS: 'hidden' (the hidden shapes too), 'where EXPR' (only the bench shapes where EXPR holds:
 `warpsmith eval --bench-where`), or both, 'hidden' first.
 """
-import json, os, re, sys
+import json, os, re, subprocess, sys, tempfile
 
 FUNCTIONS = {"ceil_div", "round_up", "min", "max"}
 
@@ -92,9 +96,47 @@ def check(path):
     return faults
 
 
+ARCHS = ("sm_90a", "sm_100a")
+
+
+def compile_all(warpsmith, path):
+    """Compiles each (entry, setting, variant, arch) once; returns the failures' messages."""
+    faults = check(path)
+    if faults:
+        return faults
+    env = dict(os.environ, WARPSMITH_KERNEL_LIBRARY=os.path.join(ROOT, "kernels", "include"))
+    count = 0
+    with tempfile.TemporaryDirectory(prefix="sweep_queue_") as workspace:
+        for n, problem, sets, variants, _, _ in parse(path):
+            for setting in sets or [""]:
+                set_args = [a for pair in setting.split("+") if pair for a in ("--set", pair)]
+                for v in variants:
+                    knob_args = [a for kv in v.split() for a in ("--knob", kv)]
+                    for arch in ARCHS:
+                        cmd = [warpsmith, "--workspace", workspace, "--problems-dir",
+                               os.path.join(ROOT, "problems"), "eval", problem,
+                               os.path.join(ROOT, "kernels", problem, "kernel.cu"),
+                               "--compile-only", "--arch", arch] + set_args + knob_args
+                        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                        count += 1
+                        if r.returncode != 0:
+                            tail = (r.stdout + r.stderr).strip().splitlines()[-6:]
+                            faults.append(f"{path}:{n}: {problem} [{setting or '-'}] {v} {arch}: "
+                                          f"exit {r.returncode}\n    " + "\n    ".join(tail))
+    print(f"sweep_queue: {count} compiles of {path}, {len(faults)} failed")
+    return faults
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("check", "list"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("check", "list", "compile"):
         sys.exit(__doc__)
+    if sys.argv[1] == "compile":
+        if len(sys.argv) < 3:
+            sys.exit(__doc__)
+        faults = compile_all(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else DEFAULT)
+        for f in faults:
+            print(f)
+        return 1 if faults else 0
     path = sys.argv[2] if len(sys.argv) > 2 else DEFAULT
     if sys.argv[1] == "check":
         faults = check(path)

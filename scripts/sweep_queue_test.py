@@ -1,20 +1,50 @@
 #!/usr/bin/env python3
 """Tests of scripts/sweep_queue.py: a queue naming an unknown problem, parameter value, knob or
 knob value, a bare default, or a name in its bench filter that is no symbol, is refused with the
-line; a good one lists as gpu_session.sh reads it. Exit 1 on a failure."""
+line; a good one lists as gpu_session.sh reads it; `compile` builds every variant in every
+setting for both architectures and reports each failed build. Exit 1 on a failure."""
 import os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd, text):
+def run(cmd, text, *extra):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(text)
     try:
-        return subprocess.run([sys.executable, os.path.join(HERE, "sweep_queue.py"), cmd, f.name],
-                              capture_output=True, text=True)
+        return subprocess.run([sys.executable, os.path.join(HERE, "sweep_queue.py"), cmd, *extra,
+                               f.name], capture_output=True, text=True)
     finally:
         os.unlink(f.name)
+
+
+# A stand-in for build/warpsmith: logs its arguments, fails every sm_100a compile of LANE_PAIRS=1.
+FAKE_WARPSMITH = """#!/bin/sh
+echo "$*" >> "$FAKE_LOG"
+case "$*" in *LANE_PAIRS=1*sm_100a*|*sm_100a*LANE_PAIRS=1*) echo "error: no such register"; exit 1;; esac
+echo "compiled"
+"""
+
+
+def check_compile(failures):
+    with tempfile.TemporaryDirectory() as d:
+        fake, log = os.path.join(d, "warpsmith"), os.path.join(d, "log")
+        with open(fake, "w") as f:
+            f.write(FAKE_WARPSMITH)
+        os.chmod(fake, 0o755)
+        os.environ["FAKE_LOG"] = log
+        r = run("compile", "mxfp8_quantize_rowwise | rounding=rceil rounding=floor | "
+                "LANE_PAIRS=1; THREADS=256 CHUNKS=2 |\n", fake)
+        calls = open(log).read().splitlines() if os.path.exists(log) else []
+        # 2 settings x 2 variants x 2 architectures, each with its --set and --knob arguments.
+        if len(calls) != 8 or not all("--compile-only" in c for c in calls):
+            failures.append(f"compile ran {len(calls)} builds: {calls}")
+        if not any("--set rounding=floor" in c and "--knob THREADS=256 --knob CHUNKS=2" in c
+                   and "--arch sm_90a" in c for c in calls):
+            failures.append(f"compile: no build with the setting and both knobs: {calls}")
+        if (r.returncode != 1 or r.stdout.count("LANE_PAIRS=1 sm_100a: exit 1") != 2
+                or "no such register" not in r.stdout or "THREADS=256" in r.stdout.split("failed")[1]):
+            failures.append(f"compile: rc {r.returncode}, {r.stdout!r}")
 
 
 def main():
@@ -46,6 +76,7 @@ def main():
         r = run("check", text)
         if r.returncode == 0 or says not in r.stdout or ":1" not in r.stdout:
             failures.append(f"{text.strip()!r}: rc {r.returncode}, {r.stdout.strip()!r}")
+    check_compile(failures)
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
