@@ -1,7 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [3, 0, 2],
-             "EPI_SHORT": [0, 256, 1024] },
+             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [3, 0, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -17,16 +16,10 @@
                 "grid": ["min(num_sms * 4, ceil_div(ceil_div(K, BN) * BN * (ceil_div(M, 64) + E), 256))"],
                 "block": ["256"], "smem": "4 * E + 16 + (PRE_ORDER != 0) * 8 * (ceil_div(M, 64) + E)",
                 "args": ["xt", "xt_scales", "offs", "workspace", "M", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad", "when": "M > EPI_SHORT * E",
+              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad",
                 "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (226304 - EPI * (STRATEGY == 3) * 36864) / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + EPI * (STRATEGY == 3) * 36864 + 6144",
-                "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dct_scales", "xt_scales", "workspace",
-                         "offs", "db", "M", "E", "N", "K"] },
-              { "kernel": "sm90_sm100_mxfp8_grouped_gemm_wgrad_staged", "when": "M <= EPI_SHORT * E",
-                "grid": ["min(num_sms, E * ceil_div(N, 128) * ceil_div(K, BN))"],
-                "block": ["384"],
-                "smem": "min(STAGES, (226304 - (STRATEGY == 3) * 36864) / ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN))) * ((STRATEGY < 2) * (128 + BN) * (144 + 48 * STRATEGY) + (STRATEGY == 2) * (9216 + 192 * BN) + (STRATEGY == 3) * (9216 + 128 * BN)) + (STRATEGY == 3) * 36864 + 6144",
                 "args": ["tma_a", "tma_b", "raw_a", "raw_b", "sw64_a", "dct_scales", "xt_scales", "workspace",
                          "offs", "db", "M", "E", "N", "K"] } ],
   "workspace": { "bytes": "(STRATEGY == 3) * ceil_div(K, BN) * BN * (ceil_div(M, 64) + E) * 128", "zero": false } }
@@ -59,11 +52,9 @@
 // shared memory, since a tile row's 64 tokens restart at group starts; 3 pairs the stores too;
 // fwd/NOTES.md, session 24). H200 2026-12-04, against order 0 in one call with hidden shapes,
 // `ok` everywhere: order 2 1.013x, order 3 1.030x (1.021-1.041x at every bench shape): 3).
-// EPI_SHORT (session 30, not yet run on a GPU; 0, the default, never): at most EPI_SHORT tokens
-// per group on average the plan runs the EPI=1 instance, `_staged` (STRATEGY=3 on sm_90a). At
-// M1024 (128 tokens per group) a tile's contraction is 2 k-blocks and its 128 KB of fp32 stores
-// are the whole cost (ncu, session 27: 1.7 TB/s, L2 78% busy), the regime where bf16_grouped_gemm's
-// staged wgrad epilogue paid 1.3-2.1x.
+// EPI_SHORT (session 30: the EPI=1 instance wherever groups average at most EPI_SHORT tokens,
+// for M1024, whose fp32 stores are its whole cost) ran 0.914x at 1024 on the H200 (session 32,
+// bench/results/sweeps-h200-2026-12-05-session32.json) and was removed; git 15c83ff has it.
 //
 // Evaluate:
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
@@ -98,32 +89,12 @@
 #ifndef EPI
 #define EPI 0  // 1 (STRATEGY=3): fp32 rows staged, bulk-copied (H200: 0.96x geomean)
 #endif
-#ifndef EPI_SHORT
-#define EPI_SHORT 0  // most tokens per group for the staged instance (0: never)
-#endif
 #ifndef SCALE_PIPE
 #define SCALE_PIPE 2  // STRATEGY=0 measured best at 1: 1.3-2.0x over 0 (2026-12-01)
 #endif
 
 namespace {
 using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE, 0, EPI>;
-// Short groups (M <= EPI_SHORT * E): the staged epilogue whatever EPI says.
-using StagedCfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE, 0, 1>;
-
-template <class C>
-__device__ __forceinline__ void wgrad(const ws::TensorMap& tma_a, const ws::TensorMap& tma_b,
-                                      const ws::TensorMap& raw_a, const ws::TensorMap& raw_b,
-                                      const ws::TensorMap& sw64_a, const unsigned char* dct_scales,
-                                      const unsigned char* xt_scales,
-                                      const unsigned char* workspace, const int* offs, float* db,
-                                      int M, int E, int N, int K) {
-  const bool promote = C::kStrategy == ws::mxg::kPromote;
-  const bool rega = C::kRegAFamily;
-  // The kWgrad view: rows N, columns K, depth a group's tokens; scale rows of M/32 bytes.
-  const ws::mxg::Problem p{E, N, K, M / 32};
-  ws::mxg::run<C>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b,
-                  dct_scales, xt_scales, workspace, offs, db, p);
-}
 }  // namespace
 
 // STRATEGY=3, first launch: xt's bf16 tiles into the workspace in 64-token blocks restarting at
@@ -147,18 +118,10 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
     const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dct_scales,
     const unsigned char* __restrict__ xt_scales, const unsigned char* __restrict__ workspace,
     const int* __restrict__ offs, float* __restrict__ db, int M, int E, int N, int K) {
-  wgrad<Cfg>(tma_a, tma_b, raw_a, raw_b, sw64_a, dct_scales, xt_scales, workspace, offs, db, M, E,
-             N, K);
-}
-
-// The staged-epilogue instance for short groups (the plan's EPI_SHORT).
-extern "C" __global__ void __launch_bounds__(StagedCfg::kThreads, 1)
-    sm90_sm100_mxfp8_grouped_gemm_wgrad_staged(
-        const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-        const __grid_constant__ ws::TensorMap raw_a, const __grid_constant__ ws::TensorMap raw_b,
-        const __grid_constant__ ws::TensorMap sw64_a, const unsigned char* __restrict__ dct_scales,
-        const unsigned char* __restrict__ xt_scales, const unsigned char* __restrict__ workspace,
-        const int* __restrict__ offs, float* __restrict__ db, int M, int E, int N, int K) {
-  wgrad<StagedCfg>(tma_a, tma_b, raw_a, raw_b, sw64_a, dct_scales, xt_scales, workspace, offs, db,
-                   M, E, N, K);
+  const bool promote = Cfg::kStrategy == ws::mxg::kPromote;
+  const bool rega = Cfg::kRegAFamily;
+  // The kWgrad view: rows N, columns K, depth a group's tokens; scale rows of M/32 bytes.
+  const ws::mxg::Problem p{E, N, K, M / 32};
+  ws::mxg::run<Cfg>(promote ? &tma_a : rega ? &sw64_a : &raw_a, promote ? &tma_b : &raw_b,
+                    dct_scales, xt_scales, workspace, offs, db, p);
 }
