@@ -123,9 +123,18 @@ Result<DeviceContext> OpenDevice(int ordinal) {
 }
 
 Result<Helpers> LoadHelpers(int cc) {
-  WS_ASSIGN_OR_RETURN(std::vector<char> cubin, CompileHelpers(cc));
   Helpers h;
-  WS_CUDA_TRY(cuModuleLoadData(&h.module, cubin.data()));
+  // The build's cubin for this GPU when there is one (the same NVRTC compile, done once);
+  // compiled here otherwise, or when that one does not load.
+  for (const PrebuiltHelpers& p : PrebuiltHelperTable()) {
+    if (p.cc != cc) continue;
+    if (cuModuleLoadData(&h.module, p.cubin) != CUDA_SUCCESS) h.module = nullptr;
+    break;
+  }
+  if (h.module == nullptr) {
+    WS_ASSIGN_OR_RETURN(std::vector<char> cubin, CompileHelpers(cc));
+    WS_CUDA_TRY(cuModuleLoadData(&h.module, cubin.data()));
+  }
   WS_CUDA_TRY(cuModuleGetFunction(&h.generate, h.module, "ws_generate"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.hash, h.module, "ws_hash"));
   WS_CUDA_TRY(cuModuleGetFunction(&h.digest, h.module, "ws_digest"));

@@ -1,5 +1,6 @@
 // CUDA driver helpers for the runner: error Status, device properties, and the runner's own
-// kernels (problems/init.h plus runner_kernels.cu), compiled by NVRTC for the device at start.
+// kernels (problems/init.h plus runner_kernels.cu): cubins built in for Hopper and Blackwell
+// (NVRTC at build time), else compiled by NVRTC for the device at start.
 #pragma once
 
 #include <array>

@@ -2,6 +2,8 @@
 // cleanly, for every architecture we target. Needs NVRTC only, no GPU.
 #include "evaluator/runner/helpers_compile.h"
 
+#include <cstring>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -26,6 +28,20 @@ TEST(RunnerKernelsTest, CompilesCleanlyForHopperAndBlackwell) {
     EXPECT_GT(cubin->size(), 1000u);
     EXPECT_EQ(log, "") << "sm_" << cc;
   }
+}
+
+// The cubins built in (ws_prebuild_helpers) are what the runner would compile at start: the
+// same bytes, for Hopper and Blackwell at least.
+TEST(RunnerKernelsTest, PrebuiltCubinsMatchTheRuntimeCompile) {
+  std::set<int> ccs;
+  for (const PrebuiltHelpers& p : PrebuiltHelperTable()) {
+    ccs.insert(p.cc);
+    auto cubin = CompileHelpers(p.cc);
+    ASSERT_TRUE(cubin.ok()) << cubin.status().message();
+    ASSERT_EQ(cubin->size(), p.size) << "sm_" << p.cc;
+    EXPECT_EQ(std::memcmp(cubin->data(), p.cubin, p.size), 0) << "sm_" << p.cc;
+  }
+  EXPECT_TRUE(ccs.count(90) && ccs.count(100)) << ccs.size() << " prebuilt capabilities";
 }
 
 }  // namespace
