@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <random>
 #include <set>
 
@@ -341,6 +342,10 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
   if (!proc.signaled && !proc.timed_out && proc.exit_code == runner::kExitGpuBusy) {
     // Not the candidate's doing: other evaluations held this GPU the whole time.
     return Status::Error("the GPU stayed busy: {}", proc.stderr_data.substr(0, 500));
+  }
+  if (!proc.signaled && !proc.timed_out && proc.exit_code == runner::kExitNoTurn) {
+    // The evaluator's own gate said no (the reference failed) or was never opened.
+    return Status::Error("the candidate runner got no turn: {}", proc.stderr_data.substr(0, 500));
   }
   RunnerOutcome out;
   out.process = std::move(proc);
@@ -899,8 +904,31 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     }
   }
 
-  // 5. Run: the reference first (trusted), then the candidate, in separate processes.
+  // 5. Run: the reference first (trusted), then the candidate, in separate processes. With
+  // overlap_runners the candidate runner starts up meanwhile and waits at a turn gate for the
+  // reference to finish before it loads the candidate (gpu_lock.h).
   phase("plan");
+  const char* overlap_env = std::getenv("WARPSMITH_OVERLAP_RUNNERS");
+  const bool overlap = opts.overlap_runners || (overlap_env && std::string(overlap_env) == "1");
+  // The reference's longest possible run, both attempts: the candidate's wait at the gate.
+  const double turn_wait_s =
+      2 * (ref_budget_s + (opts.gpu_lock_dir.empty() ? 0 : opts.gpu_lock_wait_s));
+  std::future<Result<RunnerOutcome>> cand_started;
+  // Declared after the future, so destroyed before it: an early return opens the gate with
+  // "abort" and the future's destructor then waits for a runner that is going home.
+  std::optional<TurnGate> gate;
+  if (overlap) {
+    auto closed = TurnGate::Close(scratch + "/turn");  // in scratch: the runner sees it
+    if (!closed.ok()) return closed.status();
+    gate.emplace(std::move(*closed));
+    json job = cand_job;
+    job["turn"] = fs::absolute(gate->path()).string();
+    job["turn_wait_s"] = turn_wait_s;
+    cand_started = std::async(std::launch::async, [&opts, &scratch, job, cand_budget_s,
+                                                   turn_wait_s] {
+      return RunRunner(opts, scratch + "/candidate.job.json", job, cand_budget_s + turn_wait_s);
+    });
+  }
   // The trusted reference failing is never the candidate's doing: something else on the GPU or
   // host (another user's process, a driver recovering from a killed context). One more try.
   std::string ref_failure;
@@ -924,8 +952,14 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   }
   if (!ref_failure.empty()) return Status::Error("{} (twice)", ref_failure);
   phase("reference_run");
-  WS_ASSIGN_OR_RETURN(RunnerOutcome cand,
-                      RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s));
+  Result<RunnerOutcome> cand_run = Status::Error("the candidate runner did not run");
+  if (gate) {
+    gate->Open(true);
+    cand_run = cand_started.get();
+  } else {
+    cand_run = RunRunner(opts, scratch + "/candidate.job.json", cand_job, cand_budget_s);
+  }
+  WS_ASSIGN_OR_RETURN(RunnerOutcome cand, std::move(cand_run));
   phase("candidate_run");
   AddRunnerSeconds(cand, &res);
   res.ran_on_gpu = true;

@@ -30,4 +30,35 @@ Result<std::string> PrepareGpuLock(const std::string& dir, const std::string& na
 /// candidate). An empty `dir` holds nothing (locking off).
 Result<FileLock> AcquireGpuLock(const std::string& dir, const std::string& name);
 
+/// The candidate runner's turn, within one evaluation: the candidate runner may start up (CUDA,
+/// the helper kernels: seconds) while the trusted reference runs, but must load its cubin and
+/// take the GPU only after it. The evaluator holds the gate's file locked while the reference
+/// runs; the runner waits for that lock after its start-up (the job's `turn`), and goes on only
+/// if the file then reads "go". Anything else ("wait": the evaluator died holding it; "abort":
+/// the reference failed) sends the runner home before it loads the candidate.
+class TurnGate {
+ public:
+  /// Creates `path` reading "wait" and locks it.
+  static Result<TurnGate> Close(const std::string& path);
+
+  TurnGate(TurnGate&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+    other.fd_ = -1;
+  }
+  TurnGate& operator=(TurnGate&&) = delete;
+  TurnGate(const TurnGate&) = delete;
+  TurnGate& operator=(const TurnGate&) = delete;
+  /// Opens the gate with "abort" unless Open was called.
+  ~TurnGate() { Open(false); }
+
+  /// Writes "go" (runner::kTurnGo) or "abort" and releases the lock; later calls do nothing.
+  void Open(bool go);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  TurnGate(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string path_;
+  int fd_ = -1;
+};
+
 }  // namespace ws

@@ -4,7 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
+
+#include "base/files.h"
+#include "evaluator/runner/commands.h"
 
 namespace ws {
 namespace {
@@ -43,6 +48,75 @@ TEST(GpuLockTest, UnusableFolderIsAnError) {
   auto path = PrepareGpuLock("/proc/ws_no_such_folder", "gpu-0.lock");
   ASSERT_FALSE(path.ok());
   EXPECT_NE(path.status().message().find("/proc/ws_no_such_folder"), std::string::npos);
+}
+
+class TurnGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ws_turn_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "turn").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Contents() {
+    auto text = ReadFile(path_);
+    return text.ok() ? *text : "(unreadable)";
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(TurnGateTest, ClosedUntilOpenedThenGo) {
+  auto gate = TurnGate::Close(path_);
+  ASSERT_TRUE(gate.ok()) << gate.status().message();
+  EXPECT_EQ(Contents(), "wait");
+  EXPECT_NE(Contents(), runner::kTurnGo);
+  // The runner's wait (FileLock, as in the runner) times out while the gate is closed.
+  EXPECT_FALSE(FileLock::Acquire(path_, 0.2).ok());
+  gate->Open(true);
+  auto lock = FileLock::Acquire(path_, 1);
+  ASSERT_TRUE(lock.ok()) << lock.status().message();
+  EXPECT_EQ(Contents(), runner::kTurnGo);
+  gate->Open(false);  // a second Open changes nothing
+  EXPECT_EQ(Contents(), "go");
+}
+
+TEST_F(TurnGateTest, DroppedUnopenedMeansAbort) {
+  {
+    auto gate = TurnGate::Close(path_);
+    ASSERT_TRUE(gate.ok());
+    TurnGate moved = std::move(*gate);  // the moved-from gate releases nothing
+    EXPECT_FALSE(FileLock::Acquire(path_, 0.1).ok());
+  }
+  ASSERT_TRUE(FileLock::Acquire(path_, 1).ok());
+  EXPECT_EQ(Contents(), "abort");
+  EXPECT_NE(Contents(), runner::kTurnGo);
+}
+
+TEST_F(TurnGateTest, AWaitingRunnerGetsTheTurnWhenOpened) {
+  auto gate = TurnGate::Close(path_);
+  ASSERT_TRUE(gate.ok());
+  std::string seen;
+  bool locked = false;
+  std::thread runner([&] {
+    auto lock = FileLock::Acquire(path_, 10);
+    locked = lock.ok();
+    auto text = ReadFile(path_);
+    seen = text.ok() ? *text : "";
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  gate->Open(true);
+  runner.join();
+  EXPECT_TRUE(locked);
+  EXPECT_EQ(seen, "go");
+}
+
+TEST_F(TurnGateTest, UnwritableFolderIsAnError) {
+  auto gate = TurnGate::Close("/proc/ws_no_such_folder/turn");
+  ASSERT_FALSE(gate.ok());
+  EXPECT_NE(gate.status().message().find("/proc/ws_no_such_folder"), std::string::npos);
 }
 
 }  // namespace

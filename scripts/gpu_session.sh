@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# trace, libpair, profile, bench, bandwidth.
+# overlap, trace, libpair, profile, bench, bandwidth.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -107,6 +107,25 @@ for stage in "$@"; do
       build/tests/hostile_gpu_test --gtest_brief=1 --gtest_filter="${HOSTILE_FILTER:-*}" \
         >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
+    overlap)
+      # The candidate runner's start-up overlapped with the reference (WARPSMITH_OVERLAP_RUNNERS=1,
+      # evaluator/gpu_lock.h's TurnGate) against the serial order: OVERLAP_PROBLEMS (default three
+      # kernels), OVERLAP_ROUNDS (default 3) rounds alternating the two, verdicts and times to
+      # $OUT/overlap/. Run the hostile stage with WARPSMITH_OVERLAP_RUNNERS=1 too before making
+      # it the default.
+      mkdir -p "$OUT/overlap"
+      for r in $(seq 1 "${OVERLAP_ROUNDS:-3}"); do
+        for p in ${OVERLAP_PROBLEMS:-mxfp8_quantize_rowwise rmsnorm_quantize bf16_gemm}; do
+          for mode in serial overlap; do
+            f="$OUT/overlap/$p.$mode.$r.json"
+            t0=$(date +%s.%N)
+            WARPSMITH_OVERLAP_RUNNERS=$([[ $mode == overlap ]] && echo 1 || echo 0) \
+              $ws eval "$p" "kernels/$p/kernel.cu" --json >"$f" 2>"${f%.json}.err"
+            wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")
+            echo "overlap $p $mode round $r: $(verdict "$f") wall $wall s"
+          done
+        done
+      done ;;
     soak)
       # SOAK_GPUS=0,1 spreads the jobs over those GPUs; without it (and outside --pair, which
       # gives each list one GPU) the soak uses every GPU of the host. One runner per GPU does GPU

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace ws::runner {
 
@@ -12,6 +13,10 @@ constexpr int kExitNoGpu = 3;
 constexpr int kExitCrashed = 4;
 constexpr int kExitCaseTimeout = 5;  // the watchdog stopped a case past its budget_s (watchdog.h)
 constexpr int kExitGpuBusy = 6;      // the job's gpu_lock stayed held past gpu_lock_wait_s
+constexpr int kExitNoTurn = 7;       // the job's turn gate did not say go (evaluator/gpu_lock.h)
+
+/// What the turn gate's file reads when the runner may load its cubin and take the GPU.
+constexpr std::string_view kTurnGo = "go";
 
 /// `ws_runner devices`: prints {"devices": [...]}.
 int DevicesCommand();

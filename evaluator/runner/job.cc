@@ -463,16 +463,22 @@ Result<Job> ParseJob(std::string_view text) {
   if (j.contains("digest_key") && !j["digest_key"].is_null()) {
     WS_ASSIGN_OR_RETURN(job.digest_key, Hex64Field(j, "digest_key", "job"));
   }
-  if (j.contains("gpu_lock") && !j["gpu_lock"].is_null()) {
-    WS_ASSIGN_OR_RETURN(job.gpu_lock, StringField(j, "gpu_lock", "job"));
-    const json& w = j.value("gpu_lock_wait_s", json());
+  // A lock file and the longest wait for it, the wait required beside the file.
+  auto lock_field = [&](const char* name, std::string* path, double* wait_s) -> Status {
+    if (!j.contains(name) || j[name].is_null()) return Status::Ok();
+    WS_ASSIGN_OR_RETURN(*path, StringField(j, name, "job"));
+    const std::string wait_name = std::string(name) + "_wait_s";
+    const json& w = j.value(wait_name, json());
     const double d = w.is_number() ? w.get<double>() : -1;
     if (!w.is_number() || !std::isfinite(d) || d < 0 || d > kMaxCaseBudgetSeconds) {
-      return Status::Error("job.gpu_lock_wait_s: expected seconds in [0, {}] beside gpu_lock, got {}",
-                           kMaxCaseBudgetSeconds, w.dump());
+      return Status::Error("job.{}: expected seconds in [0, {}] beside {}, got {}", wait_name,
+                           kMaxCaseBudgetSeconds, name, w.dump());
     }
-    job.gpu_lock_wait_s = d;
-  }
+    *wait_s = d;
+    return Status::Ok();
+  };
+  WS_RETURN_IF_ERROR(lock_field("gpu_lock", &job.gpu_lock, &job.gpu_lock_wait_s));
+  WS_RETURN_IF_ERROR(lock_field("turn", &job.turn, &job.turn_wait_s));
   WS_RETURN_IF_ERROR(Need(j, "cases", "job"));
   if (!j["cases"].is_array()) return Status::Error("job.cases: expected an array");
   std::set<std::string> ids;

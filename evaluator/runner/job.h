@@ -106,6 +106,11 @@ struct Job {
   // most gpu_lock_wait_s; empty: run without.
   std::string gpu_lock;
   double gpu_lock_wait_s = 0;
+  // The evaluator's turn gate (evaluator/gpu_lock.h's TurnGate): after start-up the runner
+  // waits at most turn_wait_s for this file's lock, goes on only if it reads runner::kTurnGo,
+  // and only then loads the cubin; empty: no gate.
+  std::string turn;
+  double turn_wait_s = 0;
   std::vector<CaseJob> cases;
 };
 

@@ -279,6 +279,31 @@ TEST(JobTest, GpuLock) {
   EXPECT_FALSE(job_with(R"(, "gpu_lock": 5, "gpu_lock_wait_s": 1)").ok());
 }
 
+TEST(JobTest, TurnGate) {
+  const auto job_with = [](const std::string& turn) {
+    return ParseJob(R"({"cubin": "k", "result": "r")" + turn + R"(, "cases": [{"id": "a",
+        "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
+        "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}]}]})");
+  };
+  auto j = job_with("");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE(j->turn.empty());
+  j = job_with(R"(, "turn": "/s/turn", "turn_wait_s": 120.5, "gpu_lock": "/l", "gpu_lock_wait_s": 9)");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->turn, "/s/turn");
+  EXPECT_DOUBLE_EQ(j->turn_wait_s, 120.5);
+  EXPECT_DOUBLE_EQ(j->gpu_lock_wait_s, 9);
+  for (const char* bad : {R"(, "turn": "/t")", R"(, "turn": "/t", "turn_wait_s": -1)",
+                          R"(, "turn": "/t", "turn_wait_s": null)",
+                          R"(, "turn": "/t", "turn_wait_s": 1e9)"}) {
+    j = job_with(bad);
+    ASSERT_FALSE(j.ok()) << bad;
+    EXPECT_NE(j.status().message().find("job.turn_wait_s"), std::string::npos)
+        << bad << ": " << j.status().message();
+  }
+  EXPECT_FALSE(job_with(R"(, "turn": ["/t"], "turn_wait_s": 1)").ok());
+}
+
 TEST(JobTest, Stats) {
   TimingStats s = ComputeStats({5, 1, 3, 2, 4, 6, 7, 8, 9, 10});
   EXPECT_DOUBLE_EQ(s.min_us, 1);

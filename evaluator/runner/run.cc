@@ -847,11 +847,16 @@ int RunCommand(const std::string& job_path) {
   // A cubin that does not load (wrong architecture, corrupt) fails every case as a launch error.
   CUmodule module = nullptr;
   Status module_status;
-  if (job->cubin.empty()) {
-    module_status = Status::Error("the job has no cubin");
-  } else if (CUresult r = cuModuleLoad(&module, job->cubin.c_str()); r != CUDA_SUCCESS) {
-    module_status = CuError(r, "cuModuleLoad(" + job->cubin + ")");
-  }
+  auto load_module = [&] {
+    if (job->cubin.empty()) {
+      module_status = Status::Error("the job has no cubin");
+    } else if (CUresult r = cuModuleLoad(&module, job->cubin.c_str()); r != CUDA_SUCCESS) {
+      module_status = CuError(r, "cuModuleLoad(" + job->cubin + ")");
+    }
+  };
+  // Behind a turn gate the cubin waits for the turn: nothing of the candidate's reaches the GPU
+  // while the reference runs.
+  if (job->turn.empty()) load_module();
   // Canary salts come from outside the job, so a kernel cannot forge the guard pattern.
   std::random_device rd;
   uint64_t salt = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -864,6 +869,20 @@ int RunCommand(const std::string& job_path) {
   // exclusivity. The case budgets start after the wait. The lock is held until the process
   // ends, so the next runner starts after this one's context is gone.
   const auto t_ready = Clock::now();
+  if (!job->turn.empty()) {
+    auto turn = FileLock::Acquire(job->turn, job->turn_wait_s);
+    if (!turn.ok()) {
+      std::fprintf(stderr, "ws_runner: no turn: %s\n", turn.status().message().c_str());
+      return kExitNoTurn;
+    }
+    auto word = ReadFile(job->turn);
+    if (!word.ok() || *word != kTurnGo) {
+      std::fprintf(stderr, "ws_runner: no turn: the gate reads '%s'\n",
+                   word.ok() ? word->substr(0, 16).c_str() : word.status().message().c_str());
+      return kExitNoTurn;
+    }
+    load_module();
+  }
   if (!job->gpu_lock.empty()) {
     auto locked = FileLock::Acquire(job->gpu_lock, job->gpu_lock_wait_s);
     if (!locked.ok()) {
