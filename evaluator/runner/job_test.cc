@@ -255,12 +255,15 @@ TEST(JobTest, CaseBudget) {
   }
 }
 
+// A one-case job with `fields` added at its top level.
+Result<Job> JobWithTopLevel(const std::string& fields) {
+  return ParseJob(R"({"cubin": "k", "result": "r")" + fields + R"(, "cases": [{"id": "a",
+      "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
+      "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}]}]})");
+}
+
 TEST(JobTest, GpuLock) {
-  const auto job_with = [](const std::string& lock) {
-    return ParseJob(R"({"cubin": "k", "result": "r")" + lock + R"(, "cases": [{"id": "a",
-        "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
-        "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}]}]})");
-  };
+  const auto job_with = JobWithTopLevel;
   auto j = job_with("");
   ASSERT_TRUE(j.ok()) << j.status().message();
   EXPECT_TRUE(j->gpu_lock.empty());
@@ -280,11 +283,7 @@ TEST(JobTest, GpuLock) {
 }
 
 TEST(JobTest, TurnGate) {
-  const auto job_with = [](const std::string& turn) {
-    return ParseJob(R"({"cubin": "k", "result": "r")" + turn + R"(, "cases": [{"id": "a",
-        "launches": [{"kernel": "k", "grid": [2], "block": [32]}],
-        "tensors": [{"name": "y", "dtype": "f32", "numel": 0, "role": "output"}]}]})");
-  };
+  const auto job_with = JobWithTopLevel;
   auto j = job_with("");
   ASSERT_TRUE(j.ok()) << j.status().message();
   EXPECT_TRUE(j->turn.empty());
