@@ -918,7 +918,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   // "abort" and the future's destructor then waits for a runner that is going home.
   std::optional<TurnGate> gate;
   if (overlap) {
-    auto closed = TurnGate::Close(scratch + "/turn");  // in scratch: the runner sees it
+    // In scratch, which the runner's sandbox binds as a folder: it sees the word replace the file.
+    auto closed = TurnGate::Close(scratch + "/turn");
     if (!closed.ok()) return closed.status();
     gate.emplace(std::move(*closed));
     json job = cand_job;

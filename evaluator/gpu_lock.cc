@@ -1,7 +1,6 @@
 #include "evaluator/gpu_lock.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/files.h"
 #include "evaluator/runner/commands.h"
 
 namespace ws {
@@ -51,36 +51,16 @@ Result<FileLock> AcquireGpuLock(const std::string& dir, const std::string& name)
   return FileLock::Acquire(path, /*wait_s=*/-1);
 }
 
-namespace {
-
-bool WriteAll(int fd, const std::string& text) {
-  if (::ftruncate(fd, 0) != 0) return false;
-  return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
-}
-
-}  // namespace
-
 Result<TurnGate> TurnGate::Close(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error("cannot create the turn gate {}: {}", path, std::strerror(errno));
-  int r;
-  do {
-    r = ::flock(fd, LOCK_EX);
-  } while (r != 0 && errno == EINTR);
-  if (r != 0 || !WriteAll(fd, "wait")) {
-    const int err = errno;
-    ::close(fd);
-    return Status::Error("cannot lock the turn gate {}: {}", path, std::strerror(err));
-  }
-  return TurnGate(path, fd);
+  WS_RETURN_IF_ERROR(WriteFileAtomic(path, "wait"));
+  WS_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(path, /*wait_s=*/-1));
+  return TurnGate(path, std::move(lock));
 }
 
 void TurnGate::Open(bool go) {
-  if (fd_ < 0) return;
-  // A failed write leaves "wait", which the runner takes as no: it goes home, nothing hangs.
-  WriteAll(fd_, go ? std::string(runner::kTurnGo) : "abort");
-  ::close(fd_);  // drops the lock
-  fd_ = -1;
+  if (!lock_.held()) return;
+  (void)WriteFileAtomic(path_, go ? std::string(runner::kTurnGo) : "abort");
+  lock_ = FileLock();  // drops the lock
 }
 
 }  // namespace ws

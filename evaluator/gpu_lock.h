@@ -38,27 +38,25 @@ Result<FileLock> AcquireGpuLock(const std::string& dir, const std::string& name)
 /// the reference failed) sends the runner home before it loads the candidate.
 class TurnGate {
  public:
-  /// Creates `path` reading "wait" and locks it.
+  /// Writes `path` reading "wait" and locks it.
   static Result<TurnGate> Close(const std::string& path);
 
-  TurnGate(TurnGate&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
-    other.fd_ = -1;
-  }
+  TurnGate(TurnGate&&) = default;
   TurnGate& operator=(TurnGate&&) = delete;
-  TurnGate(const TurnGate&) = delete;
-  TurnGate& operator=(const TurnGate&) = delete;
   /// Opens the gate with "abort" unless Open was called.
   ~TurnGate() { Open(false); }
 
   /// Writes "go" (runner::kTurnGo) or "abort" and releases the lock; later calls do nothing.
+  /// The word replaces the file whole, so a runner reads either "wait" or the word, and a
+  /// failed write leaves "wait": the runner goes home, nothing hangs.
   void Open(bool go);
 
   const std::string& path() const { return path_; }
 
  private:
-  TurnGate(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  TurnGate(std::string path, FileLock lock) : path_(std::move(path)), lock_(std::move(lock)) {}
   std::string path_;
-  int fd_ = -1;
+  FileLock lock_;
 };
 
 }  // namespace ws

@@ -72,7 +72,6 @@ TEST_F(TurnGateTest, ClosedUntilOpenedThenGo) {
   auto gate = TurnGate::Close(path_);
   ASSERT_TRUE(gate.ok()) << gate.status().message();
   EXPECT_EQ(Contents(), "wait");
-  EXPECT_NE(Contents(), runner::kTurnGo);
   // The runner's wait (FileLock, as in the runner) times out while the gate is closed.
   EXPECT_FALSE(FileLock::Acquire(path_, 0.2).ok());
   gate->Open(true);
@@ -80,7 +79,7 @@ TEST_F(TurnGateTest, ClosedUntilOpenedThenGo) {
   ASSERT_TRUE(lock.ok()) << lock.status().message();
   EXPECT_EQ(Contents(), runner::kTurnGo);
   gate->Open(false);  // a second Open changes nothing
-  EXPECT_EQ(Contents(), "go");
+  EXPECT_EQ(Contents(), runner::kTurnGo);
 }
 
 TEST_F(TurnGateTest, DroppedUnopenedMeansAbort) {
@@ -92,7 +91,6 @@ TEST_F(TurnGateTest, DroppedUnopenedMeansAbort) {
   }
   ASSERT_TRUE(FileLock::Acquire(path_, 1).ok());
   EXPECT_EQ(Contents(), "abort");
-  EXPECT_NE(Contents(), runner::kTurnGo);
 }
 
 TEST_F(TurnGateTest, AWaitingRunnerGetsTheTurnWhenOpened) {
@@ -110,7 +108,7 @@ TEST_F(TurnGateTest, AWaitingRunnerGetsTheTurnWhenOpened) {
   gate->Open(true);
   runner.join();
   EXPECT_TRUE(locked);
-  EXPECT_EQ(seen, "go");
+  EXPECT_EQ(seen, runner::kTurnGo);
 }
 
 TEST_F(TurnGateTest, UnwritableFolderIsAnError) {

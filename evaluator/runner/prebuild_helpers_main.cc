@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
       << blobs.str() << "}  // namespace\n\n"
       << "std::span<const PrebuiltHelpers> PrebuiltHelperTable() {\n"
       << "  static const PrebuiltHelpers kTable[] = {\n"
+      // The last entry keeps the array non-empty when no capability compiled; the span ends
+      // before it.
       << table.str() << "    {0, nullptr, 0}};\n"
       << "  return {kTable, " << count << "};\n}\n\n}  // namespace ws::runner\n";
   // Written whole or not at all: a half-written source must not build.

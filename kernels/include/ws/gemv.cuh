@@ -55,19 +55,6 @@ struct GemvE4m3 {
   }
 };
 
-/// Every m16n8 fp32 fragment of acc to zero.
-template <int kMT, int kNT>
-__device__ __forceinline__ void zero_fragments(float (&acc)[kMT][kNT][4]) {
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-    }
-  }
-}
-
 /// This warp's sums over its k-steps of the CTA's slice (slice `part` of kSplit, in blocks of
 /// kUnroll steps): acc[mt][nt] is the m16n8 fragment of rows 16 mt.., columns (tile0 + nt) * 8..
 /// (zero where no step fell to the warp). a (M,K), b (N,K) row-major, element sizes
@@ -105,7 +92,14 @@ __device__ __forceinline__ void gemv_mainloop(const void* a, const void* b, int 
       arow[mt][h] = static_cast<const char*>(a) + (aon[mt][h] ? r : 0) * row_bytes + 16 * q;
     }
   }
-  zero_fragments(acc);
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+    }
+  }
 
   // kOrder 0: the warps take the slice's blocks in turn (the CTA advances along each row
   // together); 1: each warp takes a contiguous 1/kWarps of them (kWarps runs per row).
