@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [0, 1] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
@@ -98,6 +98,11 @@
 // (1.050-1.065x at the four large shapes, 0.990x at 16384x2880, where the second launch costs
 // more than it saves), `ok` at every test, hidden and bench shape in both roundings: the default
 // since. 0.83-0.84 of SOL at the large shapes, 0.69-0.71 at 16384x2880.
+// GATHER (1: the gather launch stores 16-byte chunks, ws::mx::ScaleGather's kWide), the default
+// since session 33: 1.019x geomean in both roundings (1.019-1.031x at the four large shapes,
+// 0.999-1.002x at 16384x2880), `ok` at every test and hidden shape
+// (bench/results/sweeps-h200-2026-12-05-session33.json); session 32's reading, 1.005x with
+// 0.959x at 16384x2880, was that shape's call-to-call spread.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -139,7 +144,7 @@
 #define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
 #endif
 #ifndef GATHER
-#define GATHER 0  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
