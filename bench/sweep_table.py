@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Knob sweeps side by side: the `warpsmith eval --json` results of the `sweep` and `queue` stages of
 scripts/gpu_session.sh, each variant against the default knobs of the same problem and setting in the
-same run (the control the stage measures first). Where a run holds several sweeps of one problem and
-setting (two queue entries), each variant is held to the control of its own sweep (its archive or
-folder).
+same run. The stage times the control before a setting's variants and again after them (`_again`):
+each variant is held to the mean of those medians, and the two control rows show their drift (an
+entry's first evaluation can run cold, a few percent slow). Where a run holds several sweeps of one
+problem and setting (two queue entries), each variant is held to the controls of its own sweep (its
+archive or folder).
 
 Usage: sweep_table.py DIR [--json OUT] [--gpu-csv FILE] [--command TEXT]
   DIR holds eval JSON (any *.json with "problem" and "cases", at any depth; .tgz files are read too).
@@ -66,7 +68,37 @@ def bench_times(r):
 
 
 def is_control(r):
-    return os.path.basename(r["_file"].split(":")[-1]).endswith("_.json")
+    return is_repeat(r) or os.path.basename(r["_file"].split(":")[-1]).endswith("_.json")
+
+
+def is_repeat(r):
+    """The control timed again after its sweep's variants."""
+    return os.path.basename(r["_file"].split(":")[-1]).endswith("_again.json")
+
+
+def control_times(controls):
+    """{shape: (mean median_us, of_sol at that mean)} over the ok controls of one sweep."""
+    per = defaultdict(list)
+    for c in controls:
+        if c.get("verdict") == "ok":
+            for s, (m, f) in bench_times(c).items():
+                per[s].append((m, f * m if f else None))
+    out = {}
+    for s, xs in per.items():
+        m = sum(x for x, _ in xs) / len(xs)
+        sols = [y for _, y in xs if y]
+        out[s] = (m, (sum(sols) / len(sols)) / m if sols else None)
+    return out
+
+
+def control_drift(controls):
+    """{shape: slowest / fastest control median} where a sweep timed its control more than once."""
+    per = defaultdict(list)
+    for c in controls:
+        if c.get("verdict") == "ok":
+            for s, (m, _) in bench_times(c).items():
+                per[s].append(m)
+    return {s: round(max(ms) / min(ms), 4) for s, ms in per.items() if len(ms) > 1}
 
 
 def batch(r):
@@ -99,7 +131,7 @@ def repeats(rows, sweeps):
     for row, sweep in zip(rows, sweeps):
         if row["knobs"] != "default" and row["verdict"] == "ok":
             by[row["knobs"]].append((row, sweep))
-    controls = [row for row in rows if row["knobs"] == "default"]
+    controls = [row for row in rows if row["knobs"].startswith("default")]
     out = []
     for knobs, pairs in sorted(by.items()):
         if len({sweep for _, sweep in pairs}) < 2:
@@ -140,14 +172,21 @@ def main():
     table = []
     for (problem, setting), rs in sorted(groups.items()):
         controls = [r for r in rs if is_control(r)]
-        own = {batch(c): c for c in reversed(controls)}  # the first control of each sweep
+        own = defaultdict(list)  # each sweep's controls, the first one first
+        for c in sorted(controls, key=lambda c: (is_repeat(c), c["_file"])):
+            own[batch(c)].append(c)
+        drift = {}
         rows, sweeps = [], []  # sweeps[i]: the sweep rows[i] came from
-        for r in sorted(rs, key=lambda r: (not is_control(r), r["_file"])):
-            control = own.get(batch(r), controls[0] if controls else None)
-            ct = bench_times(control) if control and control.get("verdict") == "ok" else {}
+        for r in sorted(rs, key=lambda r: (not is_control(r), is_repeat(r), r["_file"])):
+            ctls = own.get(batch(r)) or controls[:1]
+            ct = control_times(ctls)
+            for s, d in control_drift(ctls).items():
+                drift[s] = max(drift.get(s, 1.0), d)
             t = bench_times(r)
             ratios = [ct[s][0] / t[s][0] for s in t if s in ct]
-            row = {"knobs": variant_text(r, control), "verdict": r.get("verdict"),
+            knobs = variant_text(r, ctls[0] if ctls else None)
+            row = {"knobs": knobs + " (again)" if is_repeat(r) else knobs,
+                   "verdict": r.get("verdict"),
                    "bench": {s: {"median_us": round(m, 3), "of_sol": round(f, 4) if f else None,
                                  "control_over_this": round(ct[s][0] / m, 4) if s in ct else None}
                              for s, (m, f) in t.items()},
@@ -159,7 +198,7 @@ def main():
             sweeps.append(batch(r))
         rep_rows = repeats(rows, sweeps)
         entry = {"problem": problem, "setting": setting, "control_found": bool(controls),
-                 "variants": rows}
+                 "control_drift": drift, "variants": rows}
         if rep_rows:
             entry["repeated"] = rep_rows
         table.append(entry)
@@ -180,6 +219,9 @@ def main():
                 cells.append(f"{b['median_us']:.2f}{ratio}")
             g = row["geomean_control_over_this"]
             print(f"  {row['knobs']:<40} {'  '.join(cells)}" + (f"  | geomean x{g:.3f}" if g else ""))
+        if drift:
+            print(f"  {'controls: slowest / fastest':<40} "
+                  + "  ".join(f"x{drift[s]:.3f}" if s in drift else "-" for s in shapes))
         for rr in rep_rows:
             cells = []
             for s in shapes:
@@ -193,8 +235,10 @@ def main():
 
     if a.json:
         meta = {"command": a.command, "method": "warpsmith eval --json per variant (the evaluator's "
-                "timing protocol); control_over_this = the default knobs' median in the same run over "
-                "the variant's (above 1: the variant is faster)"}
+                "timing protocol); control_over_this = the default knobs' median in the same run "
+                "(the mean of the control timed before and after the variants) over the "
+                "variant's (above 1: the variant is faster); control_drift = the slowest control "
+                "median over the fastest"}
         if a.gpu_csv and os.path.exists(a.gpu_csv):
             with open(a.gpu_csv) as f:
                 lines = [l.strip() for l in f if l.strip()]

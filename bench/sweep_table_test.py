@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Tests of bench/sweep_table.py on a synthetic sweep: the control is the file gpu_session.sh names
-<problem><setting>_.json, variants show only the knobs they change, the ratio's direction, an archive
-and its extracted copy count once, a failed variant shows its verdict, and where one run holds two
-sweeps of the same problem each variant is held to its own sweep's control, and a variant repeated
-over sweeps gets one line over all of them. Exit 1 on a failure."""
+<problem><setting>_.json (and _again.json, the control timed after the variants), variants show
+only the knobs they change, the ratio's direction, an archive and its extracted copy count once, a
+failed variant shows its verdict, and where one run holds two sweeps of the same problem each
+variant is held to its own sweep's controls, and a variant repeated over sweeps gets one line over
+all of them. Exit 1 on a failure."""
 import io, json, os, subprocess, sys, tarfile, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -73,6 +74,28 @@ def main():
             failures.append("a failed variant keeps its verdict and message")
         if "x1.250" not in r.stdout:
             failures.append("the printed table shows the ratio")
+        # The control timed again after the variants (_again): variants against the mean of the
+        # two (100 and 90 -> 95 over 76 = 1.25), the repeat's own row, the controls' drift.
+        again = os.path.join(tmp, "again")
+        os.makedirs(os.path.join(again, "sweep"))
+        files = {"prounding-rceil_.json": result("a", {"X": 1, "Y": 2}, 100.0),
+                 "prounding-rceil_X-2.json": result("b", {"X": 2, "Y": 2}, 76.0),
+                 "prounding-rceil_again.json": result("c", {"X": 1, "Y": 2}, 90.0)}
+        for name, obj in files.items():
+            with open(os.path.join(again, "sweep", name), "w") as f:
+                json.dump(obj, f)
+        r, ag = sweep_table(again, os.path.join(tmp, "again.json"))
+        rows = {v["knobs"]: v for v in ag[0]["variants"]} if ag else {}
+        got = {k: rows.get(k, {}).get("geomean_control_over_this")
+               for k in ("default", "X=2", "default (again)")}
+        if got != {"default": 0.95, "X=2": 1.25, "default (again)": 1.0556}:
+            failures.append(f"variants against both controls' mean: {got} {r.stderr}")
+        if not ag or ag[0].get("control_drift") != {"K32 M64": 1.1111}:
+            failures.append(f"the controls' drift: {ag[0].get('control_drift') if ag else None}")
+        if list(rows)[:2] != ["default", "default (again)"]:
+            failures.append(f"the controls lead the table: {list(rows)}")
+        if "slowest / fastest" not in r.stdout or "x1.111" not in r.stdout:
+            failures.append(f"the printed table shows the drift: {r.stdout}")
         # Two queue entries of one problem in one run: the second control is slower (drift); its
         # variant must be held to it, not to the first entry's control.
         two = os.path.join(tmp, "two")

@@ -909,7 +909,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   // reference to finish before it loads the candidate (gpu_lock.h).
   phase("plan");
   const char* overlap_env = std::getenv("WARPSMITH_OVERLAP_RUNNERS");
-  const bool overlap = opts.overlap_runners || (overlap_env && std::string(overlap_env) == "1");
+  const bool overlap =
+      overlap_env && *overlap_env ? std::string(overlap_env) == "1" : opts.overlap_runners;
   // The reference's longest possible run, both attempts: the candidate's wait at the gate.
   const double turn_wait_s =
       2 * (ref_budget_s + (opts.gpu_lock_dir.empty() ? 0 : opts.gpu_lock_wait_s));

@@ -315,10 +315,9 @@ struct EvaluatorOptions {
                                                // the host's processes (gpu_lock.h); empty: off
   double gpu_lock_wait_s = 600;                // a runner's longest wait for its GPU; past it
                                                // the evaluation fails (not the candidate)
-  bool overlap_runners = false;                // the candidate runner starts up while the
-                                               // reference runs (gpu_lock.h's TurnGate); also
-                                               // on with WARPSMITH_OVERLAP_RUNNERS=1. Off until
-                                               // measured on a GPU.
+  bool overlap_runners = true;                 // the candidate runner starts up while the
+                                               // reference runs (gpu_lock.h's TurnGate);
+                                               // WARPSMITH_OVERLAP_RUNNERS=0 / 1 overrides it
 };
 
 /// `rel` in the source tree beside this binary (build/ sits in the repository; the GPU machine's

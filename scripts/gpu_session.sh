@@ -108,11 +108,10 @@ for stage in "$@"; do
         >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
     overlap)
-      # The candidate runner's start-up overlapped with the reference (WARPSMITH_OVERLAP_RUNNERS=1,
-      # evaluator/gpu_lock.h's TurnGate) against the serial order: OVERLAP_PROBLEMS (default three
-      # kernels), OVERLAP_ROUNDS (default 3) rounds alternating the two, verdicts and times to
-      # $OUT/overlap/. Run the hostile stage with WARPSMITH_OVERLAP_RUNNERS=1 too before making
-      # it the default.
+      # The candidate runner's start-up overlapped with the reference (the default;
+      # evaluator/gpu_lock.h's TurnGate) against the serial order (WARPSMITH_OVERLAP_RUNNERS=0):
+      # OVERLAP_PROBLEMS (default three kernels), OVERLAP_ROUNDS (default 3) rounds alternating
+      # the two, verdicts and times to $OUT/overlap/.
       mkdir -p "$OUT/overlap"
       for r in $(seq 1 "${OVERLAP_ROUNDS:-3}"); do
         for p in ${OVERLAP_PROBLEMS:-mxfp8_quantize_rowwise rmsnorm_quantize bf16_gemm}; do

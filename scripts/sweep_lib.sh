@@ -5,7 +5,9 @@
 # One knob sweep through the evaluator: problem $1, settings $2 (words, a setting's pairs joined by
 # '+'; '-' for none), variants $3 (';'-separated, knobs by spaces), hidden shapes $4 (0/1); the eval
 # JSON goes to $OUT/<$5>.tgz; $6: the kernel (default kernels/$1/kernel.cu). Each setting runs
-# the default knobs first (SWEEP_CONTROL=0: not). SWEEP_SEED=N: every evaluation times the
+# the default knobs first and again after its variants (SWEEP_CONTROL=0: neither), so a control
+# timed cold (an entry's first evaluation can run a few percent slow) shows as the controls' drift
+# and bench/sweep_table.py holds variants to both. SWEEP_SEED=N: every evaluation times the
 # inputs of seed N (eval --input-seed, a paired comparison); SWEEP_SEED=drawn: one seed drawn
 # for the sweep. Not the default: at fwd M256 one seed read 26.9-29.3 us over three evaluations
 # and fresh inputs 26.5-30.4 (session 27), so the inputs are not what spreads those times.
@@ -19,8 +21,10 @@ run_sweep() {
   mkdir -p "$OUT/sweep"
   sweep_cut=0
   [[ $seed != fresh ]] && echo "sweep: $sp: every evaluation's inputs from seed $seed"
+  local -a again=()
+  (( ${#controls[@]} && ${#variants[@]} )) && again=("@again")
   for set in $2; do
-    for knobs in "${controls[@]}" "${variants[@]}"; do
+    for knobs in "${controls[@]}" "${variants[@]}" "${again[@]}"; do
       # SWEEP_DEADLINE (epoch seconds): no evaluation starts after it, so a call's time limit
       # cuts no evaluation halfway and the table still gets made.
       if [[ -n ${SWEEP_DEADLINE:-} ]] && (( $(date +%s) >= SWEEP_DEADLINE )); then
@@ -28,8 +32,12 @@ run_sweep() {
         sweep_cut=1; break 2
       fi
       args=(); [[ $set != - ]] && for kv in ${set//+/ }; do args+=(--set "$kv"); done
-      for kv in $knobs; do args+=(--knob "$kv"); done
-      key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
+      if [[ $knobs == @again ]]; then
+        key=$(echo "${set}_again" | sed "s/=/-/g; s/+/__/g")  # the control, after the variants
+      else
+        for kv in $knobs; do args+=(--knob "$kv"); done
+        key=$(echo "${set}_${knobs// /_}" | sed "s/=/-/g; s/+/__/g")
+      fi
       [[ $4 == 1 ]] || args+=(--no-hidden)
       [[ $where != - ]] && args+=(--bench-where "$where")
       [[ $seed != fresh ]] && args+=(--input-seed "$seed")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run_sweep (scripts/sweep_lib.sh) against a stand-in evaluator: every variant after the control,
-# each setting's arguments, and SWEEP_DEADLINE stopping before an evaluation, not inside one.
+# run_sweep (scripts/sweep_lib.sh) against a stand-in evaluator: every variant between the control
+# and its repeat, each setting's arguments, and SWEEP_DEADLINE stopping before an evaluation, not
+# inside one.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/sweep_lib.sh"
@@ -18,21 +19,24 @@ ws=fake_eval
 OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT
 SWEEP_SEED=7 run_sweep p "rounding=floor rounding=rceil+variant=clamped" "A=1;A=2 B=3" 0 all "" \
   "M <= 64" >/dev/null
-check "evaluations" "$(wc -l <"$OUT/calls.log")" 6
+check "evaluations" "$(wc -l <"$OUT/calls.log")" 8
 check "control first" "$(head -1 "$OUT/calls.log")" \
   "eval p kernels/p/kernel.cu --set rounding=floor --no-hidden --bench-where M <= 64 --input-seed 7 --json"
-check "two knobs, two parameters" "$(sed -n 6p "$OUT/calls.log")" \
+check "control again" "$(sed -n 4p "$OUT/calls.log")" "$(head -1 "$OUT/calls.log")"
+check "two knobs, two parameters" "$(sed -n 7p "$OUT/calls.log")" \
   "eval p kernels/p/kernel.cu --set rounding=rceil --set variant=clamped --knob A=2 --knob B=3 --no-hidden --bench-where M <= 64 --input-seed 7 --json"
 
 # SWEEP_SEED=drawn: one seed drawn for the whole sweep; without SWEEP_SEED, none passed.
 rm -f "$OUT/calls.log"
 SWEEP_SEED=drawn run_sweep p - "A=1;A=2" 1 drawn >/dev/null
 check "one drawn seed" "$(grep -o -- '--input-seed [0-9]*' "$OUT/calls.log" | sort -u | wc -l)" 1
-check "on every evaluation" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 3
+check "on every evaluation" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 4
 rm -f "$OUT/calls.log"
 run_sweep p - "A=1" 1 fresh >/dev/null
 check "fresh inputs" "$(grep -c -- '--input-seed' "$OUT/calls.log")" 0
-check "archive" "$(tar tzf "$OUT/all.tgz" | grep -c '\.json$')" 6
+check "archive" "$(tar tzf "$OUT/all.tgz" | grep -c '\.json$')" 8
+check "the repeat's file" \
+  "$(tar tzf "$OUT/all.tgz" | grep -c 'prounding-rceil__variant-clamped_again\.json$')" 1
 check "not cut" "$sweep_cut" 0
 
 # A deadline already past: nothing starts, the cut is reported.

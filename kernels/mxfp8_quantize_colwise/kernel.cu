@@ -1,31 +1,17 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "SMALL_RB": [0, 2],
-              "SMALL_MK": [64, 32, 128] },
-  "workspace": { "bytes": "SCALE_TILES * max(ceil_div(M, 32 * RB) * RB, ceil_div(M, 32 * max(SMALL_RB, 1)) * max(SMALL_RB, 1)) * ceil_div(K, 64 * KT) * 64 * KT",
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
+  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
-                "when": "SMALL_RB == 0 || M * K > SMALL_MK * 1048576",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"],
                 "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
-              { "kernel": "sm90_mxfp8_quantize_colwise_scales", "pdl": true,
-                "when": "SCALE_TILES != 0 && (SMALL_RB == 0 || M * K > SMALL_MK * 1048576)",
+              { "kernel": "sm90_mxfp8_quantize_colwise_scales", "when": "SCALE_TILES != 0", "pdl": true,
                 "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
                 "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
-                "args":  ["workspace", "scales_t", "M", "K"] },
-              { "kernel": "sm90_bf16_mxfp8_quantize_colwise_small",
-                "when": "SMALL_RB != 0 && M * K <= SMALL_MK * 1048576",
-                "grid":  ["ceil_div(M, 32 * SMALL_RB) * ceil_div(K, 64 * KT)"],
-                "block": ["32 * SMALL_RB * KT"],
-                "smem": "32 * SMALL_RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * SMALL_RB",
-                "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
-              { "kernel": "sm90_mxfp8_quantize_colwise_small_scales", "pdl": true,
-                "when": "SCALE_TILES != 0 && SMALL_RB != 0 && M * K <= SMALL_MK * 1048576",
-                "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * SMALL_RB), 32)"],
-                "block": ["256"], "smem": "32 * (64 * SMALL_RB * KT + 4)",
                 "args":  ["workspace", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
@@ -62,11 +48,7 @@
 // chunks: ws::mx::ScaleGather's kWide, a quarter of its store instructions). Both 1 is the
 // default since session 32: 1.011x geomean at rceil (1.016-1.018x at the three large shapes,
 // 0.993x at 16384x2880), `ok` at every test and hidden shape; SCALE_TILES alone 0.957x in the
-// same call (bench/results/sweeps-h200-2026-12-05-session32.json). SMALL_RB (0: off): where
-// M * K <= SMALL_MK Mi elements the plan runs a second pair of launches with SMALL_RB-block
-// tiles. At 16384x2880 the 2944 tiles are 4.5 waves of 660 resident CTAs, and the last,
-// partial wave costs a whole tile's time: RB=2 there ran 1.035x (session 33); the large
-// shapes keep RB's tiles.
+// same call (bench/results/sweeps-h200-2026-12-05-session32.json).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -131,12 +113,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef SMALL_RB
-#define SMALL_RB 0  // > 0: tiles of SMALL_RB row blocks where M * K <= SMALL_MK Mi elements
-#endif
-#ifndef SMALL_MK
-#define SMALL_MK 64
-#endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
 #define SCALE_WORDS 1
@@ -144,94 +120,53 @@
 
 namespace {
 
-// The quantize and its scales gather at kRB row blocks per tile: the knobs' RB, and SMALL_RB's
-// instance for small shapes, each a pair of entry points below.
-template <int kRB>
-struct Colwise {
-  using Tile = ws::mx::DualTile<kRB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                                ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                                SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
-  // SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
-  using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
-
-  static __device__ __forceinline__ void quantize(const unsigned short* __restrict__ x,
-                                                  unsigned char* __restrict__ q_t,
-                                                  unsigned char* __restrict__ scales_t,
-                                                  unsigned char* __restrict__ ws, int M, int K) {
-    extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
-    const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
-    const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-#if GROUP_K > 0
-    // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
-    // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K
-    // apart.
-    const long long per_group = tiles_m * GROUP_K;
-    const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
-    const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
-    const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
-#elif ORDER == 0
-    const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
-    (void)tiles_k;
-#else
-    const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;
-#endif
-#if SCALE_TILES
-    scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
-#else
-    (void)ws;
-#endif
-    Tile::template quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM,
-                                   tk * Tile::kBK, smem);
-  }
-
-  // SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of
-  // 32 tiles of one tile column.
-  static __device__ __forceinline__ void gather(const unsigned char* __restrict__ ws,
-                                                unsigned char* __restrict__ scales_t, int M,
-                                                int K) {
-    extern __shared__ __align__(16) unsigned char smem[];
-    ws::griddep_wait();  // the quantize launch's workspace
-    const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
-    Gather::run_cta(ws, scales_t, K, tiles_m, M / 32, blockIdx.x, smem);
-  }
-};
-
-using Main = Colwise<RB>;
+using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
+                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                              SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
+// SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
+using ColGather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 
 }  // namespace
 
 // x (M,K) bf16 bits; q_t (K,M) e4m3, scales_t (K,M/32) e8m0. One CTA per (kBM x kBK) tile;
 // M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void __launch_bounds__(Main::Tile::kThreads)
+extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_colwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t,
                                      unsigned char* __restrict__ ws, int M, int K) {
-  Main::quantize(x, q_t, scales_t, ws, M, K);
+  extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
+  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
+  const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
+#if GROUP_K > 0
+  // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
+  // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K apart.
+  const long long per_group = tiles_m * GROUP_K;
+  const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
+  const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
+#elif ORDER == 0
+  const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
+#else
+  const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;
+#endif
+#if SCALE_TILES
+  scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
+#else
+  (void)ws;
+#endif
+  Tile::quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
+                        smem);
 }
 
-extern "C" __global__ void __launch_bounds__(Main::Gather::kThreads)
+// SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of 32
+// tiles of one tile column.
+extern "C" __global__ void __launch_bounds__(ColGather::kThreads)
     sm90_mxfp8_quantize_colwise_scales(const unsigned char* __restrict__ ws,
                                        unsigned char* __restrict__ scales_t, int M, int K) {
-  Main::gather(ws, scales_t, M, K);
+  extern __shared__ __align__(16) unsigned char smem[];
+  ws::griddep_wait();  // the quantize launch's workspace
+  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
+  ColGather::run_cta(ws, scales_t, K, tiles_m, M / 32, blockIdx.x, smem);
 }
-
-#if SMALL_RB > 0
-// The same at SMALL_RB row blocks per tile, where the plan picks it (M * K <= SMALL_MK Mi).
-using Small = Colwise<SMALL_RB>;
-
-extern "C" __global__ void __launch_bounds__(Small::Tile::kThreads)
-    sm90_bf16_mxfp8_quantize_colwise_small(const unsigned short* __restrict__ x,
-                                           unsigned char* __restrict__ q_t,
-                                           unsigned char* __restrict__ scales_t,
-                                           unsigned char* __restrict__ ws, int M, int K) {
-  Small::quantize(x, q_t, scales_t, ws, M, K);
-}
-
-extern "C" __global__ void __launch_bounds__(Small::Gather::kThreads)
-    sm90_mxfp8_quantize_colwise_small_scales(const unsigned char* __restrict__ ws,
-                                             unsigned char* __restrict__ scales_t, int M, int K) {
-  Small::gather(ws, scales_t, M, K);
-}
-#endif
