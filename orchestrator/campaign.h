@@ -119,6 +119,11 @@ struct CampaignConfig {
   /// it is recorded; only that deep evaluation is recorded. A sanitizer that cannot run fails
   /// the campaign.
   bool deep_winners = false;
+  /// The leader of a problem's group (its parameters, this GPU) is timed again after an attempt
+  /// until it has this many ok runs (at most 4 more per attempt): the leaderboard ranks a kernel
+  /// by its runs' median (Store::Leaderboard), so one lucky run does not hold first place.
+  /// 0 or 1: off.
+  int confirm_runs = 2;
   /// Where evaluations run: "local" (this host's GPUs and cores) or "slurm".
   std::string executor = "local";
   std::string gpus;  // local: "0,1" (default: CUDA_VISIBLE_DEVICES, else the default GPU)

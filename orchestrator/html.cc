@@ -39,6 +39,13 @@ std::string Num(const json& j, const char* f = "{:.2f}") {
   return fmt::format(fmt::runtime(f), v);
 }
 
+// " (median of N)" after a leaderboard time that N evaluations make; nothing for one.
+std::string MedianOf(const json& n) {
+  return n.is_number_integer() && n.get<int64_t>() > 1
+             ? fmt::format(" <small>(median of {})</small>", n.get<int64_t>())
+             : "";
+}
+
 std::string Get(const json& j, const char* key) {
   return j.is_object() && j.contains(key) ? Text(j[key]) : "-";
 }
@@ -301,7 +308,8 @@ std::string LeaderboardPage(const json& rows, const json& campaigns, const PageO
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
           "<td>{}</td><td>{} <code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
           ProblemLink(Get(r, "problem")), HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")),
-          Num(At(r, "time_us")), Num(At(r, "sol_fraction"), "{:.3f}"), HtmlEscape(speedup),
+          Num(At(r, "time_us")) + MedianOf(At(r, "evaluations")),
+          Num(At(r, "sol_fraction"), "{:.3f}"), HtmlEscape(speedup),
           KernelLink(At(r, "kernel_id")), HtmlEscape(Get(r, "kernel_hash").substr(0, 12)),
           E(At(r, "agent")), CampaignLink(At(r, "campaign_id")), Flags(At(r, "suspicion")));
     }

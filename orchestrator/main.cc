@@ -656,12 +656,13 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
     PrintAgents(*agents);
     return kExitOk;
   }
-  std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11} {:>7} {:<13} {}\n", "problem", "params",
-                           "gpu", "geomean us", "of SOL", "kernel", "origin");
+  // A kernel evaluated more than once is ranked by the median of its runs ("runs").
+  std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11} {:>4} {:>7} {:<13} {}\n", "problem",
+                           "params", "gpu", "geomean us", "runs", "of SOL", "kernel", "origin");
   for (const auto& r : *rows) {
-    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>7.3f} {:<13} {}{}{}\n", r.problem,
-                             r.params_json, r.gpu, r.time_us, r.sol_fraction,
-                             r.kernel_hash.substr(0, 12), r.origin,
+    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>4} {:>7.3f} {:<13} {}{}{}\n",
+                             r.problem, r.params_json, r.gpu, r.time_us, r.evaluations,
+                             r.sol_fraction, r.kernel_hash.substr(0, 12), r.origin,
                              r.agent.empty() ? "" : " by " + r.agent + " " + r.knobs_json,
                              r.flagged ? " [flagged: " + r.flag_reason + "]" : "");
   }
@@ -759,7 +760,7 @@ struct CampaignArgs {
   std::vector<std::string> agents, sets;
   bool compile_only = false, as_json = false, deep_winners = false;
   int64_t id = 0;  // 0: the newest campaign
-  int tuner_batch = 8, compile_threads = 0, max_turns = 16;
+  int tuner_batch = 8, compile_threads = 0, max_turns = 16, confirm_runs = 2;
   int64_t context_tokens = 128000;
   std::string executor = "local", gpus, slurm_partition, slurm_account, slurm_time,
               slurm_shared_dir;
@@ -811,6 +812,7 @@ int CmdCampaignStart(const Globals& g, const CampaignArgs& a) {
   c.max_turns = a.max_turns;
   c.context_tokens = a.context_tokens;
   c.deep_winners = a.deep_winners;
+  c.confirm_runs = a.confirm_runs;
   c.executor = a.executor;
   c.gpus = a.gpus;
   c.slurm_partition = a.slurm_partition;
@@ -1067,6 +1069,11 @@ int Main(int argc, char** argv) {
   cstart->add_flag("--deep-winners", ca.deep_winners,
                    "evaluate a would-be leaderboard winner again in deep mode (compute-sanitizer) "
                    "before ranking it");
+  cstart->add_option("--confirm-runs", ca.confirm_runs,
+                     "time a problem's leader again after an attempt until it has this many "
+                     "runs; the leaderboard ranks by their median (0 or 1: off)")
+      ->check(CLI::Range(0, 9))
+      ->capture_default_str();
   cstart->add_option("--arch", ca.arch, "sm_90a or sm_100a (default: the GPU's)");
   cstart->add_option("--set", ca.sets, "problem parameter NAME=VALUE")->take_all();
   cstart->add_option("--seed", ca.seed,

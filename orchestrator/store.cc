@@ -667,21 +667,38 @@ Result<std::optional<CeilingsRecord>> Store::LatestCeilings() {
 }
 
 Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& problem) {
-  // Rank within each (problem, params, gpu) by time, the earliest winning ties; keep rank 1.
+  // An entry is a kernel with its knobs, ranked by the median of its ok, timed evaluations in its
+  // (problem, params, gpu) group: a kernel timed again is not ranked by its luckiest run, and a
+  // would-be winner timed twice (Engine's confirmation) by the mean of both. Its evaluation is the
+  // one at the lower middle; the earliest wins ties between kernels.
   std::string sql = fmt::format(
-      "SELECT problem, params_json, gpu, kernel_id, id, hash, origin, time_us, sol_fraction, "
-      "created_at, knobs_json, agent, flagged, flag_reason, sandbox_json, deep_json FROM ("
+      "WITH ok AS ("
       "  SELECT e.problem, e.params_json, e.gpu, e.kernel_id, e.id, k.hash, k.origin, e.time_us,"
-      "    e.sol_fraction, e.created_at, e.knobs_json, e.agent, e.flagged, e.flag_reason,"
-      "    e.sandbox_json, e.deep_json,"
-      "    ROW_NUMBER() OVER ("
-      "      PARTITION BY e.problem, e.params_json, e.gpu"
-      "      ORDER BY e.time_us, e.created_at, e.id) AS rank"
+      "    e.sol_fraction, e.created_at, e.knobs_json, e.agent, e.sandbox_json, e.deep_json,"
+      "    COUNT(*) OVER w AS n, ROW_NUMBER() OVER (w ORDER BY e.time_us, e.id) AS rn,"
+      "    MAX(e.flagged) OVER w AS flagged"
       "  FROM evaluations e JOIN kernels k ON k.id = e.kernel_id"
       // A literal verdict, not a parameter, so the planner can use the partial index.
       "  WHERE e.verdict = '{}' AND e.time_us > 0 {}"
-      ") WHERE rank = 1 ORDER BY problem, params_json, time_us, gpu",
-      kVerdictOk, problem.empty() ? "" : "AND e.problem = ?1");
+      "  WINDOW w AS (PARTITION BY e.problem, e.params_json, e.gpu, e.kernel_id, e.knobs_json)"
+      "), mid AS ("
+      "  SELECT *, AVG(time_us) OVER (PARTITION BY problem, params_json, gpu, kernel_id,"
+      "    knobs_json) AS median_us"
+      "  FROM ok WHERE rn = (n + 1) / 2 OR rn = n / 2 + 1"
+      "), entry AS ("
+      "  SELECT *, ROW_NUMBER() OVER (PARTITION BY problem, params_json, gpu"
+      "    ORDER BY median_us, created_at, id) AS rank"
+      "  FROM mid WHERE rn = (n + 1) / 2"
+      ")"
+      "SELECT problem, params_json, gpu, kernel_id, id, hash, origin, median_us,"
+      "  sol_fraction * time_us / median_us, created_at, knobs_json, agent, flagged,"
+      "  (SELECT f.flag_reason FROM evaluations f WHERE f.kernel_id = entry.kernel_id"
+      "     AND f.problem = entry.problem AND f.params_json = entry.params_json"
+      "     AND f.gpu = entry.gpu AND f.knobs_json = entry.knobs_json AND f.flagged != 0"
+      "     AND f.verdict = '{}' AND f.time_us > 0 ORDER BY f.id DESC LIMIT 1),"
+      "  sandbox_json, deep_json, n "
+      "FROM entry WHERE rank = 1 ORDER BY problem, params_json, median_us, gpu",
+      kVerdictOk, problem.empty() ? "" : "AND e.problem = ?1", kVerdictOk);
   WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql, "reading leaderboard"));
   if (!problem.empty())
     s.Bind(1, problem);
@@ -704,6 +721,7 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     l.flag_reason = s.Text(13);
     l.sandbox_json = s.Text(14);
     l.deep_json = s.Text(15);
+    l.evaluations = s.Int(16);
     out.push_back(std::move(l));
   }));
   return out;
@@ -1016,11 +1034,12 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
     }));
   }
   {
+    // A leader's confirmation runs (--confirm-runs) are the campaign's work, not its agent's.
     WS_ASSIGN_OR_RETURN(
         Stmt s, Stmt::Prepare(db_,
                               fmt::format("SELECT agent, verdict, COUNT(*) FROM evaluations {} "
-                                          "GROUP BY agent, verdict",
-                                          where),
+                                          "{} purpose != 'confirm' GROUP BY agent, verdict",
+                                          where, campaign_id ? "AND" : "WHERE"),
                               "counting verdicts"));
     if (campaign_id)
       s.Bind(1, *campaign_id);

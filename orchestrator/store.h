@@ -97,6 +97,9 @@ struct CeilingsRecord {
   std::string measured_at;
 };
 
+// A kernel with its knobs at the top of its (problem, params, gpu) group. time_us is the median
+// of its ok, timed evaluations there; evaluation_id names the one at the lower middle, whose
+// record (created_at, sandbox, deep mode) the entry shows; flagged if any of them was.
 struct LeaderboardEntry {
   std::string problem;
   std::string params_json;
@@ -106,7 +109,8 @@ struct LeaderboardEntry {
   std::string kernel_hash;
   std::string origin;
   double time_us = 0;
-  double sol_fraction = 0;
+  double sol_fraction = 0;  // at time_us
+  int64_t evaluations = 1;  // the ok, timed evaluations time_us is the median of
   std::string created_at;
   std::string knobs_json;
   std::string agent;

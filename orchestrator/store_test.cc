@@ -233,7 +233,7 @@ TEST_F(StoreTest, LeaderboardPicksFastestOkPerGroup) {
       {k2, "p", a, "H200", "ok", 10},           // fastest ok for (p, a, H200)
       {k1, "p", a, "H200", "wrong_answer", 1},  // not ok
       {k1, "p", a, "H200", "ok", 0},            // not timed
-      {k1, "p", a, "H200", "ok", 10},           // a later tie loses
+      {k1, "p", a, "H200", "ok", 10},           // k1's median with its 20: 15, behind k2
       {k1, "p", a, "B200", "ok", 5},
       {k1, "p", b, "H200", "ok", 30},
       {k2, "p", b, "H200", "crashed", 3},
@@ -283,6 +283,62 @@ TEST_F(StoreTest, LeaderboardPicksFastestOkPerGroup) {
   ASSERT_EQ(only_q->size(), 1u);
   EXPECT_EQ((*only_q)[0].evaluation_id, ids[8]);
   EXPECT_TRUE(store->Leaderboard("none")->empty());
+}
+
+// A kernel timed several times ranks by its median, not its luckiest run; its knobs make it
+// another entry; a flag on any of its evaluations flags the entry.
+TEST_F(StoreTest, LeaderboardRanksAKernelByTheMedianOfItsEvaluations) {
+  auto store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  const int64_t k1 = *store->PutKernel(Kernel("p", "k1"));
+  const int64_t k2 = *store->PutKernel(Kernel("p", "k2"));
+  const int64_t k3 = *store->PutKernel(Kernel("q", "k3"));
+  auto add = [&](int64_t kernel, const std::string& problem, double us,
+                 const std::string& knobs = "{}") {
+    EvaluationRecord e = Eval(kernel, problem, "{}", "H200", "ok", us);
+    e.knobs_json = knobs;
+    Result<int64_t> id = store->AddEvaluation(e);
+    EXPECT_TRUE(id.ok()) << id.status().message();
+    return id.ok() ? *id : 0;
+  };
+  add(k1, "p", 10);  // one lucky run
+  add(k1, "p", 30);
+  add(k1, "p", 31);  // k1: median 30
+  const int64_t k2_fast = add(k2, "p", 20);
+  const int64_t k2_slow = add(k2, "p", 21);  // k2: median 20.5
+  add(k3, "q", 5, R"({"A":1})");
+  add(k3, "q", 50, R"({"A":2})");
+  add(k3, "q", 6, R"({"A":2})");  // A=2: median 28
+  ASSERT_TRUE(store->FlagEvaluation(k2_slow, "reads past its input").ok());
+
+  Result<std::vector<LeaderboardEntry>> board = store->Leaderboard("");
+  ASSERT_TRUE(board.ok()) << board.status().message();
+  ASSERT_EQ(board->size(), 2u);
+  const LeaderboardEntry& p = (*board)[0];
+  EXPECT_EQ(p.kernel_id, k2);
+  EXPECT_DOUBLE_EQ(p.time_us, 20.5);
+  EXPECT_EQ(p.evaluations, 2);
+  EXPECT_EQ(p.evaluation_id, k2_fast);  // the lower middle
+  EXPECT_DOUBLE_EQ(p.sol_fraction, 1.0 / 20.5);  // its speed-of-light time over the median
+  EXPECT_TRUE(p.flagged);
+  EXPECT_EQ(p.flag_reason, "reads past its input");
+  const LeaderboardEntry& q = (*board)[1];
+  EXPECT_EQ(q.kernel_id, k3);
+  EXPECT_EQ(q.knobs_json, R"({"A":1})");
+  EXPECT_DOUBLE_EQ(q.time_us, 5);
+  EXPECT_EQ(q.evaluations, 1);
+  EXPECT_FALSE(q.flagged);
+  EXPECT_EQ(q.flag_reason, "");
+
+  // Two more runs of k1 near its lucky one move its median below k2's.
+  add(k1, "p", 11);
+  add(k1, "p", 12);  // k1: 10 11 12 30 31 -> 12
+  board = store->Leaderboard("p");
+  ASSERT_TRUE(board.ok()) << board.status().message();
+  ASSERT_EQ(board->size(), 1u);
+  EXPECT_EQ((*board)[0].kernel_id, k1);
+  EXPECT_DOUBLE_EQ((*board)[0].time_us, 12);
+  EXPECT_EQ((*board)[0].evaluations, 5);
 }
 
 TEST_F(StoreTest, CeilingsUpsert) {
