@@ -339,7 +339,8 @@ std::string ProblemPage(const json& p, const PageOptions& o) {
     b += fmt::format(
         "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")), Num(At(r, "time_us")),
+        HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")),
+        Num(At(r, "time_us")) + MedianOf(At(r, "evaluations")),
         Num(At(r, "sol_fraction"), "{:.3f}"), Num(At(r, "speedup"), "{:.2f}x"),
         KernelLink(At(r, "kernel_id")), E(At(r, "agent")), Flags(At(r, "suspicion")));
   }

@@ -83,6 +83,25 @@ TEST_F(ServeTest, LeaderboardPageShowsTheWinnerWithBaselineSpeedupAndFlags) {
   EXPECT_THAT(r.body, HasSubstr("&lt;img src=x onerror=alert(2)&gt;"));
   EXPECT_THAT(r.body, Not(HasSubstr("<script")));
   EXPECT_THAT(r.body, Not(HasSubstr("<img")));
+  EXPECT_THAT(r.body, Not(HasSubstr("<small>(median of")));  // one run
+
+  // The winner timed twice more (9 and 12 us): ranked by the median of its three runs, 9 us,
+  // still ahead of the next kernel's one run at 10 us.
+  auto store = serve_test::OpenStore(fx_.workspace + "/warpsmith.db");
+  auto evals = store->Evaluations("toy", 0);
+  ASSERT_TRUE(evals.ok());
+  auto winner = std::find_if(evals->begin(), evals->end(), [&](const EvaluationRecord& e) {
+    return e.kernel_id == fx_.hostile_kernel && e.verdict == "ok" && e.time_us == 8.0;
+  });
+  ASSERT_NE(winner, evals->end());
+  for (double us : {9.0, 12.0}) {
+    EvaluationRecord again = *winner;
+    again.time_us = us;
+    ASSERT_TRUE(store->AddEvaluation(again).ok());
+  }
+  r = Fetch(port, "GET", "/");
+  EXPECT_THAT(r.body, HasSubstr("9.00 <small>(median of 3)</small>"));
+  EXPECT_THAT(r.body, HasSubstr("2.22x (baseline 20.00 us)"));  // 20 us / 9 us
 }
 
 TEST_F(ServeTest, EveryResponseCarriesAStrictCspAndNosniff) {
@@ -186,6 +205,7 @@ TEST_F(ServeTest, ApiRoutesReturnTheSharedViews) {
   EXPECT_EQ(rows[0]["baseline"]["kernel_id"], fx_.baseline_kernel);
   EXPECT_EQ(rows[0]["campaign_id"], fx_.campaign);
   EXPECT_EQ(rows[0]["suspicion"].size(), 3u);
+  EXPECT_EQ(rows[0]["evaluations"], 1);
   EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard?problem=toy").body), rows);
   EXPECT_EQ(json::parse(Fetch(port, "GET", "/api/leaderboard?problem=other").body), json::array());
 
