@@ -79,11 +79,16 @@ std::vector<KnobSetting> ProposeKnobs(const KnobSpace& space,
   // Combination: where a setting's one-knob variants improved on it in several knobs, try all
   // those improvements at once. Separable effects (vector width, threads, unrolling) then take
   // one round of neighbours, not one round per knob.
-  std::map<KnobSetting, double> ok_time;
+  // A setting timed more than once (a leader's confirmation runs) counts at its median, as the
+  // leaderboard ranks it, not at its luckiest run.
+  std::map<KnobSetting, std::vector<double>> runs;
   for (const auto& h : history) {
-    if (!h.ok || h.time_us <= 0) continue;
-    auto [it, fresh] = ok_time.emplace(h.knobs, h.time_us);
-    if (!fresh) it->second = std::min(it->second, h.time_us);
+    if (h.ok && h.time_us > 0) runs[h.knobs].push_back(h.time_us);
+  }
+  std::map<KnobSetting, double> ok_time;
+  for (auto& [knobs, ts] : runs) {
+    std::sort(ts.begin(), ts.end());
+    ok_time[knobs] = (ts[(ts.size() - 1) / 2] + ts[ts.size() / 2]) / 2;
   }
   for (const auto& [base, base_us] : ok_time) {
     KnobSetting combined = base;
@@ -104,12 +109,15 @@ std::vector<KnobSetting> ProposeKnobs(const KnobSpace& space,
     if (improved >= 2) take(combined);
   }
 
-  // Coordinate descent: every one-knob change of the fastest setting so far.
+  // Coordinate descent: every one-knob change of the fastest setting so far (the first of a tie
+  // in the history's order).
   KnobSetting center = DefaultKnobs(space);
   double best = 0;
   for (const auto& h : history) {
-    if (h.ok && h.time_us > 0 && (best == 0 || h.time_us < best)) {
-      best = h.time_us;
+    if (!h.ok || h.time_us <= 0) continue;
+    const double t = ok_time.at(h.knobs);
+    if (best == 0 || t < best) {
+      best = t;
       center = h.knobs;
     }
   }

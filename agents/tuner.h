@@ -38,7 +38,8 @@ std::string KnobText(const KnobSetting& knobs);
 /// Up to `max` settings not yet in `history`, best first to try; empty when the space is
 /// exhausted. Exhaustive spaces go defaults first, then in mixed-radix order. Larger spaces: the
 /// unseen neighbours (one knob changed) of the fastest timed setting (the defaults while nothing
-/// is timed); when it has none left, random unseen settings (restarts).
+/// is timed; a setting timed several times counts at its median); when it has none left, random
+/// unseen settings (restarts).
 std::vector<KnobSetting> ProposeKnobs(const KnobSpace& space,
                                       const std::vector<KnobObservation>& history, int max,
                                       const TunerOptions& opts);

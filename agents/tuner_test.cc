@@ -80,6 +80,29 @@ TEST(TunerTest, ImprovementsOfSeveralKnobsAreCombined) {
   EXPECT_LE(history.size(), 32u);
 }
 
+// A setting timed again counts at its median: a lucky first run (5 us, then 40: median 22.5)
+// does not make it the centre of the descent; the setting at 20 us is.
+TEST(TunerTest, ASettingTimedAgainCountsAtItsMedian) {
+  KnobSpace space;
+  for (std::string k : {"A", "B", "C"}) space[k] = {0, 1, 2, 3, 4, 5, 6, 7};  // 512 settings
+  const KnobSetting lucky = {{"A", 0}, {"B", 0}, {"C", 0}};
+  const KnobSetting steady = {{"A", 7}, {"B", 7}, {"C", 7}};
+  // Whether every proposal is one knob away from `center`.
+  auto around = [](const std::vector<KnobSetting>& batch, const KnobSetting& center) {
+    for (const auto& s : batch) {
+      int differ = 0;
+      for (const auto& [k, v] : s) differ += v != center.at(k);
+      if (differ != 1) return false;
+    }
+    return !batch.empty();
+  };
+  std::vector<KnobObservation> history = {
+      {lucky, true, 5}, {steady, true, 20}, {lucky, true, 40}};
+  EXPECT_TRUE(around(ProposeKnobs(space, history, 64, {}), steady));
+  history.pop_back();  // the lucky setting's one run alone: the descent starts there
+  EXPECT_TRUE(around(ProposeKnobs(space, history, 64, {}), lucky));
+}
+
 // Proposals depend only on the history, so a resumed run continues with what the killed one
 // would have proposed.
 TEST(TunerTest, ProposalsAreAFunctionOfTheHistory) {
