@@ -355,6 +355,12 @@ TEST_F(CampaignTest, ALuckyRunDoesNotHoldFirstPlace) {
     ASSERT_TRUE(lb.ok() && lb->size() == 1u);
     const LeaderboardEntry& top = (*lb)[0];
     const auto knobs = json::parse(top.knobs_json).get<std::map<std::string, int64_t>>();
+    // `campaign status` names the same best, at the same median.
+    auto status = CampaignStatusJson(*store, *id);
+    ASSERT_TRUE(status.ok());
+    const json best = json::parse(*status)["problems"][0]["best"];
+    EXPECT_EQ(best["evaluation_id"], top.evaluation_id);
+    EXPECT_DOUBLE_EQ(best["time_us"].get<double>(), top.time_us);
     if (confirm == 0) {
       EXPECT_EQ(knobs, seed);
       EXPECT_DOUBLE_EQ(top.time_us, FakeTime("far", seed) * 0.75);
