@@ -1307,7 +1307,17 @@ Status Engine::Review(ProblemRun& p, const ProblemView& before, const AgentSpec&
 // kernel by the median of its runs, so after one more run a lucky first one counts half. Whoever
 // leads then is timed again if it has too few runs, a few rounds at most per attempt.
 Status Engine::ConfirmLeader(ProblemRun& p, int64_t attempt_id) {
-  if (compile_only_ || config_.confirm_runs < 2 || !env_.device)
+  if (compile_only_ || config_.confirm_runs < 2)
+    return Status::Ok();
+  // The GPU model the attempt's evaluations ran on (this host's, or a Slurm node's); an attempt
+  // that ranked nothing has made no new leader.
+  std::string gpu;
+  WS_ASSIGN_OR_RETURN(auto evals, store_->CampaignEvaluations(id_, p.spec.name));
+  for (const auto& e : evals) {
+    if (e.attempt_id == attempt_id && IsRanked(e))
+      gpu = e.gpu;
+  }
+  if (gpu.empty())
     return Status::Ok();
   const std::string params = json(p.params).dump();
   constexpr int kMaxRounds = 4;
@@ -1315,7 +1325,7 @@ Status Engine::ConfirmLeader(ProblemRun& p, int64_t attempt_id) {
     WS_ASSIGN_OR_RETURN(std::vector<LeaderboardEntry> board, store_->Leaderboard(p.spec.name));
     const LeaderboardEntry* top = nullptr;
     for (const auto& e : board) {
-      if (e.params_json == params && e.gpu == env_.device->name)
+      if (e.params_json == params && e.gpu == gpu)
         top = &e;
     }
     // A flagged leader waits for a person; its runs would not settle that.

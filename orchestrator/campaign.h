@@ -122,7 +122,7 @@ struct CampaignConfig {
   /// The leader of a problem's group (its parameters, this GPU) is timed again after an attempt
   /// until it has this many ok runs (at most 4 more per attempt): the leaderboard ranks a kernel
   /// by its runs' median (Store::Leaderboard), so one lucky run does not hold first place.
-  /// 0 or 1: off. Needs the GPU model the campaign times on, so not under the Slurm executor.
+  /// 0 or 1: off.
   int confirm_runs = 2;
   /// Where evaluations run: "local" (this host's GPUs and cores) or "slurm".
   std::string executor = "local";
