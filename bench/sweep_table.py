@@ -77,28 +77,16 @@ def is_repeat(r):
 
 
 def control_times(controls):
-    """{shape: (mean median_us, of_sol at that mean)} over the ok controls of one sweep."""
-    per = defaultdict(list)
-    for c in controls:
-        if c.get("verdict") == "ok":
-            for s, (m, f) in bench_times(c).items():
-                per[s].append((m, f * m if f else None))
-    out = {}
-    for s, xs in per.items():
-        m = sum(x for x, _ in xs) / len(xs)
-        sols = [y for _, y in xs if y]
-        out[s] = (m, (sum(sols) / len(sols)) / m if sols else None)
-    return out
-
-
-def control_drift(controls):
-    """{shape: slowest / fastest control median} where a sweep timed its control more than once."""
+    """Over the ok controls of one sweep: ({shape: mean median_us}, {shape: slowest / fastest
+    median} where the control was timed more than once)."""
     per = defaultdict(list)
     for c in controls:
         if c.get("verdict") == "ok":
             for s, (m, _) in bench_times(c).items():
                 per[s].append(m)
-    return {s: round(max(ms) / min(ms), 4) for s, ms in per.items() if len(ms) > 1}
+    means = {s: sum(ms) / len(ms) for s, ms in per.items()}
+    drift = {s: round(max(ms) / min(ms), 4) for s, ms in per.items() if len(ms) > 1}
+    return means, drift
 
 
 def batch(r):
@@ -179,16 +167,16 @@ def main():
         rows, sweeps = [], []  # sweeps[i]: the sweep rows[i] came from
         for r in sorted(rs, key=lambda r: (not is_control(r), is_repeat(r), r["_file"])):
             ctls = own.get(batch(r)) or controls[:1]
-            ct = control_times(ctls)
-            for s, d in control_drift(ctls).items():
+            ct, ctl_drift = control_times(ctls)
+            for s, d in ctl_drift.items():
                 drift[s] = max(drift.get(s, 1.0), d)
             t = bench_times(r)
-            ratios = [ct[s][0] / t[s][0] for s in t if s in ct]
+            ratios = [ct[s] / t[s][0] for s in t if s in ct]
             knobs = variant_text(r, ctls[0] if ctls else None)
             row = {"knobs": knobs + " (again)" if is_repeat(r) else knobs,
                    "verdict": r.get("verdict"),
                    "bench": {s: {"median_us": round(m, 3), "of_sol": round(f, 4) if f else None,
-                                 "control_over_this": round(ct[s][0] / m, 4) if s in ct else None}
+                                 "control_over_this": round(ct[s] / m, 4) if s in ct else None}
                              for s, (m, f) in t.items()},
                    "geomean_control_over_this":
                        round(geomean(ratios), 4) if ratios else None}

@@ -624,10 +624,13 @@ class Engine {
   Result<std::string> TunerAttempt(ProblemRun& p);
   Result<std::string> WorkerAttempt(ProblemRun& p, const AgentSpec& agent);
   Result<std::vector<ParentCandidate>> Parents(const ProblemRun& p);
+  // After attempt `attempt_id`, with the problem's attempts and evaluations in this campaign.
   Status Review(ProblemRun& p, const ProblemView& before, const AgentSpec& agent,
-                int64_t attempt_id);
+                int64_t attempt_id, const std::vector<AttemptRecord>& attempts,
+                const std::vector<EvaluationRecord>& evals);
   // --confirm-runs: times the leader of p's group again until it has config_.confirm_runs runs.
-  Status ConfirmLeader(ProblemRun& p, int64_t attempt_id);
+  Status ConfirmLeader(ProblemRun& p, int64_t attempt_id,
+                       const std::vector<EvaluationRecord>& evals);
   Status MakeExecutor();
   // A request as a job of this campaign.
   JobSpec Job(const EvalRequest& req, JobKind kind, const std::string& id) const;
@@ -1249,9 +1252,8 @@ Result<std::string> Engine::WorkerAttempt(ProblemRun& p, const AgentSpec& agent)
 }
 
 Status Engine::Review(ProblemRun& p, const ProblemView& before, const AgentSpec& agent,
-                      int64_t attempt_id) {
-  WS_ASSIGN_OR_RETURN(auto attempts, store_->Attempts(id_, p.spec.name));
-  WS_ASSIGN_OR_RETURN(auto evals, store_->CampaignEvaluations(id_, p.spec.name));
+                      int64_t attempt_id, const std::vector<AttemptRecord>& attempts,
+                      const std::vector<EvaluationRecord>& evals) {
   ProblemView after = ComputeView(p.spec.name, "", attempts, evals);
   if (!after.best_evaluation_id || after.best_evaluation_id == before.best_evaluation_id)
     return Status::Ok();
@@ -1306,13 +1308,13 @@ Status Engine::Review(ProblemRun& p, const ProblemView& before, const AgentSpec&
 // A leader is re-timed, not a would-be winner before it is recorded: the leaderboard ranks a
 // kernel by the median of its runs, so after one more run a lucky first one counts half. Whoever
 // leads then is timed again if it has too few runs, a few rounds at most per attempt.
-Status Engine::ConfirmLeader(ProblemRun& p, int64_t attempt_id) {
+Status Engine::ConfirmLeader(ProblemRun& p, int64_t attempt_id,
+                             const std::vector<EvaluationRecord>& evals) {
   if (compile_only_ || config_.confirm_runs < 2)
     return Status::Ok();
   // The GPU model the attempt's evaluations ran on (this host's, or a Slurm node's); an attempt
   // that ranked nothing has made no new leader.
   std::string gpu;
-  WS_ASSIGN_OR_RETURN(auto evals, store_->CampaignEvaluations(id_, p.spec.name));
   for (const auto& e : evals) {
     if (e.attempt_id == attempt_id && IsRanked(e))
       gpu = e.gpu;
@@ -1421,8 +1423,10 @@ Status Engine::Run() {
     }
     WS_ASSIGN_OR_RETURN(auto after_attempts, store_->Attempts(id_, run.spec.name));
     if (!after_attempts.empty() && after_attempts.size() > attempts.size()) {
-      WS_RETURN_IF_ERROR(Review(run, before, *agent, after_attempts.back().id));
-      WS_RETURN_IF_ERROR(ConfirmLeader(run, after_attempts.back().id));
+      WS_ASSIGN_OR_RETURN(auto evals, store_->CampaignEvaluations(id_, run.spec.name));
+      const int64_t attempt_id = after_attempts.back().id;
+      WS_RETURN_IF_ERROR(Review(run, before, *agent, attempt_id, after_attempts, evals));
+      WS_RETURN_IF_ERROR(ConfirmLeader(run, attempt_id, evals));
     }
     Show(fmt::format("{} · {} · attempt {}: {}", run.spec.name, agent->name(),
                      after_attempts.size(), *summary));

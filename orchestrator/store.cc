@@ -698,8 +698,7 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     int64_t runs = 0;
     int64_t flagged_id = 0;  // the latest flagged run, 0: none
   };
-  // Per (problem, params, gpu), in scan order: the best kernel so far.
-  std::vector<std::tuple<std::string, std::string, std::string>> group_keys;
+  // Per (problem, params, gpu): the best kernel so far.
   std::map<std::tuple<std::string, std::string, std::string>, Best> best;
   std::tuple<std::string, std::string, std::string, int64_t, std::string> key;
   std::vector<Run> runs;
@@ -710,8 +709,6 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     const double median = (lo.time_us + runs[runs.size() / 2].time_us) / 2;
     auto group = std::make_tuple(std::get<0>(key), std::get<1>(key), std::get<2>(key));
     auto [it, fresh] = best.try_emplace(group);
-    if (fresh)
-      group_keys.push_back(group);
     Best& b = it->second;
     if (fresh || median < b.median_us ||
         (median == b.median_us && std::tie(lo.created_at, lo.id) <
@@ -747,8 +744,7 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
       Stmt f, Stmt::Prepare(db_, "SELECT flag_reason FROM evaluations WHERE id = ?1",
                             "reading leaderboard"));
   std::vector<LeaderboardEntry> out;
-  for (const auto& group : group_keys) {
-    const Best& b = best.at(group);
+  for (const auto& [group, b] : best) {
     LeaderboardEntry l;
     std::tie(l.problem, l.params_json, l.gpu) = group;
     l.evaluation_id = b.mid.id;
