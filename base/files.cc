@@ -1,5 +1,7 @@
 #include "base/files.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <fstream>
+#include <utility>
 
 namespace ws {
 
@@ -43,6 +46,77 @@ Result<std::string> ReadFile(const std::string& path) { return ReadInto<std::str
 
 Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
   return ReadInto<std::vector<uint8_t>>(path);
+}
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::Error("cannot read {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Status::Error("cannot stat {}: {}", path, std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::Error("cannot map {}: not a regular file", path);
+  }
+  MappedFile m;
+  if (st.st_size > 0) {
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    const int e = errno;
+    ::close(fd);  // the mapping keeps the file
+    if (p == MAP_FAILED) return Status::Error("cannot map {}: {}", path, std::strerror(e));
+    // The comparison's threads read it all at once, chunk by chunk: have it all read ahead.
+    ::madvise(p, static_cast<size_t>(st.st_size), MADV_WILLNEED);
+    m.data_ = p;
+    m.size_ = static_cast<size_t>(st.st_size);
+  } else {
+    ::close(fd);
+  }
+  return m;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
+
+Status WriteFileMapped(const std::string& path, size_t size,
+                       const std::function<void(void* dst)>& fill) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error("cannot write {}: {}", path, std::strerror(errno));
+  const auto fail = [&](const char* what, int e) {
+    ::close(fd);
+    return Status::Error("cannot write {}: {}: {}", path, what, std::strerror(e));
+  };
+  if (size == 0) {
+    ::close(fd);
+    return Status::Ok();
+  }
+  // posix_fallocate returns the error rather than setting errno.
+  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0) {
+    return fail("reserving the space", e);
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return fail("mapping it", errno);
+  fill(p);
+  const int unmapped = ::munmap(p, size);
+  const int e = errno;
+  if (unmapped != 0) return fail("unmapping it", e);
+  if (::close(fd) != 0) return Status::Error("cannot write {}: {}", path, std::strerror(errno));
+  return Status::Ok();
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view data) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,36 @@ Result<std::string> ReadFile(const std::string& path);
 
 /// The file's bytes as a byte vector (output dumps: no copy from a string).
 Result<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
+
+/// A regular file's bytes mapped read-only: no copy and no fresh memory to fault in, so output
+/// dumps of gigabytes are compared straight from the page cache. The file must not shrink while
+/// mapped (a read past its new end is a SIGBUS): the evaluator maps a dump only after the process
+/// that wrote it has exited.
+class MappedFile {
+ public:
+  static Result<MappedFile> Open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;  // null for an empty file
+  size_t size_ = 0;
+};
+
+/// Creates (or truncates) `path` with `size` bytes, reserved on disk first, and has `fill` write
+/// them in place through a shared mapping: no staging buffer to fault in and copy from (the runner
+/// writes output dumps of gigabytes straight from the device). An error names the file; with the
+/// space reserved, a full disk is an error here and never a fault inside `fill` (which must not
+/// throw).
+Status WriteFileMapped(const std::string& path, size_t size,
+                       const std::function<void(void* dst)>& fill);
 
 /// Writes to a temporary file beside `path` and renames it over `path`, so readers never see a
 /// half-written file.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 namespace ws {
@@ -47,6 +48,56 @@ TEST(FilesTest, AMissingFileIsAnErrorNamingIt) {
   auto r = ReadFile("/nonexistent/ws_no_such_file");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("/nonexistent/ws_no_such_file"), std::string::npos);
+}
+
+TEST(FilesTest, MapsAFileAsItsBytesAndOutlivesTheName) {
+  std::string data(5 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 40503u >> 7);
+  const std::string path = TempPath("map");
+  ASSERT_TRUE(WriteFileAtomic(path, data).ok());
+  auto m = MappedFile::Open(path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ::unlink(path.c_str());  // the mapping holds the file
+  EXPECT_EQ(m->bytes(), data);
+  MappedFile moved = std::move(*m);
+  EXPECT_TRUE(m->bytes().empty());
+  EXPECT_EQ(moved.bytes(), data);
+  moved = MappedFile();
+  EXPECT_TRUE(moved.bytes().empty());
+}
+
+TEST(FilesTest, MapsAnEmptyFileAndRefusesWhatIsNotAFile) {
+  const std::string path = TempPath("map_empty");
+  ASSERT_TRUE(WriteFileAtomic(path, "").ok());
+  auto empty = MappedFile::Open(path);
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_TRUE(empty->bytes().empty());
+  ::unlink(path.c_str());
+  auto missing = MappedFile::Open("/nonexistent/ws_no_such_file");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/ws_no_such_file"), std::string::npos);
+  auto dir = MappedFile::Open(testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("not a regular file"), std::string::npos);
+}
+
+TEST(FilesTest, WritesAFileInPlaceThroughAMapping) {
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 2246822519u >> 11);
+  const std::string path = TempPath("mapped_write");
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(5 << 20, 'x')).ok());  // longer: truncated
+  ASSERT_TRUE(WriteFileMapped(path, data.size(), [&](void* dst) {
+                std::memcpy(dst, data.data(), data.size());
+              }).ok());
+  EXPECT_EQ(*ReadFile(path), data);
+  bool called = false;
+  ASSERT_TRUE(WriteFileMapped(path, 0, [&](void*) { called = true; }).ok());
+  EXPECT_FALSE(called) << "nothing to write";
+  EXPECT_TRUE(ReadFile(path)->empty());
+  ::unlink(path.c_str());
+  const Status missing = WriteFileMapped("/nonexistent/ws_dir/out.bin", 16, [](void*) {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("/nonexistent/ws_dir/out.bin"), std::string::npos);
 }
 
 }  // namespace

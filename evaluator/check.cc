@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/files.h"
 #include "evaluator/checkers/router_topk.h"
 #include "evaluator/internal.h"
 
@@ -820,19 +821,33 @@ ScopedCustomChecker::~ScopedCustomChecker() {
 
 namespace {
 
-std::string_view View(const HostTensor& t) {
-  return std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+TensorMap HostCopies(const TensorBytesMap& tensors) {
+  TensorMap out;
+  for (const auto& [name, t] : tensors) {
+    out[name] = HostTensor{t.dtype, t.dims, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())};
+  }
+  return out;
 }
 
 }  // namespace
 
+TensorBytesMap BytesOf(const TensorMap& tensors) {
+  TensorBytesMap out;
+  for (const auto& [name, t] : tensors) {
+    out[name] = TensorBytes{
+        t.dtype, t.dims,
+        std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())};
+  }
+  return out;
+}
+
 Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
                                  const std::map<std::string, std::string>& params,
-                                 const TensorMap& got, const TensorMap& want,
+                                 const TensorBytesMap& got, const TensorBytesMap& want,
                                  const std::function<Result<TensorMap>()>& inputs,
                                  const std::vector<std::string>& digested) {
   std::set<std::string> customs_run;
-  std::optional<TensorMap> in;
+  std::optional<TensorMap> in, got_host, want_host;
   for (const TensorSpec& t : spec.tensors) {
     if (t.role != TensorRole::kOutput)
       continue;
@@ -853,17 +868,17 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
     std::string diff;
     switch (tol.kind) {
       case ToleranceKind::kExact:
-        diff = CompareExact(t.name, dims, DTypeSize(t.dtype), View(g->second), View(w->second));
+        diff = CompareExact(t.name, dims, DTypeSize(t.dtype), g->second.bytes, w->second.bytes);
         break;
       case ToleranceKind::kUlp:
-        diff = CompareUlp(t.name, dims, t.dtype, View(g->second), View(w->second), tol.max_ulp);
+        diff = CompareUlp(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol.max_ulp);
         break;
       case ToleranceKind::kClose:
-        diff = CompareClose(t.name, dims, t.dtype, View(g->second), View(w->second), tol.rtol,
+        diff = CompareClose(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol.rtol,
                             tol.atol);
         break;
       case ToleranceKind::kGemm:
-        diff = CompareGemm(t.name, dims, t.dtype, View(g->second), View(w->second), tol);
+        diff = CompareGemm(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol);
         break;
       case ToleranceKind::kMxData: {
         const auto gs = got.find(tol.partner);
@@ -872,8 +887,8 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
           return fmt::format("output '{}' was not written back", tol.partner);
         if (ws == want.end())
           return Status::Error("the reference produced no '{}'", tol.partner);
-        diff = CompareMx(t.name, tol.partner, dims, t.dtype, View(g->second), View(w->second),
-                         View(gs->second), View(ws->second), tol);
+        diff = CompareMx(t.name, tol.partner, dims, t.dtype, g->second.bytes, w->second.bytes,
+                         gs->second.bytes, ws->second.bytes, tol);
         break;
       }
       case ToleranceKind::kMxScales:
@@ -890,7 +905,12 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
           WS_ASSIGN_OR_RETURN(TensorMap regenerated, inputs());
           in = std::move(regenerated);
         }
-        diff = (*fn)(CustomCheck{spec, symbols, params, tol.options, t.name, *in, want, got});
+        if (!got_host) {
+          got_host = HostCopies(got);
+          want_host = HostCopies(want);
+        }
+        diff = (*fn)(
+            CustomCheck{spec, symbols, params, tol.options, t.name, *in, *want_host, *got_host});
         break;
       }
     }
@@ -898,6 +918,36 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
       return diff;
   }
   return std::string();
+}
+
+std::string DumpPath(const std::string& prefix, const std::string& tag, const std::string& tensor) {
+  return fmt::format("{}.{}.{}.bin", prefix, tag, tensor);
+}
+
+Result<std::string> CompareDumps(const ProblemSpec& spec, const SymbolTable& symbols,
+                                 const std::map<std::string, std::string>& params, uint64_t seed,
+                                 const std::string& got_prefix, const std::string& got_tag,
+                                 const std::string& want_prefix,
+                                 const std::vector<std::string>& digested) {
+  // Mapped, not read: the runners have exited, and a copy of gigabytes into fresh memory cost
+  // more than the comparison itself.
+  std::vector<MappedFile> files;
+  TensorBytesMap got, want;
+  for (const auto& t : spec.tensors) {
+    if (t.role != TensorRole::kOutput) continue;
+    if (std::find(digested.begin(), digested.end(), t.name) != digested.end()) continue;
+    WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols));
+    auto g = MappedFile::Open(DumpPath(got_prefix, got_tag, t.name));
+    if (!g.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
+    WS_ASSIGN_OR_RETURN(MappedFile w, MappedFile::Open(DumpPath(want_prefix, "check", t.name)));
+    got[t.name] = TensorBytes{t.dtype, dims, g->bytes()};
+    want[t.name] = TensorBytes{t.dtype, dims, w.bytes()};
+    files.push_back(std::move(*g));
+    files.push_back(std::move(w));
+  }
+  // Custom checkers see the inputs: regenerated on the host, bit for bit the device's.
+  return CheckOutputs(spec, symbols, params, got, want,
+                      [&]() { return GenerateInputs(spec, symbols, seed); }, digested);
 }
 
 }  // namespace ws

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -13,7 +14,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include "base/files.h"
 #include "evaluator/internal.h"
 #include "problems/init.h"
 
@@ -530,6 +533,51 @@ TEST(CheckOutputsTest, MxPairCheckedThroughTheDataEntry) {
   got["s"] = T(DType::kE8M0, {2}, Bytes({127, 125}));
   const std::string msg = *CheckOutputs(spec, {}, {}, got, want, none);
   EXPECT_TRUE(Has(msg, "s[1] (elements 32..63 of q): got 0x7d, expected 0x7f")) << msg;
+}
+
+TEST(CompareDumpsTest, ComparesTheRunnersDumpFilesInPlace) {
+  ProblemSpec spec = TinySpec();
+  spec.tolerance["y"] = Tolerance{};  // exact
+  Tolerance close;
+  close.kind = ToleranceKind::kClose;
+  close.rtol = 0.1;
+  spec.tolerance["z"] = close;
+  const std::string dir = testing::TempDir() + "/ws_compare_dumps_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string cand = dir + "/cand", ref = dir + "/ref";
+  const auto dump = [](const std::string& prefix, const std::string& tag, const char* tensor,
+                       const std::string& bytes) {
+    ASSERT_TRUE(WriteFileAtomic(DumpPath(prefix, tag, tensor), bytes).ok());
+  };
+  const SymbolTable n3 = {{"N", 3}};
+  dump(ref, "check", "y", F32({1, 2, 3}));
+  dump(ref, "check", "z", F32({1, 2, 3}));
+  dump(cand, "audit", "y", F32({1, 2, 3}));
+  dump(cand, "audit", "z", F32({1.05f, 2, 3.2f}));
+  const auto compare = [&] { return CompareDumps(spec, n3, {}, 1, cand, "audit", ref, {}); };
+  auto r = compare();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, "");
+
+  dump(cand, "audit", "z", F32({1.05f, 2, 3.5f}));
+  r = compare();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(Has(*r, "z[2]: got 3.5")) << *r;
+  EXPECT_EQ(*CompareDumps(spec, n3, {}, 1, cand, "audit", ref, {"z"}), "") << "z is digested";
+
+  dump(cand, "audit", "y", F32({1, 2}));
+  EXPECT_TRUE(Has(*compare(), "y: 8 bytes written back, 12 expected")) << *compare();
+  dump(cand, "audit", "y", "");
+  EXPECT_TRUE(Has(*compare(), "y: 0 bytes written back, 12 expected")) << *compare();
+  std::filesystem::remove(DumpPath(cand, "audit", "y"));
+  EXPECT_EQ(*compare(), "output 'y' was not written back");
+
+  dump(cand, "audit", "y", F32({1, 2, 3}));
+  std::filesystem::remove(DumpPath(ref, "check", "z"));
+  r = compare();
+  ASSERT_FALSE(r.ok()) << "a missing reference dump is not the candidate's fault";
+  EXPECT_TRUE(Has(r.status().message(), "ref.check.z.bin")) << r.status().message();
+  std::filesystem::remove_all(dir);
 }
 
 // ---- Chunked, parallel comparisons

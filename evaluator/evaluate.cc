@@ -366,34 +366,6 @@ Result<RunnerOutcome> RunRunner(const EvaluatorOptions& opts, const std::string&
   return out;
 }
 
-std::string DumpPath(const std::string& prefix, const std::string& tag, const std::string& tensor) {
-  return fmt::format("{}.{}.{}.bin", prefix, tag, tensor);
-}
-
-// Compares every output of one run of the candidate with the reference's run on the same inputs
-// (generated from `seed`), each by its tolerance (check.cc).
-Result<std::string> CompareOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
-                                   const std::map<std::string, std::string>& params, uint64_t seed,
-                                   const std::string& got_prefix, const std::string& got_tag,
-                                   const std::string& want_prefix,
-                                   const std::vector<std::string>& digested) {
-  TensorMap got, want;
-  for (const auto& t : spec.tensors) {
-    if (t.role != TensorRole::kOutput) continue;
-    if (std::find(digested.begin(), digested.end(), t.name) != digested.end()) continue;
-    WS_ASSIGN_OR_RETURN(auto dims, TensorDims(t, symbols));
-    auto g = ReadFileBytes(DumpPath(got_prefix, got_tag, t.name));
-    if (!g.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
-    WS_ASSIGN_OR_RETURN(std::vector<uint8_t> w,
-                        ReadFileBytes(DumpPath(want_prefix, "check", t.name)));
-    got[t.name] = HostTensor{t.dtype, dims, std::move(*g)};
-    want[t.name] = HostTensor{t.dtype, dims, std::move(w)};
-  }
-  // Custom checkers see the inputs: regenerated on the host, bit for bit the device's.
-  return CheckOutputs(spec, symbols, params, got, want,
-                      [&]() { return GenerateInputs(spec, symbols, seed); }, digested);
-}
-
 struct ScratchCleanup {
   std::string dir;
   bool keep;
@@ -1005,7 +977,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     if (!cr.ok() || !cr->cases.count(pc.id) || cr->cases[pc.id].value("status", "") != "ok") {
       return "";
     }
-    auto diff = CompareOutputs(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
+    auto diff = CompareDumps(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
                                ref_prefix, {});
     return diff.ok() ? *diff : "";
   };
@@ -1069,7 +1041,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         }
         const bool by_digest = !diff.empty();
         if (diff.empty()) {
-          WS_ASSIGN_OR_RETURN(diff, CompareOutputs(spec, pc.symbols, req.params, pc.seeds[set],
+          WS_ASSIGN_OR_RETURN(diff, CompareDumps(spec, pc.symbols, req.params, pc.seeds[set],
                                                    cand_prefix, tag,
                                                    fmt::format("{}/ref-{}@{}", scratch, pc.id, set),
                                                    pc.digested));
@@ -1103,7 +1075,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
           break;
         }
         if (runner_findings_clean(it2->second, what, pc.second_budget_s)) {
-          auto diff = CompareOutputs(spec, pc.symbols, req.params, *pc.second_seed,
+          auto diff = CompareDumps(spec, pc.symbols, req.params, *pc.second_seed,
                                      scratch + "/cand-" + id2, "check",
                                      fmt::format("{}/ref-{}@0", scratch, id2), {});
           if (!diff.ok()) return diff.status();

@@ -118,14 +118,48 @@ class ScopedCustomChecker {
   ScopedCustomChecker& operator=(const ScopedCustomChecker&) = delete;
 };
 
+/// One tensor's bytes where they lie (a HostTensor's, a mapped output dump's), with its type and
+/// shape: the comparisons read dumps of gigabytes in place.
+struct TensorBytes {
+  DType dtype = DType::kU8;
+  std::vector<int64_t> dims;
+  std::string_view bytes;
+};
+using TensorBytesMap = std::map<std::string, TensorBytes>;
+
+/// Views of `tensors`' bytes; they live as long as `tensors` does, unchanged.
+TensorBytesMap BytesOf(const TensorMap& tensors);
+
 /// Checks every output of one case by its tolerance. Returns "" when all pass, else the first
 /// failure; an error for what is not the candidate's fault (a missing reference output, an
-/// unregistered checker). `inputs` is called (once) only when a custom checker needs the inputs.
+/// unregistered checker). `inputs` is called (once) only when a custom checker needs the inputs
+/// (custom checkers get copies of the outputs as HostTensors: theirs are small).
 Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
                                  const std::map<std::string, std::string>& params,
-                                 const TensorMap& got, const TensorMap& want,
+                                 const TensorBytesMap& got, const TensorBytesMap& want,
                                  const std::function<Result<TensorMap>()>& inputs,
                                  const std::vector<std::string>& digested = {});
+inline Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& symbols,
+                                        const std::map<std::string, std::string>& params,
+                                        const TensorMap& got, const TensorMap& want,
+                                        const std::function<Result<TensorMap>()>& inputs,
+                                        const std::vector<std::string>& digested = {}) {
+  return CheckOutputs(spec, symbols, params, BytesOf(got), BytesOf(want), inputs, digested);
+}
+
+/// Where a runner writes output `tensor` of run `tag` ("check", "audit", "last") of the case
+/// whose dump prefix is `prefix`.
+std::string DumpPath(const std::string& prefix, const std::string& tag, const std::string& tensor);
+
+/// CheckOutputs on dumped outputs: run `got_tag` of the candidate's case (under `got_prefix`)
+/// against the reference's check run on the same inputs (under `want_prefix`; the inputs are
+/// generated from `seed` if a custom checker asks). The dumps are mapped, not read. A candidate
+/// output that was not written back fails the candidate; a missing reference dump is an error.
+Result<std::string> CompareDumps(const ProblemSpec& spec, const SymbolTable& symbols,
+                                 const std::map<std::string, std::string>& params, uint64_t seed,
+                                 const std::string& got_prefix, const std::string& got_tag,
+                                 const std::string& want_prefix,
+                                 const std::vector<std::string>& digested);
 
 // ---- Bench outputs as keyed digests (digest.cc) -------------------------------------------------
 // On bench shapes the runners hash each exact output on the device under a key drawn for the
