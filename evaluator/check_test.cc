@@ -431,6 +431,17 @@ ProblemSpec TinySpec() {
   return s;
 }
 
+// y exact, z within 10%.
+ProblemSpec ExactAndCloseSpec() {
+  ProblemSpec spec = TinySpec();
+  spec.tolerance["y"] = Tolerance{};
+  Tolerance close;
+  close.kind = ToleranceKind::kClose;
+  close.rtol = 0.1;
+  spec.tolerance["z"] = close;
+  return spec;
+}
+
 HostTensor T(DType dtype, std::vector<int64_t> dims, const std::string& bytes) {
   return HostTensor{dtype, std::move(dims), std::vector<uint8_t>(bytes.begin(), bytes.end())};
 }
@@ -452,12 +463,7 @@ std::string SeesInputs(const CustomCheck& c) {
 }
 
 TEST(CheckOutputsTest, EachKindByItsTolerance) {
-  ProblemSpec spec = TinySpec();
-  spec.tolerance["y"] = Tolerance{};  // exact
-  Tolerance close;
-  close.kind = ToleranceKind::kClose;
-  close.rtol = 0.1;
-  spec.tolerance["z"] = close;
+  const ProblemSpec spec = ExactAndCloseSpec();
   const TensorMap want = {{"y", T(DType::kF32, {2}, F32({1, 2}))},
                           {"z", T(DType::kF32, {2}, F32({1, 2}))}};
   TensorMap got = {{"y", T(DType::kF32, {2}, F32({1, 2}))},
@@ -536,12 +542,7 @@ TEST(CheckOutputsTest, MxPairCheckedThroughTheDataEntry) {
 }
 
 TEST(CompareDumpsTest, ComparesTheRunnersDumpFilesInPlace) {
-  ProblemSpec spec = TinySpec();
-  spec.tolerance["y"] = Tolerance{};  // exact
-  Tolerance close;
-  close.kind = ToleranceKind::kClose;
-  close.rtol = 0.1;
-  spec.tolerance["z"] = close;
+  const ProblemSpec spec = ExactAndCloseSpec();
   const std::string dir = testing::TempDir() + "/ws_compare_dumps_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string cand = dir + "/cand", ref = dir + "/ref";
