@@ -71,6 +71,11 @@ verdict() {
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j.get('verdict'), j.get('geomean_us'), j.get('deep') or '', str(j.get('message',''))[:300])" "$1" 2>/dev/null
 }
 
+# Where an `eval --json` output's ($1) seconds went: the phases beyond the timed runs.
+phases() {
+  python3 -c "import json,sys; p=json.load(open(sys.argv[1])).get('phase_seconds',{}); print(' '.join(f'{k} {p[k]:.2f}' for k in ('total','reference_run','candidate_run','runner_case_dump','runner_case_timing','check') if k in p))" "$1" 2>/dev/null
+}
+
 # Removes the scratch folder an `eval --keep-scratch --json` output ($1) kept: it holds the
 # problem's tensors (hundreds of MB at the bench shapes).
 drop_kept_scratch() {
@@ -121,7 +126,7 @@ for stage in "$@"; do
             WARPSMITH_OVERLAP_RUNNERS=$([[ $mode == overlap ]] && echo 1 || echo 0) \
               $ws eval "$p" "kernels/$p/kernel.cu" --json >"$f" 2>"${f%.json}.err"
             wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")
-            echo "overlap $p $mode round $r: $(verdict "$f") wall $wall s"
+            echo "overlap $p $mode round $r: $(verdict "$f") wall $wall s; $(phases "$f")"
           done
         done
       done ;;
