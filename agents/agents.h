@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -44,12 +45,17 @@ struct ChatRequest {
   std::vector<ToolSpec> tools;
   int max_output_tokens = 8192;
   double temperature = 0.7;
+  /// Marks the prompt for the provider's cache (Anthropic's cache_control; OpenAI caches long
+  /// prefixes by itself): worth its write price when the next request repeats this one's prefix,
+  /// as a worker's turns do.
+  bool cache_prompt = false;
 };
 
 struct Usage {
-  int64_t input_tokens = 0;
+  int64_t input_tokens = 0;            // all of the prompt, cache reads and writes included
   int64_t output_tokens = 0;
-  int64_t cached_input_tokens = 0;
+  int64_t cached_input_tokens = 0;     // of input_tokens: read from the provider's prompt cache
+  int64_t cache_write_input_tokens = 0;  // of input_tokens: written to it (Anthropic)
   double cost_usd = 0;                 // from the configured prices; 0 when unknown
 };
 
@@ -75,11 +81,16 @@ class LlmClient {
   virtual std::string provider() const = 0;  // "openai", "anthropic"
 };
 
+/// USD per million tokens. A cache price of 0 charges the input price.
 struct Prices {
-  double input_per_mtok = 0;           // USD per million input tokens
+  double input_per_mtok = 0;
   double output_per_mtok = 0;
-  double cached_input_per_mtok = 0;
+  double cached_input_per_mtok = 0;    // a prompt-cache read
+  double cache_write_per_mtok = 0;     // a prompt-cache write (Anthropic: 1.25x input, 5 minutes)
 };
+
+/// "IN,OUT[,CACHE_READ[,CACHE_WRITE]]" in USD per million tokens, e.g. "3,15,0.3,3.75".
+Result<Prices> ParsePrices(std::string_view text);
 
 struct LlmConfig {
   std::string provider;                // "openai" or "anthropic"

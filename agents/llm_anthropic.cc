@@ -11,8 +11,9 @@ namespace {
 Usage ParseUsage(const json& u, Usage into = {}) {
   if (u.contains("input_tokens") || u.contains("cache_read_input_tokens")) {
     into.cached_input_tokens = Count(u, "cache_read_input_tokens");
-    into.input_tokens = Count(u, "input_tokens") + Count(u, "cache_creation_input_tokens") +
-                        into.cached_input_tokens;
+    into.cache_write_input_tokens = Count(u, "cache_creation_input_tokens");
+    into.input_tokens =
+        Count(u, "input_tokens") + into.cache_write_input_tokens + into.cached_input_tokens;
   }
   if (u.contains("output_tokens"))
     into.output_tokens = Count(u, "output_tokens");
@@ -198,11 +199,20 @@ class AnthropicProtocol final : public WireProtocol {
           break;
       }
     }
+    // Cache breakpoints: the system prompt (the same across a worker's attempts), and the end of
+    // the conversation, so the next turn reads everything before it from the cache.
+    const json ephemeral = {{"type", "ephemeral"}};
+    if (req.cache_prompt && !messages.empty())
+      messages.back()["content"].back()["cache_control"] = ephemeral;
     json body = {{"model", req.model},
                  {"max_tokens", req.max_output_tokens},
                  {"messages", std::move(messages)}};
-    if (!system.empty())
+    if (!system.empty() && req.cache_prompt) {
+      body["system"] =
+          json::array({{{"type", "text"}, {"text", system}, {"cache_control", ephemeral}}});
+    } else if (!system.empty()) {
       body["system"] = system;
+    }
     if (req.temperature >= 0)
       body["temperature"] = std::min(req.temperature, 1.0);
     if (!req.tools.empty()) {

@@ -1,5 +1,7 @@
 // MakeLlmClient: picks the wire protocol, the endpoint and the key.
+#include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "agents/agents.h"
 #include "agents/llm_http.h"
@@ -41,6 +43,31 @@ Result<std::unique_ptr<LlmClient>> MakeLlmClient(const LlmConfig& cfg) {
     return llm::MakeHttpClient(cfg, llm::MakeAnthropicProtocol(base, key));
   }
   return Status::Error("unknown LLM provider '{}' (known: openai, anthropic)", cfg.provider);
+}
+
+Result<Prices> ParsePrices(std::string_view text) {
+  double v[4] = {0, 0, 0, 0};
+  int n = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    const std::string item(
+        text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    char* end = nullptr;
+    const double x = std::strtod(item.c_str(), &end);
+    if (n == 4 || item.empty() || *end != '\0' || !std::isfinite(x) || x < 0) {
+      return Status::Error(
+          "prices '{}': expected IN,OUT[,CACHE_READ[,CACHE_WRITE]], non-negative USD per million "
+          "tokens",
+          text);
+    }
+    v[n++] = x;
+  }
+  if (n < 2) {
+    return Status::Error("prices '{}': give at least the input and output prices (IN,OUT)", text);
+  }
+  return Prices{v[0], v[1], v[2], v[3]};
 }
 
 bool IsFinalLlmError(const Status& s) {

@@ -233,10 +233,13 @@ HttpResponse HttpPost(const HttpRequest& req, const HttpOptions& opt, const Canc
 }
 
 double CostUsd(const Usage& u, const Prices& p) {
-  int64_t cached = std::min(u.cached_input_tokens, u.input_tokens);
-  double cached_price = p.cached_input_per_mtok > 0 ? p.cached_input_per_mtok : p.input_per_mtok;
-  return (static_cast<double>(u.input_tokens - cached) * p.input_per_mtok +
-          static_cast<double>(cached) * cached_price +
+  const int64_t cached = std::clamp<int64_t>(u.cached_input_tokens, 0, u.input_tokens);
+  const int64_t written =
+      std::clamp<int64_t>(u.cache_write_input_tokens, 0, u.input_tokens - cached);
+  const auto or_input = [&](double price) { return price > 0 ? price : p.input_per_mtok; };
+  return (static_cast<double>(u.input_tokens - cached - written) * p.input_per_mtok +
+          static_cast<double>(cached) * or_input(p.cached_input_per_mtok) +
+          static_cast<double>(written) * or_input(p.cache_write_per_mtok) +
           static_cast<double>(u.output_tokens) * p.output_per_mtok) /
          1e6;
 }
@@ -261,6 +264,7 @@ void Add(Usage& into, const Usage& u) {
   into.input_tokens += u.input_tokens;
   into.output_tokens += u.output_tokens;
   into.cached_input_tokens += u.cached_input_tokens;
+  into.cache_write_input_tokens += u.cache_write_input_tokens;
 }
 
 class HttpClient final : public LlmClient {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/agents.h"
+#include "agents/llm_http.h"
 #include "tests/fixture/fixture_server.h"
 
 namespace ws {
@@ -138,6 +139,70 @@ TEST_P(LlmClientTest, TextReplyWithUsageAndCost) {
     EXPECT_EQ(body["messages"][0]["role"], "user");
     EXPECT_EQ(body["messages"][0]["content"][0]["text"], "Say hello.");
   }
+}
+
+TEST_P(LlmClientTest, PromptCacheWritesAndReadsArePricedApart) {
+  auto server = Serve(json::parse(R"([{"text": "cached", "usage": {"input_tokens": 5000,
+      "output_tokens": 100, "cached_input_tokens": 3000, "cache_write_input_tokens": 1500}}])"));
+  LlmConfig cfg = Config(GetParam(), *server);
+  cfg.prices = {3.0, 15.0, 0.3, 3.75};
+  ChatRequest req = Hello();
+  req.cache_prompt = true;
+  auto resp = Client(cfg)->Chat(req, nullptr);
+  ASSERT_TRUE(resp.ok()) << resp.status().message();
+  EXPECT_EQ(resp->usage.input_tokens, 5000);
+  EXPECT_EQ(resp->usage.cached_input_tokens, 3000);
+  // OpenAI reports no cache writes: its cache costs nothing extra to fill.
+  const int64_t written = openai() ? 0 : 1500;
+  EXPECT_EQ(resp->usage.cache_write_input_tokens, written);
+  EXPECT_NEAR(resp->usage.cost_usd,
+              ((5000 - 3000 - written) * 3.0 + 3000 * 0.3 + written * 3.75 + 100 * 15.0) / 1e6,
+              1e-12);
+  const json body = Body(server->requests().at(0));
+  if (openai()) {
+    EXPECT_EQ(body.dump().find("cache_control"), std::string::npos) << "OpenAI caches by itself";
+  } else {
+    // Breakpoints on the system prompt and at the end of the conversation.
+    const json ephemeral = {{"type", "ephemeral"}};
+    ASSERT_TRUE(body["system"].is_array()) << body.dump();
+    EXPECT_EQ(body["system"][0]["text"], "You write CUDA kernels.");
+    EXPECT_EQ(body["system"][0]["cache_control"], ephemeral);
+    EXPECT_EQ(body["messages"].back()["content"].back()["cache_control"], ephemeral);
+    const std::string text = body.dump();
+    int breakpoints = 0;
+    for (size_t at = 0; (at = text.find("cache_control", at)) != std::string::npos; ++at)
+      ++breakpoints;
+    EXPECT_EQ(breakpoints, 2) << "Anthropic allows 4; two cover the whole prefix";
+  }
+}
+
+TEST(PricesTest, ParsesTwoToFourPricesAndRefusesTheRest) {
+  auto p = ParsePrices("3,15,0.3,3.75");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_DOUBLE_EQ(p->input_per_mtok, 3);
+  EXPECT_DOUBLE_EQ(p->output_per_mtok, 15);
+  EXPECT_DOUBLE_EQ(p->cached_input_per_mtok, 0.3);
+  EXPECT_DOUBLE_EQ(p->cache_write_per_mtok, 3.75);
+  p = ParsePrices("2,8");
+  ASSERT_TRUE(p.ok());
+  EXPECT_DOUBLE_EQ(p->cached_input_per_mtok, 0);
+  EXPECT_TRUE(ParsePrices("0,0").ok()) << "a local server's tokens are free";
+  for (const char* bad : {"", "3", "3,", ",3", "3,15,1,1,1", "3,-1", "3,x", "3,15 ", "nan,1",
+                          "inf,1"}) {
+    EXPECT_FALSE(ParsePrices(bad).ok()) << "'" << bad << "'";
+  }
+  EXPECT_NE(ParsePrices("3").status().message().find("IN,OUT"), std::string::npos);
+}
+
+TEST(PricesTest, CacheReadsAndWritesFallBackToTheInputPrice) {
+  Usage u{.input_tokens = 1000, .output_tokens = 10, .cached_input_tokens = 600,
+          .cache_write_input_tokens = 300};
+  EXPECT_NEAR(llm::CostUsd(u, {2, 10}), (1000 * 2.0 + 10 * 10.0) / 1e6, 1e-15);
+  EXPECT_NEAR(llm::CostUsd(u, {2, 10, 0.2, 2.5}),
+              (100 * 2.0 + 600 * 0.2 + 300 * 2.5 + 10 * 10.0) / 1e6, 1e-15);
+  u.cache_write_input_tokens = 5000;  // more than the prompt: capped, never negative
+  EXPECT_NEAR(llm::CostUsd(u, {2, 10, 0.2, 2.5}), (600 * 0.2 + 400 * 2.5 + 10 * 10.0) / 1e6,
+              1e-15);
 }
 
 TEST_P(LlmClientTest, StreamSplitIntoTinyChunksAssemblesTheSameReply) {

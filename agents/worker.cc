@@ -180,6 +180,7 @@ WorkerOutcome RunWorker(LlmClient& client, const WorkerOptions& opts, const Work
     req.tools = specs;
     req.max_output_tokens = opts.max_output_tokens;
     req.temperature = opts.temperature;
+    req.cache_prompt = true;  // the next turn repeats this one's messages
     Result<ChatResponse> r = client.Chat(req, cancel);
     if (!r.ok()) {
       out.status = "error";

@@ -11,7 +11,8 @@ namespace {
 // Replays scripted replies (or errors) and remembers every request.
 class ScriptedClient : public LlmClient {
  public:
-  void Reply(ChatMessage m, Usage u = {100, 10, 0, 0.01}) {
+  void Reply(ChatMessage m,
+             Usage u = {.input_tokens = 100, .output_tokens = 10, .cost_usd = 0.01}) {
     ChatResponse r;
     r.message = std::move(m);
     r.message.role = ChatMessage::Role::kAssistant;

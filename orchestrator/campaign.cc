@@ -286,7 +286,43 @@ Result<AgentSpec> ParseAgent(std::string_view text) {
   return a;
 }
 
+Result<std::pair<std::string, Prices>> ParseAgentPrice(std::string_view text) {
+  const size_t eq = text.rfind('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Status::Error("--price '{}': expected AGENT=IN,OUT[,CACHE_READ[,CACHE_WRITE]]", text);
+  }
+  WS_ASSIGN_OR_RETURN(AgentSpec agent, ParseAgent(text.substr(0, eq)));
+  if (agent.is_tuner())
+    return Status::Error("--price '{}': the tuner spends no tokens", text);
+  auto prices = ParsePrices(text.substr(eq + 1));
+  if (!prices.ok())
+    return prices.status().Context(fmt::format("--price {}", agent.name()));
+  return std::make_pair(agent.name(), *prices);
+}
+
 namespace {
+
+// Every price names an agent of the campaign, and a dollars budget knows every LLM agent's
+// price: else it could never run out.
+Status CheckPrices(const CampaignConfig& c) {
+  for (const auto& [name, p] : c.prices) {
+    const bool listed = std::any_of(c.agents.begin(), c.agents.end(),
+                                    [&](const AgentSpec& a) { return a.name() == name; });
+    if (!listed)
+      return Status::Error("--price {}: not an agent of this campaign (--agent)", name);
+  }
+  if (!c.budget.dollars)
+    return Status::Ok();
+  for (const AgentSpec& a : c.agents) {
+    if (!a.is_tuner() && c.prices.count(a.name()) == 0) {
+      return Status::Error(
+          "budget dollars={}: the price of {} is unknown, so its spend would count as $0; give "
+          "it as --price {}=IN,OUT[,CACHE_READ[,CACHE_WRITE]] (USD per million tokens)",
+          *c.budget.dollars, a.name(), a.name());
+    }
+  }
+  return Status::Ok();
+}
 
 json BudgetJson(const Budget& b) {
   json j = json::object();
@@ -316,9 +352,15 @@ json SpendJson(const CampaignSpend& s) {
 std::string CampaignConfigJson(const CampaignConfig& c) {
   json agents = json::array();
   for (const auto& a : c.agents) agents.push_back(a.name());
+  json prices = json::object();
+  for (const auto& [name, p] : c.prices) {
+    prices[name] = {p.input_per_mtok, p.output_per_mtok, p.cached_input_per_mtok,
+                    p.cache_write_per_mtok};
+  }
   return json{{"problems", c.problems},
               {"agents", agents},
               {"base_url", c.base_url},
+              {"prices", prices},
               {"budget", BudgetJson(c.budget)},
               {"compile_only", c.compile_only},
               {"arch", c.arch},
@@ -351,6 +393,13 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& text) {
       c.agents.push_back(spec);
     }
     c.base_url = j.value("base_url", "");
+    const json prices = j.value("prices", json::object());
+    for (const auto& [name, p] : prices.items()) {
+      const auto v = p.get<std::vector<double>>();
+      if (v.size() != 4)
+        return Status::Error("campaign config: prices of {}: 4 numbers expected", name);
+      c.prices[name] = Prices{v[0], v[1], v[2], v[3]};
+    }
     const json b = j.value("budget", json::object());
     if (b.contains("evaluations"))
       c.budget.evaluations = b["evaluations"].get<int64_t>();
@@ -984,14 +1033,14 @@ Status Engine::Prepare() {
   for (const auto& a : config_.agents) {
     if (a.is_tuner() || clients_.count(a.name()))
       continue;
+    LlmConfig cfg;
+    cfg.provider = a.provider;
+    cfg.model = a.model;
+    cfg.base_url = config_.base_url;
+    if (auto p = config_.prices.find(a.name()); p != config_.prices.end())
+      cfg.prices = p->second;
     Result<std::unique_ptr<LlmClient>> c =
-        env_.make_client ? env_.make_client(a, config_.base_url) : [&]() {
-          LlmConfig cfg;
-          cfg.provider = a.provider;
-          cfg.model = a.model;
-          cfg.base_url = config_.base_url;
-          return MakeLlmClient(cfg);
-        }();
+        env_.make_client ? env_.make_client(a, cfg) : MakeLlmClient(cfg);
     if (!c.ok())
       return c.status().Context(fmt::format("agent {}", a.name()));
     clients_[a.name()] = std::move(*c);
@@ -1610,6 +1659,7 @@ Result<int64_t> StartCampaign(const CampaignConfig& config, CampaignEnv& env) {
   CampaignConfig c = config;
   if (c.agents.empty())
     c.agents.push_back({"tuner", ""});
+  WS_RETURN_IF_ERROR(CheckPrices(c));
   WS_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenWorkspaceStore(env.workspace));
   WS_ASSIGN_OR_RETURN(int64_t id, store->CreateCampaign(CampaignConfigJson(c), ::getpid()));
   Status s = RunCampaign(id, env);

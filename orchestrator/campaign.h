@@ -99,10 +99,17 @@ struct AgentSpec {
 };
 Result<AgentSpec> ParseAgent(std::string_view text);
 
+/// "AGENT=IN,OUT[,CACHE_READ[,CACHE_WRITE]]" (--price): an LLM agent's prices in USD per million
+/// tokens, e.g. "anthropic:claude-sonnet-4-5=3,15,0.3,3.75".
+Result<std::pair<std::string, Prices>> ParseAgentPrice(std::string_view text);
+
 struct CampaignConfig {
   std::string problems = "*";     // a glob over problem names
   std::vector<AgentSpec> agents;  // empty: the tuner alone
   std::string base_url;           // for the LLM agents
+  /// Per LLM agent (its name): what its tokens cost. A `dollars` budget needs every LLM agent's;
+  /// without prices an agent's spend counts as $0.
+  std::map<std::string, Prices> prices;
   Budget budget;
   bool compile_only = false;  // compile and validate only (also forced without a GPU)
   std::string arch;           // "" = the GPU's, or sm_90a without one
@@ -137,9 +144,10 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& json_text);
 
 // ---- Running campaigns --------------------------------------------------------------------------
 
-/// Makes an LLM client for an agent; the default calls MakeLlmClient.
+/// Makes an LLM client for an agent from the configuration the campaign gives it (provider,
+/// model, endpoint, prices); the default calls MakeLlmClient.
 using ClientFactory = std::function<Result<std::unique_ptr<LlmClient>>(
-    const AgentSpec& agent, const std::string& base_url)>;
+    const AgentSpec& agent, const LlmConfig& cfg)>;
 
 /// Where a campaign runs and what it talks to. Tests replace `evaluate`, `make_client` and the
 /// device.

@@ -757,7 +757,7 @@ extern "C" void OnInterrupt(int) { g_interrupt.cancelled.store(true); }
 
 struct CampaignArgs {
   std::string problems = "*", base_url, budget, arch, seed = "hand";
-  std::vector<std::string> agents, sets;
+  std::vector<std::string> agents, sets, prices;
   bool compile_only = false, as_json = false, deep_winners = false;
   int64_t id = 0;  // 0: the newest campaign
   int tuner_batch = 8, compile_threads = 0, max_turns = 16, confirm_runs = 2;
@@ -798,6 +798,11 @@ int CmdCampaignStart(const Globals& g, const CampaignArgs& a) {
     c.agents.push_back(*agent);
   }
   c.base_url = a.base_url;
+  for (const auto& text : a.prices) {
+    auto price = ParseAgentPrice(text);
+    if (!price.ok()) return Fail(price.status());
+    c.prices[price->first] = price->second;
+  }
   auto budget = ParseBudget(a.budget);
   if (!budget.ok()) return Fail(budget.status());
   c.budget = *budget;
@@ -1061,6 +1066,9 @@ int Main(int argc, char** argv) {
                      "tuner or PROVIDER:MODEL (openai:..., anthropic:...); repeatable; "
                      "default: the tuner");
   cstart->add_option("--base-url", ca.base_url, "the LLM endpoint (default: the provider's)");
+  cstart->add_option("--price", ca.prices,
+                     "AGENT=IN,OUT[,CACHE_READ[,CACHE_WRITE]]: an LLM agent's prices in USD per "
+                     "million tokens; repeatable; a dollars budget needs every LLM agent's");
   cstart->add_option("--budget", ca.budget,
                      "KEY=VALUE,... over evaluations, tokens, dollars, gpu_seconds, "
                      "wall_seconds (30m, 2h)")

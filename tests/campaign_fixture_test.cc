@@ -147,7 +147,8 @@ TEST_P(CampaignFixtureTest, CompileOnlyCampaignEndToEnd) {
 
   CliRun start =
       Warpsmith({"campaign", "start", "--problems", kProblem, "--agent", p.name + ":fixture-model",
-                 "--base-url", base_url, "--budget", "evaluations=3", "--compile-only"});
+                 "--base-url", base_url, "--price", p.name + ":fixture-model=2,10,0.5,2.5",
+                 "--budget", "evaluations=3,dollars=100", "--compile-only"});
   ASSERT_EQ(start.exit_code, 0) << start.out << start.err;
   (*server)->Stop();
 
@@ -174,9 +175,15 @@ TEST_P(CampaignFixtureTest, CompileOnlyCampaignEndToEnd) {
   // the cached ones (Anthropic sends those apart, as cache_read_input_tokens).
   EXPECT_EQ(a["input_tokens"], 2000 + 2200 + 2600 + 3600);
   EXPECT_EQ(a["output_tokens"], 40 + 120 + 900 + 850);
-  EXPECT_EQ(a["cost_usd"], 0) << "no prices are configured";
+  // At --price 2,10,0.5,2.5: cache reads at 0.5, writes (Anthropic reports them; OpenAI's cache
+  // costs nothing to fill) at 2.5, the rest of the input at 2, output at 10 USD per million.
+  const double read = 2000 + 2200 + 2600, written = p.name == "anthropic" ? 2000 + 200 + 400 + 1000 : 0;
+  const double cost = ((2000 + 2200 + 2600 + 3600 - read - written) * 2 + read * 0.5 +
+                       written * 2.5 + (40 + 120 + 900 + 850) * 10) /
+                      1e6;
+  EXPECT_NEAR(a["cost_usd"].get<double>(), cost, 1e-12);
   EXPECT_EQ(j["spent"]["tokens"], 2000 + 2200 + 2600 + 3600 + 40 + 120 + 900 + 850);
-  EXPECT_EQ(j["spent"]["dollars"], 0);
+  EXPECT_NEAR(j["spent"]["dollars"].get<double>(), cost, 1e-12);
 
   ASSERT_EQ(j["problems"].size(), 1u);
   EXPECT_EQ(j["problems"][0]["problem"], kProblem);
@@ -212,6 +219,14 @@ TEST_P(CampaignFixtureTest, CompileOnlyCampaignEndToEnd) {
   }
   // The retry after the 429 is the same request.
   EXPECT_EQ(bodies[0], bodies[1]);
+  if (p.name == "anthropic") {
+    // The worker's turns mark the prompt for Anthropic's cache: the system prompt and the end of
+    // the conversation, so each turn reads the previous one's prefix.
+    for (const json& b : bodies) {
+      EXPECT_EQ(b["system"][0]["cache_control"]["type"], "ephemeral") << b["system"].dump();
+      EXPECT_EQ(b["messages"].back()["content"].back()["cache_control"]["type"], "ephemeral");
+    }
+  }
   // The task names the problem (never a hidden shape's dimensions); the tools are offered.
   const std::string first = bodies[0]["messages"].dump() + bodies[0].value("system", json()).dump();
   EXPECT_NE(first.find(kProblem), std::string::npos);

@@ -117,7 +117,7 @@ ChatResponse ToolReply(const std::string& name, const std::string& args) {
   ChatResponse r;
   r.message.role = ChatMessage::Role::kAssistant;
   r.message.tool_calls.push_back({"call_" + name, name, args});
-  r.usage = {1000, 200, 0, 0.01};
+  r.usage = {.input_tokens = 1000, .output_tokens = 200, .cost_usd = 0.01};
   r.stop_reason = "tool_calls";
   return r;
 }
@@ -126,7 +126,7 @@ ChatResponse TextReply(const std::string& text) {
   ChatResponse r;
   r.message.role = ChatMessage::Role::kAssistant;
   r.message.content = text;
-  r.usage = {500, 20, 0, 0.005};
+  r.usage = {.input_tokens = 500, .output_tokens = 20, .cost_usd = 0.005};
   r.stop_reason = "stop";
   return r;
 }
@@ -519,13 +519,16 @@ TEST_F(CampaignTest, LlmWorkerAgainstAScriptedEndpoint) {
   CampaignConfig c;
   c.agents = {*ParseAgent("openai:fake-model")};
   c.base_url = "http://127.0.0.1:1";
+  c.prices["openai:fake-model"] = {2, 8, 0.5};
   c.budget.evaluations = 50;
   c.budget.wall_seconds = 60;
   CampaignEnv env = FakeEnv();
   env.make_client = [&](const AgentSpec& a,
-                        const std::string& url) -> Result<std::unique_ptr<LlmClient>> {
+                        const LlmConfig& cfg) -> Result<std::unique_ptr<LlmClient>> {
     EXPECT_EQ(a.model, "fake-model");
-    EXPECT_EQ(url, "http://127.0.0.1:1");
+    EXPECT_EQ(cfg.model, "fake-model");
+    EXPECT_EQ(cfg.base_url, "http://127.0.0.1:1");
+    EXPECT_DOUBLE_EQ(cfg.prices.output_per_mtok, 8) << "the client prices the tokens";
     return std::unique_ptr<LlmClient>(new ScriptedClient(script));
   };
   Result<int64_t> id = StartCampaign(c, env);
@@ -581,6 +584,55 @@ TEST_F(CampaignTest, LlmWorkerAgainstAScriptedEndpoint) {
   EXPECT_NEAR(a["cost_usd"].get<double>(), 0.035, 1e-9);
   EXPECT_EQ(a["verdicts"]["ok"], 2);
   EXPECT_TRUE(j["problems"][0]["best"]["flagged"].get<bool>());
+}
+
+TEST_F(CampaignTest, ADollarsBudgetNeedsEveryLlmAgentsPrice) {
+  CampaignConfig c;
+  c.agents = {*ParseAgent("tuner"), *ParseAgent("openai:m"), *ParseAgent("anthropic:a")};
+  c.budget.dollars = 5;
+  c.compile_only = true;
+  CampaignEnv env = FakeEnv();
+  env.make_client = [](const AgentSpec&, const LlmConfig&) -> Result<std::unique_ptr<LlmClient>> {
+    return Status::Error("not reached");
+  };
+  c.prices["openai:m"] = *ParsePrices("2,8");
+  Result<int64_t> id = StartCampaign(c, env);
+  ASSERT_FALSE(id.ok()) << "anthropic:a would spend dollars no budget counts";
+  EXPECT_NE(id.status().message().find("--price anthropic:a=IN,OUT"), std::string::npos)
+      << id.status().message();
+  c.prices["anthropic:b"] = *ParsePrices("3,15");
+  id = StartCampaign(c, env);
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.status().message().find("--price anthropic:b: not an agent of this campaign"),
+            std::string::npos)
+      << id.status().message();
+  EXPECT_FALSE(fs::exists(dir_ / "ws" / "warpsmith.db")) << "refused before anything was recorded";
+}
+
+TEST(PriceTest, AnAgentsPricesParseAndTravelWithTheCampaign) {
+  auto p = ParseAgentPrice("anthropic:claude-x=3,15,0.3,3.75");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->first, "anthropic:claude-x");
+  EXPECT_DOUBLE_EQ(p->second.cache_write_per_mtok, 3.75);
+  for (const char* bad : {"anthropic:claude-x", "=1,2", "tuner=1,2", "gemini:x=1,2",
+                          "openai:m=1", "openai:m=1,2,3,4,5"}) {
+    EXPECT_FALSE(ParseAgentPrice(bad).ok()) << bad;
+  }
+  EXPECT_NE(ParseAgentPrice("openai:m=1").status().message().find("--price openai:m"),
+            std::string::npos);
+
+  CampaignConfig c;
+  c.agents = {*ParseAgent("anthropic:claude-x")};
+  c.prices[p->first] = p->second;
+  auto round = ParseCampaignConfig(CampaignConfigJson(c));
+  ASSERT_TRUE(round.ok()) << round.status().message();
+  ASSERT_EQ(round->prices.count("anthropic:claude-x"), 1u) << "a resumed campaign keeps them";
+  const Prices& q = round->prices.at("anthropic:claude-x");
+  EXPECT_DOUBLE_EQ(q.input_per_mtok, 3);
+  EXPECT_DOUBLE_EQ(q.output_per_mtok, 15);
+  EXPECT_DOUBLE_EQ(q.cached_input_per_mtok, 0.3);
+  EXPECT_DOUBLE_EQ(q.cache_write_per_mtok, 3.75);
+  EXPECT_FALSE(ParseCampaignConfig(R"({"prices": {"openai:m": [1, 2]}})").ok());
 }
 
 TEST(BudgetTest, ParsesKeysAndDurations) {

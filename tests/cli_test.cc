@@ -187,6 +187,23 @@ TEST_F(CliTest, ShippedKernelsCompileForBothArchitectures) {
   }
 }
 
+// A dollars budget is refused for an LLM agent without a price, and a price is refused for an
+// agent the campaign does not have: either would spend money no budget counts.
+TEST_F(CliTest, CampaignPricesAreCheckedBeforeAnythingRuns) {
+  CliRun r = Warpsmith({"campaign", "start", "--agent", "anthropic:model-x", "--budget",
+                        "dollars=1", "--compile-only"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--price anthropic:model-x=IN,OUT"), std::string::npos) << r.err;
+  r = Warpsmith({"campaign", "start", "--agent", "anthropic:model-x", "--price",
+                 "anthropic:model-y=3,15", "--budget", "evaluations=1", "--compile-only"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("not an agent of this campaign"), std::string::npos) << r.err;
+  r = Warpsmith({"campaign", "start", "--agent", "anthropic:model-x", "--price",
+                 "anthropic:model-x=3", "--budget", "evaluations=1", "--compile-only"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("IN,OUT"), std::string::npos) << r.err;
+}
+
 // One broken spec in the set stops neither work on another problem nor a campaign that does not
 // name it; a campaign that does name it fails with the spec's error.
 TEST_F(CliTest, ABrokenSpecElsewhereDoesNotStopWork) {
