@@ -1,6 +1,7 @@
 #include "agents/llm_http.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -285,6 +286,8 @@ class HttpClient final : public LlmClient {
       req.model = cfg_.model;
     if (req.model.empty())
       return Status::Error("{}: final: no model named", who);
+    if (no_temperature_.load())
+      req.temperature = -1;
     auto http = protocol_->BuildRequest(req, cfg_.stream);
     if (!http.ok())
       return Status::Error("{}: final: {}", who, http.status().message());
@@ -310,6 +313,16 @@ class HttpClient final : public LlmClient {
         return Status::Error("{}: cancelled", who);
       if (err.malformed && ++malformed >= 2) {
         return Status::Error("{}: final: {} (twice; attempt {})", who, err.message, attempt);
+      }
+      // A model that takes only its default temperature (OpenAI's reasoning models): the same
+      // request without one, now and for the rest of this client's calls.
+      if (err.rejected_param == "temperature" && req.temperature >= 0) {
+        no_temperature_.store(true);
+        req.temperature = -1;
+        http = protocol_->BuildRequest(req, cfg_.stream);
+        if (!http.ok())
+          return Status::Error("{}: final: {}", who, http.status().message());
+        continue;
       }
       if (!err.retryable)
         return Status::Error("{}: final: {}", who, err.message);
@@ -396,6 +409,7 @@ class HttpClient final : public LlmClient {
   const LlmConfig cfg_;
   const std::unique_ptr<WireProtocol> protocol_;
   HttpOptions http_;
+  std::atomic<bool> no_temperature_{false};  // the model refused one (see Chat)
 };
 
 }  // namespace

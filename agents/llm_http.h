@@ -60,6 +60,9 @@ struct AttemptError {
   bool retryable = false;
   bool malformed = false;  // the server's JSON did not parse: retried once only
   double retry_after_s = -1;
+  /// A request parameter the server refused by name (OpenAI's error.param on a 400), e.g.
+  /// "temperature" for the reasoning models, which take only their default.
+  std::string rejected_param = "";
 };
 
 /// Assembles one streamed reply from its events.

@@ -26,12 +26,13 @@ std::string NormalizeFinish(const std::string& finish, bool has_tool_calls) {
 
 // An error object, from an HTTP error body (status > 0) or inside a 200 reply or stream (0).
 AttemptError ErrorFromJson(long status, const json& j, std::string_view raw) {
-  std::string message, type, code;
+  std::string message, type, code, param;
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     const json& e = j["error"];
     message = Str(e, "message");
     type = Str(e, "type");
     code = Str(e, "code");
+    param = Str(e, "param");
     if (code.empty() && e.contains("code") && e["code"].is_number())
       code = e["code"].dump();
   } else if (j.is_object() && j.contains("error") && j["error"].is_string()) {
@@ -58,6 +59,8 @@ AttemptError ErrorFromJson(long status, const json& j, std::string_view raw) {
     err.retryable = false;
   } else if (status) {
     err.retryable = RetryableStatus(status);
+    if (status == 400)
+      err.rejected_param = param;
   } else {
     // Mid-reply errors are the server's trouble unless it says the request was bad.
     err.retryable = type != "invalid_request_error";

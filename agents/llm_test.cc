@@ -176,6 +176,38 @@ TEST_P(LlmClientTest, PromptCacheWritesAndReadsArePricedApart) {
   }
 }
 
+TEST(LlmClientOpenAiTest, AModelThatRefusesATemperatureGetsNone) {
+  // OpenAI's reasoning models take only their default temperature.
+  const json refusal = {{"error",
+                         {{"message", "Unsupported value: 'temperature' does not support 0.5 with "
+                                      "this model. Only the default (1) value is supported."},
+                          {"type", "invalid_request_error"},
+                          {"param", "temperature"},
+                          {"code", "unsupported_value"}}}};
+  auto server = Serve(json::array({{{"fault", "bad_request"}, {"body", refusal.dump()}},
+                                   {{"text", "first"}},
+                                   {{"text", "second"}},
+                                   {{"fault", "bad_request"}}}));
+  auto client = Client(Config({"openai", false}, *server));
+  auto resp = client->Chat(Hello(), nullptr);
+  ASSERT_TRUE(resp.ok()) << resp.status().message();
+  EXPECT_EQ(resp->message.content, "first");
+  EXPECT_EQ(resp->attempts, 2);
+  resp = client->Chat(Hello(), nullptr);
+  ASSERT_TRUE(resp.ok()) << resp.status().message();
+  EXPECT_EQ(resp->message.content, "second");
+  EXPECT_EQ(resp->attempts, 1) << "the client remembers";
+  // Any other bad request stays final.
+  resp = client->Chat(Hello(), nullptr);
+  ASSERT_FALSE(resp.ok());
+  EXPECT_TRUE(IsFinalLlmError(resp.status())) << resp.status().message();
+  const auto reqs = server->requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_DOUBLE_EQ(Body(reqs[0])["temperature"].get<double>(), 0.5);
+  for (size_t i = 1; i < reqs.size(); ++i)
+    EXPECT_FALSE(Body(reqs[i]).contains("temperature")) << i;
+}
+
 TEST(PricesTest, ParsesTwoToFourPricesAndRefusesTheRest) {
   auto p = ParsePrices("3,15,0.3,3.75");
   ASSERT_TRUE(p.ok()) << p.status().message();
