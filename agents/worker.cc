@@ -195,6 +195,20 @@ WorkerOutcome RunWorker(LlmClient& client, const WorkerOptions& opts, const Work
     reply.role = ChatMessage::Role::kAssistant;
     messages.push_back(reply);
 
+    // A reply cut at the output limit: a tool call's arguments may be incomplete, and the last
+    // whole ```cuda block an earlier draft whose final version was cut.
+    const bool cut = r->stop_reason == "length";
+    const std::string cut_note = fmt::format(
+        "your reply was cut off at the output limit ({} tokens); answer with less prose",
+        opts.max_output_tokens);
+    if (reply.tool_calls.empty() && cut) {
+      messages.push_back({ChatMessage::Role::kUser,
+                          "Nothing was submitted: " + cut_note +
+                              ": a tool call, or the whole candidate in one ```cuda block.",
+                          {},
+                          ""});
+      continue;
+    }
     if (reply.tool_calls.empty()) {
       std::optional<std::string> block = LastCudaBlock(reply.content);
       if (!block) {
@@ -234,7 +248,7 @@ WorkerOutcome RunWorker(LlmClient& client, const WorkerOptions& opts, const Work
       if (finished) {
         text = "not run: the attempt ended with an accepted submission";
       } else if (Result<ParsedCall> p = ParseCall(call); !p.ok()) {
-        text = "error: " + p.status().message();
+        text = "error: " + p.status().message() + (cut ? " (" + cut_note + ")" : "");
       } else if (p->action == WorkerTools::Action::kSubmit) {
         Result<bool> done = submit(p->source, p->knobs, &text);
         if (!done.ok()) {

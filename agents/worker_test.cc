@@ -21,6 +21,10 @@ class ScriptedClient : public LlmClient {
     script_.push_back(r);
   }
   void Fail(std::string why) { script_.push_back(Status::Error("{}", why)); }
+  // The replies at these indices stopped at the output limit.
+  void CutReplies(const std::vector<size_t>& which) {
+    for (size_t i : which) script_.at(i)->stop_reason = "length";
+  }
 
   Result<ChatResponse> Chat(const ChatRequest& req, const CancelToken*) override {
     requests.push_back(req);
@@ -140,6 +144,33 @@ TEST(WorkerTest, MalformedArgumentsAndUnknownToolsGetAnErrorBack) {
   EXPECT_NE(errors[1].find("needs \"source\""), std::string::npos) << errors[1];
   EXPECT_NE(errors[2].find("unknown tool"), std::string::npos) << errors[2];
   EXPECT_NE(errors[3].find("must be an integer"), std::string::npos) << errors[3];
+}
+
+TEST(WorkerTest, AReplyCutAtTheOutputLimitIsNotSubmitted) {
+  ScriptedClient llm;
+  ChatMessage draft;
+  draft.content = "A draft:\n```cuda\nGOOD draft\n```\nThe final one:\n```cuda\nGOOD fin";
+  llm.Reply(draft);
+  llm.Reply(Call("c1", "compile", "{\"source\": \"GOOD but cut"));
+  llm.Reply(Call("c2", "submit", SourceArgs("GOOD final")));
+  llm.CutReplies({0, 1});
+  FakeTools tools;
+  WorkerOptions opts = Opts();
+  opts.max_output_tokens = 4096;
+  WorkerOutcome o = RunWorker(llm, opts, {"sys", "task"}, tools, nullptr);
+  EXPECT_EQ(o.status, "submitted") << o.message;
+  ASSERT_EQ(tools.calls.size(), 1u) << "neither the earlier draft nor the cut call reached it";
+  EXPECT_EQ(tools.calls[0].second, "GOOD final");
+  ASSERT_EQ(llm.requests.size(), 3u);
+  const ChatMessage& after_text = llm.requests[1].messages.back();
+  EXPECT_EQ(after_text.role, ChatMessage::Role::kUser);
+  EXPECT_NE(after_text.content.find("cut off at the output limit (4096 tokens)"),
+            std::string::npos)
+      << after_text.content;
+  const ChatMessage& after_call = llm.requests[2].messages.back();
+  EXPECT_EQ(after_call.role, ChatMessage::Role::kTool);
+  EXPECT_NE(after_call.content.find("not a JSON object"), std::string::npos) << after_call.content;
+  EXPECT_NE(after_call.content.find("cut off"), std::string::npos) << after_call.content;
 }
 
 TEST(WorkerTest, FailingEndpointEndsTheAttemptWithAnError) {
