@@ -60,20 +60,46 @@ __global__ void fan_out(const uint4* __restrict__ src, uint4* __restrict__ dst,
   }
 }
 
+// A stream reading kIn and writing kOut 8-byte words per step, each output a function of the
+// step's input (no load is dead): the quantizers' 2:1 read:write mix and dequantize's 1:2,
+// beside a kernel's 1:1.
+template <int kIn, int kOut>
+__global__ void stream_mix(const uint2* __restrict__ src, uint2* __restrict__ dst, size_t steps) {
+  static_assert((kIn == 1 || kIn == 2) && (kOut == 1 || kOut == 2), "8 or 16 bytes a side");
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < steps;
+       i += size_t{gridDim.x} * blockDim.x) {
+    uint4 v;
+    if constexpr (kIn == 2) {
+      v = __ldcs(reinterpret_cast<const uint4*>(src) + i);
+    } else {
+      const uint2 h = __ldcs(src + i);
+      v = make_uint4(h.x, h.y, h.x ^ 0x5bd1e995u, h.y + 1u);
+    }
+    if constexpr (kOut == 2) {
+      __stcs(reinterpret_cast<uint4*>(dst) + i, v);
+    } else {
+      __stcs(dst + i, make_uint2(v.x ^ v.z, v.y ^ v.w));
+    }
+  }
+}
+
 float median_ms(const std::vector<float>& v) {
   std::vector<float> s = v;
   std::sort(s.begin(), s.end());
   return s[s.size() / 2];
 }
 
-template <class Launch>
-float time_ms(Launch launch) {
+// `before` runs ahead of each timed launch, outside the events (an L2 flush for streams that
+// fit in a few L2s, as the evaluator flushes before every timed iteration).
+template <class Launch, class Before>
+float time_ms(Launch launch, Before before) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
   for (int i = 0; i < 3; ++i) launch();
   std::vector<float> ms;
   for (int i = 0; i < 15; ++i) {
+    before();
     CHECK(cudaEventRecord(a));
     launch();
     CHECK(cudaEventRecord(b));
@@ -86,6 +112,11 @@ float time_ms(Launch launch) {
   CHECK(cudaEventDestroy(a));
   CHECK(cudaEventDestroy(b));
   return median_ms(ms);
+}
+
+template <class Launch>
+float time_ms(Launch launch) {
+  return time_ms(launch, [] {});
 }
 
 }  // namespace
@@ -114,6 +145,40 @@ int main() {
   row("memcpy", double(bytes), time_ms([&] {
         CHECK(cudaMemcpyAsync(b, a, bytes / 2, cudaMemcpyDeviceToDevice));
       }));
+  // Read:write mixes at 3 GiB, then at the bench shapes' sizes with the L2 flushed before each
+  // launch: the rowwise quantizer's 16384x2880 (2 bytes read, 1 written per element; 141.6 MB)
+  // and dequantize's 16384x4096 and 65536x2880 (1 read, 2 written). Scales left out.
+  uint4* flush = nullptr;
+  const size_t flush_bytes = size_t{256} << 20;  // ~5x the H200's L2
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  const auto flush_l2 = [&] { CHECK(cudaMemsetAsync(flush, 0, flush_bytes)); };
+  struct Mix {
+    const char* name;
+    int in, out;
+    size_t elements;  // 0: 3 GiB of the larger side, no flush
+  };
+  const Mix mixes[] = {{"stream_r2w1", 2, 1, 0},
+                       {"stream_r1w2", 1, 2, 0},
+                       {"stream_r2w2", 2, 2, 0},
+                       {"stream_r2w1_16384x2880", 2, 1, size_t{16384} * 2880},
+                       {"stream_r1w2_16384x4096", 1, 2, size_t{16384} * 4096},
+                       {"stream_r1w2_65536x2880", 1, 2, size_t{65536} * 2880}};
+  for (const Mix& m : mixes) {
+    // A step is 8 elements of either problem: (2, 1) reads 8 bf16 and writes 8 bytes, (1, 2)
+    // reads 8 bytes and writes 8 bf16.
+    const size_t steps =
+        m.elements ? m.elements / 8 : bytes / (8 * size_t(std::max(m.in, m.out)));
+    const double moved = double(steps) * 8 * (m.in + m.out);
+    const auto launch = [&] {
+      const uint2* src = reinterpret_cast<const uint2*>(a);
+      uint2* dst = reinterpret_cast<uint2*>(b);
+      if (m.in == 2 && m.out == 1) stream_mix<2, 1><<<grid, block>>>(src, dst, steps);
+      if (m.in == 1 && m.out == 2) stream_mix<1, 2><<<grid, block>>>(src, dst, steps);
+      if (m.in == 2 && m.out == 2) stream_mix<2, 2><<<grid, block>>>(src, dst, steps);
+    };
+    row(m.name, moved, m.elements ? time_ms(launch, flush_l2) : time_ms(launch));
+  }
+  CHECK(cudaFree(flush));
   // Fan-out at the permute's row sizes: 7168-byte rows (H 7168 in e4m3 from bf16 is 2:1, here
   // 1:1 bytes per row so only the k fan-out differs), k = 1, 2, 8, rows to scattered slots.
   for (int k : {1, 2, 8}) {
