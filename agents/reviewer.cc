@@ -91,12 +91,12 @@ ReviewVerdict ReviewRules(const ProblemSpec& spec, const std::string& candidate_
 
 Result<ReviewVerdict> ReviewWithLlm(LlmClient& client, const std::string& model,
                                     const ProblemSpec& spec, const std::string& parent_source,
-                                    const std::string& candidate_source,
+                                    const std::string& candidate_source, int max_output_tokens,
                                     const CancelToken* cancel) {
   ChatRequest req;
   req.model = model;
   req.temperature = 0;
-  req.max_output_tokens = 512;
+  req.max_output_tokens = max_output_tokens;
   req.messages.push_back({ChatMessage::Role::kSystem, ReviewerSystemPrompt(), {}, ""});
   req.messages.push_back({ChatMessage::Role::kUser,
                           ReviewerTaskPrompt(spec, parent_source, candidate_source),
@@ -115,7 +115,11 @@ Result<ReviewVerdict> ReviewWithLlm(LlmClient& client, const std::string& model,
   }
   if (last_kind.empty()) {
     v.flagged = true;
-    v.reason = "the reviewer gave no verdict line";
+    v.reason = r.stop_reason == "length"
+                   ? fmt::format("the reviewer's reply was cut at the output limit ({} tokens) "
+                                 "before a verdict line (--max-output-tokens)",
+                                 max_output_tokens)
+                   : "the reviewer gave no verdict line";
   } else if (last_kind == "flag" || last_kind == "FLAG" || last_kind == "Flag") {
     v.flagged = true;
     v.reason = last_reason.empty() ? "flagged by the reviewer" : "reviewer: " + last_reason;

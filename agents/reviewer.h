@@ -28,8 +28,10 @@ ReviewVerdict ReviewRules(const ProblemSpec& spec, const std::string& candidate_
 
 /// An LLM reads the candidate against its parent; an answer without a verdict line flags it.
 /// An endpoint failure is an error (the caller records that the review did not happen).
+/// `max_output_tokens` bounds the answer (a reasoning model's hidden reasoning counts too).
 Result<ReviewVerdict> ReviewWithLlm(LlmClient& client, const std::string& model,
                                     const ProblemSpec& spec, const std::string& parent_source,
-                                    const std::string& candidate_source, const CancelToken* cancel);
+                                    const std::string& candidate_source, int max_output_tokens,
+                                    const CancelToken* cancel);
 
 }  // namespace ws

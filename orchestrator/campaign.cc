@@ -370,6 +370,7 @@ std::string CampaignConfigJson(const CampaignConfig& c) {
               {"compile_threads", c.compile_threads},
               {"max_turns", c.max_turns},
               {"context_tokens", c.context_tokens},
+              {"max_output_tokens", c.max_output_tokens},
               {"rng_seed", c.rng_seed},
               {"deep_winners", c.deep_winners},
               {"confirm_runs", c.confirm_runs},
@@ -419,6 +420,11 @@ Result<CampaignConfig> ParseCampaignConfig(const std::string& text) {
     c.compile_threads = j.value("compile_threads", 0);
     c.max_turns = j.value("max_turns", 16);
     c.context_tokens = j.value("context_tokens", int64_t{128000});
+    c.max_output_tokens = j.value("max_output_tokens", 8192);
+    if (c.max_output_tokens < 256) {
+      return Status::Error("campaign config: max_output_tokens {} is under 256",
+                           c.max_output_tokens);
+    }
     c.rng_seed = j.value("rng_seed", uint64_t{1});
     c.deep_winners = j.value("deep_winners", false);
     c.confirm_runs = j.value("confirm_runs", 2);
@@ -1289,6 +1295,7 @@ Result<std::string> Engine::WorkerAttempt(ProblemRun& p, const AgentSpec& agent)
   wopts.model = agent.model;
   wopts.max_turns = config_.max_turns;
   wopts.context_tokens = config_.context_tokens;
+  wopts.max_output_tokens = config_.max_output_tokens;
   WorkerBrief brief{WorkerSystemPrompt(), WorkerTaskPrompt(p.spec, p.params, examples, board)};
   WorkerOutcome o = RunWorker(*clients_.at(agent.name()), wopts, brief, tools, env_.cancel);
   std::optional<int64_t> best = tools.best_ranked_evaluation();
@@ -1333,8 +1340,9 @@ Status Engine::Review(ProblemRun& p, const ProblemView& before, const AgentSpec&
     auto client = clients_.find(winner->agent);
     if (!v.flagged && client != clients_.end()) {
       AgentSpec reviewer = agent;
-      Result<ReviewVerdict> r = ReviewWithLlm(*client->second, reviewer.model, p.spec,
-                                              parent_source, kernel.source, env_.cancel);
+      Result<ReviewVerdict> r =
+          ReviewWithLlm(*client->second, reviewer.model, p.spec, parent_source, kernel.source,
+                        config_.max_output_tokens, env_.cancel);
       if (!r.ok()) {
         v.flagged = true;
         v.reason = "the review did not happen: " + r.status().message();

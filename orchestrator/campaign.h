@@ -120,6 +120,9 @@ struct CampaignConfig {
   int compile_threads = 0;          // parallel compiles; 0 = min(4, CPU cores)
   int max_turns = 16;               // per worker attempt
   int64_t context_tokens = 128000;  // the models' window
+  /// Per model reply, workers' and reviewers' alike; a reasoning model's hidden reasoning counts
+  /// against it, so such models want more.
+  int max_output_tokens = 8192;
   uint64_t rng_seed = 1;
   /// A would-be leaderboard winner (ok, hidden shapes included, faster than the stored best for
   /// its problem, parameters and GPU) is evaluated again in deep mode (compute-sanitizer) before

@@ -760,7 +760,8 @@ struct CampaignArgs {
   std::vector<std::string> agents, sets, prices;
   bool compile_only = false, as_json = false, deep_winners = false;
   int64_t id = 0;  // 0: the newest campaign
-  int tuner_batch = 8, compile_threads = 0, max_turns = 16, confirm_runs = 2;
+  int tuner_batch = 8, compile_threads = 0, max_turns = 16, confirm_runs = 2,
+      max_output_tokens = 8192;
   int64_t context_tokens = 128000;
   std::string executor = "local", gpus, slurm_partition, slurm_account, slurm_time,
               slurm_shared_dir;
@@ -815,6 +816,7 @@ int CmdCampaignStart(const Globals& g, const CampaignArgs& a) {
   c.tuner_batch = a.tuner_batch;
   c.compile_threads = a.compile_threads;
   c.max_turns = a.max_turns;
+  c.max_output_tokens = a.max_output_tokens;
   c.context_tokens = a.context_tokens;
   c.deep_winners = a.deep_winners;
   c.confirm_runs = a.confirm_runs;
@@ -1091,6 +1093,10 @@ int Main(int argc, char** argv) {
   cstart->add_option("--tuner-batch", ca.tuner_batch, "knob settings per tuner attempt")
       ->capture_default_str();
   cstart->add_option("--compile-threads", ca.compile_threads, "parallel compiles (0: auto)");
+  cstart->add_option("--max-output-tokens", ca.max_output_tokens,
+                     "per model reply (a reasoning model's reasoning counts: give it more)")
+      ->check(CLI::Range(256, 1 << 20))
+      ->capture_default_str();
   cstart->add_option("--max-turns", ca.max_turns, "model turns per worker attempt")
       ->capture_default_str();
   cstart->add_option("--context-tokens", ca.context_tokens, "the models' context window")

@@ -609,7 +609,7 @@ TEST_F(CampaignTest, ADollarsBudgetNeedsEveryLlmAgentsPrice) {
   EXPECT_FALSE(fs::exists(dir_ / "ws" / "warpsmith.db")) << "refused before anything was recorded";
 }
 
-TEST(PriceTest, AnAgentsPricesParseAndTravelWithTheCampaign) {
+TEST(PriceTest, AnAgentsPricesAndOutputLimitTravelWithTheCampaign) {
   auto p = ParseAgentPrice("anthropic:claude-x=3,15,0.3,3.75");
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->first, "anthropic:claude-x");
@@ -624,8 +624,11 @@ TEST(PriceTest, AnAgentsPricesParseAndTravelWithTheCampaign) {
   CampaignConfig c;
   c.agents = {*ParseAgent("anthropic:claude-x")};
   c.prices[p->first] = p->second;
+  c.max_output_tokens = 32768;
   auto round = ParseCampaignConfig(CampaignConfigJson(c));
   ASSERT_TRUE(round.ok()) << round.status().message();
+  EXPECT_EQ(round->max_output_tokens, 32768);
+  EXPECT_FALSE(ParseCampaignConfig(R"({"max_output_tokens": 100})").ok());
   ASSERT_EQ(round->prices.count("anthropic:claude-x"), 1u) << "a resumed campaign keeps them";
   const Prices& q = round->prices.at("anthropic:claude-x");
   EXPECT_DOUBLE_EQ(q.input_per_mtok, 3);
