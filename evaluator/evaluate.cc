@@ -978,7 +978,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       return "";
     }
     auto diff = CompareDumps(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
-                               ref_prefix, {});
+                             ref_prefix, {});
     return diff.ok() ? *diff : "";
   };
   const std::map<std::string, std::string> run_names = {
@@ -1042,9 +1042,9 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         const bool by_digest = !diff.empty();
         if (diff.empty()) {
           WS_ASSIGN_OR_RETURN(diff, CompareDumps(spec, pc.symbols, req.params, pc.seeds[set],
-                                                   cand_prefix, tag,
-                                                   fmt::format("{}/ref-{}@{}", scratch, pc.id, set),
-                                                   pc.digested));
+                                                 cand_prefix, tag,
+                                                 fmt::format("{}/ref-{}@{}", scratch, pc.id, set),
+                                                 pc.digested));
         }
         if (diff.empty()) continue;
         // Only for the failure that decides the verdict: the others keep the digest's word.
@@ -1076,8 +1076,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         }
         if (runner_findings_clean(it2->second, what, pc.second_budget_s)) {
           auto diff = CompareDumps(spec, pc.symbols, req.params, *pc.second_seed,
-                                     scratch + "/cand-" + id2, "check",
-                                     fmt::format("{}/ref-{}@0", scratch, id2), {});
+                                   scratch + "/cand-" + id2, "check",
+                                   fmt::format("{}/ref-{}@0", scratch, id2), {});
           if (!diff.ok()) return diff.status();
           if (!diff->empty()) {
             fail(Verdict::kWrongAnswer,
