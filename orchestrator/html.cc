@@ -39,13 +39,6 @@ std::string Num(const json& j, const char* f = "{:.2f}") {
   return fmt::format(fmt::runtime(f), v);
 }
 
-// " (median of N)" after a leaderboard time that N evaluations make; nothing for one.
-std::string MedianOf(const json& n) {
-  return n.is_number_integer() && n.get<int64_t>() > 1
-             ? fmt::format(" <small>(median of {})</small>", n.get<int64_t>())
-             : "";
-}
-
 std::string Get(const json& j, const char* key) {
   return j.is_object() && j.contains(key) ? Text(j[key]) : "-";
 }
@@ -53,6 +46,21 @@ std::string Get(const json& j, const char* key) {
 const json& At(const json& j, const char* key) {
   static const json kNull;
   return j.is_object() && j.contains(key) ? j[key] : kNull;
+}
+
+// " (median of N, S% apart)" after a leaderboard time that N evaluations make: S is the spread
+// of their times over the median; nothing for one.
+std::string MedianOf(const json& row) {
+  const json n = At(row, "evaluations");
+  if (!n.is_number_integer() || n.get<int64_t>() < 2)
+    return "";
+  const json lo = At(row, "fastest_us"), hi = At(row, "slowest_us"), mid = At(row, "time_us");
+  std::string apart;
+  if (lo.is_number() && hi.is_number() && mid.is_number() && mid.get<double>() > 0) {
+    apart = fmt::format(", {:.1f}% apart",
+                        100 * (hi.get<double>() - lo.get<double>()) / mid.get<double>());
+  }
+  return fmt::format(" <small>(median of {}{})</small>", n.get<int64_t>(), apart);
 }
 
 std::string KernelLink(const json& id) {
@@ -308,7 +316,7 @@ std::string LeaderboardPage(const json& rows, const json& campaigns, const PageO
           "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
           "<td>{}</td><td>{} <code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
           ProblemLink(Get(r, "problem")), HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")),
-          Num(At(r, "time_us")) + MedianOf(At(r, "evaluations")),
+          Num(At(r, "time_us")) + MedianOf(r),
           Num(At(r, "sol_fraction"), "{:.3f}"), HtmlEscape(speedup),
           KernelLink(At(r, "kernel_id")), HtmlEscape(Get(r, "kernel_hash").substr(0, 12)),
           E(At(r, "agent")), CampaignLink(At(r, "campaign_id")), Flags(At(r, "suspicion")));
@@ -340,7 +348,7 @@ std::string ProblemPage(const json& p, const PageOptions& o) {
         "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         HtmlEscape(ParamsText(At(r, "params"))), E(At(r, "gpu")),
-        Num(At(r, "time_us")) + MedianOf(At(r, "evaluations")),
+        Num(At(r, "time_us")) + MedianOf(r),
         Num(At(r, "sol_fraction"), "{:.3f}"), Num(At(r, "speedup"), "{:.2f}x"),
         KernelLink(At(r, "kernel_id")), E(At(r, "agent")), Flags(At(r, "suspicion")));
   }

@@ -656,12 +656,18 @@ int CmdLeaderboard(const Globals& g, const std::string& problem, bool as_json) {
     PrintAgents(*agents);
     return kExitOk;
   }
-  // A kernel evaluated more than once is ranked by the median of its runs ("runs").
-  std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11} {:>4} {:>7} {:<13} {}\n", "problem",
-                           "params", "gpu", "geomean us", "runs", "of SOL", "kernel", "origin");
+  // A kernel evaluated more than once is ranked by the median of its runs ("runs"); "apart" is
+  // their spread, slowest minus fastest over the median.
+  std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11} {:>4} {:>6} {:>7} {:<13} {}\n",
+                           "problem", "params", "gpu", "geomean us", "runs", "apart", "of SOL",
+                           "kernel", "origin");
   for (const auto& r : *rows) {
-    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>4} {:>7.3f} {:<13} {}{}{}\n",
-                             r.problem, r.params_json, r.gpu, r.time_us, r.evaluations,
+    const std::string apart =
+        r.evaluations > 1 && r.time_us > 0
+            ? fmt::format("{:.1f}%", 100 * (r.slowest_us - r.fastest_us) / r.time_us)
+            : "-";
+    std::cout << fmt::format("{:<26} {:<22} {:<14} {:>11.2f} {:>4} {:>6} {:>7.3f} {:<13} {}{}{}\n",
+                             r.problem, r.params_json, r.gpu, r.time_us, r.evaluations, apart,
                              r.sol_fraction, r.kernel_hash.substr(0, 12), r.origin,
                              r.agent.empty() ? "" : " by " + r.agent + " " + r.knobs_json,
                              r.flagged ? " [flagged: " + r.flag_reason + "]" : "");

@@ -693,7 +693,7 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     bool flagged;
   };
   struct Best {
-    double median_us = 0;
+    double median_us = 0, fastest_us = 0, slowest_us = 0;
     Run mid;
     int64_t runs = 0;
     int64_t flagged_id = 0;  // the latest flagged run, 0: none
@@ -714,6 +714,8 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
         (median == b.median_us && std::tie(lo.created_at, lo.id) <
                                       std::tie(b.mid.created_at, b.mid.id))) {
       b.median_us = median;
+      b.fastest_us = runs.front().time_us;  // runs come in time order
+      b.slowest_us = runs.back().time_us;
       b.mid = lo;
       b.runs = static_cast<int64_t>(runs.size());
       b.flagged_id = 0;
@@ -751,6 +753,8 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     l.time_us = b.median_us;
     l.created_at = b.mid.created_at;
     l.evaluations = b.runs;
+    l.fastest_us = b.fastest_us;
+    l.slowest_us = b.slowest_us;
     d.Reset();
     d.Bind(1, b.mid.id);
     WS_ASSIGN_OR_RETURN(bool row, d.Step());

@@ -111,6 +111,7 @@ struct LeaderboardEntry {
   double time_us = 0;
   double sol_fraction = 0;  // at time_us
   int64_t evaluations = 1;  // the ok, timed evaluations time_us is the median of
+  double fastest_us = 0, slowest_us = 0;  // of those runs: how far apart they are
   std::string created_at;
   std::string knobs_json;
   std::string agent;

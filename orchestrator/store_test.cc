@@ -318,6 +318,8 @@ TEST_F(StoreTest, LeaderboardRanksAKernelByTheMedianOfItsEvaluations) {
   EXPECT_EQ(p.kernel_id, k2);
   EXPECT_DOUBLE_EQ(p.time_us, 20.5);
   EXPECT_EQ(p.evaluations, 2);
+  EXPECT_DOUBLE_EQ(p.fastest_us, 20);
+  EXPECT_DOUBLE_EQ(p.slowest_us, 21);
   EXPECT_EQ(p.evaluation_id, k2_fast);  // the lower middle
   EXPECT_DOUBLE_EQ(p.sol_fraction, 1.0 / 20.5);  // its speed-of-light time over the median
   EXPECT_TRUE(p.flagged);
@@ -327,6 +329,8 @@ TEST_F(StoreTest, LeaderboardRanksAKernelByTheMedianOfItsEvaluations) {
   EXPECT_EQ(q.knobs_json, R"({"A":1})");
   EXPECT_DOUBLE_EQ(q.time_us, 5);
   EXPECT_EQ(q.evaluations, 1);
+  EXPECT_DOUBLE_EQ(q.fastest_us, 5);
+  EXPECT_DOUBLE_EQ(q.slowest_us, 5);
   EXPECT_FALSE(q.flagged);
   EXPECT_EQ(q.flag_reason, "");
 
