@@ -455,6 +455,8 @@ struct ProblemView {
   ProblemProgress progress;
   int64_t evaluations = 0;
   double gpu_seconds = 0;
+  int64_t tokens = 0;  // the models' (workers and reviews), and what they cost
+  double dollars = 0;
   std::optional<int64_t> best_evaluation_id;
   std::optional<int64_t> best_kernel_id;
   std::string best_agent;
@@ -542,11 +544,16 @@ ProblemView ComputeView(const std::string& problem, const std::string& status,
 
 Result<std::vector<ProblemView>> ComputeViews(Store& store, int64_t campaign_id) {
   WS_ASSIGN_OR_RETURN(auto problems, store.CampaignProblems(campaign_id));
+  WS_ASSIGN_OR_RETURN(auto token_spend, store.TokenSpendByProblem(campaign_id));
   std::vector<ProblemView> out;
   for (const auto& p : problems) {
     WS_ASSIGN_OR_RETURN(auto attempts, store.Attempts(campaign_id, p.problem));
     WS_ASSIGN_OR_RETURN(auto evals, store.CampaignEvaluations(campaign_id, p.problem));
     out.push_back(ComputeView(p.problem, p.status, attempts, evals));
+    if (auto s = token_spend.find(p.problem); s != token_spend.end()) {
+      out.back().tokens = s->second.tokens;
+      out.back().dollars = s->second.dollars;
+    }
   }
   return out;
 }
@@ -1749,6 +1756,8 @@ Result<std::string> CampaignStatusJson(Store& store, int64_t id) {
               {"attempts", p.progress.attempts},
               {"evaluations", p.evaluations},
               {"gpu_seconds", p.gpu_seconds},
+              {"tokens", p.tokens},
+              {"dollars", p.dollars},
               {"attempts_since_improvement", p.progress.attempts_since_improvement}};
     j["best"] = nullptr;
     if (p.best_evaluation_id) {
@@ -1808,15 +1817,16 @@ Result<std::string> CampaignStatusText(Store& store, int64_t id) {
   t += fmt::format("  problems '{}', seed {}, {}\n", d.config.problems, d.config.seed,
                    d.config.compile_only ? "compile-only" : "on the GPU where there is one");
   t += "  spend: " + Display::SpendLine(d.spend, d.config.budget) + "\n\n";
-  t += fmt::format("  {:<28} {:>11} {:>7} {:>9} {:>6} {:>8}  {:<8} {}\n", "problem", "best us",
-                   "of SOL", "attempts", "evals", "GPU s", "status", "best by");
+  t += fmt::format("  {:<28} {:>11} {:>7} {:>9} {:>6} {:>8} {:>8}  {:<8} {}\n", "problem",
+                   "best us", "of SOL", "attempts", "evals", "GPU s", "cost $", "status",
+                   "best by");
   for (const auto& p : d.problems) {
     t += fmt::format(
-        "  {:<28} {:>11} {:>7} {:>9} {:>6} {:>8.1f}  {:<8} {}{}\n", p.problem,
+        "  {:<28} {:>11} {:>7} {:>9} {:>6} {:>8.1f} {:>8.2f}  {:<8} {}{}\n", p.problem,
         p.progress.best_time_us > 0 ? fmt::format("{:.2f}", p.progress.best_time_us) : "-",
         p.progress.best_sol_fraction > 0 ? fmt::format("{:.3f}", p.progress.best_sol_fraction)
                                          : "-",
-        p.progress.attempts, p.evaluations, p.gpu_seconds, p.status,
+        p.progress.attempts, p.evaluations, p.gpu_seconds, p.dollars, p.status,
         p.best_agent.empty() ? "" : p.best_agent + " " + p.best_knobs,
         p.best_flagged ? " [flagged]" : "");
   }

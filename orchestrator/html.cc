@@ -488,16 +488,17 @@ std::string CampaignPage(const json& c, const PageOptions& o) {
                      HtmlEscape(key), E(v), E(At(At(c, "budget"), key.c_str())));
   }
   b += "</tbody></table>\n<h2>Problems</h2><table><thead><tr><th>problem</th><th>status</th>"
-       "<th>attempts</th><th>evaluations</th><th>GPU s</th><th>best us</th><th>of SOL</th>"
-       "<th>best kernel</th><th>by</th></tr></thead><tbody>\n";
+       "<th>attempts</th><th>evaluations</th><th>GPU s</th><th>cost $</th><th>best us</th>"
+       "<th>of SOL</th><th>best kernel</th><th>by</th></tr></thead><tbody>\n";
   for (const auto& p : At(c, "problems")) {
     const json& best = At(p, "best");
     b += fmt::format(
         "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-        "<td>{}</td><td>{}</td></tr>\n",
+        "<td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
         ProblemLink(Get(p, "problem")), E(At(p, "status")), E(At(p, "attempts")),
-        E(At(p, "evaluations")), Num(At(p, "gpu_seconds"), "{:.1f}"), Num(At(best, "time_us")),
+        E(At(p, "evaluations")), Num(At(p, "gpu_seconds"), "{:.1f}"),
+        Num(At(p, "dollars"), "{:.2f}"), Num(At(best, "time_us")),
         Num(At(best, "sol_fraction"), "{:.3f}"), KernelLink(At(best, "kernel_id")),
         E(At(best, "agent")));
   }

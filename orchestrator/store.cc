@@ -1071,6 +1071,24 @@ Result<CampaignSpend> Store::Spend(int64_t campaign_id) {
   return out;
 }
 
+Result<std::map<std::string, CampaignSpend>> Store::TokenSpendByProblem(int64_t campaign_id) {
+  WS_ASSIGN_OR_RETURN(
+      Stmt s, Stmt::Prepare(db_,
+                            "SELECT a.problem, SUM(t.input_tokens + t.output_tokens), "
+                            "SUM(t.cost_usd) FROM agent_turns t "
+                            "JOIN attempts a ON a.id = t.attempt_id "
+                            "WHERE t.campaign_id = ?1 GROUP BY a.problem",
+                            "summing turns per problem"));
+  s.Bind(1, campaign_id);
+  std::map<std::string, CampaignSpend> out;
+  WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
+    CampaignSpend& p = out[s.Text(0)];
+    p.tokens = s.Int(1);
+    p.dollars = s.Double(2);
+  }));
+  return out;
+}
+
 Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> campaign_id) {
   std::map<std::string, AgentStats> by_agent;
   const std::string where = campaign_id ? "WHERE campaign_id = ?1" : "";

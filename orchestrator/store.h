@@ -246,6 +246,9 @@ class Store {
   Result<std::vector<EvaluationRecord>> CampaignEvaluations(int64_t campaign_id,
                                                             const std::string& problem);
   Result<CampaignSpend> Spend(int64_t campaign_id);
+  /// The models' tokens and dollars per problem (each turn counted to its attempt's problem,
+  /// reviews included); `evaluations`, `gpu_seconds` and `wall_seconds` are left 0.
+  Result<std::map<std::string, CampaignSpend>> TokenSpendByProblem(int64_t campaign_id);
   /// Per agent; `campaign_id` empty means every campaign (and `warpsmith eval`, as agent "").
   Result<std::vector<AgentStats>> AgentStatistics(std::optional<int64_t> campaign_id);
 

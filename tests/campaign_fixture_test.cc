@@ -189,6 +189,8 @@ TEST_P(CampaignFixtureTest, CompileOnlyCampaignEndToEnd) {
   EXPECT_EQ(j["problems"][0]["problem"], kProblem);
   EXPECT_EQ(j["problems"][0]["attempts"], 1);
   EXPECT_EQ(j["problems"][0]["evaluations"], 3);
+  EXPECT_EQ(j["problems"][0]["tokens"], j["spent"]["tokens"]) << "one problem: all of it";
+  EXPECT_NEAR(j["problems"][0]["dollars"].get<double>(), cost, 1e-12);
   EXPECT_TRUE(j["problems"][0]["best"].is_null()) << "compile-only: nothing is ranked";
 
   CliRun board = Warpsmith({"leaderboard", "--json"});

@@ -584,6 +584,12 @@ TEST_F(CampaignTest, LlmWorkerAgainstAScriptedEndpoint) {
   EXPECT_NEAR(a["cost_usd"].get<double>(), 0.035, 1e-9);
   EXPECT_EQ(a["verdicts"]["ok"], 2);
   EXPECT_TRUE(j["problems"][0]["best"]["flagged"].get<bool>());
+  // The review is counted to the problem whose winner it read.
+  EXPECT_EQ(j["problems"][0]["tokens"], 3 * 1200 + 520);
+  EXPECT_NEAR(j["problems"][0]["dollars"].get<double>(), 0.035, 1e-9);
+  auto text = CampaignStatusText(*store, *id);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("cost $"), std::string::npos) << *text;
 }
 
 TEST_F(CampaignTest, ADollarsBudgetNeedsEveryLlmAgentsPrice) {
