@@ -93,32 +93,6 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(data_, size_);
 }
 
-Status WriteFileMapped(const std::string& path, size_t size,
-                       const std::function<void(void* dst)>& fill) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error("cannot write {}: {}", path, std::strerror(errno));
-  const auto fail = [&](const char* what, int e) {
-    ::close(fd);
-    return Status::Error("cannot write {}: {}: {}", path, what, std::strerror(e));
-  };
-  if (size == 0) {
-    ::close(fd);
-    return Status::Ok();
-  }
-  // posix_fallocate returns the error rather than setting errno.
-  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); e != 0) {
-    return fail("reserving the space", e);
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return fail("mapping it", errno);
-  fill(p);
-  const int unmapped = ::munmap(p, size);
-  const int e = errno;
-  if (unmapped != 0) return fail("unmapping it", e);
-  if (::close(fd) != 0) return Status::Error("cannot write {}: {}", path, std::strerror(errno));
-  return Status::Ok();
-}
-
 Status WriteFileAtomic(const std::string& path, std::string_view data) {
   std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   {

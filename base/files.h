@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,14 +37,6 @@ class MappedFile {
   void* data_ = nullptr;  // null for an empty file
   size_t size_ = 0;
 };
-
-/// Creates (or truncates) `path` with `size` bytes, reserved on disk first, and has `fill` write
-/// them in place through a shared mapping: no staging buffer to fault in and copy from (the runner
-/// writes output dumps of gigabytes straight from the device). An error names the file; with the
-/// space reserved, a full disk is an error here and never a fault inside `fill` (which must not
-/// throw).
-Status WriteFileMapped(const std::string& path, size_t size,
-                       const std::function<void(void* dst)>& fill);
 
 /// Writes to a temporary file beside `path` and renames it over `path`, so readers never see a
 /// half-written file.

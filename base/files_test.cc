@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <string>
 
 namespace ws {
@@ -79,25 +78,6 @@ TEST(FilesTest, MapsAnEmptyFileAndRefusesWhatIsNotAFile) {
   auto dir = MappedFile::Open(testing::TempDir());
   ASSERT_FALSE(dir.ok());
   EXPECT_NE(dir.status().message().find("not a regular file"), std::string::npos);
-}
-
-TEST(FilesTest, WritesAFileInPlaceThroughAMapping) {
-  std::string data(3 << 20, '\0');
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 2246822519u >> 11);
-  const std::string path = TempPath("mapped_write");
-  ASSERT_TRUE(WriteFileAtomic(path, std::string(5 << 20, 'x')).ok());  // longer: truncated
-  ASSERT_TRUE(WriteFileMapped(path, data.size(), [&](void* dst) {
-                std::memcpy(dst, data.data(), data.size());
-              }).ok());
-  EXPECT_EQ(*ReadFile(path), data);
-  bool called = false;
-  ASSERT_TRUE(WriteFileMapped(path, 0, [&](void*) { called = true; }).ok());
-  EXPECT_FALSE(called) << "nothing to write";
-  EXPECT_TRUE(ReadFile(path)->empty());
-  ::unlink(path.c_str());
-  const Status missing = WriteFileMapped("/nonexistent/ws_dir/out.bin", 16, [](void*) {});
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.message().find("/nonexistent/ws_dir/out.bin"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -89,15 +90,11 @@ Status EncodeTensorMap(const TensorMapEncoding& e, CUdeviceptr address, void* ou
   std::exit(kExitRunnerError);
 }
 
-// A device buffer into a dump file, copied straight into the file's pages: dumps run to
-// gigabytes, and a staging vector cost a fresh allocation to fault in and a second copy. Returns
-// the copy's result; a file error ends the runner.
-CUresult DumpOrDie(const std::string& path, CUdeviceptr src, size_t bytes) {
-  CUresult r = CUDA_SUCCESS;
-  const Status w =
-      WriteFileMapped(path, bytes, [&](void* dst) { r = cuMemcpyDtoH(dst, src, bytes); });
-  if (!w.ok()) HostFailure(w.message());
-  return r;
+void WriteFileOrDie(const std::string& path, const void* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  out.close();
+  if (!out) HostFailure("cannot write " + path);
 }
 
 std::string Hex64(uint64_t v) { return fmt::format("{:016x}", v); }
@@ -542,6 +539,7 @@ Status CaseRun::CollectGuards() {
 // result, the others as bytes to `<dump>.<tag>.<name>.bin`. Called only after the stream has
 // synchronized, so the candidate's launches of this run have completed before the key is used.
 void CaseRun::DumpOutputs(const std::string& tag) {
+  std::vector<uint8_t> host;
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     if (c_.tensors[t].input) continue;
     const std::string& name = c_.tensors[t].name;
@@ -553,26 +551,33 @@ void CaseRun::DumpOutputs(const std::string& tag) {
       continue;
     }
     if (c_.dump.empty()) continue;
-    const CUresult r = DumpOrDie(fmt::format("{}.{}.{}.bin", c_.dump, tag, name), outputs_[t].ptr,
-                                 static_cast<size_t>(outputs_[t].bytes));
-    if (r != CUDA_SUCCESS) {
-      Fail("crashed", fmt::format("{} reading output '{}'", CuErrorName(r), name));
-      return;
+    host.resize(static_cast<size_t>(outputs_[t].bytes));
+    if (!host.empty()) {
+      CUresult r = cuMemcpyDtoH(host.data(), outputs_[t].ptr, host.size());
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} reading output '{}'", CuErrorName(r), name));
+        return;
+      }
     }
+    WriteFileOrDie(fmt::format("{}.{}.{}.bin", c_.dump, tag, name), host.data(), host.size());
   }
 }
 
 void CaseRun::DumpInputs() {
   if (c_.dump.empty()) return;
+  std::vector<uint8_t> host;
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     if (!c_.tensors[t].input) continue;
-    const CUresult r =
-        DumpOrDie(fmt::format("{}.input.{}.bin", c_.dump, c_.tensors[t].name), inputs_[0][t].ptr,
-                  static_cast<size_t>(inputs_[0][t].bytes));
-    if (r != CUDA_SUCCESS) {
-      Fail("crashed", fmt::format("{} reading input '{}'", CuErrorName(r), c_.tensors[t].name));
-      return;
+    host.resize(static_cast<size_t>(inputs_[0][t].bytes));
+    if (!host.empty()) {
+      CUresult r = cuMemcpyDtoH(host.data(), inputs_[0][t].ptr, host.size());
+      if (r != CUDA_SUCCESS) {
+        Fail("crashed", fmt::format("{} reading input '{}'", CuErrorName(r), c_.tensors[t].name));
+        return;
+      }
     }
+    WriteFileOrDie(fmt::format("{}.input.{}.bin", c_.dump, c_.tensors[t].name), host.data(),
+                   host.size());
   }
 }
 
