@@ -177,7 +177,8 @@ TEST_P(CampaignFixtureTest, CompileOnlyCampaignEndToEnd) {
   EXPECT_EQ(a["output_tokens"], 40 + 120 + 900 + 850);
   // At --price 2,10,0.5,2.5: cache reads at 0.5, writes (Anthropic reports them; OpenAI's cache
   // costs nothing to fill) at 2.5, the rest of the input at 2, output at 10 USD per million.
-  const double read = 2000 + 2200 + 2600, written = p.name == "anthropic" ? 2000 + 200 + 400 + 1000 : 0;
+  const double read = 2000 + 2200 + 2600;
+  const double written = p.name == "anthropic" ? 2000 + 200 + 400 + 1000 : 0;
   const double cost = ((2000 + 2200 + 2600 + 3600 - read - written) * 2 + read * 0.5 +
                        written * 2.5 + (40 + 120 + 900 + 850) * 10) /
                       1e6;
