@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# overlap, trace, libpair, profile, bench, bandwidth.
+# dumps, overlap, trace, libpair, profile, bench, bandwidth.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -112,6 +112,25 @@ for stage in "$@"; do
       build/tests/hostile_gpu_test --gtest_brief=1 --gtest_filter="${HOSTILE_FILTER:-*}" \
         >"$OUT/hostile_gpu_test.log" 2>&1 || status=1
       grep -E "PASSED|FAILED|Failure" -A3 "$OUT/hostile_gpu_test.log" | head -60 ;;
+    dumps)
+      # The runner's dumps, A/B on one host: build/ws_runner against DUMPS_RUNNER_B (default
+      # build/ws_runner_b, carried beside it), DUMPS_ROUNDS (default 3) rounds alternating the
+      # two over DUMPS_PROBLEMS; verdicts and phases to $OUT/dumps/.
+      mkdir -p "$OUT/dumps"
+      b=${DUMPS_RUNNER_B:-build/ws_runner_b}
+      if [[ ! -x $b ]]; then echo "dumps: no runner B at $b"; status=1; continue; fi
+      cp build/ws_runner /tmp/ws_runner_a && cp "$b" /tmp/ws_runner_b
+      for r in $(seq 1 "${DUMPS_ROUNDS:-3}"); do
+        for p in ${DUMPS_PROBLEMS:-rmsnorm_quantize bf16_gemm}; do
+          for which in a b; do
+            cp "/tmp/ws_runner_$which" build/ws_runner
+            f="$OUT/dumps/$p.$which.$r.json"
+            $ws eval "$p" "kernels/$p/kernel.cu" --json >"$f" 2>"${f%.json}.err"
+            echo "dumps $p runner $which round $r: $(verdict "$f"); $(phases "$f")"
+          done
+        done
+      done
+      cp /tmp/ws_runner_a build/ws_runner ;;
     overlap)
       # The candidate runner's start-up overlapped with the reference (the default;
       # evaluator/gpu_lock.h's TurnGate) against the serial order (WARPSMITH_OVERLAP_RUNNERS=0):
