@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #define CHECK(x)                                                                     \
@@ -177,6 +178,17 @@ int main() {
       if (m.in == 2 && m.out == 2) stream_mix<2, 2><<<grid, block>>>(src, dst, steps);
     };
     row(m.name, moved, m.elements ? time_ms(launch, flush_l2) : time_ms(launch));
+  }
+  // The driver's copy moving the same bytes as each bench size (half read, half written), L2
+  // flushed: what "copy bandwidth" reaches at that size, against the probe's 2 GiB copy.
+  for (const Mix& m : mixes) {
+    if (!m.elements) continue;
+    const size_t half = m.elements * (m.in + m.out) / 2;
+    char name[64];
+    std::snprintf(name, sizeof(name), "memcpy%s", std::strchr(m.name, '_') + 5);
+    row(name, 2.0 * double(half), time_ms([&] {
+          CHECK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice));
+        }, flush_l2));
   }
   CHECK(cudaFree(flush));
   // Fan-out at the permute's row sizes: 7168-byte rows (H 7168 in e4m3 from bf16 is 2:1, here
