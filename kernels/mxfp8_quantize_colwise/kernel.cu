@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
+{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
@@ -34,8 +34,10 @@
 //    the rowwise kernel; sm_100a takes rceil from cvt.rp.satfinite.ue8m0x2.f32, two at once.
 //
 // Knobs: RB (32-row blocks per tile: BM, so q_t bytes per row per CTA), KT (64-column subtiles:
-// read run per x row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t rows and scales_t
-// sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long runs),
+// read run per x row = 128*KT bytes; 3 tiles K 2880 in 15 whole tiles where 2 leaves 22 and a
+// half: queued, with GROUP_K 5 for three whole groups), ORDER (0: CTAs walk M fastest, so q_t
+// rows and scales_t sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long
+// runs),
 // LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads, 3: cp.async), STORE_CS (.cs).
 // GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
