@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
-              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
+{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
+              "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
@@ -34,8 +34,9 @@
 //    the rowwise kernel; sm_100a takes rceil from cvt.rp.satfinite.ue8m0x2.f32, two at once.
 //
 // Knobs: RB (32-row blocks per tile: BM, q_t bytes per row per CTA), KT (64-column subtiles:
-// read run per row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t rows and scales_t
-// sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long runs),
+// read run per row = 128*KT bytes; 3 tiles K 2880 whole, without ROW16 and GATHER), ORDER (0:
+// CTAs walk M fastest, so q_t rows and scales_t sectors fill from consecutive CTAs; 1: K
+// fastest, so x rows are read in long runs),
 // LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads, 3: cp.async), STORE_CS (.cs).
 // GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
@@ -141,10 +142,10 @@
 #define SCALE_WORDS 1
 #endif
 #ifndef ROW16
-#define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
+#define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT 2 or 4)
 #endif
 #ifndef GATHER
-#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
@@ -158,10 +159,11 @@ namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
+                              SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;  // SCALE_TILES' second launch
+// KT 3's 6-byte scale rows take the word loop.
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0 && KT != 3>;  // SCALE_TILES' 2nd launch
 
 }  // namespace
 
