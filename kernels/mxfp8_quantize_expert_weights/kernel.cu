@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
-              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16], "SCALE_WORDS": [1, 0],
+{ "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
+              "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
@@ -33,8 +33,9 @@
 //  - Scale rules as the rowwise kernel; sm_100a takes rceil from cvt.rp.satfinite.ue8m0x2.f32.
 //  - 64-bit indexing throughout: E*N*K reaches 2.1e9 (gpt-oss-120b).
 //
-// Knobs: RB, KT (tile shape), ORDER (0: N fastest within an expert, 1: K fastest), LOAD_PATH
-// (0: by arch, 1: TMA bulk, 2: vector loads), STORE_CS (st.global.cs).
+// Knobs: RB, KT (tile shape; KT 3 tiles K 2880 whole, without ROW16 and GATHER), ORDER (0: N
+// fastest within an expert, 1: K fastest), LOAD_PATH (0: by arch, 1: TMA bulk, 2: vector
+// loads), STORE_CS (st.global.cs).
 // GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
 // launch-order neighbours are K neighbours, M neighbours GROUP_K apart), SCALE_WORDS (0: one
 // byte store per scale, as measured; 1: scales / scales_t as 32-bit words where whole and
@@ -102,10 +103,10 @@
 #define SCALE_WORDS 1
 #endif
 #ifndef ROW16
-#define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT >= 2)
+#define ROW16 1  // 1: the rowwise half two lanes per block, 16-byte q stores (KT 2 or 4)
 #endif
 #ifndef GATHER
-#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (as the dual's)
@@ -119,11 +120,11 @@ namespace {
 
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, ROW16 != 0 && KT >= 2, LOAD_PATH == 3,
+                              SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
 static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
-// SCALE_TILES' second launch, per expert
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
+// SCALE_TILES' second launch, per expert (KT 3's 6-byte scale rows take the word loop)
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0 && KT != 3>;
 
 }  // namespace
 
