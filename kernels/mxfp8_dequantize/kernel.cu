@@ -1,6 +1,6 @@
 /* warpsmith:plan
-{ "knobs":  { "CHUNKS": [4, 2, 8], "THREADS": [256, 512, 128], "VEC": [0, 8, 16],
-              "BF16_CVT": [0, 1], "STORE_CS": [1, 0] },
+{ "knobs":  { "CHUNKS": [2, 4, 1, 8], "THREADS": [256, 512, 128], "VEC": [0, 8, 16],
+              "BF16_CVT": [0, 1], "STORE_CS": [0, 1] },
   "launch": [ { "kernel": "sm90_mxfp8_bf16_dequantize",
                 "grid":  ["ceil_div(M * K, max(VEC, 8) * CHUNKS * THREADS)"],
                 "block": ["THREADS"], "smem": "0",
@@ -29,22 +29,23 @@
 // scale byte. SCALE_LOAD 1 (one warp load for a warp tile's scale bytes, handed out by shuffles:
 // a quarter to an eighth of the scale requests) ran 0.998x, with CHUNKS 8 1.002x (session 32,
 // bench/results/sweeps-h200-2026-12-05-session32.json) and was removed (git dd1a2aa has it).
-// Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
-//   ok at every shape; bench geomean 184.1 us, 0.92 of speed-of-light
-//   (the Triton peer reached 0.96 of copy: not yet beaten).
-//
+// Defaults (session 36, s36c1, the same call, controls within 0.2%): CHUNKS 2 with plain stores
+// ran 1.022-1.026x the former CHUNKS 4 with st.global.cs at every bench shape, 0.92-0.97 of
+// speed-of-light; CHUNKS 2 alone 1.017x, THREADS 128 1.015x, CHUNKS 2 THREADS 512 1.005x
+// (bench/results/sweeps-h200-2026-12-05-session36.json). Fewer loads in flight per lane with
+// more lanes resident, as the Triton peer (128 threads, 16-32 elements each) does.
 // Evaluate: build/warpsmith eval mxfp8_dequantize kernels/mxfp8_dequantize/kernel.cu [--knob ...]
 //
 // SASS claims (scripts/check_sass.py): sm_100a stores 32 bytes per lane (256-bit stores); both
 //  convert to bf16 with the packed cvt.
-// warpsmith:sass sm_100a: STG.E.EF.ENL2.256 F2FP.BF16
+// warpsmith:sass sm_100a: STG.E.ENL2.256 F2FP.BF16
 // warpsmith:sass sm_90a: F2FP.BF16
 
 #include "ws/memory.cuh"
 #include "ws/mx.cuh"
 
 #ifndef CHUNKS
-#define CHUNKS 4
+#define CHUNKS 2
 #endif
 #ifndef THREADS
 #define THREADS 256
@@ -56,7 +57,7 @@
 #define BF16_CVT 0
 #endif
 #ifndef STORE_CS
-#define STORE_CS 1
+#define STORE_CS 0
 #endif
 
 namespace {

@@ -1,17 +1,30 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
-  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "KT_ALT": [0, 3], "GROUP_K_ALT": [5, 8, 0] },
+  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * max(ceil_div(K, 64 * KT) * KT, ceil_div(K, 64 * max(KT_ALT, 1)) * max(KT_ALT, 1))",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
+                "when": "KT_ALT == 0 || ceil_div(K, 64) % KT == 0 || ceil_div(K, 64) % max(KT_ALT, 1) != 0",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"],
                 "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
-              { "kernel": "sm90_mxfp8_quantize_colwise_scales", "when": "SCALE_TILES != 0", "pdl": true,
+              { "kernel": "sm90_mxfp8_quantize_colwise_scales", "pdl": true,
+                "when": "SCALE_TILES != 0 && (KT_ALT == 0 || ceil_div(K, 64) % KT == 0 || ceil_div(K, 64) % max(KT_ALT, 1) != 0)",
                 "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
                 "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
+                "args":  ["workspace", "scales_t", "M", "K"] },
+              { "kernel": "sm90_bf16_mxfp8_quantize_colwise_alt",
+                "when": "KT_ALT != 0 && ceil_div(K, 64) % KT != 0 && ceil_div(K, 64) % max(KT_ALT, 1) == 0",
+                "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * max(KT_ALT, 1))"],
+                "block": ["32 * RB * max(KT_ALT, 1)"],
+                "smem": "32 * RB * 64 * max(KT_ALT, 1) * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * max(KT_ALT, 1) * RB",
+                "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
+              { "kernel": "sm90_mxfp8_quantize_colwise_alt_scales", "pdl": true,
+                "when": "SCALE_TILES != 0 && KT_ALT != 0 && ceil_div(K, 64) % KT != 0 && ceil_div(K, 64) % max(KT_ALT, 1) == 0",
+                "grid":  ["ceil_div(K, 64 * max(KT_ALT, 1)) * ceil_div(ceil_div(M, 32 * RB), 32)"],
+                "block": ["256"], "smem": "32 * (64 * RB * max(KT_ALT, 1) + 4)",
                 "args":  ["workspace", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
@@ -34,8 +47,7 @@
 //    the rowwise kernel; sm_100a takes rceil from cvt.rp.satfinite.ue8m0x2.f32, two at once.
 //
 // Knobs: RB (32-row blocks per tile: BM, so q_t bytes per row per CTA), KT (64-column subtiles:
-// read run per x row = 128*KT bytes; 3 tiles K 2880 in 15 whole tiles where 2 leaves 22 and a
-// half: queued, with GROUP_K 5 for three whole groups), ORDER (0: CTAs walk M fastest, so q_t
+// read run per x row = 128*KT bytes), ORDER (0: CTAs walk M fastest, so q_t
 // rows and scales_t sectors fill from consecutive CTAs; 1: K fastest, so x rows are read in long
 // runs),
 // LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads, 3: cp.async), STORE_CS (.cs).
@@ -51,6 +63,10 @@
 // default since session 32: 1.011x geomean at rceil (1.016-1.018x at the three large shapes,
 // 0.993x at 16384x2880), `ok` at every test and hidden shape; SCALE_TILES alone 0.957x in the
 // same call (bench/results/sweeps-h200-2026-12-05-session32.json).
+// KT_ALT (0: off), GROUP_K_ALT: where KT leaves a partial tile column and KT_ALT does not, a
+// second pair of launches with KT_ALT subtiles per tile in groups of GROUP_K_ALT. At K 2880 (45
+// subtiles) KT 2 leaves 22 tiles and a half, KT 3 makes 15 whole ones: KT=3 GROUP_K=5 ran
+// 1.033x there (s36c1, controls 1.010x apart; bench/results/sweeps-h200-2026-12-05-session36.json).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -120,55 +136,106 @@
 #define SCALE_WORDS 1
 #endif
 
+#ifndef KT_ALT
+#define KT_ALT 0  // > 0: KT_ALT subtiles per tile where KT leaves a partial tile column
+#endif
+#ifndef GROUP_K_ALT
+#define GROUP_K_ALT 5
+#endif
+
 namespace {
 
-using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
-                              ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
-                              SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
-// SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
-using ColGather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
-static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
+// The quantize and its scales gather at kKT subtiles per tile in groups of kGroupK k tiles: the
+// knobs' KT and GROUP_K, and KT_ALT's instance, each a pair of entry points below.
+template <int kKT, int kGroupK>
+struct Colwise {
+  static_assert(kGroupK >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
+  using Tile = ws::mx::DualTile<RB, kKT, WS_ROUNDING == WS_ROUNDING_FLOOR,
+                                ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
+                                SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
+  // SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
+  using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
+
+  static __device__ __forceinline__ void quantize(const unsigned short* __restrict__ x,
+                                                  unsigned char* __restrict__ q_t,
+                                                  unsigned char* __restrict__ scales_t,
+                                                  unsigned char* __restrict__ ws, int M, int K) {
+    extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
+    const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
+    const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
+    long long tm, tk;
+    if constexpr (kGroupK > 0) {
+      // Groups of kGroupK k tiles, k fastest inside a group, then m: CTA neighbours in the
+      // launch order are K neighbours (x rows and q rows in kGroupK-tile runs), M neighbours
+      // kGroupK apart.
+      const long long per_group = tiles_m * kGroupK;
+      const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+      const long long width = min(static_cast<long long>(kGroupK), tiles_k - group * kGroupK);
+      tm = in_group / width;
+      tk = group * kGroupK + in_group % width;
+    } else if constexpr (ORDER == 0) {
+      tm = blockIdx.x % tiles_m;
+      tk = blockIdx.x / tiles_m;
+    } else {
+      tk = blockIdx.x % tiles_k;
+      tm = blockIdx.x / tiles_k;
+    }
+#if SCALE_TILES
+    scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
+#else
+    (void)ws;
+#endif
+    Tile::template quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM,
+                                   tk * Tile::kBK, smem);
+  }
+
+  // SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of
+  // 32 tiles of one tile column.
+  static __device__ __forceinline__ void gather(const unsigned char* __restrict__ ws,
+                                                unsigned char* __restrict__ scales_t, int M,
+                                                int K) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    ws::griddep_wait();  // the quantize launch's workspace
+    const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
+    Gather::run_cta(ws, scales_t, K, tiles_m, M / 32, blockIdx.x, smem);
+  }
+};
+
+using Main = Colwise<KT, GROUP_K>;
 
 }  // namespace
 
 // x (M,K) bf16 bits; q_t (K,M) e4m3, scales_t (K,M/32) e8m0. One CTA per (kBM x kBK) tile;
 // M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void __launch_bounds__(Tile::kThreads)
+extern "C" __global__ void __launch_bounds__(Main::Tile::kThreads)
     sm90_bf16_mxfp8_quantize_colwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t,
                                      unsigned char* __restrict__ ws, int M, int K) {
-  extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
-  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
-  const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-#if GROUP_K > 0
-  // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
-  // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K apart.
-  const long long per_group = tiles_m * GROUP_K;
-  const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
-  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
-  const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
-#elif ORDER == 0
-  const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
-#else
-  const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;
-#endif
-#if SCALE_TILES
-  scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
-#else
-  (void)ws;
-#endif
-  Tile::quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
-                        smem);
+  Main::quantize(x, q_t, scales_t, ws, M, K);
 }
 
-// SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of 32
-// tiles of one tile column.
-extern "C" __global__ void __launch_bounds__(ColGather::kThreads)
+extern "C" __global__ void __launch_bounds__(Main::Gather::kThreads)
     sm90_mxfp8_quantize_colwise_scales(const unsigned char* __restrict__ ws,
                                        unsigned char* __restrict__ scales_t, int M, int K) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  ws::griddep_wait();  // the quantize launch's workspace
-  const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
-  ColGather::run_cta(ws, scales_t, K, tiles_m, M / 32, blockIdx.x, smem);
+  Main::gather(ws, scales_t, M, K);
 }
+
+#if KT_ALT > 0
+// The same at KT_ALT subtiles per tile, where the plan picks it.
+using Alt = Colwise<KT_ALT, GROUP_K_ALT>;
+
+extern "C" __global__ void __launch_bounds__(Alt::Tile::kThreads)
+    sm90_bf16_mxfp8_quantize_colwise_alt(const unsigned short* __restrict__ x,
+                                         unsigned char* __restrict__ q_t,
+                                         unsigned char* __restrict__ scales_t,
+                                         unsigned char* __restrict__ ws, int M, int K) {
+  Alt::quantize(x, q_t, scales_t, ws, M, K);
+}
+
+extern "C" __global__ void __launch_bounds__(Alt::Gather::kThreads)
+    sm90_mxfp8_quantize_colwise_alt_scales(const unsigned char* __restrict__ ws,
+                                           unsigned char* __restrict__ scales_t, int M, int K) {
+  Alt::gather(ws, scales_t, M, K);
+}
+#endif

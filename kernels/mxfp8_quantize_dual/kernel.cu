@@ -34,7 +34,8 @@
 //    the rowwise kernel; sm_100a takes rceil from cvt.rp.satfinite.ue8m0x2.f32, two at once.
 //
 // Knobs: RB (32-row blocks per tile: BM, q_t bytes per row per CTA), KT (64-column subtiles:
-// read run per row = 128*KT bytes; 3 tiles K 2880 whole, without ROW16 and GATHER), ORDER (0:
+// read run per row = 128*KT bytes; 3 tiles K 2880 whole, without ROW16 and GATHER: 0.91x there,
+// with GROUP_K 5 too, where ROW16=0 GATHER=0 alone ran 0.87x, s36c1), ORDER (0:
 // CTAs walk M fastest, so q_t rows and scales_t sectors fill from consecutive CTAs; 1: K
 // fastest, so x rows are read in long runs),
 // LOAD_PATH (0: by arch as above, 1: TMA bulk, 2: vector loads, 3: cp.async), STORE_CS (.cs).

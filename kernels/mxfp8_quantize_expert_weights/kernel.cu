@@ -33,7 +33,8 @@
 //  - Scale rules as the rowwise kernel; sm_100a takes rceil from cvt.rp.satfinite.ue8m0x2.f32.
 //  - 64-bit indexing throughout: E*N*K reaches 2.1e9 (gpt-oss-120b).
 //
-// Knobs: RB, KT (tile shape; KT 3 tiles K 2880 whole, without ROW16 and GATHER), ORDER (0: N
+// Knobs: RB, KT (tile shape; KT 3 tiles K 2880 whole, without ROW16 and GATHER: 0.91x at E128
+// N5760 K2880, with GROUP_K 5 too, where ROW16=0 GATHER=0 alone ran 0.85x, s36c1), ORDER (0: N
 // fastest within an expert, 1: K fastest), LOAD_PATH (0: by arch, 1: TMA bulk, 2: vector
 // loads), STORE_CS (st.global.cs).
 // GROUP_K (0: ORDER decides; else groups of GROUP_K k tiles, k fastest inside a group, then m:
