@@ -149,7 +149,6 @@ namespace {
 // knobs' KT and GROUP_K, and KT_ALT's instance, each a pair of entry points below.
 template <int kKT, int kGroupK>
 struct Colwise {
-  static_assert(kGroupK >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
   using Tile = ws::mx::DualTile<RB, kKT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                                 ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                                 SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
@@ -163,23 +162,9 @@ struct Colwise {
     extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
     const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
     const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-    long long tm, tk;
-    if constexpr (kGroupK > 0) {
-      // Groups of kGroupK k tiles, k fastest inside a group, then m: CTA neighbours in the
-      // launch order are K neighbours (x rows and q rows in kGroupK-tile runs), M neighbours
-      // kGroupK apart.
-      const long long per_group = tiles_m * kGroupK;
-      const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
-      const long long width = min(static_cast<long long>(kGroupK), tiles_k - group * kGroupK);
-      tm = in_group / width;
-      tk = group * kGroupK + in_group % width;
-    } else if constexpr (ORDER == 0) {
-      tm = blockIdx.x % tiles_m;
-      tk = blockIdx.x / tiles_m;
-    } else {
-      tk = blockIdx.x % tiles_k;
-      tm = blockIdx.x / tiles_k;
-    }
+    long long tm, tk;  // kGroupK > 0: x rows and q_t rows in kGroupK-tile runs
+    ws::mx::grouped_tile<kGroupK, ORDER != 0>(static_cast<long long>(blockIdx.x), tiles_m,
+                                              tiles_k, tm, tk);
 #if SCALE_TILES
     scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
 #else

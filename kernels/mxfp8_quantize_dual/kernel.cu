@@ -162,7 +162,6 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
-static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 // KT 3's 6-byte scale rows take the word loop.
 using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0 && KT != 3>;  // SCALE_TILES' 2nd launch
 
@@ -181,18 +180,9 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
-#if GROUP_K > 0
-  // Groups of GROUP_K k tiles, k fastest inside a group, then m: CTA neighbours in the launch
-  // order are K neighbours (x rows and q rows in GROUP_K-tile runs), M neighbours GROUP_K apart.
-  const long long per_group = tiles_m * GROUP_K;
-  const long long group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
-  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
-  const long long tm = in_group / width, tk = group * GROUP_K + in_group % width;
-#elif ORDER == 0
-  const long long tm = blockIdx.x % tiles_m, tk = blockIdx.x / tiles_m;
-#else
-  const long long tk = blockIdx.x % tiles_k, tm = blockIdx.x / tiles_k;
-#endif
+  long long tm, tk;  // GROUP_K > 0: x rows and q rows in GROUP_K-tile runs
+  ws::mx::grouped_tile<GROUP_K, ORDER != 0>(static_cast<long long>(blockIdx.x), tiles_m, tiles_k,
+                                            tm, tk);
 #if SCALE_TILES
   scales = ws + (tm * tiles_k + tk) * Tile::kScaleTileBytes;
   scales_t = ws + (tiles_m * tiles_k + tk * tiles_m + tm) * Tile::kScaleTileBytes;

@@ -123,7 +123,6 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
-static_assert(GROUP_K >= 0, "GROUP_K: 0 (ORDER decides) or k tiles per CTA group");
 // SCALE_TILES' second launch, per expert (KT 3's 6-byte scale rows take the word loop)
 using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0 && KT != 3>;
 
@@ -144,17 +143,8 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long per_expert = tiles_n * tiles_k;
   const long long e = blockIdx.x / per_expert, t = blockIdx.x % per_expert;
   if (e >= E) return;
-#if GROUP_K > 0
-  // Within the expert: groups of GROUP_K k tiles, k fastest inside a group, then n.
-  const long long per_group = tiles_n * GROUP_K;
-  const long long group = t / per_group, in_group = t % per_group;
-  const long long width = min(static_cast<long long>(GROUP_K), tiles_k - group * GROUP_K);
-  const long long tn = in_group / width, tk = group * GROUP_K + in_group % width;
-#elif ORDER == 0
-  const long long tn = t % tiles_n, tk = t / tiles_n;
-#else
-  const long long tk = t % tiles_k, tn = t / tiles_k;
-#endif
+  long long tn, tk;  // within the expert
+  ws::mx::grouped_tile<GROUP_K, ORDER != 0>(t, tiles_n, tiles_k, tn, tk);
   const long long elems = static_cast<long long>(N) * K;  // per expert
   unsigned char* sk = s_k + e * (elems / 32);
   unsigned char* sn = s_n + e * (elems / 32);

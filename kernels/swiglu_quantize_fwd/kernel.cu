@@ -261,16 +261,7 @@ __device__ __forceinline__ int qt_offset(int k, int ch) {
 
 // CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
 __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
-  if constexpr (Config::kGroupI == 0) {
-    mt = bid / col_tiles;
-    it = bid % col_tiles;
-  } else {
-    const int per_group = m_tiles * Config::kGroupI;
-    const int group = bid / per_group, in_group = bid % per_group;
-    const int width = min(Config::kGroupI, col_tiles - group * Config::kGroupI);
-    mt = in_group / width;
-    it = group * Config::kGroupI + in_group % width;
-  }
+  ws::mx::grouped_tile<Config::kGroupI, true>(bid, m_tiles, col_tiles, mt, it);
 }
 
 }  // namespace

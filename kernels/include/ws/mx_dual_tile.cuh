@@ -33,6 +33,28 @@ constexpr bool use_bulk_loads(int load_path) {
 #endif
 }
 
+/// The (m, k) tile of launch index bid over an m_tiles x k_tiles grid. kGroupK > 0: groups of
+/// kGroupK k tiles, k fastest inside a group, then m, so launch neighbours are k neighbours
+/// (long runs of each row) and m neighbours kGroupK apart; the last group may be narrower.
+/// kGroupK 0: m fastest (kKFastest false) or k fastest.
+template <int kGroupK, bool kKFastest, typename Int>
+__device__ __forceinline__ void grouped_tile(Int bid, Int m_tiles, Int k_tiles, Int& tm, Int& tk) {
+  static_assert(kGroupK >= 0, "kGroupK: 0 (kKFastest decides) or k tiles per group");
+  if constexpr (kGroupK > 0) {
+    const Int per_group = m_tiles * kGroupK;
+    const Int group = bid / per_group, in_group = bid % per_group;
+    const Int width = min(static_cast<Int>(kGroupK), k_tiles - group * kGroupK);
+    tm = in_group / width;
+    tk = group * kGroupK + in_group % width;
+  } else if constexpr (kKFastest) {
+    tk = bid % k_tiles;
+    tm = bid / k_tiles;
+  } else {
+    tm = bid % m_tiles;
+    tk = bid / m_tiles;
+  }
+}
+
 /// kRowBlocks: 32-row blocks per tile (BM = 32 kRowBlocks); kSubtiles: 64-column subtiles (BK =
 /// 64 kSubtiles); one warp per (row block, subtile). kFloor: floor scales, else rceil. kUseTma:
 /// bulk-copy loads, else vector loads. kStoreCs: st.global.cs for q and q_t. kScaleWords: scales
