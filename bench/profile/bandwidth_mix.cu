@@ -185,7 +185,7 @@ int main() {
     if (!m.elements) continue;
     const size_t half = m.elements * (m.in + m.out) / 2;
     char name[64];
-    std::snprintf(name, sizeof(name), "memcpy%s", std::strchr(m.name, '_') + 5);
+    std::snprintf(name, sizeof(name), "memcpy%s", std::strrchr(m.name, '_'));
     row(name, 2.0 * double(half), time_ms([&] {
           CHECK(cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice));
         }, flush_l2));

@@ -123,8 +123,8 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
-// SCALE_TILES' second launch, per expert (KT 3's 6-byte scale rows take the word loop)
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0 && KT != 3>;
+// SCALE_TILES' second launch, per expert
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
 
 }  // namespace
 

@@ -486,13 +486,17 @@ struct DualTile {
 /// shared-memory reads stay conflict-free) and stores each as one 16-byte store where aligned,
 /// else as the widest pieces its address allows (rows of an odd number of words, such as the
 /// 90-byte rows of K = 2880, would take byte stores in the word loop).
+/// Whether ScaleGather's kWide form takes tiles of p bytes per output row: a word within one
+/// tile, or two tiles' (p 2).
+constexpr bool wide_gather_fits(int p) { return p == 2 || p % 4 == 0; }
+
 template <int R, int P, bool kWide = false>
 struct ScaleGather {
   static constexpr int kTiles = 32, kThreads = 256;
   static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
   static constexpr int kSmemBytes = kTiles * kStride;
   static_assert(kTileBytes % 16 == 0 && P % 2 == 0, "whole 16-byte loads; P even");
-  static_assert(!kWide || P == 2 || P % 4 == 0, "kWide: a word within one tile, or two tiles'");
+  static_assert(!kWide || wide_gather_fits(P), "kWide: a word within one tile, or two tiles'");
 
   /// Runs of one group: ceil(T / kTiles).
   static __host__ __device__ constexpr long long runs(long long T) {
@@ -613,11 +617,15 @@ struct ScaleGather {
 
 /// kScaleTiles' second pass for one [rows, cols] matrix whose tiles (Tile, a DualTile) wrote a
 /// workspace of their rowwise blocks, [tm][tk], then their colwise ones, [tk][tm]: ctas() CTAs of
-/// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part.
+/// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part. kWide: both
+/// parts take ScaleGather's kWide form where both parts' tile rows fit it (KT 3's 6-byte rows do
+/// not), else the word loop.
 template <class Tile, bool kWide = false>
 struct DualScaleGather {
-  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kWide>;  // scales: rows of x
-  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kWide>;  // scales_t: columns of x
+  static constexpr bool kBothWide = kWide && wide_gather_fits(Tile::kTileScaleRow) &&
+                                    wide_gather_fits(Tile::kTileScaleCol);
+  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide>;  // scales: rows of x
+  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide>;  // scales_t: columns of x
   static constexpr int kThreads = Row::kThreads, kSmemBytes = Row::kSmemBytes;
   static_assert(Row::kSmemBytes == Col::kSmemBytes, "one shared-memory size for both parts");
 
