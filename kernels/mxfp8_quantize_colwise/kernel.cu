@@ -1,8 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "GATHER_RUN": [32, 8, 16], "KT_ALT": [0, 3],
-              "GROUP_K_ALT": [5, 8, 0] },
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "KT_ALT": [0, 3], "GROUP_K_ALT": [5, 8, 0] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * max(ceil_div(K, 64 * KT) * KT, ceil_div(K, 64 * max(KT_ALT, 1)) * max(KT_ALT, 1))",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
@@ -13,8 +12,8 @@
                 "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
               { "kernel": "sm90_mxfp8_quantize_colwise_scales", "pdl": true,
                 "when": "SCALE_TILES != 0 && (KT_ALT == 0 || ceil_div(K, 64) % KT == 0 || ceil_div(K, 64) % max(KT_ALT, 1) != 0)",
-                "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), GATHER_RUN)"],
-                "block": ["256"], "smem": "GATHER_RUN * (64 * RB * KT + 4)",
+                "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
+                "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
                 "args":  ["workspace", "scales_t", "M", "K"] },
               { "kernel": "sm90_bf16_mxfp8_quantize_colwise_alt",
                 "when": "KT_ALT != 0 && ceil_div(K, 64) % KT != 0 && ceil_div(K, 64) % max(KT_ALT, 1) == 0",
@@ -24,8 +23,8 @@
                 "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
               { "kernel": "sm90_mxfp8_quantize_colwise_alt_scales", "pdl": true,
                 "when": "SCALE_TILES != 0 && KT_ALT != 0 && ceil_div(K, 64) % KT != 0 && ceil_div(K, 64) % max(KT_ALT, 1) == 0",
-                "grid":  ["ceil_div(K, 64 * max(KT_ALT, 1)) * ceil_div(ceil_div(M, 32 * RB), GATHER_RUN)"],
-                "block": ["256"], "smem": "GATHER_RUN * (64 * RB * max(KT_ALT, 1) + 4)",
+                "grid":  ["ceil_div(K, 64 * max(KT_ALT, 1)) * ceil_div(ceil_div(M, 32 * RB), 32)"],
+                "block": ["256"], "smem": "32 * (64 * RB * max(KT_ALT, 1) + 4)",
                 "args":  ["workspace", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
@@ -132,9 +131,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef GATHER_RUN
-#define GATHER_RUN 32  // tiles per gather CTA (ws::mx::ScaleGather's kRun)
-#endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
 #define SCALE_WORDS 1
@@ -157,7 +153,7 @@ struct Colwise {
                                 ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                                 SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0>;
   // SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
-  using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0, GATHER_RUN>;
+  using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
 
   static __device__ __forceinline__ void quantize(const unsigned short* __restrict__ x,
                                                   unsigned char* __restrict__ q_t,
@@ -179,7 +175,7 @@ struct Colwise {
   }
 
   // SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of
-  // GATHER_RUN tiles of one tile column.
+  // 32 tiles of one tile column.
   static __device__ __forceinline__ void gather(const unsigned char* __restrict__ ws,
                                                 unsigned char* __restrict__ scales_t, int M,
                                                 int K) {

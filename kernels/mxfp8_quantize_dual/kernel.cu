@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "GATHER_RUN": [32, 8, 16] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
@@ -10,8 +10,8 @@
                 "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["x", "q", "scales", "q_t", "scales_t", "workspace", "M", "K"] },
               { "kernel": "sm90_mxfp8_quantize_dual_scales", "when": "SCALE_TILES != 0", "pdl": true,
-                "grid":  ["ceil_div(M, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), GATHER_RUN) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), GATHER_RUN)"],
-                "block": ["256"], "smem": "GATHER_RUN * (64 * RB * KT + 4)",
+                "grid":  ["ceil_div(M, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
+                "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 dual quantization, hand-tuned: BF16 x [M,K] -> rowwise q [M,K] + scales [M,K/32] and
@@ -148,9 +148,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
-#ifndef GATHER_RUN
-#define GATHER_RUN 32  // tiles per gather CTA (ws::mx::ScaleGather's kRun)
-#endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
 #endif
@@ -165,8 +162,7 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
-// SCALE_TILES' second launch
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0, GATHER_RUN>;
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;  // SCALE_TILES' second launch
 
 }  // namespace
 
@@ -197,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 }
 
 // SCALE_TILES' second launch (pdl): the workspace's scale blocks into scales and scales_t, one
-// CTA per run of GATHER_RUN tiles of one tile row (scales) or tile column (scales_t).
+// CTA per run of 32 tiles of one tile row (scales) or tile column (scales_t).
 extern "C" __global__ void __launch_bounds__(Gather::kThreads)
     sm90_mxfp8_quantize_dual_scales(const unsigned char* __restrict__ ws,
                                     unsigned char* __restrict__ scales,

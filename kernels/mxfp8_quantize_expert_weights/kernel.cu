@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "GATHER_RUN": [32, 8, 16] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
@@ -11,8 +11,8 @@
                 "args":  ["w", "q_k", "s_k", "q_n", "s_n", "workspace", "E", "N", "K"] },
               { "kernel": "sm90_mxfp8_quantize_expert_weights_scales", "when": "SCALE_TILES != 0",
                 "pdl": true,
-                "grid":  ["E * (ceil_div(N, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), GATHER_RUN) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(N, 32 * RB), GATHER_RUN))"],
-                "block": ["256"], "smem": "GATHER_RUN * (64 * RB * KT + 4)",
+                "grid":  ["E * (ceil_div(N, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(N, 32 * RB), 32))"],
+                "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
                 "args":  ["workspace", "s_k", "s_n", "E", "N", "K"] } ] }
 */
 // MXFP8 expert-weight quantization, hand-tuned: BF16 w [E,N,K] -> along-K q_k [E,N,K] + s_k
@@ -109,9 +109,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
-#ifndef GATHER_RUN
-#define GATHER_RUN 32  // tiles per gather CTA (ws::mx::ScaleGather's kRun)
-#endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (as the dual's)
 #endif
@@ -127,7 +124,7 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0>;
 // SCALE_TILES' second launch, per expert
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0, GATHER_RUN>;
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
 
 }  // namespace
 
@@ -164,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 }
 
 // SCALE_TILES' second launch (pdl): each expert's workspace blocks into s_k and s_n, one CTA per
-// run of GATHER_RUN tiles of one tile row (s_k) or tile column (s_n) (ws::mx::ScaleGather).
+// run of 32 tiles of one tile row (s_k) or tile column (s_n) (ws::mx::ScaleGather).
 extern "C" __global__ void __launch_bounds__(Gather::kThreads)
     sm90_mxfp8_quantize_expert_weights_scales(const unsigned char* __restrict__ ws,
                                               unsigned char* __restrict__ s_k,

@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "GATHER_RUN": [32, 8, 16], "LEAN": [1, 0] },
+              "GATHER": [1, 0], "LEAN": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -12,8 +12,8 @@
                 "args":  ["hpre", "da", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
               { "kernel": "sm90_dswiglu_mxfp8_scales",
                 "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0", "pdl": true,
-                "grid":  ["2 * ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), GATHER_RUN) + 2 * ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), GATHER_RUN)"],
-                "block": ["256"], "smem": "GATHER_RUN * (BLOCK_M * BLOCK_I / 32 + 4)",
+                "grid":  ["2 * ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + 2 * ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
+                "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU backward + MXFP8 in both orientations, hand-tuned: hpre [M,2I] (g || u) and dA [M,I]
@@ -138,9 +138,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef GATHER_RUN
-#define GATHER_RUN 32  // tiles per gather CTA (ws::mx::ScaleGather's kRun)
-#endif
 #ifndef LEAN
 #define LEAN 1  // 1: the clamped gradient's clamps as min / max, its pass tests folded into them
 #endif
@@ -195,8 +192,8 @@ static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16:
 // (Without SCALE_TILES: 64 x 64 stand-ins, never run.)
 constexpr int kGatherM = Config::kScaleTiles ? Config::kBlockM : 64;
 constexpr int kGatherI = Config::kScaleTiles ? Config::kBlockI : 64;
-using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32, GATHER != 0, GATHER_RUN>;
-using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32, GATHER != 0, GATHER_RUN>;
+using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32, GATHER != 0>;
+using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32, GATHER != 0>;
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -486,9 +483,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   }
 }
 
-// SCALE_TILES' second launch (pdl): the workspace's blocks into place, one CTA per run of
-// GATHER_RUN tiles: dg's and du's halves of the scales rows (I / 32 bytes of each 2I / 32),
-// then dg's and du's rows of scales_t.
+// SCALE_TILES' second launch (pdl): the workspace's blocks into place, one CTA per run of 32
+// tiles: dg's and du's halves of the scales rows (I / 32 bytes of each 2I / 32), then dg's and
+// du's rows of scales_t.
 extern "C" __global__ void __launch_bounds__(RowGather::kThreads)
     sm90_dswiglu_mxfp8_scales(const unsigned char* __restrict__ ws,
                               unsigned char* __restrict__ scales,

@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "GATHER_RUN": [32, 8, 16] },
+              "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
@@ -12,8 +12,8 @@
                 "args":  ["hpre", "q", "scales", "q_t", "scales_t", "M", "I", "workspace"] },
               { "kernel": "sm90_swiglu_mxfp8_scales", "pdl": true,
                 "when": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) != 0",
-                "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), GATHER_RUN) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), GATHER_RUN)"],
-                "block": ["256"], "smem": "GATHER_RUN * (BLOCK_M * BLOCK_I / 32 + 4)",
+                "grid":  ["ceil_div(M, BLOCK_M) * ceil_div(ceil_div(I, BLOCK_I), 32) + ceil_div(I, BLOCK_I) * ceil_div(ceil_div(M, BLOCK_M), 32)"],
+                "block": ["256"], "smem": "32 * (BLOCK_M * BLOCK_I / 32 + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "I"] } ] }
 */
 // SwiGLU + MXFP8 in both orientations, hand-tuned: hpre [M,2I] bf16 -> A = act(g,u) in bf16 ->
@@ -137,9 +137,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef GATHER_RUN
-#define GATHER_RUN 32  // tiles per gather CTA (ws::mx::ScaleGather's kRun)
-#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -194,8 +191,7 @@ static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stag
 static_assert(Config::kGroupI >= 0, "GROUP_I");
 static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
 
-// SCALE_TILES' second launch
-using Gather = ws::mx::DualScaleGather<GatherTile, GATHER != 0, GATHER_RUN>;
+using Gather = ws::mx::DualScaleGather<GatherTile, GATHER != 0>;  // SCALE_TILES' second launch
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;
@@ -454,7 +450,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 }
 
 // SCALE_TILES' second launch (pdl): the workspace's scale blocks into scales and scales_t, one
-// CTA per run of GATHER_RUN tiles of one tile row (scales) or tile column (scales_t).
+// CTA per run of 32 tiles of one tile row (scales) or tile column (scales_t).
 extern "C" __global__ void __launch_bounds__(Gather::kThreads)
     sm90_swiglu_mxfp8_scales(const unsigned char* __restrict__ ws,
                              unsigned char* __restrict__ scales,

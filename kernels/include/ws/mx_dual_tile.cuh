@@ -477,11 +477,12 @@ struct DualTile {
 
 /// The second pass of kScaleTiles: group g of the workspace src holds T tiles of [R][P] scale
 /// bytes (tile t, row r at ((g*T + t)*R + r)*P); output row g*R + r (< rows, pitch bytes apart)
-/// takes tile t's P bytes at column t*P (< pitch). One CTA of kThreads per (g, run of kTiles =
-/// kRun tiles, the callers' knob GATHER_RUN: shorter runs, more CTAs where the grid is small):
-/// the run is one contiguous read of 16-byte loads, passes through shared memory (tiles
+/// takes tile t's P bytes at column t*P (< pitch). One CTA of kThreads per (g, run of kTiles
+/// tiles): the run is one contiguous read of 16-byte loads, passes through shared memory (tiles
 /// kStride apart: the word reads along an output row hit 32 banks) and leaves along the output
-/// rows, kTiles*P bytes per row: 4-byte stores where pitch allows, else bytes.
+/// rows, kTiles*P bytes per row: 4-byte stores where pitch allows, else bytes. Runs of 8 or 16
+/// tiles (more CTAs where the grid is small) ran 0.95-1.00x in every caller on the H100
+/// (session 37; git 00ae2c0 has the knob).
 /// kWide: where a run's output rows are whole 16-byte chunks, each thread builds 16-byte chunks
 /// instead (a quarter of the divisions and none of the word loop's byte-pair assembly; the
 /// shared-memory reads stay conflict-free) and stores each as one 16-byte store where aligned,
@@ -491,11 +492,9 @@ struct DualTile {
 /// tile, or two tiles' (p 2).
 constexpr bool wide_gather_fits(int p) { return p == 2 || p % 4 == 0; }
 
-template <int R, int P, bool kWide = false, int kRun = 32>
+template <int R, int P, bool kWide = false>
 struct ScaleGather {
-  static constexpr int kTiles = kRun, kThreads = 256;
-  static_assert(kTiles >= 2 && kTiles <= 32 && kTiles * P % 4 == 0,
-                "runs start at whole output words; a run's tiles fill one CTA's shared memory");
+  static constexpr int kTiles = 32, kThreads = 256;
   static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
   static constexpr int kSmemBytes = kTiles * kStride;
   static_assert(kTileBytes % 16 == 0 && P % 2 == 0, "whole 16-byte loads; P even");
@@ -623,12 +622,12 @@ struct ScaleGather {
 /// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part. kWide: both
 /// parts take ScaleGather's kWide form where both parts' tile rows fit it (KT 3's 6-byte rows do
 /// not), else the word loop.
-template <class Tile, bool kWide = false, int kRun = 32>
+template <class Tile, bool kWide = false>
 struct DualScaleGather {
   static constexpr bool kBothWide = kWide && wide_gather_fits(Tile::kTileScaleRow) &&
                                     wide_gather_fits(Tile::kTileScaleCol);
-  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide, kRun>;  // scales: x's rows
-  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide, kRun>;  // scales_t: columns
+  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide>;  // scales: rows of x
+  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide>;  // scales_t: columns of x
   static constexpr int kThreads = Row::kThreads, kSmemBytes = Row::kSmemBytes;
   static_assert(Row::kSmemBytes == Col::kSmemBytes, "one shared-memory size for both parts");
 
