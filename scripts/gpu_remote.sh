@@ -13,5 +13,19 @@ if [[ ! -d $built_at/.carry ]]; then
 fi
 cd "$built_at" || exit 2
 # --pair "STAGES0" "STAGES1": both GPUs of a two-GPU machine at once (scripts/gpu_pair.sh).
-[[ ${1:-} == --pair ]] && { shift; exec scripts/gpu_pair.sh "$@"; }
-exec scripts/gpu_session.sh "$@"
+if [[ ${1:-} == --pair ]]; then
+  shift; scripts/gpu_pair.sh "$@"
+else
+  scripts/gpu_session.sh "$@"
+fi
+rc=$?
+# The device tool brings back at most 8 files from $OUT: past that, one archive of them all
+# (.ncu-rep reports left out where the archive would pass 16 MiB).
+if [[ -n ${OUT:-} ]] && (( $(find "$OUT" -mindepth 1 -maxdepth 1 | wc -l) > 8 )); then
+  pack=/tmp/ws-out-$$.tgz name=out-$(date -u +%H%M%S).tgz
+  tar czf "$pack" -C "$OUT" . &&
+    { (( $(stat -c %s "$pack") <= 16 << 20 )) || tar czf "$pack" --exclude='*.ncu-rep' -C "$OUT" .; } &&
+    find "$OUT" -mindepth 1 -delete && mv "$pack" "$OUT/$name" &&
+    echo "gpu_remote: \$OUT packed into $name (more than 8 files)"
+fi
+exit $rc
