@@ -55,6 +55,22 @@ __device__ __forceinline__ void grouped_tile(Int bid, Int m_tiles, Int k_tiles, 
   }
 }
 
+/// grouped_tile in kNarrow ? 32-bit : 64-bit arithmetic (CTA indices and tile counts fit 32 bits;
+/// the 64-bit form adds a width test and wider divisions ahead of the first load).
+template <int kGroupK, bool kKFastest, bool kNarrow>
+__device__ __forceinline__ void tile_of(long long bid, long long m_tiles, long long k_tiles,
+                                        long long& tm, long long& tk) {
+  if constexpr (kNarrow) {
+    unsigned m, k;
+    grouped_tile<kGroupK, kKFastest>(static_cast<unsigned>(bid), static_cast<unsigned>(m_tiles),
+                                     static_cast<unsigned>(k_tiles), m, k);
+    tm = m;
+    tk = k;
+  } else {
+    grouped_tile<kGroupK, kKFastest>(bid, m_tiles, k_tiles, tm, tk);
+  }
+}
+
 /// kRowBlocks: 32-row blocks per tile (BM = 32 kRowBlocks); kSubtiles: 64-column subtiles (BK =
 /// 64 kSubtiles); one warp per (row block, subtile). kFloor: floor scales, else rceil. kUseTma:
 /// bulk-copy loads, else vector loads. kStoreCs: st.global.cs for q and q_t. kScaleWords: scales
@@ -70,10 +86,14 @@ __device__ __forceinline__ void grouped_tile(Int bid, Int m_tiles, Int k_tiles, 
 /// workspace, [kBM][kBK/32] and [kBK][kRowBlocks] bytes, written whole as words (the ragged parts
 /// hold garbage); ScaleGather then moves them into place with whole-line stores. A tile's own
 /// scales are 4 bytes per tile row or column, each a separate L2 request in place.
+/// kFastLoads (vector loads): a thread's 8 chunks lie a fixed number of tile rows apart, so one
+/// address and a row step serve them all, and a whole tile (most of them) loads unpredicated;
+/// without it each load computes its own 64-bit address and bounds test (a fifth of the dual
+/// quantizer's instructions, before its first load issues).
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
           bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
-          bool kScaleTiles = false>
+          bool kScaleTiles = false, bool kFastLoads = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -337,14 +357,34 @@ struct DualTile {
       }
     } else {
       Chunk c[kLoadsPerThread];  // (8) x 16 B, all in flight before the first use
+      if constexpr (kFastLoads) {
+        // Chunk u * kThreads + tid sits at tile row u * kRowStep + r0, chunk column cc.
+        constexpr int kRowStep = kThreads / kRowChunks;
+        static_assert(kThreads % kRowChunks == 0, "a CTA's loads cover whole tile rows");
+        const int r0 = tid / kRowChunks, cc = tid % kRowChunks;
+        const long long step = kRowStep * cols;  // elements between a thread's chunks
+        const unsigned short* p = x + (m0 + r0) * cols + k0 + cc * 8;
+        if (rows_valid == kBM && cols_valid == kBK) {
 #pragma unroll
-      for (int u = 0; u < kLoadsPerThread; ++u) {
-        const int ci = u * kThreads + tid;
-        const int r = ci / kRowChunks, cc = ci % kRowChunks;
-        if (r < rows_valid && cc * 8 < cols_valid) {
-          c[u] = load_global16(x + (m0 + r) * cols + k0 + cc * 8);
+          for (int u = 0; u < kLoadsPerThread; ++u, p += step) c[u] = load_global16(p);
         } else {
-          c[u] = Chunk{{0u, 0u, 0u, 0u}};
+          const bool col_ok = cc * 8 < cols_valid;
+#pragma unroll
+          for (int u = 0; u < kLoadsPerThread; ++u, p += step) {
+            c[u] = col_ok && u * kRowStep + r0 < rows_valid ? load_global16(p)
+                                                             : Chunk{{0u, 0u, 0u, 0u}};
+          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < kLoadsPerThread; ++u) {
+          const int ci = u * kThreads + tid;
+          const int r = ci / kRowChunks, cc = ci % kRowChunks;
+          if (r < rows_valid && cc * 8 < cols_valid) {
+            c[u] = load_global16(x + (m0 + r) * cols + k0 + cc * 8);
+          } else {
+            c[u] = Chunk{{0u, 0u, 0u, 0u}};
+          }
         }
       }
 #pragma unroll
