@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "FAST_LOADS": [0, 1], "KT_ALT": [0, 3],
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [0, 1], "KT_ALT": [0, 3],
               "GROUP_K_ALT": [5, 8, 0] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * max(ceil_div(K, 64 * KT) * KT, ceil_div(K, 64 * max(KT_ALT, 1)) * max(KT_ALT, 1))",
                  "zero": false },
@@ -68,11 +68,11 @@
 // second pair of launches with KT_ALT subtiles per tile in groups of GROUP_K_ALT. At K 2880 (45
 // subtiles) KT 2 leaves 22 tiles and a half, KT 3 makes 15 whole ones: KT=3 GROUP_K=5 ran
 // 1.033x there (s36c1, controls 1.010x apart; bench/results/sweeps-h200-2026-12-05-session36.json).
-// FAST_LOADS (0: off; queued): fewer instructions before the loads issue, for the H200 (ncu there,
-// session 20: the dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in
-// 32-bit arithmetic (ws::mx::tile_of) and one address plus a row step for a thread's 8 chunks,
-// unpredicated for whole tiles (ws::mx::DualTile's kFastLoads). sm_90a SASS: 920 -> 696
-// instructions in the quantize launch, its first load at the 130th, not the 252nd.
+// STEP_ADDR (0: off; queued): fewer instructions per tile, for the H200 (ncu there, session 20: the
+// dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic
+// (ws::mx::tile_of), and one address plus a step for each thread's loads, rowwise pairs and q_t
+// stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 920 -> 640
+// instructions in the quantize launch, the first load issued more than 100 instructions earlier.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -137,8 +137,8 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef FAST_LOADS
-#define FAST_LOADS 0  // 1: ws::mx::DualTile's kFastLoads (one address and a row step)
+#ifndef STEP_ADDR
+#define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
@@ -161,7 +161,7 @@ struct Colwise {
   using Tile = ws::mx::DualTile<RB, kKT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                                 ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                                 SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0,
-                                FAST_LOADS != 0>;
+                                STEP_ADDR != 0>;
   // SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
   using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
 
@@ -173,7 +173,7 @@ struct Colwise {
     const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
     const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
     long long tm, tk;  // kGroupK > 0: x rows and q_t rows in kGroupK-tile runs
-    ws::mx::tile_of<kGroupK, ORDER != 0, FAST_LOADS != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
+    ws::mx::tile_of<kGroupK, ORDER != 0, STEP_ADDR != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
 #if SCALE_TILES
     scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
 #else

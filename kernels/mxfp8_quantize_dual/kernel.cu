@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "FAST_LOADS": [0, 1] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
@@ -105,11 +105,11 @@
 // 0.999-1.002x at 16384x2880), `ok` at every test and hidden shape
 // (bench/results/sweeps-h200-2026-12-05-session33.json); session 32's reading, 1.005x with
 // 0.959x at 16384x2880, was that shape's call-to-call spread.
-// FAST_LOADS (0: off; queued): fewer instructions before the loads issue, for the H200 (ncu there,
-// session 20: the dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in
-// 32-bit arithmetic (ws::mx::tile_of) and one address plus a row step for a thread's 8 chunks,
-// unpredicated for whole tiles (ws::mx::DualTile's kFastLoads). sm_90a SASS: 1520 -> 1312
-// instructions in the quantize launch, its first load at the 127th, not the 247th.
+// STEP_ADDR (0: off; queued): fewer instructions per tile, for the H200 (ncu there, session 20: the
+// dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic
+// (ws::mx::tile_of), and one address plus a step for each thread's loads, rowwise pairs and q_t
+// stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 1520 -> 1160
+// instructions in the quantize launch, the first load issued more than 100 instructions earlier.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -153,8 +153,8 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
-#ifndef FAST_LOADS
-#define FAST_LOADS 0  // 1: ws::mx::DualTile's kFastLoads (one address and a row step)
+#ifndef STEP_ADDR
+#define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
@@ -169,7 +169,7 @@ namespace {
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
-                              SCALE_TILES != 0, FAST_LOADS != 0>;
+                              SCALE_TILES != 0, STEP_ADDR != 0>;
 using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;  // SCALE_TILES' second launch
 
 }  // namespace
@@ -188,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
   long long tm, tk;  // GROUP_K > 0: x rows and q rows in GROUP_K-tile runs
-  ws::mx::tile_of<GROUP_K, ORDER != 0, FAST_LOADS != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
+  ws::mx::tile_of<GROUP_K, ORDER != 0, STEP_ADDR != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
 #if SCALE_TILES
   scales = ws + (tm * tiles_k + tk) * Tile::kScaleTileBytes;
   scales_t = ws + (tiles_m * tiles_k + tk * tiles_m + tm) * Tile::kScaleTileBytes;

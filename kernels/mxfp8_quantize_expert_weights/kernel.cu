@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "FAST_LOADS": [0, 1] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
@@ -46,11 +46,11 @@
 // (that launch stores 16-byte chunks, ws::mx::ScaleGather's kWide: the default since session
 // 32, 1.021-1.071x, 1.044x geomean at rceil, `ok` at every test and hidden shape,
 // bench/results/sweeps-h200-2026-12-05-session32.json).
-// FAST_LOADS (0: off; queued): fewer instructions before the loads issue, for the H200 (ncu there,
-// session 20: the dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in
-// 32-bit arithmetic (ws::mx::tile_of) and one address plus a row step for a thread's 8 chunks,
-// unpredicated for whole tiles (ws::mx::DualTile's kFastLoads). sm_90a SASS: 1592 -> 1368
-// instructions in the quantize launch, its first load at the 160th, not the 310th.
+// STEP_ADDR (0: off; queued): fewer instructions per tile, for the H200 (ncu there, session 20: the
+// dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic
+// (ws::mx::tile_of), and one address plus a step for each thread's loads, rowwise pairs and q_t
+// stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 1592 -> 1208
+// instructions in the quantize launch, the first load issued more than 100 instructions earlier.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
 // 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
 // tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
@@ -114,8 +114,8 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
-#ifndef FAST_LOADS
-#define FAST_LOADS 0  // 1: ws::mx::DualTile's kFastLoads (one address and a row step)
+#ifndef STEP_ADDR
+#define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (as the dual's)
@@ -130,7 +130,7 @@ namespace {
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
-                              SCALE_TILES != 0, FAST_LOADS != 0>;
+                              SCALE_TILES != 0, STEP_ADDR != 0>;
 // SCALE_TILES' second launch, per expert
 using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
 
@@ -149,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long tiles_n = (N + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
   const long long per_expert = tiles_n * tiles_k;
-#if FAST_LOADS  // 32-bit CTA arithmetic, as ws::mx::tile_of's
+#if STEP_ADDR  // 32-bit CTA arithmetic, as ws::mx::tile_of's
   const unsigned pe = static_cast<unsigned>(per_expert);
   const long long e = blockIdx.x / pe, t = blockIdx.x % pe;
 #else
@@ -157,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #endif
   if (e >= E) return;
   long long tn, tk;  // within the expert
-  ws::mx::tile_of<GROUP_K, ORDER != 0, FAST_LOADS != 0>(t, tiles_n, tiles_k, tn, tk);
+  ws::mx::tile_of<GROUP_K, ORDER != 0, STEP_ADDR != 0>(t, tiles_n, tiles_k, tn, tk);
   const long long elems = static_cast<long long>(N) * K;  // per expert
   unsigned char* sk = s_k + e * (elems / 32);
   unsigned char* sn = s_n + e * (elems / 32);

@@ -86,14 +86,14 @@ __device__ __forceinline__ void tile_of(long long bid, long long m_tiles, long l
 /// workspace, [kBM][kBK/32] and [kBK][kRowBlocks] bytes, written whole as words (the ragged parts
 /// hold garbage); ScaleGather then moves them into place with whole-line stores. A tile's own
 /// scales are 4 bytes per tile row or column, each a separate L2 request in place.
-/// kFastLoads (vector loads): a thread's 8 chunks lie a fixed number of tile rows apart, so one
-/// address and a row step serve them all, and a whole tile (most of them) loads unpredicated;
-/// without it each load computes its own 64-bit address and bounds test (a fifth of the dual
-/// quantizer's instructions, before its first load issues).
+/// kStepAddr: a thread's loaded chunks, its rowwise pairs (kPairs) and its q_t chunks each lie a
+/// fixed number of rows apart, so one address and a step serve each set, and whole tiles (most
+/// of them) skip the bounds tests; without it each access computes its own 64-bit address and
+/// test (a quarter of the dual quantizer's sm_90a instructions).
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
           bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
-          bool kScaleTiles = false, bool kFastLoads = false>
+          bool kScaleTiles = false, bool kStepAddr = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -251,6 +251,10 @@ struct DualTile {
   // Rowwise half from the tile in shared memory, two lanes per block (kPairs): lane pair (2j,
   // 2j+1) holds block j's two 16-element halves (ws::mx::load_pair_shared: conflict-free) and
   // stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
+  // kStepAddr: a thread's pairs lie kThreads / kRowPairs tile rows apart in one pair column, so
+  // its q addresses are one base and a step, and whole tiles skip the bounds tests. NOTE: the
+  // two loops share their tail; the default's stays as measured (its SASS) until STEP_ADDR is
+  // decided and one of them goes.
   static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
                                                        unsigned char* __restrict__ q,
                                                        unsigned char* __restrict__ scales,
@@ -258,6 +262,45 @@ struct DualTile {
                                                        long long k0, int rows_valid,
                                                        int cols_valid) {
     const int tid = threadIdx.x;
+    if constexpr (kStepAddr) {
+      constexpr int kRowStep = kThreads / kRowPairs;
+      static_assert(kThreads % kRowPairs == 0, "a round covers whole tile rows");
+      const int r0 = static_cast<int>(threadIdx.x / kRowPairs);
+      const int pc = static_cast<int>(threadIdx.x % kRowPairs);
+      const bool whole = rows_valid == kBM && cols_valid == kBK;
+      unsigned char* q_dst = q + (m0 + r0) * cols + k0 + pc * 16;
+      const long long q_step = kRowStep * cols;
+#pragma unroll
+      for (int u = 0; u < kLoadsPerThread / 2; ++u, q_dst += q_step) {
+        const int r = u * kRowStep + r0;
+        Chunk lo, hi;
+        load_pair_shared(tile, u * kThreads + tid, lo, hi);
+        unsigned out[4];
+        const unsigned sc = quantize_pair<kFloor>(lo, hi, out);
+        const bool valid = whole || (r < rows_valid && pc * 16 < cols_valid);
+        unsigned char* s_dst = kScaleTiles ? scales + r * kTileScaleRow + pc / 2
+                                           : scale_at(scales, cols, m0 + r, k0 + pc * 16, r, k0);
+        unsigned char* w_dst = s_dst - ((pc & 7) >> 1);
+        bool as_word = false;
+        unsigned word = 0;
+        if constexpr (kScaleWords) {
+          word = sc | (__shfl_down_sync(kFullMask, sc, 2) << 8) |
+                 (__shfl_down_sync(kFullMask, sc, 4) << 16) |
+                 (__shfl_down_sync(kFullMask, sc, 6) << 24);
+          as_word = kScaleTiles || (r < rows_valid && ((pc & ~7) + 8) * 16 <= cols_valid &&
+                                    (reinterpret_cast<size_t>(w_dst) & 3) == 0);
+        }
+        if (valid) {
+          store_global16<kStoreCs>(q_dst, out[0], out[1], out[2], out[3]);
+          if (as_word) {
+            if ((pc & 7) == 0) *reinterpret_cast<unsigned*>(w_dst) = word;
+          } else if ((pc & 1) == 0) {
+            *s_dst = static_cast<unsigned char>(sc);
+          }
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int u = 0; u < kLoadsPerThread / 2; ++u) {
       const int pi = u * kThreads + tid;
@@ -357,7 +400,7 @@ struct DualTile {
       }
     } else {
       Chunk c[kLoadsPerThread];  // (8) x 16 B, all in flight before the first use
-      if constexpr (kFastLoads) {
+      if constexpr (kStepAddr) {
         // Chunk u * kThreads + tid sits at tile row u * kRowStep + r0, chunk column cc.
         constexpr int kRowStep = kThreads / kRowChunks;
         static_assert(kThreads % kRowChunks == 0, "a CTA's loads cover whole tile rows");
@@ -465,13 +508,34 @@ struct DualTile {
     __syncthreads();
 
     // ---- q_t: staged row k holds q_t[k0 + k][m0 .. m0 + kBM); 16-byte coalesced stores ----
+    if constexpr (kStepAddr) {
+      // A thread's chunks lie kRowStep staged rows apart in one chunk column; kRowStep is a
+      // multiple of the swizzle's period (2 rows per step, kSwizzleMask + 1 steps), so the
+      // shared-memory offsets step by whole rows too.
+      constexpr int kRowStep = kThreads / kQtChunks;
+      static_assert(kThreads % kQtChunks == 0 && kRowStep % (2 * (kSwizzleMask + 1)) == 0,
+                    "a thread's q_t chunks share one swizzle");
+      const int kt = static_cast<int>(threadIdx.x / kQtChunks);
+      const int ch = static_cast<int>(threadIdx.x % kQtChunks);
+      const bool whole = rows_valid == kBM && cols_valid == kBK;
+      const unsigned src = tile + qt_offset(kt, ch);
+      unsigned char* dst = q_t + (k0 + kt) * rows + m0 + ch * 16;
+      const long long step = kRowStep * rows;
 #pragma unroll
-    for (int u = 0; u < kStoresPerThread; ++u) {
-      const int ci = u * kThreads + tid;
-      const int k = ci / kQtChunks, ch = ci % kQtChunks;
-      if (k < cols_valid && ch * 16 < rows_valid) {
-        const Chunk v = load_shared16(tile + qt_offset(k, ch));
-        store_global16<kStoreCs>(q_t + (k0 + k) * rows + m0 + ch * 16, v);
+      for (int u = 0; u < kStoresPerThread; ++u, dst += step) {
+        if (whole || (u * kRowStep + kt < cols_valid && ch * 16 < rows_valid)) {
+          store_global16<kStoreCs>(dst, load_shared16(src + u * kRowStep * kBM));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kStoresPerThread; ++u) {
+        const int ci = u * kThreads + tid;
+        const int k = ci / kQtChunks, ch = ci % kQtChunks;
+        if (k < cols_valid && ch * 16 < rows_valid) {
+          const Chunk v = load_shared16(tile + qt_offset(k, ch));
+          store_global16<kStoreCs>(q_t + (k0 + k) * rows + m0 + ch * 16, v);
+        }
       }
     }
     if constexpr (kScaleWords) {
