@@ -1,31 +1,18 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [0, 1], "KT_ALT": [0, 3],
-              "GROUP_K_ALT": [5, 8, 0] },
-  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * max(ceil_div(K, 64 * KT) * KT, ceil_div(K, 64 * max(KT_ALT, 1)) * max(KT_ALT, 1))",
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [1, 0] },
+  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
-                "when": "KT_ALT == 0 || ceil_div(K, 64) % KT == 0 || ceil_div(K, 64) % max(KT_ALT, 1) != 0",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"],
                 "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
               { "kernel": "sm90_mxfp8_quantize_colwise_scales", "pdl": true,
-                "when": "SCALE_TILES != 0 && (KT_ALT == 0 || ceil_div(K, 64) % KT == 0 || ceil_div(K, 64) % max(KT_ALT, 1) != 0)",
+                "when": "SCALE_TILES != 0",
                 "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
                 "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
-                "args":  ["workspace", "scales_t", "M", "K"] },
-              { "kernel": "sm90_bf16_mxfp8_quantize_colwise_alt",
-                "when": "KT_ALT != 0 && ceil_div(K, 64) % KT != 0 && ceil_div(K, 64) % max(KT_ALT, 1) == 0",
-                "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * max(KT_ALT, 1))"],
-                "block": ["32 * RB * max(KT_ALT, 1)"],
-                "smem": "32 * RB * 64 * max(KT_ALT, 1) * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * max(KT_ALT, 1) * RB",
-                "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
-              { "kernel": "sm90_mxfp8_quantize_colwise_alt_scales", "pdl": true,
-                "when": "SCALE_TILES != 0 && KT_ALT != 0 && ceil_div(K, 64) % KT != 0 && ceil_div(K, 64) % max(KT_ALT, 1) == 0",
-                "grid":  ["ceil_div(K, 64 * max(KT_ALT, 1)) * ceil_div(ceil_div(M, 32 * RB), 32)"],
-                "block": ["256"], "smem": "32 * (64 * RB * max(KT_ALT, 1) + 4)",
                 "args":  ["workspace", "scales_t", "M", "K"] } ] }
 */
 // MXFP8 colwise quantization, hand-tuned: BF16 x [M,K] -> q_t [K,M] E4M3 + scales_t [K,M/32]
@@ -64,15 +51,17 @@
 // default since session 32: 1.011x geomean at rceil (1.016-1.018x at the three large shapes,
 // 0.993x at 16384x2880), `ok` at every test and hidden shape; SCALE_TILES alone 0.957x in the
 // same call (bench/results/sweeps-h200-2026-12-05-session32.json).
-// KT_ALT (0: off), GROUP_K_ALT: where KT leaves a partial tile column and KT_ALT does not, a
-// second pair of launches with KT_ALT subtiles per tile in groups of GROUP_K_ALT. At K 2880 (45
-// subtiles) KT 2 leaves 22 tiles and a half, KT 3 makes 15 whole ones: KT=3 GROUP_K=5 ran
-// 1.033x there (s36c1, controls 1.010x apart; bench/results/sweeps-h200-2026-12-05-session36.json).
-// STEP_ADDR (0: off; queued): fewer instructions per tile, for the H200 (ncu there, session 20: the
-// dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic
-// (ws::mx::tile_of), and one address plus a step for each thread's loads, rowwise pairs and q_t
-// stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 920 -> 640
-// instructions in the quantize launch, the first load issued more than 100 instructions earlier.
+// Whole tiles at K 2880 (45 subtiles: KT 2 leaves 22 tiles and a half, KT 3 makes 15): `KT=3
+// GROUP_K=5` ran 1.033x there in s36c1, but a second pair of launches with 3-subtile tiles only
+// at such K (KT_ALT, removed in session 38; git c52204c has it) ran 0.997x (0.981x at K 2880) on
+// the H200 in s38c1 and added nothing beside STEP_ADDR=1 (sweeps-h200-2026-12-05-session38.json).
+// STEP_ADDR (1: the default since session 38: 1.008x geomean over two H200 sweeps, 1.014-1.026x
+// at 16384x2880, `ok` at every test and hidden shape; sweeps-h200-2026-12-05-session38.json):
+// fewer instructions per tile (ncu on the H200, session 20: the dual quantizer's issue slots 64%
+// busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic (ws::mx::tile_of), and one
+// address plus a step for each thread's loads, rowwise pairs and q_t stores, unpredicated in
+// whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 920 -> 640 instructions in the
+// quantize launch, the first load issued more than 100 instructions earlier.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -138,24 +127,18 @@
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
 #ifndef STEP_ADDR
-#define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
+#define STEP_ADDR 1  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
 #define SCALE_WORDS 1
 #endif
 
-#ifndef KT_ALT
-#define KT_ALT 0  // > 0: KT_ALT subtiles per tile where KT leaves a partial tile column
-#endif
-#ifndef GROUP_K_ALT
-#define GROUP_K_ALT 5
-#endif
 
 namespace {
 
-// The quantize and its scales gather at kKT subtiles per tile in groups of kGroupK k tiles: the
-// knobs' KT and GROUP_K, and KT_ALT's instance, each a pair of entry points below.
+// The quantize and its scales gather at kKT subtiles per tile in groups of kGroupK k tiles (the
+// knobs' KT and GROUP_K), the two entry points below.
 template <int kKT, int kGroupK>
 struct Colwise {
   using Tile = ws::mx::DualTile<RB, kKT, WS_ROUNDING == WS_ROUNDING_FLOOR,
@@ -214,22 +197,3 @@ extern "C" __global__ void __launch_bounds__(Main::Gather::kThreads)
                                        unsigned char* __restrict__ scales_t, int M, int K) {
   Main::gather(ws, scales_t, M, K);
 }
-
-#if KT_ALT > 0
-// The same at KT_ALT subtiles per tile, where the plan picks it.
-using Alt = Colwise<KT_ALT, GROUP_K_ALT>;
-
-extern "C" __global__ void __launch_bounds__(Alt::Tile::kThreads)
-    sm90_bf16_mxfp8_quantize_colwise_alt(const unsigned short* __restrict__ x,
-                                         unsigned char* __restrict__ q_t,
-                                         unsigned char* __restrict__ scales_t,
-                                         unsigned char* __restrict__ ws, int M, int K) {
-  Alt::quantize(x, q_t, scales_t, ws, M, K);
-}
-
-extern "C" __global__ void __launch_bounds__(Alt::Gather::kThreads)
-    sm90_mxfp8_quantize_colwise_alt_scales(const unsigned char* __restrict__ ws,
-                                           unsigned char* __restrict__ scales_t, int M, int K) {
-  Alt::gather(ws, scales_t, M, K);
-}
-#endif

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [0, 1] },
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
@@ -105,11 +105,14 @@
 // 0.999-1.002x at 16384x2880), `ok` at every test and hidden shape
 // (bench/results/sweeps-h200-2026-12-05-session33.json); session 32's reading, 1.005x with
 // 0.959x at 16384x2880, was that shape's call-to-call spread.
-// STEP_ADDR (0: off; queued): fewer instructions per tile, for the H200 (ncu there, session 20: the
-// dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic
-// (ws::mx::tile_of), and one address plus a step for each thread's loads, rowwise pairs and q_t
-// stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 1520 -> 1160
-// instructions in the quantize launch, the first load issued more than 100 instructions earlier.
+// STEP_ADDR (1: the default since session 38: 1.009x geomean over two H200 sweeps, 1.031-1.053x
+// at 16384x2880, 0.993-0.998x at 131072x7168, `ok` at every test and hidden shape;
+// bench/results/sweeps-h200-2026-12-05-session38.json): fewer instructions per tile (ncu on the
+// H200, session 20: this kernel's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in
+// 32-bit arithmetic (ws::mx::tile_of), and one address plus a step for each thread's loads,
+// rowwise pairs and q_t stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr).
+// sm_90a SASS: 1520 -> 1160 instructions in the quantize launch, the first load issued more than
+// 100 instructions earlier.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -154,7 +157,7 @@
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
 #ifndef STEP_ADDR
-#define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
+#define STEP_ADDR 1  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)

@@ -46,11 +46,13 @@
 // (that launch stores 16-byte chunks, ws::mx::ScaleGather's kWide: the default since session
 // 32, 1.021-1.071x, 1.044x geomean at rceil, `ok` at every test and hidden shape,
 // bench/results/sweeps-h200-2026-12-05-session32.json).
-// STEP_ADDR (0: off; queued): fewer instructions per tile, for the H200 (ncu there, session 20: the
-// dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in 32-bit arithmetic
-// (ws::mx::tile_of), and one address plus a step for each thread's loads, rowwise pairs and q_t
-// stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 1592 -> 1208
-// instructions in the quantize launch, the first load issued more than 100 instructions earlier.
+// STEP_ADDR (0: off; 0.996x on the H200 in session 38, 0.992-1.000x at every bench shape, `ok`;
+// the colwise and dual quantizers gain from it): fewer instructions per tile (ncu on the H200,
+// session 20: the dual quantizer's issue slots 64% busy at 0.7 of SOL): CTA and tile indices in
+// 32-bit arithmetic (ws::mx::tile_of), and one address plus a step for each thread's loads,
+// rowwise pairs and q_t stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr).
+// sm_90a SASS: 1592 -> 1208 instructions in the quantize launch, the first load issued more than
+// 100 instructions earlier.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
 // 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
 // tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:

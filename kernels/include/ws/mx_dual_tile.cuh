@@ -215,9 +215,9 @@ struct DualTile {
   // 2j+1) holds block j's two 16-element halves (ws::mx::load_pair_shared: conflict-free) and
   // stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
   // kStepAddr: a thread's pairs lie kThreads / kRowPairs tile rows apart in one pair column, so
-  // its q addresses are one base and a step, and whole tiles skip the bounds tests. NOTE: the
-  // two loops share their tail; the default's stays as measured (its SASS) until STEP_ADDR is
-  // decided and one of them goes.
+  // its q addresses are one base and a step, and whole tiles skip the bounds tests. Both loops
+  // stay: the colwise and dual quantizers run this one (faster on the H200, session 38), the
+  // expert-weights quantizer the other (kStepAddr ran 0.996x there).
   static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
                                                        unsigned char* __restrict__ q,
                                                        unsigned char* __restrict__ scales,
