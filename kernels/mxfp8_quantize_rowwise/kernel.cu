@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
-              "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1],
+              "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [0, 1, 2],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
@@ -26,7 +26,9 @@
 //    Inf -> 0xFE under satfinite); sm_90a computes it from the bits of d.
 //
 // Knobs: CHUNKS (16-byte loads in flight per lane), THREADS (CTA size), LOAD_HINT (load
-// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern), RCEIL_SELECT
+// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern; 2, queued: the
+// CTA's scales through shared memory as whole-sector 16-byte stores, where a warp's 16 bytes
+// are half a sector, and the L2 fabric counts requests, not bytes), RCEIL_SELECT
 // (sm_90a's rceil scale from selects, not branches), LANE_PAIRS (2 lanes per block with 16
 // adjacent elements each: one amax shuffle, 16-byte q stores; the Triton peer's layout),
 // CTAS_PER_SM (grid cap: uncapped = one tile per warp; a cap that fits on an SM = one resident
@@ -82,7 +84,7 @@
 #define RCEIL_SELECT 0  // 1: sm_90a's rceil scale without branches (ws::mx::rceil_from_bits_select)
 #endif
 #ifndef SCALE_STORE
-#define SCALE_STORE 0  // 0: one gathered 32-byte store per warp tile; 1: block leaders store
+#define SCALE_STORE 0  // 0: one gathered store per warp tile; 1: block leaders; 2: one per CTA
 #endif
 
 namespace {
@@ -110,11 +112,17 @@ struct Config {
   // alone, ptxas gives them 40 registers, 3/4 occupancy. Full occupancy keeps the bytes in flight.
   static constexpr int kMinBlocks =
       kOneWave ? CTAS_PER_SM : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
+  // SCALE_STORE 2: the CTA's scales meet in shared memory and leave as 16-byte stores (whole
+  // sectors: 256 bytes per CTA at the defaults, against 16 bytes, half a sector, per warp). It
+  // needs every warp at one barrier once, so only the uncapped grid (one tile per warp) uses it.
+  static constexpr bool kCtaScales = SCALE_STORE == 2 && CTAS_PER_SM == 1048576;
+  static constexpr int kCtaBlocks = kWarps * kTileBlocks;  // scale bytes per CTA
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 static_assert(Config::kChunksPerBlock == 4, "a block is 4 chunks: 4 lanes, or 2 with LANE_PAIRS");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
+static_assert(!Config::kCtaScales || Config::kCtaBlocks % 16 == 0, "16-byte scale pieces");
 
 using ws::Chunk;
 using ws::kFullMask;
@@ -159,10 +167,13 @@ __device__ __forceinline__ void load_tile(Chunk (&c)[Config::kChunks], const Chu
 // each covering 32 / kLanesPerBlock blocks). Lane l of round r writes block g = 32r + l, which
 // group g / (32 / kLanesPerBlock) holds in lane kLanesPerBlock * (g % (32 / kLanesPerBlock)): the
 // source lane depends on l only, so one shuffle per group suffices.
+// kCtaScales: the same bytes go to the CTA's shared array (cta_scales), warp w's at
+// w * kTileBlocks, for store_cta_scales.
 template <int kGroups, int kLanesPerBlock>
 __device__ __forceinline__ void store_tile_scales(const unsigned (&scale)[kGroups],
                                                   unsigned char* scales, long long tile,
-                                                  long long num_blocks, int lane) {
+                                                  long long num_blocks, int lane,
+                                                  unsigned char* cta_scales) {
   constexpr int kBlocksPerGroup = 32 / kLanesPerBlock;
   unsigned gathered[kGroups];
 #pragma unroll
@@ -177,8 +188,32 @@ __device__ __forceinline__ void store_tile_scales(const unsigned (&scale)[kGroup
     for (int v = 0; v < kGroups; ++v) {
       if (v == g / kBlocksPerGroup) s = gathered[v];
     }
-    const long long bi = tile * Config::kTileBlocks + g;
-    if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
+    if constexpr (Config::kCtaScales) {
+      if (g < Config::kTileBlocks) cta_scales[(threadIdx.x >> 5) * Config::kTileBlocks + g] = s;
+    } else {
+      const long long bi = tile * Config::kTileBlocks + g;
+      if (g < Config::kTileBlocks && bi < num_blocks) store_scale(scales + bi, s);
+    }
+  }
+}
+
+// kCtaScales, after the CTA's barrier: its kCtaBlocks scale bytes (blocks b0 ..) as 16-byte
+// stores, one per thread of the first warps; a piece that crosses num_blocks goes byte by byte.
+__device__ __forceinline__ void store_cta_scales(const unsigned char* cta_scales,
+                                                 unsigned char* scales, long long b0,
+                                                 long long num_blocks) {
+  for (int i = threadIdx.x; i < Config::kCtaBlocks / 16; i += Config::kThreads) {
+    const long long bi = b0 + 16LL * i;
+    if (bi + 16 <= num_blocks) {
+      const uint4 v = reinterpret_cast<const uint4*>(cta_scales)[i];
+      asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(scales + bi), "r"(v.x),
+                   "r"(v.y), "r"(v.z), "r"(v.w)
+                   : "memory");
+    } else {
+      for (int j = 0; j < 16 && bi + j < num_blocks; ++j) {
+        store_scale(scales + bi + j, cta_scales[16 * i + j]);
+      }
+    }
   }
 }
 
@@ -187,7 +222,8 @@ __device__ __forceinline__ void store_tile_scales(const unsigned (&scale)[kGroup
 __device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kChunks],
                                               unsigned char* q, unsigned char* scales,
                                               long long tile, long long chunk0,
-                                              long long num_chunks, int lane) {
+                                              long long num_chunks, int lane,
+                                              unsigned char* cta_scales) {
   const long long num_blocks = num_chunks / Config::kChunksPerBlock;
   unsigned scale[Config::kChunks];  // block (tile, u, lane/4)'s scale, same in its 4 lanes
 #pragma unroll
@@ -214,8 +250,8 @@ __device__ __forceinline__ void quantize_tile_quads(const Chunk (&c)[Config::kCh
     if ((lane & 3) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);
 #endif
   }
-#if SCALE_STORE == 0
-  store_tile_scales<Config::kChunks, 4>(scale, scales, tile, num_blocks, lane);
+#if SCALE_STORE != 1
+  store_tile_scales<Config::kChunks, 4>(scale, scales, tile, num_blocks, lane, cta_scales);
 #endif
 }
 
@@ -226,7 +262,8 @@ template <int kPairs>
 __device__ __forceinline__ void quantize_tile_pairs(const Chunk (&c)[Config::kChunks],
                                                     unsigned char* q, unsigned char* scales,
                                                     long long tile, long long chunk0,
-                                                    long long num_chunks, int lane) {
+                                                    long long num_chunks, int lane,
+                                                    unsigned char* cta_scales) {
   const long long num_blocks = num_chunks / Config::kChunksPerBlock;
   unsigned scale[kPairs];  // block (tile, p, lane/2)'s scale, same in its 2 lanes
 #pragma unroll
@@ -251,19 +288,21 @@ __device__ __forceinline__ void quantize_tile_pairs(const Chunk (&c)[Config::kCh
     if ((lane & 1) == 0 && ci < num_chunks) store_scale(scales + ci / 4, s);
 #endif
   }
-#if SCALE_STORE == 0
-  store_tile_scales<kPairs, 2>(scale, scales, tile, num_blocks, lane);
+#if SCALE_STORE != 1
+  store_tile_scales<kPairs, 2>(scale, scales, tile, num_blocks, lane, cta_scales);
 #endif
 }
 
 __device__ __forceinline__ void quantize_tile(const Chunk (&c)[Config::kChunks],
                                               unsigned char* q, unsigned char* scales,
                                               long long tile, long long chunk0,
-                                              long long num_chunks, int lane) {
+                                              long long num_chunks, int lane,
+                                              unsigned char* cta_scales = nullptr) {
   if constexpr (Config::kLanePairs) {
-    quantize_tile_pairs<Config::kChunks / 2>(c, q, scales, tile, chunk0, num_chunks, lane);
+    quantize_tile_pairs<Config::kChunks / 2>(c, q, scales, tile, chunk0, num_chunks, lane,
+                                             cta_scales);
   } else {
-    quantize_tile_quads(c, q, scales, tile, chunk0, num_chunks, lane);
+    quantize_tile_quads(c, q, scales, tile, chunk0, num_chunks, lane, cta_scales);
   }
 }
 
@@ -288,7 +327,19 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   const long long stride = static_cast<long long>(gridDim.x) * Config::kWarps;
   long long tile = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
 
-  if constexpr (!Config::kOneWave) {
+  if constexpr (Config::kCtaScales) {
+    // One tile per warp (the uncapped grid), then the CTA's scales in whole sectors.
+    __shared__ __align__(16) unsigned char cta_scales[Config::kCtaBlocks];
+    if (tile < num_tiles) {
+      const long long chunk0 = tile * Config::kTileChunks + lane;
+      Chunk c[Config::kChunks];  // (kChunks) x 16 B
+      load_tile(c, x_chunks, chunk0, num_chunks, lane);
+      quantize_tile(c, q, scales, tile, chunk0, num_chunks, lane, cta_scales);
+    }
+    __syncthreads();
+    store_cta_scales(cta_scales, scales, static_cast<long long>(blockIdx.x) * Config::kCtaBlocks,
+                     num_chunks / Config::kChunksPerBlock);
+  } else if constexpr (!Config::kOneWave) {
     for (; tile < num_tiles; tile += stride) {
       const long long chunk0 = tile * Config::kTileChunks + lane;
       Chunk c[Config::kChunks];  // (kChunks) x 16 B
