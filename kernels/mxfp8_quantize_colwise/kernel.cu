@@ -1,7 +1,8 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "STEP_ADDR": [1, 0], "BF16_MUL": [0, 1] },
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "EARLY_GATHER": [0, 1],
+              "STEP_ADDR": [1, 0], "BF16_MUL": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
@@ -86,6 +87,10 @@
 // words carry most of it); 0.90-0.92 of SOL on the large bench shapes and 0.79-0.84 on
 // 16384x2880, ok at every test, hidden and bench shape, 1.84-1.87x the Triton floor peer
 // (kernels-h200-2026-12-01-session9.json).
+// EARLY_GATHER (0: off; queued): the quantize launch executes griddepcontrol.launch_dependents
+// first, so the scales gather (a PDL launch) is scheduled once the last quantize CTA has started
+// and waits on its SMs in griddepcontrol.wait, instead of launching after the last one exits
+// (H100, session 37: the gather took 4.1-4.7 us beside colwise's 48 us at 16384x2880).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_colwise kernels/mxfp8_quantize_colwise/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -128,6 +133,9 @@
 #endif
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
+#endif
+#ifndef EARLY_GATHER
+#define EARLY_GATHER 0  // 1: griddepcontrol.launch_dependents first (the gather launches early)
 #endif
 #ifndef STEP_ADDR
 #define STEP_ADDR 1  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
@@ -195,6 +203,9 @@ extern "C" __global__ void __launch_bounds__(Main::Tile::kThreads)
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t,
                                      unsigned char* __restrict__ ws, int M, int K) {
+#if EARLY_GATHER
+  ws::griddep_launch_dependents();  // the gather launch may take free SMs during the last wave
+#endif
   Main::quantize(x, q_t, scales_t, ws, M, K);
 }
 
