@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0], "EARLY_GATHER": [0, 1],
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0],
               "STEP_ADDR": [1, 0], "BF16_MUL": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
                  "zero": false },
@@ -63,9 +63,10 @@
 // address plus a step for each thread's loads, rowwise pairs and q_t stores, unpredicated in
 // whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 920 -> 640 instructions in the
 // quantize launch, the first load issued more than 100 instructions earlier.
-// BF16_MUL (0: off; queued): the multiply by 2^(127-S) in bf16 pairs (ws::mx::mul_bf16x2,
-// exact wherever the E4M3 result is not zero): one packed multiply per two elements instead
-// of two fp32 ones (sm_90a quantize launch: 66 -> 2 FMUL, 32 packed multiplies).
+// BF16_MUL (0: off; 0.999x on an H100 in session 38, within the controls; queued for the H200,
+// whose bandwidth asks more instructions per second): the multiply by 2^(127-S) in bf16 pairs
+// (ws::mx::mul_bf16x2, exact wherever the E4M3 result is not zero): one packed multiply per two
+// elements instead of two fp32 ones (sm_90a quantize launch: 66 -> 2 FMUL, 32 packed multiplies).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -87,10 +88,6 @@
 // words carry most of it); 0.90-0.92 of SOL on the large bench shapes and 0.79-0.84 on
 // 16384x2880, ok at every test, hidden and bench shape, 1.84-1.87x the Triton floor peer
 // (kernels-h200-2026-12-01-session9.json).
-// EARLY_GATHER (0: off; queued): the quantize launch executes griddepcontrol.launch_dependents
-// first, so the scales gather (a PDL launch) is scheduled once the last quantize CTA has started
-// and waits on its SMs in griddepcontrol.wait, instead of launching after the last one exits
-// (H100, session 37: the gather took 4.1-4.7 us beside colwise's 48 us at 16384x2880).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_colwise kernels/mxfp8_quantize_colwise/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -133,9 +130,6 @@
 #endif
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
-#endif
-#ifndef EARLY_GATHER
-#define EARLY_GATHER 0  // 1: griddepcontrol.launch_dependents first (the gather launches early)
 #endif
 #ifndef STEP_ADDR
 #define STEP_ADDR 1  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
@@ -203,9 +197,6 @@ extern "C" __global__ void __launch_bounds__(Main::Tile::kThreads)
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t,
                                      unsigned char* __restrict__ ws, int M, int K) {
-#if EARLY_GATHER
-  ws::griddep_launch_dependents();  // the gather launch may take free SMs during the last wave
-#endif
   Main::quantize(x, q_t, scales_t, ws, M, K);
 }
 

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0], "EARLY_GATHER": [0, 1],
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
               "STEP_ADDR": [0, 1], "BF16_MUL": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
@@ -54,9 +54,10 @@
 // rowwise pairs and q_t stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr).
 // sm_90a SASS: 1592 -> 1208 instructions in the quantize launch, the first load issued more than
 // 100 instructions earlier.
-// BF16_MUL (0: off; queued): the multiply by 2^(127-S) in bf16 pairs (ws::mx::mul_bf16x2,
-// exact wherever the E4M3 result is not zero): one packed multiply per two elements instead
-// of two fp32 ones (sm_90a quantize launch: 134 -> 6 FMUL, 32 packed multiplies).
+// BF16_MUL (0: off; 1.004x on an H100 in session 38, within the controls; queued for the H200,
+// whose bandwidth asks more instructions per second): the multiply by 2^(127-S) in bf16 pairs
+// (ws::mx::mul_bf16x2, exact wherever the E4M3 result is not zero): one packed multiply per two
+// elements instead of two fp32 ones (sm_90a quantize launch: 134 -> 6 FMUL, 32 packed multiplies).
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
 // 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
 // tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
@@ -77,10 +78,6 @@
 // colwise half (since removed) alone 1.062x
 // (bench/results/sweeps-h200-2026-12-03-session21.json); on top of ROW16, strided pair addresses
 // (46 registers) 1.007x: removed. 1.58-1.64x the Triton floor peer in the same call.
-// EARLY_GATHER (0: off; queued): the quantize launch executes griddepcontrol.launch_dependents
-// first, so the scales gather (a PDL launch) is scheduled once the last quantize CTA has started
-// and waits on its SMs in griddepcontrol.wait, instead of launching after the last one exits
-// (H100, session 37: the gather took 4.1-4.7 us beside colwise's 48 us at 16384x2880).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_expert_weights
 //   kernels/mxfp8_quantize_expert_weights/kernel.cu [--set rounding=floor] [--knob RB=8 ...]
@@ -124,9 +121,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ScaleGather's kWide; not KT 3)
 #endif
-#ifndef EARLY_GATHER
-#define EARLY_GATHER 0  // 1: griddepcontrol.launch_dependents first (the gather launches early)
-#endif
 #ifndef STEP_ADDR
 #define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
@@ -161,9 +155,6 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
                                             unsigned char* __restrict__ q_n,
                                             unsigned char* __restrict__ s_n,
                                             unsigned char* __restrict__ ws, int E, int N, int K) {
-#if EARLY_GATHER
-  ws::griddep_launch_dependents();  // the gather launch may take free SMs during the last wave
-#endif
   extern __shared__ __align__(128) unsigned char smem[];  // (kBM,kBK) bf16 + mbarrier
   const long long tiles_n = (N + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;

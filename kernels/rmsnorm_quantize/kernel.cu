@@ -1,8 +1,7 @@
 /* warpsmith:plan
-{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0],
-              "ROWS": [1, 2, 4] },
+{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_rmsnorm_mxfp8_quantize_resident",
-                "grid":  ["ceil_div(M, ROWS)"],
+                "grid":  ["M"],
                 "block": ["min(512, round_up(ceil_div(H / 8, CHUNKS), 32))"], "smem": "0",
                 "args":  ["x", "weight", "y", "q", "scales", "M", "H"] } ] }
 */
@@ -27,13 +26,14 @@
 // Why it should be fast: one DRAM pass, ~9 CTAs of 224 threads per SM at H = 7168 keep ~128 KB of
 // loads in flight per SM; no shared-memory staging of the row, one __syncthreads per row.
 // Knobs: CHUNKS (16-byte chunks per thread, so the CTA size), LOAD_HINT (0: ld.global.nc,
-// 1: ld.global), STORE_CS (st.global.cs for y and q), ROWS (rows per CTA, each thread holding the
-// same chunks of every row: the weight, L2 hits but as many L2 requests as x, is read once per
-// ROWS rows; queued, session 38: the L2 fabric counts requests, kernels/README.md).
+// 1: ld.global), STORE_CS (st.global.cs for y and q).
 // Measured and removed (session 28, bench/results/sweeps-h200-2026-12-04-session28.json): a ring
 // form (persistent CTAs streaming rows through 1-D bulk copies: 0.89-0.91x, commit 71d5ead) and
 // the weight loaded late with a 40- or 48-register cap (17 CTAs per SM at H2880 instead of 10:
 // 1.00x). Neither bytes in flight nor occupancy hold H2880 at 0.86 (kernels/SWEEPS-LOG.md).
+// Nor the weight's L2 requests (as many as x's): 2 or 4 rows per CTA sharing one weight read ran
+// 0.967x / 0.972x (ROWS=2 spilled on sm_90a; with CHUNKS=2, no spills, 1.001x) on an H100 in
+// session 38 (bench/results/sweeps-h100-2026-12-05-session38.json); removed, git 310569e has it.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -55,9 +55,6 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
-#ifndef ROWS
-#define ROWS 1  // rows per CTA: each thread holds the same chunks of every row, one weight load
-#endif
 
 namespace {
 
@@ -70,10 +67,8 @@ struct Config {
                                                            : ws::LoadHint::kPlain;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr float kEps = 1e-6f;
-  static constexpr int kRows = ROWS;
 };
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
-static_assert(Config::kRows >= 1 && Config::kRows * Config::kChunks <= 16, "registers");
 
 using ws::bf16_hi;
 using ws::bf16_lo;
@@ -143,27 +138,6 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
   return t;
 }
 
-// block_sum of kRows values at once (one barrier); red: (kRows * 32) floats of shared memory.
-template <int kRows>
-__device__ __forceinline__ void block_sums(float (&v)[kRows], float* red) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int warps = blockDim.x >> 5;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v[r] += __shfl_xor_sync(kFullMask, v[r], o);
-    if (lane == 0) red[r * 32 + warp] = v[r];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    float t = lane < warps ? red[r * 32 + lane] : 0.0f;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(kFullMask, t, o);
-    v[r] = t;
-  }
-}
-
 // Normalizes and quantizes chunk ci of the row (all lanes call it; out-of-row lanes store nothing).
 __device__ __forceinline__ void emit_chunk(const Chunk& xc, const Chunk& wc, float r, bool in_row,
                                            long long ci_global, Chunk* y_chunks, unsigned char* q,
@@ -187,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
                                               unsigned short* __restrict__ y,
                                               unsigned char* __restrict__ q,
                                               unsigned char* __restrict__ scales, int M, int H) {
-  __shared__ float red[32 * Config::kRows];
+  __shared__ float red[32];
   const int row_chunks = H / Config::kChunkElems;  // multiple of 4
   const int T = blockDim.x;                         // multiple of 32
   const long long row = blockIdx.x;
@@ -198,73 +172,6 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
   const int tid = threadIdx.x;
   const float inv_h = 1.0f / static_cast<float>(H);
   (void)M;
-
-  if constexpr (Config::kRows > 1) {
-    // kRows rows per CTA (ROWS; rows past M are skipped): thread t holds the same chunks of
-    // each, so the weight is read once per kRows rows (its L2 requests are as many as x's).
-    if (row_chunks <= T * Config::kChunks) {
-      const long long row0 = row * Config::kRows;
-      Chunk xc[Config::kRows][Config::kChunks], wc[Config::kChunks];
-#pragma unroll
-      for (int r = 0; r < Config::kRows; ++r) {
-        const bool row_ok = row0 + r < M;
-#pragma unroll
-        for (int u = 0; u < Config::kChunks; ++u) {
-          const int ci = u * T + tid;
-          xc[r][u] = row_ok && ci < row_chunks
-                         ? load_chunk(x_chunks + (row0 + r) * row_chunks + ci)
-                         : Chunk{{0u, 0u, 0u, 0u}};
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < Config::kChunks; ++u) {
-        const int ci = u * T + tid;
-        wc[u] = ci < row_chunks ? load_chunk(w_chunks + ci) : Chunk{{0u, 0u, 0u, 0u}};
-      }
-      float ss[Config::kRows];
-#pragma unroll
-      for (int r = 0; r < Config::kRows; ++r) {
-        ss[r] = 0.0f;
-#pragma unroll
-        for (int u = 0; u < Config::kChunks; ++u) ss[r] += sum_squares(xc[r][u]);
-      }
-      block_sums<Config::kRows>(ss, red);
-#pragma unroll
-      for (int r = 0; r < Config::kRows; ++r) {
-        if (row0 + r >= M) break;  // uniform across the CTA
-        const float rr = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(ss[r], inv_h), Config::kEps)));
-#pragma unroll
-        for (int u = 0; u < Config::kChunks; ++u) {
-          if (u * T >= row_chunks) break;  // uniform across the CTA: whole warps stay together
-          const int ci = u * T + tid;
-          emit_chunk(xc[r][u], wc[u], rr, ci < row_chunks, (row0 + r) * row_chunks + ci,
-                     y_chunks, q, scales);
-        }
-      }
-      return;
-    }
-    // Long rows: row by row, as below.
-    for (int r = 0; r < Config::kRows; ++r) {
-      const long long rw = row * Config::kRows + r;
-      if (rw >= M) return;
-      const long long b = rw * row_chunks;
-      float ss = 0.0f;
-      for (int ci = tid; ci < row_chunks; ci += T) {
-        ss += sum_squares(load_chunk(x_chunks + b + ci));
-      }
-      const float total = block_sum(ss, red);
-      const float rr = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(total, inv_h), Config::kEps)));
-      for (int c0 = 0; c0 < row_chunks; c0 += T) {
-        const int ci = c0 + tid;
-        const bool in_row = ci < row_chunks;
-        const Chunk xc = in_row ? load_chunk(x_chunks + b + ci) : Chunk{{0u, 0u, 0u, 0u}};
-        const Chunk wc = in_row ? load_chunk(w_chunks + ci) : Chunk{{0u, 0u, 0u, 0u}};
-        emit_chunk(xc, wc, rr, in_row, b + ci, y_chunks, q, scales);
-      }
-      __syncthreads();  // red is reused by the next row's sum
-    }
-    return;
-  }
 
   if (row_chunks <= T * Config::kChunks) {
     // The row lives in registers: (kChunks) x 16 B of x and of the weight per thread.

@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "EARLY_GATHER": [0, 1], "LEAN": [1, 0] },
+              "GATHER": [1, 0], "LEAN": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -91,10 +91,6 @@
 // A ROW16 form (the rowwise halves as 16-element pairs, 64 registers instead of 80) ran
 // 0.97-1.00x of these defaults (rceil standard) in session 21
 // (bench/results/sweeps-h200-2026-12-03-session21.json) and was removed.
-// EARLY_GATHER (0: off; queued): the quantize launch executes griddepcontrol.launch_dependents
-// first, so the scales gather (a PDL launch) is scheduled once the last quantize CTA has started
-// and waits on its SMs in griddepcontrol.wait, instead of launching after the last one exits
-// (H100, session 37: the gather took 4.1-4.7 us beside colwise's 48 us at 16384x2880).
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -141,9 +137,6 @@
 #endif
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
-#endif
-#ifndef EARLY_GATHER
-#define EARLY_GATHER 0  // 1: griddepcontrol.launch_dependents first (the gather launches early)
 #endif
 #ifndef LEAN
 #define LEAN 1  // 1: the clamped gradient's clamps as min / max, its pass tests folded into them
@@ -292,9 +285,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                           unsigned char* __restrict__ q_t,
                                           unsigned char* __restrict__ scales_t, int M, int I,
                                           unsigned char* __restrict__ ws_scales) {
-#if EARLY_GATHER
-  ws::griddep_launch_dependents();  // the gather launch may take free SMs during the last wave
-#endif
 #if WS_FIRST_FORM
   __shared__ __align__(16) unsigned short tile[2][Config::kBlockM][Config::kBlockI];  // dg, du
   unsigned char* const smem = reinterpret_cast<unsigned char*>(tile);  // unused: no stage

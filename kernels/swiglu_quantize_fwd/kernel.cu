@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "EARLY_GATHER": [0, 1] },
+              "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
@@ -87,10 +87,6 @@
 // A ROW16 form (the rowwise half read back from the tile two lanes per block, 16-byte q stores)
 // ran 0.94-0.98x (rceil standard) and 0.91-0.92x (floor clamped) of these defaults in session 21
 // (bench/results/sweeps-h200-2026-12-03-session21.json) and was removed.
-// EARLY_GATHER (0: off; queued): the quantize launch executes griddepcontrol.launch_dependents
-// first, so the scales gather (a PDL launch) is scheduled once the last quantize CTA has started
-// and waits on its SMs in griddepcontrol.wait, instead of launching after the last one exits
-// (H100, session 37: the gather took 4.1-4.7 us beside colwise's 48 us at 16384x2880).
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -140,9 +136,6 @@
 #endif
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
-#endif
-#ifndef EARLY_GATHER
-#define EARLY_GATHER 0  // 1: griddepcontrol.launch_dependents first (the gather launches early)
 #endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
@@ -282,9 +275,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                          unsigned char* __restrict__ q_t,
                                          unsigned char* __restrict__ scales_t, int M, int I,
                                          unsigned char* __restrict__ ws_scales) {
-#if EARLY_GATHER
-  ws::griddep_launch_dependents();  // the gather launch may take free SMs during the last wave
-#endif
 #if WS_FIRST_FORM
   __shared__ __align__(16) unsigned short tile[Config::kBlockM][Config::kBlockI];  // A in bf16
   unsigned char* const smem = reinterpret_cast<unsigned char*>(tile);  // unused: no stage

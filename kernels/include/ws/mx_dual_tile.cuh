@@ -562,7 +562,9 @@ struct DualTile {
 /// kStride apart: the word reads along an output row hit 32 banks) and leaves along the output
 /// rows, kTiles*P bytes per row: 4-byte stores where pitch allows, else bytes. Runs of 8 or 16
 /// tiles (more CTAs where the grid is small) ran 0.95-1.00x in every caller on the H100
-/// (session 37; git 00ae2c0 has the knob).
+/// (session 37; git 00ae2c0 has the knob). Scheduling it early, the quantize launch executing
+/// griddepcontrol.launch_dependents first, ran 0.986-1.003x in all five callers on the H100
+/// (session 38; git 310569e has that knob, EARLY_GATHER).
 /// kWide: where a run's output rows are whole 16-byte chunks, each thread builds 16-byte chunks
 /// instead (a quarter of the divisions and none of the word loop's byte-pair assembly; the
 /// shared-memory reads stay conflict-free) and stores each as one 16-byte store where aligned,
