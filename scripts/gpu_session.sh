@@ -397,7 +397,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         dflt="SpeedOfLight WarpStateStats SourceCounters ComputeWorkloadAnalysis MemoryWorkloadAnalysis"
       sections=(); for sec in ${NCU_SECTIONS:-$dflt}; do sections+=(--section "$sec"); done
       p=${NCU_PROBLEM:-mxfp8_quantize_rowwise}
-      tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9=_-' '_')
+      # No '=' in the name: the device tool brings back no file whose name holds one.
+      tag=$p$(echo "${NCU_ARGS:-}" | tr -c 'A-Za-z0-9_-' '_')
       metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active
       # The fabric between the two L2 partitions limits the memory-bound kernels (session 28:
       # about half of all L2 sector requests cross it, whatever their size).
