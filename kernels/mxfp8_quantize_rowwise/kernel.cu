@@ -21,7 +21,8 @@
 //  - q: fp32 multiply by 2^(127-S) (non-FTZ: 2^-127 is subnormal), then the packed
 //    cvt.rn.satfinite.e4m3x2.f32 (RNE, saturating; NaN blocks are overwritten with 0x7F), 8-byte
 //    stores per lane (256 contiguous bytes per warp store).
-//  - scales: one coalesced 32-byte store per warp tile (each lane gathers one block's scale).
+//  - scales: each lane gathers one block's scale; the CTA's scales meet in shared memory and
+//    leave as 16-byte stores after one barrier (SCALE_STORE 2: whole L2 sectors).
 //  - sm_100a: the rceil scale comes from cvt.rp.satfinite.ue8m0x2.f32 (round up to a power of two;
 //    Inf -> 0xFE under satfinite); sm_90a computes it from the bits of d.
 //
