@@ -212,9 +212,7 @@ __device__ __forceinline__ void store_cta_scales(const unsigned char* cta_scales
     const long long bi = b0 + 16LL * i;
     if (bi + 16 <= num_blocks) {
       const uint4 v = reinterpret_cast<const uint4*>(cta_scales)[i];
-      asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(scales + bi), "r"(v.x),
-                   "r"(v.y), "r"(v.z), "r"(v.w)
-                   : "memory");
+      ws::store_global16<false>(scales + bi, v.x, v.y, v.z, v.w);
     } else {
       for (int j = 0; j < 16 && bi + j < num_blocks; ++j) {
         store_scale(scales + bi + j, cta_scales[16 * i + j]);

@@ -218,8 +218,10 @@ struct DualTile {
   // stores 16 q bytes; with kScaleWords the 8 lanes of 4 blocks gather one word.
   // kStepAddr: a thread's pairs lie kThreads / kRowPairs tile rows apart in one pair column, so
   // its q addresses are one base and a step, and whole tiles skip the bounds tests. Both loops
-  // stay: the colwise and dual quantizers run this one (faster on the H200, session 38), the
-  // expert-weights quantizer the other (kStepAddr ran 0.996x there).
+  // stay: the dual quantizer runs this one (faster on the H200, session 38), the expert-weights
+  // quantizer the other (kStepAddr ran 0.996x there). NOTE: their store tails are the same code;
+  // one shared helper moves both defaults' SASS (same instruction count on sm_90a, +16 on the
+  // expert weights' sm_100a), so it waits for a GPU run to measure it.
   static __device__ __forceinline__ void rowwise_pairs(unsigned tile,
                                                        unsigned char* __restrict__ q,
                                                        unsigned char* __restrict__ scales,
