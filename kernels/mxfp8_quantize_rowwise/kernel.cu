@@ -2,10 +2,17 @@
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
               "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [2, 0, 1],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
-              "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8] },
+              "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
+              "FULL_OCC": [0, 1], "SMALL_THREADS": [0, 256, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
+                "when":  "SMALL_THREADS == 0 || M * K > SMALL_ELEMS",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
                 "block": ["THREADS"], "smem": "0",
+                "args":  ["x", "q", "scales", "M", "K"] },
+              { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
+                "when":  "SMALL_THREADS != 0 && M * K <= SMALL_ELEMS",
+                "grid":  ["ceil_div(M * K, 8 * CHUNKS * SMALL_THREADS)"],
+                "block": ["SMALL_THREADS"], "smem": "0",
                 "args":  ["x", "q", "scales", "M", "K"] } ] }
 */
 // MXFP8 rowwise quantization, hand-tuned: BF16 x [M,K] -> E4M3 q [M,K] + E8M0 scales [M,K/32].
@@ -92,6 +99,12 @@
 #ifndef SCALE_STORE
 #define SCALE_STORE 2  // 2: one gathered store per CTA; 0: per warp tile; 1: block leaders
 #endif
+#ifndef FULL_OCC
+#define FULL_OCC 0  // 1: __launch_bounds__ asks for 2048 resident threads per SM
+#endif
+#ifndef SMALL_THREADS
+#define SMALL_THREADS 0  // nonzero: the plan launches CTAs this size up to SMALL_ELEMS elements
+#endif
 
 namespace {
 
@@ -116,8 +129,11 @@ struct Config {
   static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
   // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store; left
   // alone, ptxas gives them 40 registers, 3/4 occupancy. Full occupancy keeps the bytes in flight.
+  // FULL_OCC: the same for every form (the CTA scale store's smem gather otherwise takes ptxas
+  // to 40 registers, 3/4 occupancy).
   static constexpr int kMinBlocks =
-      kOneWave ? CTAS_PER_SM : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
+      kOneWave ? CTAS_PER_SM
+               : ((kLanePairs && kChunks == 2) || FULL_OCC != 0 ? 2048 / kThreads : 1);
   // SCALE_STORE 2: the CTA's scales meet in shared memory and leave as 16-byte stores (whole
   // sectors: 256 bytes per CTA at the defaults, against 16 bytes, half a sector, per warp). It
   // needs every warp at one barrier once, so only the uncapped grid (one tile per warp) uses it.
@@ -129,6 +145,28 @@ static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 static_assert(Config::kChunksPerBlock == 4, "a block is 4 chunks: 4 lanes, or 2 with LANE_PAIRS");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
 static_assert(!Config::kCtaScales || Config::kCtaBlocks % 16 == 0, "16-byte scale pieces");
+static_assert(SMALL_THREADS % 32 == 0 && SMALL_THREADS <= Config::kThreads, "whole warps, bounds");
+static_assert(SMALL_THREADS == 0 || CTAS_PER_SM == 1048576, "small CTAs: the uncapped grid only");
+static_assert(!Config::kCtaScales || SMALL_THREADS / 32 * Config::kTileBlocks % 16 == 0,
+              "16-byte scale pieces in small CTAs too");
+
+// Warps per CTA: the compiled size, or blockDim's where the plan may launch smaller CTAs.
+__device__ __forceinline__ int cta_warps() {
+  if constexpr (SMALL_THREADS == 0) {
+    return Config::kWarps;
+  } else {
+    return static_cast<int>(blockDim.x >> 5);
+  }
+}
+
+// Scale bytes per CTA (kCtaScales).
+__device__ __forceinline__ int cta_blocks() {
+  if constexpr (SMALL_THREADS == 0) {
+    return Config::kCtaBlocks;
+  } else {
+    return cta_warps() * Config::kTileBlocks;
+  }
+}
 
 using ws::Chunk;
 using ws::kFullMask;
@@ -208,7 +246,7 @@ __device__ __forceinline__ void store_tile_scales(const unsigned (&scale)[kGroup
 __device__ __forceinline__ void store_cta_scales(const unsigned char* cta_scales,
                                                  unsigned char* scales, long long b0,
                                                  long long num_blocks) {
-  for (int i = threadIdx.x; i < Config::kCtaBlocks / 16; i += Config::kThreads) {
+  for (int i = threadIdx.x; i < cta_blocks() / 16; i += Config::kThreads) {
     const long long bi = b0 + 16LL * i;
     if (bi + 16 <= num_blocks) {
       const uint4 v = reinterpret_cast<const uint4*>(cta_scales)[i];
@@ -328,8 +366,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
   const long long num_tiles = (num_chunks + Config::kTileChunks - 1) / Config::kTileChunks;
   const int lane = threadIdx.x & 31;
   const Chunk* x_chunks = reinterpret_cast<const Chunk*>(x);  // (M*K/8)
-  const long long stride = static_cast<long long>(gridDim.x) * Config::kWarps;
-  long long tile = static_cast<long long>(blockIdx.x) * Config::kWarps + (threadIdx.x >> 5);
+  const long long stride = static_cast<long long>(gridDim.x) * cta_warps();
+  long long tile = static_cast<long long>(blockIdx.x) * cta_warps() + (threadIdx.x >> 5);
 
   if constexpr (Config::kCtaScales) {
     // One tile per warp (the uncapped grid), then the CTA's scales in whole sectors.
@@ -341,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlock
       quantize_tile(c, q, scales, tile, chunk0, num_chunks, lane, cta_scales);
     }
     __syncthreads();
-    store_cta_scales(cta_scales, scales, static_cast<long long>(blockIdx.x) * Config::kCtaBlocks,
+    store_cta_scales(cta_scales, scales, static_cast<long long>(blockIdx.x) * cta_blocks(),
                      num_chunks / Config::kChunksPerBlock);
   } else if constexpr (!Config::kOneWave) {
     for (; tile < num_tiles; tile += stride) {
