@@ -3,7 +3,7 @@
               "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [2, 0, 1],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
-              "FULL_OCC": [0, 1], "SMALL_THREADS": [0, 256, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
+              "FULL_OCC": [0, 1], "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "when":  "SMALL_THREADS == 0 || M * K > SMALL_ELEMS",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
@@ -103,7 +103,7 @@
 #define FULL_OCC 0  // 1: __launch_bounds__ asks for 2048 resident threads per SM
 #endif
 #ifndef SMALL_THREADS
-#define SMALL_THREADS 0  // nonzero: the plan launches CTAs this size up to SMALL_ELEMS elements
+#define SMALL_THREADS 256  // nonzero: the plan launches CTAs this size up to SMALL_ELEMS elements
 #endif
 
 namespace {
