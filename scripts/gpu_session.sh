@@ -446,11 +446,12 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       rm -rf "$OUT/ncu/ncu-run"
       drop_kept_scratch "$OUT/ncu/$tag.eval.json"
       # NCU_PEER=1 (fp8_rowwise_gemm, bf16_gemm): cuBLAS(Lt)'s kernel at the first bench shape,
-      # profiled the same way (its first launch; the source page shows its SASS).
+      # profiled the same way (its first launch; the source page shows its SASS). NCU_PEER_MNK
+      # ("64 7168 2048"): that shape instead.
       if [[ ${NCU_PEER:-0} == 1 && ( $p == fp8_rowwise_gemm || $p == bf16_gemm ) ]]; then
         dt=bf16; [[ $p == fp8_rowwise_gemm ]] && dt=fp8
-        mnk=$(python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['shapes']['bench'][0]; print(b['M'], b['N'], b['K'])" \
-                "problems/$p/spec.json")
+        mnk=${NCU_PEER_MNK:-$(python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['shapes']['bench'][0]; print(b['M'], b['N'], b['K'])" \
+                "problems/$p/spec.json")}
         ptag=peer-cublas-$dt-${mnk// /x}
         # shellcheck disable=SC2086  # mnk is three words
         ncu --clock-control none --kernel-name regex:nvjet --launch-count 1 "${sections[@]}" \

@@ -2,8 +2,7 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [1, 0], "BF16_MUL": [0, 1],
-              "MIN_CTAS": [0, 6] },
+              "STEP_ADDR": [1, 0], "BF16_MUL": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
@@ -105,14 +104,6 @@
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
-#ifndef MIN_CTAS
-#define MIN_CTAS 0  // > 0: __launch_bounds__ asks for that many CTAs per SM (registers capped)
-#endif
-#if MIN_CTAS > 0
-#define WS_TILE_BOUNDS __launch_bounds__(Main::Tile::kThreads, MIN_CTAS)
-#else
-#define WS_TILE_BOUNDS __launch_bounds__(Main::Tile::kThreads)
-#endif
 #ifndef RB
 #define RB 4
 #endif
@@ -201,7 +192,7 @@ using Main = Colwise<KT, GROUP_K>;
 
 // x (M,K) bf16 bits; q_t (K,M) e4m3, scales_t (K,M/32) e8m0. One CTA per (kBM x kBK) tile;
 // M % 32 == 0 and K % 32 == 0, so ragged tiles hold whole blocks.
-extern "C" __global__ void WS_TILE_BOUNDS
+extern "C" __global__ void __launch_bounds__(Main::Tile::kThreads)
     sm90_bf16_mxfp8_quantize_colwise(const unsigned short* __restrict__ x,
                                      unsigned char* __restrict__ q_t,
                                      unsigned char* __restrict__ scales_t,

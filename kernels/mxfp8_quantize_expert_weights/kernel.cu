@@ -2,8 +2,7 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [0, 1], "BF16_MUL": [0, 1],
-              "MIN_CTAS": [0, 5, 6] },
+              "STEP_ADDR": [0, 1], "BF16_MUL": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
@@ -95,14 +94,6 @@
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1"
 #endif
-#ifndef MIN_CTAS
-#define MIN_CTAS 0  // > 0: __launch_bounds__ asks for that many CTAs per SM (registers capped)
-#endif
-#if MIN_CTAS > 0
-#define WS_TILE_BOUNDS __launch_bounds__(Tile::kThreads, MIN_CTAS)
-#else
-#define WS_TILE_BOUNDS __launch_bounds__(Tile::kThreads)
-#endif
 #ifndef RB
 #define RB 4
 #endif
@@ -157,7 +148,7 @@ using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
 
 // w (E,N,K) bf16 bits; q_k (E,N,K), s_k (E,N,K/32); q_n (E,K,N), s_n (E,K,N/32); row-major,
 // N % 32 == 0, K % 32 == 0. CTA c: expert c / (tiles_n * tiles_k), then a tile of its [N,K].
-extern "C" __global__ void WS_TILE_BOUNDS
+extern "C" __global__ void __launch_bounds__(Tile::kThreads)
     sm90_bf16_mxfp8_quantize_expert_weights(const unsigned short* __restrict__ w,
                                             unsigned char* __restrict__ q_k,
                                             unsigned char* __restrict__ s_k,

@@ -2,8 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "LEAN": [1, 0],
-              "MIN_CTAS": [0, 4, 5] },
+              "GATHER": [1, 0], "LEAN": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -108,14 +107,6 @@
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1 -DWS_VARIANT=<0|1> -DWS_VARIANT_STANDARD=0 -DWS_VARIANT_CLAMPED=1"
-#endif
-#ifndef MIN_CTAS
-#define MIN_CTAS 0  // > 0: __launch_bounds__ asks for that many CTAs per SM (registers capped)
-#endif
-#if MIN_CTAS > 0
-#define WS_TILE_BOUNDS __launch_bounds__(Config::kThreads, MIN_CTAS)
-#else
-#define WS_TILE_BOUNDS __launch_bounds__(Config::kThreads)
 #endif
 #ifndef BLOCK_M
 #define BLOCK_M 128
@@ -286,7 +277,7 @@ __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int
 // hpre (M,2I), da (M,I) bf16 bits; q (M,2I), scales (M,2I/32); q_t (2I,M), scales_t (2I,M/32).
 // CTA: one tile of I. Shared memory (dynamic but for WS_FIRST_FORM): the dg, du tiles, then
 // (QT_STAGE) the staged scales.
-extern "C" __global__ void WS_TILE_BOUNDS
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
     sm90_bf16_dswiglu_mxfp8_quantize_dual(const unsigned short* __restrict__ hpre,
                                           const unsigned short* __restrict__ da,
                                           unsigned char* __restrict__ q,

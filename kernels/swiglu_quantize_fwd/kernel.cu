@@ -2,8 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0],
-              "MIN_CTAS": [0, 5, 6] },
+              "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
@@ -104,14 +103,6 @@
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
 #error "compile with the problem's parameters: -DWS_ROUNDING=<0|1> -DWS_ROUNDING_RCEIL=0 -DWS_ROUNDING_FLOOR=1 -DWS_VARIANT=<0|1> -DWS_VARIANT_STANDARD=0 -DWS_VARIANT_CLAMPED=1"
-#endif
-#ifndef MIN_CTAS
-#define MIN_CTAS 0  // > 0: __launch_bounds__ asks for that many CTAs per SM (registers capped)
-#endif
-#if MIN_CTAS > 0
-#define WS_TILE_BOUNDS __launch_bounds__(Config::kThreads, MIN_CTAS)
-#else
-#define WS_TILE_BOUNDS __launch_bounds__(Config::kThreads)
 #endif
 #ifndef BLOCK_M
 #define BLOCK_M 128
@@ -277,7 +268,7 @@ __device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int
 
 // hpre (M,2I) bf16 bits; q (M,I), scales (M,I/32); q_t (I,M), scales_t (I,M/32). CTA: one tile.
 // Shared memory (dynamic but for WS_FIRST_FORM): the A tile, then (QT_STAGE) the staged scales.
-extern "C" __global__ void WS_TILE_BOUNDS
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
     sm90_bf16_swiglu_mxfp8_quantize_dual(const unsigned short* __restrict__ hpre,
                                          unsigned char* __restrict__ q,
                                          unsigned char* __restrict__ scales,
