@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include "base/files.h"
 #include "evaluator/evaluator.h"
 #include "problems/problems.h"
 
@@ -28,16 +27,22 @@ class BenchWhereTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(opts_.workspace); }
 
-  // The hand-tuned quantizer with its one launch limited to M <= 20000: of the bench shapes
-  // (M 131072, 131072, 65536, 16384) only the last has a launch, so any other one taken is a
-  // plan error before anything compiles.
+  // A candidate whose one launch exists only at M <= 20000: of the bench shapes (M 131072,
+  // 131072, 65536, 16384) only the last has a launch, so any other one taken is a plan error
+  // before anything compiles.
   EvalRequest Request() {
-    std::string source =
-        ReadFile(std::string(WS_SOURCE_DIR) + "/kernels/mxfp8_quantize_rowwise/kernel.cu").value();
-    const std::string anchor = "\"kernel\": \"sm90_bf16_mxfp8_quantize_rowwise\",";
-    const size_t at = source.find(anchor);
-    EXPECT_NE(at, std::string::npos);
-    if (at != std::string::npos) source.insert(at + anchor.size(), " \"when\": \"M <= 20000\",");
+    const std::string source = R"src(/* warpsmith:plan
+{ "launch": [ { "kernel": "quantize_small", "when": "M <= 20000",
+                "grid": ["ceil_div(M * K, 256)"], "block": ["256"], "smem": "0",
+                "args": ["x", "q", "scales", "M", "K"] } ] }
+*/
+extern "C" __global__ void quantize_small(const unsigned short* x, unsigned char* q,
+                                          unsigned char* scales, int M, int K) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < static_cast<long long>(M) * K) q[i] = static_cast<unsigned char>(x[i] >> 8);
+  if (i < static_cast<long long>(M) * K / 32) scales[i] = 127;
+}
+)src";
     EvalRequest req;
     req.spec = &spec_;
     req.source = source;

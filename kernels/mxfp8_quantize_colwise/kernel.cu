@@ -2,7 +2,7 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [1, 0], "BF16_MUL": [0, 1] },
+              "STEP_ADDR": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
@@ -63,10 +63,8 @@
 // address plus a step for each thread's loads, rowwise pairs and q_t stores, unpredicated in
 // whole tiles (ws::mx::DualTile's kStepAddr). sm_90a SASS: 920 -> 640 instructions in the
 // quantize launch, the first load issued more than 100 instructions earlier.
-// BF16_MUL (0: off; 0.999x on an H100 in session 38, within the controls; queued for the H200,
-// whose bandwidth asks more instructions per second): the multiply by 2^(127-S) in bf16 pairs
-// (ws::mx::mul_bf16x2, exact wherever the E4M3 result is not zero): one packed multiply per two
-// elements instead of two fp32 ones (sm_90a quantize launch: 66 -> 2 FMUL, 32 packed multiplies).
+// BF16_MUL (the scale multiply in bf16 pairs) ran 0.999-1.009x on an H100 in sessions 38-39 and
+// was removed; git 8e184cf has it.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -134,9 +132,6 @@
 #ifndef STEP_ADDR
 #define STEP_ADDR 1  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
-#ifndef BF16_MUL
-#define BF16_MUL 0  // 1: ws::mx::DualTile's kBf16Mul (the scale multiply in bf16 pairs)
-#endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
 #define SCALE_WORDS 1
@@ -152,7 +147,7 @@ struct Colwise {
   using Tile = ws::mx::DualTile<RB, kKT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                                 ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                                 SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0,
-                                STEP_ADDR != 0, BF16_MUL != 0>;
+                                STEP_ADDR != 0>;
   // SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
   using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
 

@@ -2,7 +2,7 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [0, 1], "BF16_MUL": [0, 1] },
+              "STEP_ADDR": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_expert_weights",
@@ -54,10 +54,8 @@
 // rowwise pairs and q_t stores, unpredicated in whole tiles (ws::mx::DualTile's kStepAddr).
 // sm_90a SASS: 1592 -> 1208 instructions in the quantize launch, the first load issued more than
 // 100 instructions earlier.
-// BF16_MUL (0: off; 1.004x on an H100 in session 38, within the controls; queued for the H200,
-// whose bandwidth asks more instructions per second): the multiply by 2^(127-S) in bf16 pairs
-// (ws::mx::mul_bf16x2, exact wherever the E4M3 result is not zero): one packed multiply per two
-// elements instead of two fp32 ones (sm_90a quantize launch: 134 -> 6 FMUL, 32 packed multiplies).
+// BF16_MUL (the scale multiply in bf16 pairs) ran 1.003-1.004x on an H100 in sessions 38-39 and
+// was removed; git 8e184cf has it.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0): as mxfp8_quantize_dual per expert (w 256 B, q_k
 // 128 B, s_k 4 B per row per CTA; q_n 128 B whole lines, s_n 4 B), but the K neighbour is
 // tiles_n = N / 128 CTAs later (12-56 at the bench shapes), so w and q_k runs partly merge:
@@ -124,9 +122,6 @@
 #ifndef STEP_ADDR
 #define STEP_ADDR 0  // 1: ws::mx::DualTile's kStepAddr (one address and a row step)
 #endif
-#ifndef BF16_MUL
-#define BF16_MUL 0  // 1: ws::mx::DualTile's kBf16Mul (the scale multiply in bf16 pairs)
-#endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (as the dual's)
 #endif
@@ -140,7 +135,7 @@ namespace {
 using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
-                              SCALE_TILES != 0, STEP_ADDR != 0, BF16_MUL != 0>;
+                              SCALE_TILES != 0, STEP_ADDR != 0>;
 // SCALE_TILES' second launch, per expert
 using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
 

@@ -3,7 +3,7 @@
               "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [2, 0, 1],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
-              "FULL_OCC": [0, 1], "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
+              "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "when":  "SMALL_THREADS == 0 || M * K > SMALL_ELEMS",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
@@ -11,8 +11,8 @@
                 "args":  ["x", "q", "scales", "M", "K"] },
               { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "when":  "SMALL_THREADS != 0 && M * K <= SMALL_ELEMS",
-                "grid":  ["ceil_div(M * K, 8 * CHUNKS * SMALL_THREADS)"],
-                "block": ["SMALL_THREADS"], "smem": "0",
+                "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * min(SMALL_THREADS, THREADS)), num_sms * CTAS_PER_SM)"],
+                "block": ["min(SMALL_THREADS, THREADS)"], "smem": "0",
                 "args":  ["x", "q", "scales", "M", "K"] } ] }
 */
 // MXFP8 rowwise quantization, hand-tuned: BF16 x [M,K] -> E4M3 q [M,K] + E8M0 scales [M,K/32].
@@ -41,7 +41,10 @@
 // peer at equal time, and 2 ran 1.007x (floor) / 1.004x (rceil) over 0 there, 1.008-1.010x at
 // the three large shapes, 1.002x / 0.988x at 16384x2880, `ok` at every test and hidden shape;
 // bench/results/sweeps-h100-2026-12-05-session38.json, ncu-h100-2026-12-05-session38.json;
-// not yet measured on the H200), RCEIL_SELECT
+// 0 again 0.998x in both roundings on an H100 in session 39; not yet measured on the H200),
+// SMALL_THREADS and SMALL_ELEMS (the plan's second launch: CTAs of SMALL_THREADS up to
+// SMALL_ELEMS elements, 64M by default, which holds 16384x2880 and every test and hidden shape;
+// the same kernel reads its CTA size from blockDim; 0 = one size everywhere), RCEIL_SELECT
 // (sm_90a's rceil scale from selects, not branches), LANE_PAIRS (2 lanes per block with 16
 // adjacent elements each: one amax shuffle, 16-byte q stores; the Triton peer's layout),
 // CTAS_PER_SM (grid cap: uncapped = one tile per warp; a cap that fits on an SM = one resident
@@ -50,8 +53,12 @@
 // copy): CHUNKS=2 x THREADS=512 uncapped is the default: 1.029 / 1.017 / 1.021 on 131072x7168 /
 // 131072x2048 / 65536x5120, 0.933 (35.9 us) on 16384x2880. THREADS=256 or 128 give 35.5-35.6 us on
 // the small shape but lose 0.5-0.8% on the large ones (all within run-to-run noise, ~0.5 us on the
-// small shape). 16-byte q stores (pairs of lanes swapping halves) lost 1-2% everywhere. One wave
-// with each CTA owning a CONTIGUOUS range of tiles lost 8-30% (528 far-apart streams, likely poor
+// small shape). On an H100 in session 39 the smaller CTAs gained at 16384x2880 in the same
+// calls: THREADS=256 1.016x (floor) / 1.020x (rceil), SMALL_THREADS=256 0.994x / 1.019x, with
+// 32-register occupancy 1.007x / 1.023x; hence SMALL_THREADS=256 by default, and the large
+// shapes keep 512 (bench/results/sweeps-h100-2026-12-05-session39.json). 16-byte q stores
+// (pairs of lanes swapping halves) lost 1-2% everywhere. One wave with each CTA owning a
+// CONTIGUOUS range of tiles lost 8-30% (528 far-apart streams, likely poor
 // DRAM locality); the grid-striding one wave (kOneWave, CTAS_PER_SM=4) loses 4-9% at every shape
 // (2026-12-01). LOAD_HINT: plain ld.global.nc (0) or ld.global (3) reach copy speed; any
 // L1::no_allocate / L1::evict_first form (1, 2, 5) loses ~9%; 6 (an L2 evict_first cache policy on
@@ -99,9 +106,6 @@
 #ifndef SCALE_STORE
 #define SCALE_STORE 2  // 2: one gathered store per CTA; 0: per warp tile; 1: block leaders
 #endif
-#ifndef FULL_OCC
-#define FULL_OCC 0  // 1: __launch_bounds__ asks for 2048 resident threads per SM
-#endif
 #ifndef SMALL_THREADS
 #define SMALL_THREADS 256  // nonzero: the plan launches CTAs this size up to SMALL_ELEMS elements
 #endif
@@ -129,11 +133,10 @@ struct Config {
   static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
   // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store; left
   // alone, ptxas gives them 40 registers, 3/4 occupancy. Full occupancy keeps the bytes in flight.
-  // FULL_OCC: the same for every form (the CTA scale store's smem gather otherwise takes ptxas
-  // to 40 registers, 3/4 occupancy).
+  // (The default takes 40 registers, 3/4 occupancy; capping it at 32 for full occupancy ran
+  // 0.998-1.000x at the large shapes on an H100 in session 39: the DRAM is saturated either way.)
   static constexpr int kMinBlocks =
-      kOneWave ? CTAS_PER_SM
-               : ((kLanePairs && kChunks == 2) || FULL_OCC != 0 ? 2048 / kThreads : 1);
+      kOneWave ? CTAS_PER_SM : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
   // SCALE_STORE 2: the CTA's scales meet in shared memory and leave as 16-byte stores (whole
   // sectors: 256 bytes per CTA at the defaults, against 16 bytes, half a sector, per warp). It
   // needs every warp at one barrier once, so only the uncapped grid (one tile per warp) uses it.
@@ -145,9 +148,11 @@ static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 static_assert(Config::kChunksPerBlock == 4, "a block is 4 chunks: 4 lanes, or 2 with LANE_PAIRS");
 static_assert(CTAS_PER_SM >= 1, "grid cap");
 static_assert(!Config::kCtaScales || Config::kCtaBlocks % 16 == 0, "16-byte scale pieces");
-static_assert(SMALL_THREADS % 32 == 0 && SMALL_THREADS <= Config::kThreads, "whole warps, bounds");
-static_assert(SMALL_THREADS == 0 || CTAS_PER_SM == 1048576, "small CTAs: the uncapped grid only");
-static_assert(!Config::kCtaScales || SMALL_THREADS / 32 * Config::kTileBlocks % 16 == 0,
+// The plan launches min(SMALL_THREADS, THREADS) threads at small sizes: every knob combination
+// stays a valid kernel for the tuner (tiles and strides follow blockDim in every grid form).
+constexpr int kSmallThreads = SMALL_THREADS < THREADS ? SMALL_THREADS : THREADS;
+static_assert(SMALL_THREADS % 32 == 0, "whole warps");
+static_assert(!Config::kCtaScales || kSmallThreads / 32 * Config::kTileBlocks % 16 == 0,
               "16-byte scale pieces in small CTAs too");
 
 // Warps per CTA: the compiled size, or blockDim's where the plan may launch smaller CTAs.

@@ -1,6 +1,5 @@
 /* warpsmith:plan
-{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0],
-              "SCALE_GATHER": [0, 1] },
+{ "knobs":  { "CHUNKS": [4, 2, 3, 6, 8], "LOAD_HINT": [0, 1], "STORE_CS": [1, 0] },
   "launch": [ { "kernel": "sm90_bf16_rmsnorm_mxfp8_quantize_resident",
                 "grid":  ["M"],
                 "block": ["min(512, round_up(ceil_div(H / 8, CHUNKS), 32))"], "smem": "0",
@@ -27,10 +26,9 @@
 // Why it should be fast: one DRAM pass, ~9 CTAs of 224 threads per SM at H = 7168 keep ~128 KB of
 // loads in flight per SM; no shared-memory staging of the row, one __syncthreads per row.
 // Knobs: CHUNKS (16-byte chunks per thread, so the CTA size), LOAD_HINT (0: ld.global.nc,
-// 1: ld.global), STORE_CS (st.global.cs for y and q), SCALE_GATHER (queued, session 38: the row's
-// scale bytes through shared memory, stored as whole 16-byte pieces after one barrier, where
-// each warp now stores 8 bytes, a partial sector, per chunk round: 12 L2 requests per row at
-// H2880, 28 at H7168, become about 3; the rowwise quantizer's same change ran 1.007x).
+// 1: ld.global), STORE_CS (st.global.cs for y and q). SCALE_GATHER (the row's scales through
+// shared memory in 16-byte pieces) ran 1.002x on an H100 in session 39 and was removed; git
+// 8e184cf has it.
 // Measured and removed (session 28, bench/results/sweeps-h200-2026-12-04-session28.json): a ring
 // form (persistent CTAs streaming rows through 1-D bulk copies: 0.89-0.91x, commit 71d5ead) and
 // the weight loaded late with a 40- or 48-register cap (17 CTAs per SM at H2880 instead of 10:
@@ -59,9 +57,6 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
-#ifndef SCALE_GATHER
-#define SCALE_GATHER 0  // 1: the row's scales through shared memory, stored in 16-byte pieces
-#endif
 
 namespace {
 
@@ -74,8 +69,6 @@ struct Config {
                                                            : ws::LoadHint::kPlain;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr float kEps = 1e-6f;
-  static constexpr bool kGatherScales = SCALE_GATHER != 0;
-  static constexpr int kMaxRowBlocks = kMaxThreads * kChunks * kChunkElems / 32;  // resident rows
 };
 static_assert(Config::kChunks >= 1 && Config::kChunks <= 16, "registers");
 
@@ -148,46 +141,17 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 }
 
 // Normalizes and quantizes chunk ci of the row (all lanes call it; out-of-row lanes store nothing).
-// row_scales (SCALE_GATHER): the scale goes to the row's shared array at block ci_row >> 2.
 __device__ __forceinline__ void emit_chunk(const Chunk& xc, const Chunk& wc, float r, bool in_row,
                                            long long ci_global, Chunk* y_chunks, unsigned char* q,
-                                           unsigned char* scales, int ci_row = 0,
-                                           unsigned char* row_scales = nullptr) {
+                                           unsigned char* scales) {
   const Chunk yc = normalize(xc, wc, r);
   unsigned lo, hi;
   const unsigned s = quantize_chunk(yc, lo, hi);
   if (in_row) {
     ws::store_global16<Config::kStoreCs>(y_chunks + ci_global, yc);
     ws::store_global8<Config::kStoreCs>(q + ci_global * Config::kChunkElems, lo, hi);
-    if ((threadIdx.x & 3) == 0) {
-      if (row_scales != nullptr) {
-        row_scales[ci_row >> 2] = static_cast<unsigned char>(s);
-      } else {
-        scales[ci_global >> 2] = static_cast<unsigned char>(s);
-      }
-    }
+    if ((threadIdx.x & 3) == 0) scales[ci_global >> 2] = static_cast<unsigned char>(s);
   }
-}
-
-// SCALE_GATHER, after a barrier: the row's n scale bytes (src, shared) to dst as bytes up to
-// dst's first 16-byte boundary, 16-byte pieces, then the tail's bytes: three warp stores of
-// whole sectors where each warp's byte stores took a partial sector per chunk round.
-__device__ __forceinline__ void store_row_scales(const unsigned char* src, unsigned char* dst,
-                                                 int n) {
-  const int tid = threadIdx.x, T = blockDim.x;
-  const int head = min(n, static_cast<int>((16 - (reinterpret_cast<size_t>(dst) & 15)) & 15));
-  const int pieces = (n - head) / 16, body_end = head + 16 * pieces;
-  for (int i = tid; i < head; i += T) dst[i] = src[i];
-  for (int i = tid; i < pieces; i += T) {
-    unsigned w[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const unsigned char* b = src + head + 16 * i + 4 * k;
-      w[k] = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<unsigned>(b[3]) << 24);
-    }
-    ws::store_global16<Config::kStoreCs>(dst + head + 16 * i, w[0], w[1], w[2], w[3]);
-  }
-  for (int i = body_end + tid; i < n; i += T) dst[i] = src[i];
 }
 
 }  // namespace
@@ -233,19 +197,6 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads)
     for (int u = 0; u < Config::kChunks; ++u) ss += sum_squares(xc[u]);
     const float total = block_sum(ss, red);
     const float r = __frcp_rn(__fsqrt_rn(__fadd_rn(__fmul_rn(total, inv_h), Config::kEps)));
-    if constexpr (Config::kGatherScales) {
-      __shared__ unsigned char row_scales[Config::kMaxRowBlocks];
-#pragma unroll
-      for (int u = 0; u < Config::kChunks; ++u) {
-        if (u * T >= row_chunks) break;  // uniform across the CTA: whole warps stay together
-        const int ci = u * T + tid;
-        emit_chunk(xc[u], wc[u], r, ci < row_chunks, base + ci, y_chunks, q, scales, ci,
-                   row_scales);
-      }
-      __syncthreads();
-      store_row_scales(row_scales, scales + (base >> 2), row_chunks >> 2);
-      return;
-    }
 #pragma unroll
     for (int u = 0; u < Config::kChunks; ++u) {
       if (u * T >= row_chunks) break;  // uniform across the CTA: whole warps stay together

@@ -26,16 +26,6 @@ __device__ __forceinline__ float mul_rn_no_ftz(float a, float b) {
   return d;
 }
 
-// Packed bf16 multiply, RNE (bf16 arithmetic keeps subnormals). By a power of two 2^(127-S) it
-// is exact unless the product falls below 2^-126, and such values are E4M3 zeros either way (the
-// smallest E4M3 subnormal is 2^-9), with their sign: the quantizers' multiply in half the
-// instructions of two fp32 ones.
-__device__ __forceinline__ unsigned mul_bf16x2(unsigned a, unsigned b) {
-  unsigned d;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
 // Two fp32 -> two E4M3 bytes (RNE, saturating to +-448), lo in the low byte.
 __device__ __forceinline__ unsigned cvt_e4m3x2(float lo, float hi) {
   unsigned short d;
@@ -119,12 +109,6 @@ __device__ __forceinline__ unsigned block_scale(unsigned amax, bool* special) {
 __device__ __forceinline__ float scale_reciprocal(unsigned s) {
   const unsigned biased = 254u - s;
   return __uint_as_float(biased != 0 ? biased << 23 : 0x00400000u);
-}
-
-// An fp32 power of two r as bf16 (exact: its low 16 bits are zero, 2^-127 included), in both
-// halves of a pair, for mul_bf16x2.
-__device__ __forceinline__ unsigned bf16x2_of(float r) {
-  return (__float_as_uint(r) >> 16) * 0x10001u;
 }
 
 }  // namespace mx

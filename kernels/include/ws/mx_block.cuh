@@ -32,21 +32,6 @@ __device__ __forceinline__ void quantize_bf16x8(const Chunk& c, float r, unsigne
   hi = out[1];
 }
 
-/// As quantize_bf16x8, multiplying in bf16 pairs (mul_bf16x2; r a power of two): 4 instructions
-/// per element pair instead of 5, the same bytes.
-__device__ __forceinline__ void quantize_bf16x8_packed(const Chunk& c, float r, unsigned& lo,
-                                                       unsigned& hi) {
-  const unsigned r2 = bf16x2_of(r);
-  unsigned out[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const unsigned w0 = mul_bf16x2(c.w[2 * h], r2), w1 = mul_bf16x2(c.w[2 * h + 1], r2);
-    out[h] = cvt_e4m3x2(bf16_lo(w0), bf16_hi(w0)) | (cvt_e4m3x2(bf16_lo(w1), bf16_hi(w1)) << 16);
-  }
-  lo = out[0];
-  hi = out[1];
-}
-
 /// amax of a block spread over a lane quad (lanes 4k .. 4k+3, 8 elements each), in all 4 lanes.
 /// Shuffles: every lane of the warp must call it.
 __device__ __forceinline__ unsigned amax_quad(const Chunk& c) {
@@ -73,8 +58,8 @@ __device__ __forceinline__ unsigned quantize_quad(const Chunk& c, unsigned& lo, 
 
 /// One block spread over a lane pair (lanes 2k, 2k+1, 16 elements each: lo then hi): returns the
 /// block's scale (the same in both lanes) and this lane's 16 E4M3 bytes. Shuffles: every lane of
-/// the warp must call it. kPacked: the multiply in bf16 pairs (quantize_bf16x8_packed).
-template <bool kFloor, bool kPacked = false>
+/// the warp must call it.
+template <bool kFloor>
 __device__ __forceinline__ unsigned quantize_pair(const Chunk& lo, const Chunk& hi,
                                                   unsigned (&out)[4]) {
   unsigned amax = max(amax_bf16x8(lo), amax_bf16x8(hi));
@@ -82,13 +67,8 @@ __device__ __forceinline__ unsigned quantize_pair(const Chunk& lo, const Chunk& 
   bool special;
   const unsigned s = block_scale<kFloor>(amax, &special);
   const float r = scale_reciprocal(special ? 0u : s);
-  if constexpr (kPacked) {
-    quantize_bf16x8_packed(lo, r, out[0], out[1]);
-    quantize_bf16x8_packed(hi, r, out[2], out[3]);
-  } else {
-    quantize_bf16x8(lo, r, out[0], out[1]);
-    quantize_bf16x8(hi, r, out[2], out[3]);
-  }
+  quantize_bf16x8(lo, r, out[0], out[1]);
+  quantize_bf16x8(hi, r, out[2], out[3]);
   if (special) out[0] = out[1] = out[2] = out[3] = kE4M3NaNx4;
   return s;
 }

@@ -53,12 +53,10 @@ constexpr bool use_bulk_loads(int load_path) {
 /// fixed number of rows apart, so one address and a step serve each set, and whole tiles (most
 /// of them) skip the bounds tests; without it each access computes its own 64-bit address and
 /// test (a quarter of the dual quantizer's sm_90a instructions).
-/// kBf16Mul: both halves multiply by 2^(127-S) in bf16 pairs (mul_bf16x2, the same bytes): per
-/// pair of elements one packed multiply instead of two fp32 ones.
 /// Launch with kThreads threads and kSmemBytes of dynamic shared memory, 128-byte aligned.
 template <int kRowBlocks, int kSubtiles, bool kFloor, bool kUseTma, bool kStoreCs,
           bool kScaleWords = false, bool kPairs = false, bool kAsyncLoads = false,
-          bool kScaleTiles = false, bool kStepAddr = false, bool kBf16Mul = false>
+          bool kScaleTiles = false, bool kStepAddr = false>
 struct DualTile {
   static constexpr int kBM = 32 * kRowBlocks;  // tile rows
   static constexpr int kBK = 64 * kSubtiles;   // tile columns
@@ -116,16 +114,6 @@ struct DualTile {
     return scale_reciprocal(s);
   }
 
-  /// 8 bf16 times r (a power of two) -> 8 E4M3 bytes, by kBf16Mul's multiply.
-  static __device__ __forceinline__ void quantize8(const Chunk& c, float r, unsigned& lo,
-                                                   unsigned& hi) {
-    if constexpr (kBf16Mul) {
-      quantize_bf16x8_packed(c, r, lo, hi);
-    } else {
-      quantize_bf16x8(c, r, lo, hi);
-    }
-  }
-
   /// Rowwise half for one 16-byte chunk (8 elements; 4 consecutive lanes = one block; all 32
   /// lanes must call). Stores 8 q bytes and, from the block's first lane, its scale.
   static __device__ __forceinline__ void rowwise_chunk(const Chunk& c, bool valid,
@@ -137,7 +125,7 @@ struct DualTile {
     const unsigned s = scale2(amax, 0u) & 0xFFu;
     const float r = reciprocal(s);
     unsigned out[2];
-    quantize8(c, r, out[0], out[1]);
+    quantize_bf16x8(c, r, out[0], out[1]);
     if (s == kE8M0NaN) out[0] = out[1] = kE4M3NaNx4;
     if (valid) {
       store_global8<kStoreCs>(q_dst, out[0], out[1]);
@@ -159,7 +147,7 @@ struct DualTile {
     const unsigned s = scale2(amax, 0u) & 0xFFu;
     const float r = reciprocal(s);
     unsigned out[2];
-    quantize8(c, r, out[0], out[1]);
+    quantize_bf16x8(c, r, out[0], out[1]);
     if (s == kE8M0NaN) out[0] = out[1] = kE4M3NaNx4;
     // Blocks of lanes l, l+4, l+8, l+12 into one word (bytes 0..3), valid at l % 16 == 0.
     const unsigned word = s | (__shfl_down_sync(kFullMask, s, 4) << 8) |
@@ -243,7 +231,7 @@ struct DualTile {
         Chunk lo, hi;
         load_pair_shared(tile, u * kThreads + tid, lo, hi);
         unsigned out[4];
-        const unsigned sc = quantize_pair<kFloor, kBf16Mul>(lo, hi, out);
+        const unsigned sc = quantize_pair<kFloor>(lo, hi, out);
         const bool valid = whole || (r < rows_valid && pc * 16 < cols_valid);
         unsigned char* s_dst = kScaleTiles ? scales + r * kTileScaleRow + pc / 2
                                            : scale_at(scales, cols, m0 + r, k0 + pc * 16, r, k0);
@@ -275,7 +263,7 @@ struct DualTile {
       Chunk lo, hi;
       load_pair_shared(tile, pi, lo, hi);
       unsigned out[4];
-      const unsigned sc = quantize_pair<kFloor, kBf16Mul>(lo, hi, out);
+      const unsigned sc = quantize_pair<kFloor>(lo, hi, out);
       const bool valid = r < rows_valid && pc * 16 < cols_valid;
       const long long row = m0 + r, col = k0 + pc * 16;
       unsigned char* s_dst = scale_at(scales, cols, row, col, r, k0);
@@ -306,17 +294,6 @@ struct DualTile {
   static __device__ __forceinline__ void quantize_rows4(unsigned w0, unsigned w1, unsigned w2,
                                                         unsigned w3, float ra, float rb,
                                                         unsigned& qa, unsigned& qb) {
-    if constexpr (kBf16Mul) {
-      // Column kl's scale in the low halves, kl + 1's in the high: one multiply per row.
-      const unsigned r2 = (__float_as_uint(ra) >> 16) | (__float_as_uint(rb) & 0xFFFF0000u);
-      w0 = mul_bf16x2(w0, r2);
-      w1 = mul_bf16x2(w1, r2);
-      w2 = mul_bf16x2(w2, r2);
-      w3 = mul_bf16x2(w3, r2);
-      qa = cvt_e4m3x2(bf16_lo(w0), bf16_lo(w1)) | cvt_e4m3x2(bf16_lo(w2), bf16_lo(w3)) << 16;
-      qb = cvt_e4m3x2(bf16_hi(w0), bf16_hi(w1)) | cvt_e4m3x2(bf16_hi(w2), bf16_hi(w3)) << 16;
-      return;
-    }
     qa = cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w0), ra), mul_rn_no_ftz(bf16_lo(w1), ra)) |
          cvt_e4m3x2(mul_rn_no_ftz(bf16_lo(w2), ra), mul_rn_no_ftz(bf16_lo(w3), ra)) << 16;
     qb = cvt_e4m3x2(mul_rn_no_ftz(bf16_hi(w0), rb), mul_rn_no_ftz(bf16_hi(w1), rb)) |
