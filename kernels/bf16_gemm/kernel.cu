@@ -113,10 +113,12 @@
 // warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
 #include <cuda_bf16.h>
 
+#include "ws/dense_gemm.cuh"
 #include "ws/gemm.cuh"
 #include "ws/gemv.cuh"
 #include "ws/split_k.cuh"
 #include "ws/wgmma.cuh"
+#include "ws/wgmma_ring.cuh"
 
 #ifndef BN
 #define BN 256
@@ -237,21 +239,6 @@ using SplitConfigNarrow = SplitConfigT<NSBN, NSSTAGES, 1>;
 static_assert(SMC == 1 || SMC == 2 || SMC == 4 || SMC == 8, "SMC: 1, 2, 4 or 8 CTAs");
 static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
 
-// Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.
-__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  ws::band_tile<Config::kGroupM>(t, tiles_m, tiles_n, tm, tn);
-}
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-// Instruction descriptor, kind::f16: D f32, A and B bf16, both K-major, M=128, N=BN.
-constexpr uint32_t kIdesc =
-    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, Config::kBM, Config::kBN);
-// M = 128 even when SBM = 64: rows 64..127 then read the ring bytes after the stage's A tile
-// (shared memory of this CTA, whatever it holds) into accumulator rows the epilogue drops.
-template <class C>
-constexpr uint32_t kIdescSplit = ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, 0, 0, 128, C::kBN);
-#endif
-
 }  // namespace
 
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
@@ -268,20 +255,8 @@ __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_
   for (int kb = 0; kb < kblocks; ++kb, ++it) {
     const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
     ws::mbar_wait(full + 8 * s, ph);
-    const uint32_t a = smem + s * Cfg::kABytes + cw * 64 * 128;
-    const uint32_t b = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
-    ws::wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < Cfg::kBK / 16; ++k) {
-      ws::wgmma_bf16<Cfg::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                               ws::wgmma_desc_sw128(b + 32 * k), 1);
-    }
-    ws::wgmma_commit();
-    if (kb > 0) {
-      ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-      if (signal) ws::release_stage<kMc>(empty + 8 * prev);
-    }
-    prev = s;
+    ws::wgmma_kblock<Cfg, false>(acc, smem, s, cw, false);
+    ws::release_previous_stage<kMc>(kb, s, prev, empty, signal);
   }
   ws::wgmma_wait<0>();
   return prev;
@@ -294,9 +269,9 @@ __device__ __forceinline__ uint32_t mainloop(float (&acc)[Cfg::kBN / 2], uint32_
 // tile as two m64 halves (A rows 64..127 are 8 KiB into the stage), so one warpgroup's epilogue
 // (stores from registers) overlaps the other's main loop instead of idling the tensor cores. Every
 // tile has kblocks k-blocks, so a warpgroup's stage counter skips the other's tiles by kblocks.
-// Order barriers (order + 8w, count 1; warpgroup w arrives after each of its main loops): a
-// warpgroup starts a main loop only once the other has finished the previous tile's, which keeps
-// the MMAs in the ring's order and each full-barrier wait at most one phase ahead.
+// Order barriers (ws/wgmma_ring.cuh, pingpong_*): a warpgroup starts a main loop only once the
+// other has finished the previous tile's, which keeps the MMAs in the ring's order and each
+// full-barrier wait at most one phase ahead.
 // cw is a template argument: a tile walk that depends on threadIdx makes ptxas serialize the
 // wgmmas (C7520, found in bf16_grouped_gemm).
 template <int cw>
@@ -312,12 +287,8 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
   uint32_t n = 0;
   for (int t = blockIdx.x + cw * gridDim.x; t < tiles; t += 2 * gridDim.x, ++n) {
     int tm, tn;
-    tile_coords(t, tiles_m, tiles_n, tm, tn);
-    // The previous tile's main loop (the other warpgroup's): its n-th (cw 1) or n-1-th (cw 0).
-    if (cw == 1)
-      ws::mbar_wait(order, n & 1);
-    else if (n > 0)
-      ws::mbar_wait(order + 8, (n - 1) & 1);
+    ws::band_tile<Config::kGroupM>(t, tiles_m, tiles_n, tm, tn);
+    ws::pingpong_wait_turn<cw>(order, n);
 #pragma unroll
     for (int i = 0; i < Config::kBN / 2; ++i) acc0[i] = acc1[i] = 0.0f;
     uint32_t prev = 0;
@@ -335,17 +306,9 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
                                     ws::wgmma_desc_sw128(b + 32 * k), 1);
       }
       ws::wgmma_commit();
-      if (kb > 0) {
-        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-        if (signal) ws::mbar_arrive(empty + 8 * prev);
-      }
-      prev = s;
+      ws::release_previous_stage(kb, s, prev, empty, signal);
     }
-    ws::wgmma_wait<0>();
-    ws::fence_operands(acc0);
-    ws::fence_operands(acc1);
-    if (signal && kblocks > 0) ws::mbar_arrive(empty + 8 * prev);
-    if (signal) ws::mbar_arrive(order + 8 * cw);  // this main loop is done: the other may start
+    ws::pingpong_end_main<cw>(acc0, acc1, empty, prev, order, kblocks, signal);
     // Fragment of each half: register 4j+e of thread (warp w, lane l) is row 16w + l/4 + 8*(e/2)
     // (+64 in acc1), column 8j + 2*(l%4) + e%2.
     const int row0 = tm * Config::kBM + 16 * (t128 / 32) + lane / 4;
@@ -400,12 +363,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const ws::RingSmem rs = ws::ring_smem<Config>(smem_raw, Config::kEpiBytes);
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
-  const uint32_t acc_full = rs.acc_full, acc_empty = rs.acc_empty;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int tiles_m = (M + Config::kBM - 1) / Config::kBM;
-  const int tiles_n = (N + Config::kBN - 1) / Config::kBN;
-  const int kblocks = (K + Config::kBK - 1) / Config::kBK;
-  const int tiles = tiles_m * tiles_n;
+  const ws::TileGrid<Config> g(M, N, K);  // NOTE: after warp, lane (else other SASS on sm_100a)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
@@ -415,21 +374,22 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 
   if (warp == 0) {
     if (lane == 0)
-      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
+      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, g.tiles_m, g.tiles_n, g.kblocks);
   } else if (warp == 1) {
     if (lane == 0) {
-      ws::issue_mma_band<Config, false, kIdesc>(smem, full, empty, acc_full, acc_empty, tmem_base,
-                                                tiles, kblocks);
+      ws::issue_mma_band<Config, false, ws::kDenseIdesc<false, Config::kBN>>(
+          smem, full, empty, rs.acc_full, rs.acc_empty, tmem_base, g.tiles, g.kblocks);
     }
   } else if (warp >= 4) {
     // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
+    // NOTE: here, not in ws/dense_gemm.cuh: as a function it compiled to other SASS.
     const int q = warp % 4, h = (warp - 4) / 4;
     uint32_t local = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++local) {
+    for (int t = blockIdx.x; t < g.tiles; t += gridDim.x, ++local) {
       int tm, tn;
-      tile_coords(t, tiles_m, tiles_n, tm, tn);
+      ws::band_tile<Config::kGroupM>(t, g.tiles_m, g.tiles_n, tm, tn);
       const uint32_t buf = local & 1, aph = (local >> 1) & 1;
-      ws::mbar_wait(acc_full + 8 * buf, aph);
+      ws::mbar_wait(rs.acc_full + 8 * buf, aph);
       ws::tc_fence_after();
       const int row = tm * Config::kBM + q * 32 + lane;
 #pragma unroll 1
@@ -439,19 +399,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
         ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Config::kBN + col0, r);
         const int col = tn * Config::kBN + col0;
         if (row < M) {
-          uint4* dst = reinterpret_cast<uint4*>(d + static_cast<long long>(row) * N + col);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            // N % 16 == 0: each 8-column piece is wholly in or out.
-            if (col + 8 * j < N) {
-              dst[j] = ws::pack_bf16x8(reinterpret_cast<const float*>(r + 8 * j));
-            }
-          }
+          ws::store_row32_bf16(d + static_cast<long long>(row) * N + col,
+                               reinterpret_cast<const float*>(r), col, N);
         }
       }
       ws::tc_fence_before();
       __syncwarp();
-      if (lane == 0) ws::mbar_arrive(acc_empty + 8 * buf);
+      if (lane == 0) ws::mbar_arrive(rs.acc_empty + 8 * buf);
     }
   }
   ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
@@ -462,47 +416,31 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
 #if PP != 0
   // PP: the consumers' order barriers, in sm_100a's acc_full slots (unused on sm_90a).
   if (threadIdx.x == 0) {
-    ws::mbar_init(acc_full, 1);
-    ws::mbar_init(acc_full + 8, 1);
+    ws::mbar_init(rs.acc_full, 1);
+    ws::mbar_init(rs.acc_full + 8, 1);
     ws::fence_mbarrier_init();
   }
 #endif
-#if MC > 1
-  if (threadIdx.x == 0) ws::tma_prefetch(&tma_bh);
-  ws::cluster_sync();  // the peer's barriers are initialised before its multicasts reach them
-#else
-  __syncthreads();
-#endif
-  const int wg = threadIdx.x / 128;
-  if (wg == 0) {
-    ws::setmaxnreg_dec<40>();
-#if MC > 1
-    if (threadIdx.x == 0)
-      ws::produce_pairs<Config>(&tma_a, &tma_bh, smem, full, empty, tiles_m, tiles_n, kblocks);
-#else
-    if (threadIdx.x == 0)
-      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
-#endif
-  } else {
+  // Consumer warpgroup cw: rows 64*cw.. of each tile (PP: whole tiles in turn).
+  ws::dense_gemm_sm90<Config, MC>(&tma_a, &tma_b, &tma_bh, rs, g, [&](int cw) {
 #if PP != 0
-    if (wg == 1)
-      consume_pingpong<0>(smem, full, empty, acc_full, d, M, N, tiles, tiles_m, tiles_n, kblocks,
-                          lane);
+    if (cw == 0)
+      consume_pingpong<0>(smem, full, empty, rs.acc_full, d, M, N, g.tiles, g.tiles_m, g.tiles_n,
+                          g.kblocks, lane);
     else
-      consume_pingpong<1>(smem, full, empty, acc_full, d, M, N, tiles, tiles_m, tiles_n, kblocks,
-                          lane);
+      consume_pingpong<1>(smem, full, empty, rs.acc_full, d, M, N, g.tiles, g.tiles_m, g.tiles_n,
+                          g.kblocks, lane);
 #elif EPI == 0
     ws::setmaxnreg_inc<232>();
-    const int cw = wg - 1;                  // consumer warpgroup: rows 64*cw.. of the tile
-    const int t128 = threadIdx.x % 128;     // thread in the warpgroup
+    const int t128 = threadIdx.x % 128;  // thread in the warpgroup
     const bool signal = t128 == 0;
-    float acc[Config::kBN / 2];             // (64, BN) fp32 fragment
+    float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
-    const ws::CtaTiles<Config, MC> walk{tiles_m, tiles_n, tiles};
+    const ws::CtaTiles<Config, MC> walk{g.tiles_m, g.tiles_n, g.tiles};
     for (int t = walk.first(); t < walk.count(); t += walk.step()) {
       int tm, tn;
       walk.coords(t, tm, tn);
-      const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, kblocks, cw, signal, it);
+      const uint32_t prev = mainloop<Config, MC>(acc, smem, full, empty, g.kblocks, cw, signal, it);
       if (signal) ws::release_stage<MC>(empty + 8 * prev);
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
@@ -512,15 +450,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf1
       ws::store_fragment_bf16<Config::kBN>(d, acc, 0, row0, M, colb, N);
     }
 #else
-    consumer_staged_epilogue(smem, full, empty, d, M, N, tiles, tiles_m, tiles_n, kblocks,
-                             wg - 1);
+    consumer_staged_epilogue(smem, full, empty, d, M, N, g.tiles, g.tiles_m, g.tiles_n, g.kblocks,
+                             cw);
 #endif
-  }
-#if MC > 1
-  // No CTA leaves while its peer may still arrive on its barriers (or multicast into it).
-  __syncwarp();
-  ws::cluster_sync();
-#endif
+  });
 #endif
 }
 
@@ -544,34 +477,28 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
-  const int tiles_m = (M + C::kBM - 1) / C::kBM;
-  const int tiles_n = (N + C::kBN - 1) / C::kBN;
-  const int kblocks = (K + C::kBK - 1) / C::kBK;
-  const int tiles = tiles_m * tiles_n;
+  const ws::TileGrid<C> g(M, N, K);
   const int plan_splits = splits;
-  splits = max(1, min(splits, kblocks));  // every split non-empty
+  splits = max(1, min(splits, g.kblocks));  // every split non-empty
   // CTA = ((column group * tiles_m + tm) * plan_splits + split) * SMC + rank: a cluster's CTAs
   // share tm and split (so their k-blocks), tn = group * SMC + rank; a CTA with tn past the last
   // column tile (N not a multiple of SMC tiles) still serves its share of A and stores nothing.
   const int q = blockIdx.x / C::kMc;
-  if (q >= tiles_m * ((tiles_n + C::kMc - 1) / C::kMc) * plan_splits) return;  // whole clusters
+  if (q >= g.tiles_m * ((g.tiles_n + C::kMc - 1) / C::kMc) * plan_splits) return;  // whole clusters
   u.splits = splits;
   u.split = q % plan_splits;
   if (u.split >= splits) return;
-  u.tm = (q / plan_splits) % tiles_m;
-  u.tn = (q / plan_splits) / tiles_m * C::kMc + static_cast<int>(blockIdx.x % C::kMc);
-  u.tile = u.tm + tiles_m * u.tn;
-  const bool owns_tile = u.tn < tiles_n;
-  ws::split_range(u.split, splits, kblocks, u.kb0, u.kb1);
-  u.counters = reinterpret_cast<int*>(workspace);
-  u.part = reinterpret_cast<float*>(workspace + ((8 * tiles + 255) & ~255));
-  u.slice = static_cast<long long>(M) * N;
+  u.tm = (q / plan_splits) % g.tiles_m;
+  u.tn = (q / plan_splits) / g.tiles_m * C::kMc + static_cast<int>(blockIdx.x % C::kMc);
+  u.tile = u.tm + g.tiles_m * u.tn;
+  const bool owns_tile = u.tn < g.tiles_n;
+  ws::split_range(u.split, splits, g.kblocks, u.kb0, u.kb1);
+  u.use_workspace(workspace, g.tiles, M, N);
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const ws::RingSmem rs = ws::ring_smem<C>(smem_raw, 0);
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
-  // Two "last unit" words after the TMEM slot (one per consumer warpgroup on sm_90a).
-  int* last_flag = reinterpret_cast<int*>(smem_raw + (rs.tmem_slot + 16 - ws::smem_u32(smem_raw)));
+  int* last_flag = ws::split_flags(smem_raw, rs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
@@ -584,8 +511,8 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
   } else if (warp == 1) {
     // issue_mma_band over "tiles = blockIdx.x + 1": exactly this CTA's one unit, buffer 0.
     if (lane == 0) {
-      ws::issue_mma_band<C, false, kIdescSplit<C>>(smem, full, empty, rs.acc_full, rs.acc_empty,
-                                                tmem_base, blockIdx.x + 1, u.kb1 - u.kb0);
+      ws::issue_mma_band<C, false, ws::kDenseIdesc<false, C::kBN>>(
+          smem, full, empty, rs.acc_full, rs.acc_empty, tmem_base, blockIdx.x + 1, u.kb1 - u.kb0);
     }
   } else if (warp >= 4) {
     // Rows past the tile (SBM = 64: accumulator rows 64..127) are dropped like rows past M.
@@ -629,20 +556,8 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
     for (int kb = 0; kb < u.kb1 - u.kb0; ++kb) {
       const uint32_t s = kb % C::kStages, ph = (kb / C::kStages) & 1;
       ws::mbar_wait(full + 8 * s, ph);
-      const uint32_t a = smem + s * C::kABytes + cw * 64 * 128;
-      const uint32_t b = smem + C::kStages * C::kABytes + s * C::kBBytes;
-      ws::wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < C::kBK / 16; ++k) {
-        ws::wgmma_bf16<C::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                               ws::wgmma_desc_sw128(b + 32 * k), 1);
-      }
-      ws::wgmma_commit();
-      if (kb > 0) {
-        ws::wgmma_wait<1>();
-        if (signal) ws::release_stage<C::kMc>(empty + 8 * prev);
-      }
-      prev = s;
+      ws::wgmma_kblock<C, false>(acc, smem, s, cw, false);
+      ws::release_previous_stage<C::kMc>(kb, s, prev, empty, signal);
     }
     ws::wgmma_wait<0>();
     ws::fence_operands(acc);

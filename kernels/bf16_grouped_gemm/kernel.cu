@@ -93,6 +93,7 @@
 
 #include "ws/gemm.cuh"
 #include "ws/wgmma.cuh"
+#include "ws/wgmma_ring.cuh"
 
 #ifndef WS_FORM
 #error "compile with -DWS_FORM (the problem's form parameter)"
@@ -295,11 +296,7 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
   int t = blockIdx.x + cw * gridDim.x;
   for (uint32_t n = 0; cur.seek(t, offs, E, N, K, tl); t += 2 * gridDim.x, ++n) {
     const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
-    // The previous tile's main loop (the other warpgroup's): its n-1-th (cw 0) or n-th (cw 1).
-    if (cw == 1)
-      ws::mbar_wait(order, n & 1);
-    else if (n > 0)
-      ws::mbar_wait(order + 8, (n - 1) & 1);
+    ws::pingpong_wait_turn<cw>(order, n);
 #pragma unroll
     for (int i = 0; i < Config::kBN / 2; ++i) acc0[i] = acc1[i] = 0.0f;
     uint32_t prev = 0;
@@ -327,17 +324,9 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
         }
       }
       ws::wgmma_commit();
-      if (kb > 0) {
-        ws::wgmma_wait<1>();  // the previous k-block's wgmmas are done: free its stage
-        if (signal) ws::mbar_arrive(empty + 8 * prev);
-      }
-      prev = s;
+      ws::release_previous_stage(kb, s, prev, empty, signal);
     }
-    ws::wgmma_wait<0>();
-    ws::fence_operands(acc0);
-    ws::fence_operands(acc1);
-    if (signal && kblocks > 0) ws::mbar_arrive(empty + 8 * prev);
-    if (signal) ws::mbar_arrive(order + 8 * cw);  // this main loop is done: the other may start
+    ws::pingpong_end_main<cw>(acc0, acc1, empty, prev, order, kblocks, signal);
     // Fragment of each half: register 4j+e of thread (warp w, lane l) is row 16w + l/4 + 8*(e/2)
     // (+64 in acc1), column 8j + 2*(l%4) + e%2. Empty wgrad groups store their zeros.
     const ws::OutTile o = Cursor::out_tile(tl, N, K);

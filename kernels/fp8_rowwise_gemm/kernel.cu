@@ -104,10 +104,12 @@
 // warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32 LDG.E.NA.128.CONSTANT
 #include <cuda_bf16.h>
 
+#include "ws/dense_gemm.cuh"
 #include "ws/gemm.cuh"
 #include "ws/gemv.cuh"
 #include "ws/split_k.cuh"
 #include "ws/wgmma.cuh"
+#include "ws/wgmma_ring.cuh"
 
 #ifndef BN
 #define BN 192
@@ -224,21 +226,6 @@ using SplitConfigNarrow = SplitConfigT<NSBN, NSSTAGES>;
 static_assert(SBN == 64 || SBN == 128, "SBN: 64 or 128");
 static_assert(SBM == 64 || SBM == 128, "SBM: 64 or 128 rows");
 
-// Output tile t of the grouped order: GROUP_M row-tiles sweep the columns together.
-__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  ws::band_tile<Config::kGroupM>(t, tiles_m, tiles_n, tm, tn);
-}
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
-// Instruction descriptor, kind::f8f6f4: D f32, A and B E4M3, both K-major, M=128, N=BN.
-constexpr uint32_t kIdesc =
-    ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, Config::kBM, Config::kBN);
-// M = 128 even when SBM = 64: rows 64..127 then read the ring bytes after the stage's A tile
-// (shared memory of this CTA, whatever it holds) into accumulator rows the epilogue drops.
-template <class C>
-constexpr uint32_t kIdescSplit = ws::umma_idesc(ws::kUmmaE4M3, ws::kUmmaE4M3, 0, 0, 128, C::kBN);
-#endif
-
 // sm_90a main loop of consumer warpgroup cw over one tile's nkb k-blocks, from ring position it
 // on (it advances past them): wgmmas into acc, every PROMOTE k-blocks (and at the end) acc joins
 // total exactly; a stage is freed once its wgmmas are done. Every wgmma is complete on return.
@@ -252,16 +239,8 @@ __device__ __forceinline__ void promote_loop(float (&acc)[Cfg::kBN / 2],
   for (int kb = 0; kb < nkb; ++kb, ++it) {
     const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
     ws::mbar_wait(full + 8 * s, ph);
-    const uint32_t a = smem + s * Cfg::kABytes + cw * 64 * 128;
-    const uint32_t b = smem + Cfg::kStages * Cfg::kABytes + s * Cfg::kBBytes;
-    const uint32_t restart = kb % Config::kPromote == 0;  // first k-block of an interval
-    ws::wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < Cfg::kBK / 32; ++k) {
-      ws::wgmma_e4m3<Cfg::kBN>(acc, ws::wgmma_desc_sw128(a + 32 * k),
-                               ws::wgmma_desc_sw128(b + 32 * k), k != 0 || !restart);
-    }
-    ws::wgmma_commit();
+    // acc restarts at the first k-block of an interval.
+    ws::wgmma_kblock<Cfg, true>(acc, smem, s, cw, kb % Config::kPromote == 0);
     if ((kb + 1) % Config::kPromote == 0 || kb + 1 == nkb) {
       // Promote: the interval's partial sum joins the fp32 total exactly.
       ws::wgmma_wait<0>();
@@ -285,21 +264,6 @@ __device__ __forceinline__ void promote_loop(float (&acc)[Cfg::kBN / 2],
 }
 
 #if EPI != 0 && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
-// One k-block of consumer warpgroup cw into the wgmma accumulator cur (restarted at an interval's
-// first k-block), committed as one group.
-__device__ __forceinline__ void issue_kblock(float (&cur)[Config::kBN / 2], uint32_t smem,
-                                             uint32_t s, int cw, bool restart) {
-  const uint32_t a = smem + s * Config::kABytes + cw * 64 * 128;
-  const uint32_t b = smem + Config::kStages * Config::kABytes + s * Config::kBBytes;
-  ws::wgmma_fence();
-#pragma unroll
-  for (int k = 0; k < Config::kBK / 32; ++k) {
-    ws::wgmma_e4m3<Config::kBN>(cur, ws::wgmma_desc_sw128(a + 32 * k),
-                                ws::wgmma_desc_sw128(b + 32 * k), k != 0 || !restart);
-  }
-  ws::wgmma_commit();
-}
-
 // EPI = 2, one k-block after the first: issues it into cur (restarted: PROMOTE = 1), waits for
 // the previous k-block (wait_group 1: only this one may still run; it wrote other), frees that
 // stage and promotes other into total while cur's wgmmas run.
@@ -310,7 +274,7 @@ __device__ __forceinline__ void kblock_acc2(float (&cur)[Config::kBN / 2],
                                             uint32_t& prev, int cw, bool signal) {
   const uint32_t s = it % Config::kStages, ph = (it / Config::kStages) & 1;
   ws::mbar_wait(full + 8 * s, ph);
-  issue_kblock(cur, smem, s, cw, true);
+  ws::wgmma_kblock<Config, true>(cur, smem, s, cw, true);
   ws::wgmma_wait<1>();
   ws::fence_operands(other);
   if (signal) ws::mbar_arrive(empty + 8 * prev);
@@ -370,7 +334,7 @@ __device__ __forceinline__ void consumer_staged_epilogue(
       // asynchronous only when each accumulator's in-flight span is unambiguous).
       uint32_t prev = it % Config::kStages;
       ws::mbar_wait(full + 8 * prev, (it / Config::kStages) & 1);
-      issue_kblock(acc, smem, prev, cw, true);
+      ws::wgmma_kblock<Config, true>(acc, smem, prev, cw, true);
       ++it;
       int kb = 1;
       for (; kb + 1 < kblocks; kb += 2) {
@@ -438,12 +402,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const ws::RingSmem rs = ws::ring_smem<Config>(smem_raw, Config::kEpiBytes);
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
-  const uint32_t acc_full = rs.acc_full, acc_empty = rs.acc_empty;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int tiles_m = (M + Config::kBM - 1) / Config::kBM;
-  const int tiles_n = (N + Config::kBN - 1) / Config::kBN;
-  const int kblocks = (K + Config::kBK - 1) / Config::kBK;
-  const int tiles = tiles_m * tiles_n;
+  const ws::TileGrid<Config> g(M, N, K);  // NOTE: after warp, lane (else other SASS on sm_100a)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
@@ -453,23 +413,24 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
 
   if (warp == 0) {
     if (lane == 0)
-      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
+      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, g.tiles_m, g.tiles_n, g.kblocks);
   } else if (warp == 1) {
     if (lane == 0) {
-      ws::issue_mma_band<Config, true, kIdesc>(smem, full, empty, acc_full, acc_empty, tmem_base,
-                                               tiles, kblocks);
+      ws::issue_mma_band<Config, true, ws::kDenseIdesc<true, Config::kBN>>(
+          smem, full, empty, rs.acc_full, rs.acc_empty, tmem_base, g.tiles, g.kblocks);
     }
   } else if (warp >= 4) {
     // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
+    // NOTE: here, not in ws/dense_gemm.cuh: as a function it compiled to other SASS.
     const int q = warp % 4, h = (warp - 4) / 4;
     uint32_t local = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x, ++local) {
+    for (int t = blockIdx.x; t < g.tiles; t += gridDim.x, ++local) {
       int tm, tn;
-      tile_coords(t, tiles_m, tiles_n, tm, tn);
+      ws::band_tile<Config::kGroupM>(t, g.tiles_m, g.tiles_n, tm, tn);
       const uint32_t buf = local & 1, aph = (local >> 1) & 1;
       const int row = tm * Config::kBM + q * 32 + lane;
       const float sa = row < M ? a_scale[row] : 0.0f;  // before the wait: hides its latency
-      ws::mbar_wait(acc_full + 8 * buf, aph);
+      ws::mbar_wait(rs.acc_full + 8 * buf, aph);
       ws::tc_fence_after();
 #pragma unroll 1
       for (int c = 0; c < Config::kBN / 2; c += 32) {
@@ -478,27 +439,14 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
         ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Config::kBN + col0, r);
         const int col = tn * Config::kBN + col0;
         if (row < M) {
-          uint4* dst = reinterpret_cast<uint4*>(d + static_cast<long long>(row) * N + col);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            // N % 16 == 0: each 8-column piece is wholly in or out.
-            if (col + 8 * j < N) {
-              const float4 s0 = *reinterpret_cast<const float4*>(b_scale + col + 8 * j);
-              const float4 s1 = *reinterpret_cast<const float4*>(b_scale + col + 8 * j + 4);
-              const float* f = reinterpret_cast<const float*>(r + 8 * j);
-              uint4 v;
-              v.x = ws::pack_bf16(f[0] * (sa * s0.x), f[1] * (sa * s0.y));
-              v.y = ws::pack_bf16(f[2] * (sa * s0.z), f[3] * (sa * s0.w));
-              v.z = ws::pack_bf16(f[4] * (sa * s1.x), f[5] * (sa * s1.y));
-              v.w = ws::pack_bf16(f[6] * (sa * s1.z), f[7] * (sa * s1.w));
-              dst[j] = v;
-            }
-          }
+          ws::store_row32_scaled_bf16(d + static_cast<long long>(row) * N + col,
+                                      reinterpret_cast<const float*>(r), sa, b_scale + col, col,
+                                      N);
         }
       }
       ws::tc_fence_before();
       __syncwarp();
-      if (lane == 0) ws::mbar_arrive(acc_empty + 8 * buf);
+      if (lane == 0) ws::mbar_arrive(rs.acc_empty + 8 * buf);
     }
   }
   ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
@@ -506,38 +454,22 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
   // ======================= sm_90a =======================
   // empty: one arrival per consumer warpgroup (MC = 2: of both CTAs; ws/gemm.cuh, produce_pairs)
   ws::init_ring<Config::kStages, 0>(&tma_a, &tma_b, rs, 2 * MC);
-#if MC > 1
-  if (threadIdx.x == 0) ws::tma_prefetch(&tma_bh);
-  ws::cluster_sync();  // the peer's barriers are initialised before its multicasts reach them
-#else
-  __syncthreads();
-#endif
-  const int wg = threadIdx.x / 128;
-  if (wg == 0) {
-    ws::setmaxnreg_dec<40>();
-#if MC > 1
-    if (threadIdx.x == 0)
-      ws::produce_pairs<Config>(&tma_a, &tma_bh, smem, full, empty, tiles_m, tiles_n, kblocks);
-#else
-    if (threadIdx.x == 0)
-      ws::produce_band<Config>(&tma_a, &tma_b, smem, full, empty, tiles_m, tiles_n, kblocks);
-#endif
-  } else {
+  // Consumer warpgroup cw: rows 64*cw.. of each tile.
+  ws::dense_gemm_sm90<Config, MC>(&tma_a, &tma_b, &tma_bh, rs, g, [&](int cw) {
 #if EPI == 0
     ws::setmaxnreg_inc<232>();
-    const int cw = wg - 1;                // consumer warpgroup: rows 64*cw.. of the tile
-    const int t128 = threadIdx.x % 128;   // thread in the warpgroup
+    const int t128 = threadIdx.x % 128;  // thread in the warpgroup
     const bool signal = t128 == 0;
     float acc[Config::kBN / 2];    // (64, BN) wgmma accumulator of the current promotion interval
     float total[Config::kBN / 2];  // (64, BN) fp32 sum of the promoted intervals
     uint32_t it = 0;
-    const ws::CtaTiles<Config, MC> walk{tiles_m, tiles_n, tiles};
+    const ws::CtaTiles<Config, MC> walk{g.tiles_m, g.tiles_n, g.tiles};
     for (int t = walk.first(); t < walk.count(); t += walk.step()) {
       int tm, tn;
       walk.coords(t, tm, tn);
 #pragma unroll
       for (int i = 0; i < Config::kBN / 2; ++i) total[i] = 0.0f;
-      promote_loop<Config, MC>(acc, total, smem, full, empty, kblocks, cw, signal, it);
+      promote_loop<Config, MC>(acc, total, smem, full, empty, g.kblocks, cw, signal, it);
       // Fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
       const int w = t128 / 32;
@@ -545,32 +477,13 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_fp8
       const float sa0 = row0 < M ? a_scale[row0] : 0.0f;
       const float sa1 = row0 + 8 < M ? a_scale[row0 + 8] : 0.0f;
       const int colb = tn * Config::kBN + 2 * (lane % 4);
-#pragma unroll
-      for (int j = 0; j < Config::kBN / 8; ++j) {
-        const int col = colb + 8 * j;
-        if (col < N) {  // N % 16 == 0: col and col + 1 are both in or both out
-          const float2 sb = *reinterpret_cast<const float2*>(b_scale + col);
-          if (row0 < M) {
-            *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0) * N + col) =
-                ws::pack_bf16(total[4 * j] * (sa0 * sb.x), total[4 * j + 1] * (sa0 * sb.y));
-          }
-          if (row0 + 8 < M) {
-            *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0 + 8) * N + col) =
-                ws::pack_bf16(total[4 * j + 2] * (sa1 * sb.x), total[4 * j + 3] * (sa1 * sb.y));
-          }
-        }
-      }
+      ws::store_fragment_scaled_bf16<Config::kBN>(d, total, row0, M, colb, N, sa0, sa1, b_scale);
     }
 #else
-    consumer_staged_epilogue(smem, full, empty, a_scale, b_scale, d, M, N, tiles, tiles_m, tiles_n,
-                             kblocks, wg - 1, lane, smem_raw);
+    consumer_staged_epilogue(smem, full, empty, a_scale, b_scale, d, M, N, g.tiles, g.tiles_m,
+                             g.tiles_n, g.kblocks, cw, lane, smem_raw);
 #endif
-  }
-#if MC > 1
-  // No CTA leaves while its peer may still arrive on its barriers (or multicast into it).
-  __syncwarp();
-  ws::cluster_sync();
-#endif
+  });
 #endif
 }
 
@@ -594,30 +507,24 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
-  const int tiles_m = (M + C::kBM - 1) / C::kBM;
-  const int tiles_n = (N + C::kBN - 1) / C::kBN;
-  const int kblocks = (K + C::kBK - 1) / C::kBK;
-  const int tiles = tiles_m * tiles_n;
+  const ws::TileGrid<C> g(M, N, K);
   const int plan_splits = splits;
-  splits = max(1, min(splits, kblocks));  // every split non-empty
-  if (static_cast<int>(blockIdx.x) >= tiles * splits) return;
+  splits = max(1, min(splits, g.kblocks));  // every split non-empty
+  if (static_cast<int>(blockIdx.x) >= g.tiles * splits) return;
   u.splits = splits;
   u.tile = blockIdx.x / plan_splits;
   u.split = blockIdx.x % plan_splits;
   if (u.split >= splits) return;
-  u.tm = u.tile % tiles_m;
-  u.tn = u.tile / tiles_m;
-  ws::split_range(u.split, splits, kblocks, u.kb0, u.kb1);
-  u.counters = reinterpret_cast<int*>(workspace);
-  u.part = reinterpret_cast<float*>(workspace + ((8 * tiles + 255) & ~255));
-  u.slice = static_cast<long long>(M) * N;
+  u.tm = u.tile % g.tiles_m;
+  u.tn = u.tile / g.tiles_m;
+  ws::split_range(u.split, splits, g.kblocks, u.kb0, u.kb1);
+  u.use_workspace(workspace, g.tiles, M, N);
   const int tm = u.tm, tn = u.tn, nkb = u.kb1 - u.kb0;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const ws::RingSmem rs = ws::ring_smem<C>(smem_raw, 0);
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
-  // Two "last unit" words after the TMEM slot (one per consumer warpgroup on sm_90a).
-  int* last_flag = reinterpret_cast<int*>(smem_raw + (rs.tmem_slot + 16 - ws::smem_u32(smem_raw)));
+  int* last_flag = ws::split_flags(smem_raw, rs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
@@ -629,8 +536,8 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
   } else if (warp == 1) {
     // issue_mma_band over "tiles = blockIdx.x + 1": exactly this CTA's one unit, buffer 0.
     if (lane == 0) {
-      ws::issue_mma_band<C, true, kIdescSplit<C>>(smem, full, empty, rs.acc_full, rs.acc_empty,
-                                               tmem_base, blockIdx.x + 1, nkb);
+      ws::issue_mma_band<C, true, ws::kDenseIdesc<true, C::kBN>>(
+          smem, full, empty, rs.acc_full, rs.acc_empty, tmem_base, blockIdx.x + 1, nkb);
     }
   } else if (warp >= 4) {
     // NOTE: not ws::split_epilogue_sm100: with the scale load outside it, registers move.
@@ -712,21 +619,7 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
     if (store) {
       const float sa0 = row0 < M ? a_scale[row0] : 0.0f;
       const float sa1 = row0 + 8 < M ? a_scale[row0 + 8] : 0.0f;
-#pragma unroll
-      for (int j = 0; j < C::kBN / 8; ++j) {
-        const int col = colb + 8 * j;
-        if (col < N) {
-          const float2 sb = *reinterpret_cast<const float2*>(b_scale + col);
-          if (row0 < M) {
-            *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0) * N + col) =
-                ws::pack_bf16(total[4 * j] * (sa0 * sb.x), total[4 * j + 1] * (sa0 * sb.y));
-          }
-          if (row0 + 8 < M) {
-            *reinterpret_cast<uint32_t*>(d + static_cast<long long>(row0 + 8) * N + col) =
-                ws::pack_bf16(total[4 * j + 2] * (sa1 * sb.x), total[4 * j + 3] * (sa1 * sb.y));
-          }
-        }
-      }
+      ws::store_fragment_scaled_bf16<C::kBN>(d, total, row0, M, colb, N, sa0, sa1, b_scale);
     }
   }
 #endif

@@ -37,7 +37,19 @@ struct SplitUnit {
   int* counters;
   float* part;
   long long slice;
+
+  /// counters, part and slice in the workspace of a launch over tiles output tiles of M x N.
+  __device__ __forceinline__ void use_workspace(unsigned char* workspace, int tiles, int M, int N) {
+    counters = reinterpret_cast<int*>(workspace);
+    part = reinterpret_cast<float*>(workspace + ((8 * tiles + 255) & ~255));
+    slice = static_cast<long long>(M) * N;
+  }
 };
+
+/// split_arrive's two flag words (one per sm_90a consumer warpgroup), after the ring's TMEM slot.
+__device__ __forceinline__ int* split_flags(unsigned char* smem_raw, const RingSmem& rs) {
+  return reinterpret_cast<int*>(smem_raw + (rs.tmem_slot + 16 - smem_u32(smem_raw)));
+}
 
 /// Producer of one unit (one thread): k-blocks [kb0, kb1) of output tile (tm, tn) into the ring,
 /// A (kBM rows) then B (kBN rows) per stage, as produce_band lays them out. kMc > 1 (sm_90a): a
