@@ -32,37 +32,18 @@ std::string NormalizeStop(const std::string& s) {
 
 AttemptError ErrorFromJson(long status, const json& j, std::string_view raw) {
   const json& e = Obj(j, "error");
-  std::string type = Str(e, "type"), message = Str(e, "message");
-  std::string code = Str(Obj(e, "details"), "error_code");
-  if (message.empty())
-    message = Snippet(raw);
-  AttemptError err;
-  err.message = fmt::format("{}{}{}: {}", status ? fmt::format("HTTP {}", status) : "error event",
-                            type.empty() ? "" : " ", type, message);
-  bool quota =
-      code == "enforced_spend_limit_reached" || message.find("credit balance") != std::string::npos;
-  if (quota) {
-    err.message += " (quota exhausted)";
-    err.retryable = false;
-  } else if (status == 401 || status == 403 || type == "authentication_error" ||
-             type == "permission_error") {
-    err.message += " (check the API key)";
-    err.retryable = false;
-  } else if (status) {
-    err.retryable = RetryableStatus(status);
-  } else {
-    err.retryable = type == "overloaded_error" || type == "api_error" ||
-                    type == "rate_limit_error" || type == "timeout_error" || type.empty();
-  }
-  return err;
-}
-
-AttemptError Malformed(const std::string& what, std::string_view raw) {
-  AttemptError e;
-  e.message = fmt::format("malformed JSON from server: {}; got: {}", what, Snippet(raw, 200));
-  e.retryable = true;
-  e.malformed = true;
-  return e;
+  ProviderError pe;
+  pe.kind = Str(e, "type");
+  const std::string& type = pe.kind;
+  pe.message = Str(e, "message");
+  if (pe.message.empty())
+    pe.message = Snippet(raw);
+  pe.quota = Str(Obj(e, "details"), "error_code") == "enforced_spend_limit_reached" ||
+             pe.message.find("credit balance") != std::string::npos;
+  pe.bad_key = type == "authentication_error" || type == "permission_error";
+  pe.retry_in_reply = type == "overloaded_error" || type == "api_error" ||
+                      type == "rate_limit_error" || type == "timeout_error" || type.empty();
+  return ClassifyError(status, pe, "error event");
 }
 
 class AnthropicStream final : public StreamAssembler {
@@ -71,11 +52,8 @@ class AnthropicStream final : public StreamAssembler {
     if (ev.event == "ping")
       return std::nullopt;
     json j;
-    try {
-      j = json::parse(ev.data);
-    } catch (const json::exception& e) {
-      return Malformed(e.what(), ev.data);
-    }
+    if (auto e = ParseReply(ev.data, &j))
+      return e;
     if (!j.is_object())
       return Malformed("an event is not an object", ev.data);
     std::string type = ev.event.empty() ? Str(j, "type") : ev.event;
@@ -114,10 +92,8 @@ class AnthropicStream final : public StreamAssembler {
   }
 
   Result<ChatResponse> Finish(AttemptError* err) override {
-    if (!done_) {
-      *err = {"stream ended before message_stop", true};
-      return Status::Error("{}", err->message);
-    }
+    if (!done_)
+      return Failed({"stream ended before message_stop", true}, err);
     ChatResponse resp;
     resp.message.role = ChatMessage::Role::kAssistant;
     resp.message.content = std::move(text_);
@@ -218,12 +194,7 @@ class AnthropicProtocol final : public WireProtocol {
     if (!req.tools.empty()) {
       json tools = json::array();
       for (const ToolSpec& t : req.tools) {
-        json schema;
-        std::string why;
-        if (!ParseSchema(t.parameters_schema, &schema, &why)) {
-          return Status::Error("tool '{}': parameters_schema is not a JSON object: {}", t.name,
-                               why);
-        }
+        WS_ASSIGN_OR_RETURN(json schema, ToolSchema(t));
         tools.push_back(
             {{"name", t.name}, {"description", t.description}, {"input_schema", schema}});
       }
@@ -231,30 +202,18 @@ class AnthropicProtocol final : public WireProtocol {
     }
     if (stream)
       body["stream"] = true;
-    HttpRequest http;
-    http.url = url_;
-    http.stream = stream;
-    http.headers = {"x-api-key: " + api_key_, "anthropic-version: 2023-06-01"};
-    http.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    return http;
+    return JsonPost(url_, {"x-api-key: " + api_key_, "anthropic-version: 2023-06-01"}, body,
+                    stream);
   }
 
   Result<ChatResponse> ParseBody(std::string_view body, AttemptError* err) const override {
-    auto fail = [&](AttemptError e) -> Status {
-      *err = std::move(e);
-      return Status::Error("{}", err->message);
-    };
     json j;
-    try {
-      j = json::parse(body);
-    } catch (const json::exception& e) {
-      return fail(Malformed(e.what(), body));
-    }
+    if (auto e = ParseReply(body, &j))
+      return Failed(std::move(*e), err);
     if (Str(j, "type") == "error")
-      return fail(ErrorFromJson(0, j, body));
-    if (!j.is_object() || !j.contains("content") || !j["content"].is_array()) {
-      return fail(Malformed("no content in the reply", body));
-    }
+      return Failed(ErrorFromJson(0, j, body), err);
+    if (!j.is_object() || !j.contains("content") || !j["content"].is_array())
+      return Failed(Malformed("no content in the reply", body), err);
     ChatResponse resp;
     resp.message.role = ChatMessage::Role::kAssistant;
     for (const json& block : j["content"]) {
@@ -281,9 +240,7 @@ class AnthropicProtocol final : public WireProtocol {
   }
 
   AttemptError ClassifyHttpError(long status, std::string_view body) const override {
-    json j = ParseOrNull(body);
-    if (j.is_discarded()) j = nullptr;
-    return ErrorFromJson(status, j, body);
+    return ErrorFromJson(status, ParseOrNull(body), body);
   }
 
  private:

@@ -259,6 +259,40 @@ std::string Snippet(std::string_view body, size_t max) {
   return s;
 }
 
+AttemptError Malformed(std::string_view what, std::string_view raw) {
+  AttemptError e;
+  e.message = fmt::format("malformed JSON from server: {}; got: {}", what, Snippet(raw, 200));
+  e.retryable = true;
+  e.malformed = true;
+  return e;
+}
+
+Status Failed(AttemptError e, AttemptError* err) {
+  *err = std::move(e);
+  return Status::Error("{}", err->message);
+}
+
+AttemptError ClassifyError(long status, const ProviderError& e, std::string_view in_reply) {
+  AttemptError err;
+  err.message =
+      fmt::format("{}{}{}: {}", status ? fmt::format("HTTP {}", status) : std::string(in_reply),
+                  e.kind.empty() ? "" : " ", e.kind, e.message);
+  if (e.quota) {
+    err.message += " (quota exhausted)";
+    err.retryable = false;
+  } else if (status == 401 || status == 403 || e.bad_key) {
+    err.message += " (check the API key)";
+    err.retryable = false;
+  } else if (status) {
+    err.retryable = RetryableStatus(status);
+    if (status == 400)
+      err.rejected_param = e.param;
+  } else {
+    err.retryable = e.retry_in_reply;
+  }
+  return err;
+}
+
 namespace {
 
 void Add(Usage& into, const Usage& u) {
@@ -373,10 +407,7 @@ class HttpClient final : public LlmClient {
     }
     HttpResponse r = HttpPost(http, http_, cancel, sink);
     *partial = stream->usage();
-    auto fail = [&](AttemptError e) -> Status {
-      *err = std::move(e);
-      return Status::Error("{}", err->message);
-    };
+    auto fail = [&](AttemptError e) { return Failed(std::move(e), err); };
     using F = HttpResponse::Failure;
     if (r.failure == F::kCancelled)
       return fail({"cancelled", false});

@@ -112,4 +112,24 @@ bool RetryableStatus(long status);
 /// Shortens a server body for an error message.
 std::string Snippet(std::string_view body, size_t max = 300);
 
+/// A reply that is not the JSON it should be (retried once only).
+AttemptError Malformed(std::string_view what, std::string_view raw);
+
+/// Stores `e` in `*err` and returns its message as a Status: how ParseBody and Finish fail.
+Status Failed(AttemptError e, AttemptError* err);
+
+/// A provider's error object, as its protocol reads it.
+struct ProviderError {
+  std::string kind;  // its type or code; "" when it has none
+  std::string message;
+  bool quota = false;          // the quota or credit is spent: final
+  bool bad_key = false;        // rejected key or permission (besides HTTP 401 and 403): final
+  bool retry_in_reply = true;  // whether an error inside a 2xx reply or stream is retried
+  std::string param;           // the request parameter a 400 refused by name
+};
+
+/// `e` as one attempt's error, from an HTTP error (status > 0) or from inside a reply (status 0,
+/// labelled `in_reply`): "HTTP 429 kind: message", with why it is final when it is.
+AttemptError ClassifyError(long status, const ProviderError& e, std::string_view in_reply);
+
 }  // namespace ws::llm

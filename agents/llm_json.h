@@ -1,12 +1,18 @@
-// Internal to agents/: tolerant reads of provider JSON (fields may be absent or null).
+// Internal to agents/: tolerant reads of provider JSON (fields may be absent or null), and the
+// JSON steps both wire protocols take alike.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "agents/llm_http.h"
 
 namespace ws::llm {
 
@@ -56,7 +62,18 @@ inline const json& Obj(const json& j, const char* key) {
 
 /// `text` parsed, or null when it is not JSON (error bodies are often HTML or plain text).
 inline json ParseOrNull(std::string_view text) {
-  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+/// A reply or stream event parsed into `*out`; the malformed-reply error when it is not JSON.
+inline std::optional<AttemptError> ParseReply(std::string_view text, json* out) {
+  try {
+    *out = json::parse(text);
+  } catch (const json::exception& e) {
+    return Malformed(e.what(), text);
+  }
+  return std::nullopt;
 }
 
 /// A tool's schema text as JSON; an empty schema is an object with no properties.
@@ -76,6 +93,26 @@ inline bool ParseSchema(const std::string& text, json* out, std::string* why) {
     return false;
   }
   return true;
+}
+
+/// The tool's schema as JSON; a bad one is the caller's error.
+inline Result<json> ToolSchema(const ToolSpec& t) {
+  json schema;
+  std::string why;
+  if (!ParseSchema(t.parameters_schema, &schema, &why))
+    return Status::Error("tool '{}': parameters_schema is not a JSON object: {}", t.name, why);
+  return schema;
+}
+
+/// A POST of `body`; invalid UTF-8 in the conversation is replaced rather than thrown on.
+inline HttpRequest JsonPost(std::string url, std::vector<std::string> headers, const json& body,
+                            bool stream) {
+  HttpRequest http;
+  http.url = std::move(url);
+  http.headers = std::move(headers);
+  http.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  http.stream = stream;
+  return http;
 }
 
 }  // namespace ws::llm

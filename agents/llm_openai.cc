@@ -41,39 +41,16 @@ AttemptError ErrorFromJson(long status, const json& j, std::string_view raw) {
     message = Str(j, "message");  // vLLM's older shape
     type = Str(j, "type");
   }
-  if (message.empty())
-    message = Snippet(raw);
-  std::string kind = !code.empty() ? code : type;
-  AttemptError err;
-  err.message =
-      fmt::format("{}{}{}: {}", status ? fmt::format("HTTP {}", status) : "error in reply",
-                  kind.empty() ? "" : " ", kind, message);
-  bool quota = code == "insufficient_quota" || type == "insufficient_quota" ||
-               code == "billing_hard_limit_reached" || code == "billing_not_active";
-  if (quota) {
-    err.message += " (quota exhausted)";
-    err.retryable = false;
-  } else if (status == 401 || status == 403 || type == "authentication_error" ||
-             code == "invalid_api_key") {
-    err.message += " (check the API key)";
-    err.retryable = false;
-  } else if (status) {
-    err.retryable = RetryableStatus(status);
-    if (status == 400)
-      err.rejected_param = param;
-  } else {
-    // Mid-reply errors are the server's trouble unless it says the request was bad.
-    err.retryable = type != "invalid_request_error";
-  }
-  return err;
-}
-
-AttemptError Malformed(const std::string& what, std::string_view raw) {
-  AttemptError e;
-  e.message = fmt::format("malformed JSON from server: {}; got: {}", what, Snippet(raw, 200));
-  e.retryable = true;
-  e.malformed = true;
-  return e;
+  ProviderError pe;
+  pe.kind = !code.empty() ? code : type;
+  pe.message = !message.empty() ? message : Snippet(raw);
+  pe.quota = code == "insufficient_quota" || type == "insufficient_quota" ||
+             code == "billing_hard_limit_reached" || code == "billing_not_active";
+  pe.bad_key = type == "authentication_error" || code == "invalid_api_key";
+  // Mid-reply errors are the server's trouble unless it says the request was bad.
+  pe.retry_in_reply = type != "invalid_request_error";
+  pe.param = param;
+  return ClassifyError(status, pe, "error in reply");
 }
 
 class OpenAiStream final : public StreamAssembler {
@@ -84,11 +61,8 @@ class OpenAiStream final : public StreamAssembler {
       return std::nullopt;
     }
     json j;
-    try {
-      j = json::parse(ev.data);
-    } catch (const json::exception& e) {
-      return Malformed(e.what(), ev.data);
-    }
+    if (auto e = ParseReply(ev.data, &j))
+      return e;
     if (!j.is_object())
       return Malformed("a chunk is not an object", ev.data);
     if (j.contains("error"))
@@ -114,8 +88,8 @@ class OpenAiStream final : public StreamAssembler {
   Result<ChatResponse> Finish(AttemptError* err) override {
     // NOTE: [DONE] is optional on some compatible servers; a finish_reason also ends a reply.
     if (!done_ && finish_.empty()) {
-      *err = {"stream ended before the reply finished (no finish_reason, no [DONE])", true};
-      return Status::Error("{}", err->message);
+      return Failed({"stream ended before the reply finished (no finish_reason, no [DONE])", true},
+                    err);
     }
     ChatResponse resp;
     resp.message.role = ChatMessage::Role::kAssistant;
@@ -209,12 +183,7 @@ class OpenAiProtocol final : public WireProtocol {
     if (!req.tools.empty()) {
       json tools = json::array();
       for (const ToolSpec& t : req.tools) {
-        json schema;
-        std::string why;
-        if (!ParseSchema(t.parameters_schema, &schema, &why)) {
-          return Status::Error("tool '{}': parameters_schema is not a JSON object: {}", t.name,
-                               why);
-        }
+        WS_ASSIGN_OR_RETURN(json schema, ToolSchema(t));
         tools.push_back(
             {{"type", "function"},
              {"function",
@@ -226,32 +195,21 @@ class OpenAiProtocol final : public WireProtocol {
       body["stream"] = true;
       body["stream_options"] = {{"include_usage", true}};
     }
-    HttpRequest http;
-    http.url = url_;
-    http.stream = stream;
-    if (!api_key_.empty())
-      http.headers.push_back("Authorization: Bearer " + api_key_);
-    http.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-    return http;
+    std::vector<std::string> headers;
+    if (!api_key_.empty())  // a local server may want none
+      headers.push_back("Authorization: Bearer " + api_key_);
+    return JsonPost(url_, std::move(headers), body, stream);
   }
 
   Result<ChatResponse> ParseBody(std::string_view body, AttemptError* err) const override {
-    auto fail = [&](AttemptError e) -> Status {
-      *err = std::move(e);
-      return Status::Error("{}", err->message);
-    };
     json j;
-    try {
-      j = json::parse(body);
-    } catch (const json::exception& e) {
-      return fail(Malformed(e.what(), body));
-    }
-    if (j.is_object() && (j.contains("error") || Str(j, "object") == "error")) {
-      return fail(ErrorFromJson(0, j, body));
-    }
+    if (auto e = ParseReply(body, &j))
+      return Failed(std::move(*e), err);
+    if (j.is_object() && (j.contains("error") || Str(j, "object") == "error"))
+      return Failed(ErrorFromJson(0, j, body), err);
     if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
         j["choices"].empty()) {
-      return fail(Malformed("no choices in the reply", body));
+      return Failed(Malformed("no choices in the reply", body), err);
     }
     const json& choice = j["choices"][0];
     const json& msg = Obj(choice, "message");
@@ -282,9 +240,7 @@ class OpenAiProtocol final : public WireProtocol {
   }
 
   AttemptError ClassifyHttpError(long status, std::string_view body) const override {
-    json j = ParseOrNull(body);
-    if (j.is_discarded()) j = nullptr;
-    return ErrorFromJson(status, j, body);
+    return ErrorFromJson(status, ParseOrNull(body), body);
   }
 
  private:

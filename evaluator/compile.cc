@@ -21,6 +21,7 @@
 
 #include "evaluator/evaluator.h"
 #include "evaluator/internal.h"
+#include "evaluator/resources_json.h"
 #include "evaluator/source_check.h"
 #include "sandbox/sandbox.h"
 
@@ -87,9 +88,9 @@ json ResourcesToJson(const ResourceReport& r) {
   return arr;
 }
 
-ResourceReport ResourcesFromJson(const json& arr) {
+ResourceReport ResourcesFromJson(const json& kernels) {
   ResourceReport r;
-  for (const auto& k : arr) {
+  for (const auto& k : kernels) {
     ResourceReport::Kernel kk;
     kk.name = k.value("name", "");
     kk.registers = k.value("registers", 0);

@@ -31,6 +31,7 @@
 #include "agents/tuner.h"
 #include "agents/worker.h"
 #include "problems/problems.h"
+#include "evaluator/resources_json.h"
 #include "evaluator/sanitizer.h"
 #include "orchestrator/slurm.h"
 #include "sandbox/sandbox.h"
@@ -77,16 +78,7 @@ std::string Duration(double s) {
 // ---- Evaluating and recording -------------------------------------------------------------------
 
 std::string ResourcesJson(const EvalResult& r) {
-  json kernels = json::array();
-  for (const auto& k : r.compile.resources.kernels) {
-    kernels.push_back({{"name", k.name},
-                       {"registers", k.registers},
-                       {"smem_static", k.smem_static},
-                       {"stack_frame", k.stack_frame},
-                       {"spill_stores", k.spill_stores},
-                       {"spill_loads", k.spill_loads}});
-  }
-  return kernels.dump();
+  return ResourcesToJson(r.compile.resources).dump();
 }
 
 Result<RecordedEvaluation> RecordEvaluation(Store& store, const EvalRequest& req,

@@ -204,10 +204,8 @@ std::optional<int> GpuOrdinal(const std::string& name) {
 class LocalExecutor : public Executor {
  public:
   explicit LocalExecutor(LocalExecutorOptions opts) : opts_(std::move(opts)) {
-    if (opts_.job_binary.empty()) {
-      std::error_code ec;
-      opts_.job_binary = fs::read_symlink("/proc/self/exe", ec).string();
-    }
+    if (opts_.job_binary.empty())
+      opts_.job_binary = SelfExecutable();
     if (opts_.scratch_dir.empty())
       opts_.scratch_dir = opts_.eval_opts.workspace + "/jobs";
     int threads =

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "evaluator/resources_json.h"
 
 namespace ws {
 namespace {
@@ -93,15 +94,6 @@ DeviceCeilings CeilingsFrom(const json& j) {
 }
 
 json EvalResultJson(const EvalResult& r) {
-  json kernels = json::array();
-  for (const auto& k : r.compile.resources.kernels) {
-    kernels.push_back({{"name", k.name},
-                       {"registers", k.registers},
-                       {"smem_static", k.smem_static},
-                       {"stack_frame", k.stack_frame},
-                       {"spill_stores", k.spill_stores},
-                       {"spill_loads", k.spill_loads}});
-  }
   json cases = json::array();
   for (const auto& c : r.cases) {
     json symbols = json::object();
@@ -129,7 +121,7 @@ json EvalResultJson(const EvalResult& r) {
               {"log", r.compile.log},
               {"cubin_path", r.compile.cubin_path},
               {"hash", r.compile.hash},
-              {"kernels", kernels},
+              {"kernels", ResourcesToJson(r.compile.resources)},
               {"cached", r.compile.cached},
               {"sandbox_layers", r.compile.sandbox_layers}}},
             {"cases", cases},
@@ -157,16 +149,7 @@ Result<EvalResult> EvalResultFrom(const json& j) {
   r.compile.hash = c.value("hash", "");
   r.compile.cached = c.value("cached", false);
   r.compile.sandbox_layers = c.value("sandbox_layers", std::map<std::string, std::string>{});
-  for (const auto& k : c.value("kernels", json::array())) {
-    ResourceReport::Kernel rk;
-    rk.name = k.value("name", "");
-    rk.registers = k.value("registers", 0);
-    rk.smem_static = k.value("smem_static", int64_t{0});
-    rk.stack_frame = k.value("stack_frame", int64_t{0});
-    rk.spill_stores = k.value("spill_stores", int64_t{0});
-    rk.spill_loads = k.value("spill_loads", int64_t{0});
-    r.compile.resources.kernels.push_back(rk);
-  }
+  r.compile.resources = ResourcesFromJson(c.value("kernels", json::array()));
   for (const auto& jc : j.value("cases", json::array())) {
     CaseResult cr;
     cr.kind = jc.value("kind", "");
@@ -346,6 +329,11 @@ std::string HostName() {
   if (::gethostname(buf, sizeof(buf) - 1) != 0)
     return "";
   return buf;
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/exe", ec).string();
 }
 
 JobResult RunJobInProcess(const JobSpec& spec, const EvaluatorOptions& base,

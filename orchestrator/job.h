@@ -81,4 +81,8 @@ Status RunJobFile(const std::string& spec_path, const std::string& out_path,
 /// This host's name.
 std::string HostName();
 
+/// The running binary (/proc/self/exe), which executors start as `job run` by default; "" when
+/// unreadable.
+std::string SelfExecutable();
+
 }  // namespace ws

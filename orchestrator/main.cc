@@ -891,8 +891,7 @@ int CmdServe(const Globals& g, ServeOptions o) {
   if (o.token.empty()) {
     if (const char* env = std::getenv("WARPSMITH_TOKEN")) o.token = env;
   }
-  std::error_code ec;
-  o.warpsmith_exe = fs::read_symlink("/proc/self/exe", ec).string();  // re-verify runs it
+  o.warpsmith_exe = SelfExecutable();  // re-verify runs it
   // Ctrl-C and SIGTERM stop the server: the threads it starts inherit the blocked mask.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -33,10 +33,8 @@ std::string Quote(const std::string& s) {
 class SlurmExecutor : public Executor {
  public:
   explicit SlurmExecutor(SlurmOptions opts) : opts_(std::move(opts)) {
-    if (opts_.job_binary.empty()) {
-      std::error_code ec;
-      opts_.job_binary = fs::read_symlink("/proc/self/exe", ec).string();
-    }
+    if (opts_.job_binary.empty())
+      opts_.job_binary = SelfExecutable();
     opts_.shared_dir = fs::absolute(opts_.shared_dir).lexically_normal().string();
     session_ = fmt::format("{}-{}", ::getpid(),
                            std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -202,13 +202,18 @@ Status Exec(sqlite3* db, const char* sql, std::string_view op) {
 // One prepared statement; finalized on destruction. Bind indexes start at 1, columns at 0.
 class Stmt {
  public:
-  static Result<Stmt> Prepare(sqlite3* db, std::string_view sql, std::string_view op) {
+  /// `sql` prepared, with `args` bound to ?1, ?2, ... in order.
+  template <typename... Args>
+  static Result<Stmt> Prepare(sqlite3* db, std::string_view sql, std::string_view op,
+                              const Args&... args) {
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
         SQLITE_OK) {
       return SqliteError(db, op);
     }
-    return Stmt(db, stmt, op);
+    Stmt s(db, stmt, op);
+    s.BindAll(args...);
+    return s;
   }
   ~Stmt() { sqlite3_finalize(stmt_); }
   Stmt(Stmt&& o) noexcept
@@ -228,6 +233,13 @@ class Stmt {
   Stmt& Bind(int i, const char* v) { return Bind(i, std::string_view(v)); }
   Stmt& Bind(int i, const std::optional<int64_t>& v) {
     return v ? Bind(i, *v) : Check(sqlite3_bind_null(stmt_, i));
+  }
+  /// Binds `args` to ?1, ?2, ... in order.
+  template <typename... Args>
+  Stmt& BindAll(const Args&... args) {
+    int i = 0;
+    (Bind(++i, args), ...);
+    return *this;
   }
 
   /// True with a row ready, false when done.
@@ -263,6 +275,12 @@ class Stmt {
     return std::string(reinterpret_cast<const char*>(p),
                        static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
   }
+  /// Reads columns 0, 1, ... into `outs` in order, each as its type says (NULL: nullopt).
+  template <typename... Outs>
+  void Read(Outs&... outs) const {
+    int col = 0;
+    (Get(col++, outs), ...);
+  }
 
  private:
   Stmt(sqlite3* db, sqlite3_stmt* stmt, std::string_view op) : db_(db), stmt_(stmt), op_(op) {}
@@ -271,12 +289,27 @@ class Stmt {
       bind_rc_ = rc;
     return *this;
   }
+  void Get(int col, std::string& v) const { v = Text(col); }
+  void Get(int col, int64_t& v) const { v = Int(col); }
+  void Get(int col, int& v) const { v = static_cast<int>(Int(col)); }
+  void Get(int col, bool& v) const { v = Int(col) != 0; }
+  void Get(int col, double& v) const { v = Double(col); }
+  void Get(int col, std::optional<int64_t>& v) const {
+    v = IsNull(col) ? std::nullopt : std::optional<int64_t>(Int(col));
+  }
 
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   std::string_view op_;  // a literal at every call site
   int bind_rc_ = SQLITE_OK;
 };
+
+// Runs `sql`, a statement that returns no rows, with `args` bound to ?1, ?2, ...
+template <typename... Args>
+Status RunStatement(sqlite3* db, std::string_view sql, std::string_view op, const Args&... args) {
+  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db, sql, op, args...));
+  return s.Run();
+}
 
 // Calls `on_row(s)` for every row of `s`.
 template <typename OnRow>
@@ -376,40 +409,13 @@ constexpr const char* kEvaluationColumns =
     "resources_json, time_us, sol_fraction, created_at, campaign_id, attempt_id, agent, purpose, "
     "gpu_seconds, flagged, flag_reason, sandbox_json, deep_json, job_id, node, gpu_index";
 
-std::optional<int64_t> OptionalInt(const Stmt& s, int col) {
-  if (s.IsNull(col))
-    return std::nullopt;
-  return s.Int(col);
-}
-
+// In kEvaluationColumns' order.
 EvaluationRecord ReadEvaluation(const Stmt& s) {
   EvaluationRecord e;
-  e.id = s.Int(0);
-  e.kernel_id = s.Int(1);
-  e.problem = s.Text(2);
-  e.params_json = s.Text(3);
-  e.knobs_json = s.Text(4);
-  e.gpu = s.Text(5);
-  e.arch = s.Text(6);
-  e.driver = s.Text(7);
-  e.verdict = s.Text(8);
-  e.message = s.Text(9);
-  e.resources_json = s.Text(10);
-  e.time_us = s.Double(11);
-  e.sol_fraction = s.Double(12);
-  e.created_at = s.Text(13);
-  e.campaign_id = OptionalInt(s, 14);
-  e.attempt_id = OptionalInt(s, 15);
-  e.agent = s.Text(16);
-  e.purpose = s.Text(17);
-  e.gpu_seconds = s.Double(18);
-  e.flagged = s.Int(19) != 0;
-  e.flag_reason = s.Text(20);
-  e.sandbox_json = s.Text(21);
-  e.deep_json = s.Text(22);
-  e.job_id = s.Text(23);
-  e.node = s.Text(24);
-  e.gpu_index = OptionalInt(s, 25);
+  s.Read(e.id, e.kernel_id, e.problem, e.params_json, e.knobs_json, e.gpu, e.arch, e.driver,
+         e.verdict, e.message, e.resources_json, e.time_us, e.sol_fraction, e.created_at,
+         e.campaign_id, e.attempt_id, e.agent, e.purpose, e.gpu_seconds, e.flagged, e.flag_reason,
+         e.sandbox_json, e.deep_json, e.job_id, e.node, e.gpu_index);
   return e;
 }
 
@@ -448,26 +454,16 @@ Result<int64_t> Store::PutKernel(const KernelRecord& k) {
   }
   // Insert-or-ignore then look up: the unique (problem, hash) index makes this safe across
   // processes without a transaction.
-  WS_ASSIGN_OR_RETURN(
-      Stmt insert,
-      Stmt::Prepare(db_,
-                    "INSERT INTO kernels (problem, hash, source, origin, parent_id, campaign_id, "
-                    "agent, library_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-                    "ON CONFLICT (problem, hash) DO NOTHING",
-                    "putting kernel"));
-  insert.Bind(1, k.problem)
-      .Bind(2, k.hash)
-      .Bind(3, k.source)
-      .Bind(4, k.origin)
-      .Bind(5, k.parent_id)
-      .Bind(6, k.campaign_id)
-      .Bind(7, k.agent)
-      .Bind(8, nlohmann::json(k.library_headers).dump());
-  WS_RETURN_IF_ERROR(insert.Run());
+  WS_RETURN_IF_ERROR(
+      RunStatement(db_,
+                   "INSERT INTO kernels (problem, hash, source, origin, parent_id, campaign_id, "
+                   "agent, library_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                   "ON CONFLICT (problem, hash) DO NOTHING",
+                   "putting kernel", k.problem, k.hash, k.source, k.origin, k.parent_id,
+                   k.campaign_id, k.agent, nlohmann::json(k.library_headers).dump()));
   WS_ASSIGN_OR_RETURN(Stmt find,
                       Stmt::Prepare(db_, "SELECT id FROM kernels WHERE problem = ?1 AND hash = ?2",
-                                    "looking up kernel"));
-  find.Bind(1, k.problem).Bind(2, k.hash);
+                                    "looking up kernel", k.problem, k.hash));
   WS_ASSIGN_OR_RETURN(bool row, find.Step());
   if (!row)
     return Status::Error("putting kernel: row vanished after insert");
@@ -479,24 +475,16 @@ Result<KernelRecord> Store::GetKernel(int64_t id) {
       Stmt s, Stmt::Prepare(db_,
                             "SELECT id, problem, hash, source, origin, parent_id, created_at, "
                             "campaign_id, agent, library_json FROM kernels WHERE id = ?1",
-                            "getting kernel"));
-  s.Bind(1, id);
+                            "getting kernel", id));
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row)
     return Status::Error("getting kernel: no kernel with id {}", id);
   KernelRecord k;
-  k.id = s.Int(0);
-  k.problem = s.Text(1);
-  k.hash = s.Text(2);
-  k.source = s.Text(3);
-  k.origin = s.Text(4);
-  if (!s.IsNull(5))
-    k.parent_id = s.Int(5);
-  k.created_at = s.Text(6);
-  k.campaign_id = OptionalInt(s, 7);
-  k.agent = s.Text(8);
+  std::string library_json;
+  s.Read(k.id, k.problem, k.hash, k.source, k.origin, k.parent_id, k.created_at, k.campaign_id,
+         k.agent, library_json);
   // Written by PutKernel only; a row that does not parse reads as no headers.
-  auto library = nlohmann::json::parse(s.Text(9), nullptr, false);
+  auto library = nlohmann::json::parse(library_json, nullptr, false);
   if (library.is_object()) {
     for (const auto& [name, text] : library.items()) {
       if (text.is_string()) k.library_headers[name] = text.get<std::string>();
@@ -511,50 +499,27 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e, bool* inserted) 
   WS_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db_, "adding evaluation"));
   if (!e.job_id.empty()) {
     // A job's result is stored once, whichever of its tries delivers it first.
-    WS_ASSIGN_OR_RETURN(Stmt find, Stmt::Prepare(db_, "SELECT id FROM evaluations WHERE job_id = ?1",
-                                                 "finding a job's evaluation"));
-    find.Bind(1, e.job_id);
+    WS_ASSIGN_OR_RETURN(Stmt find,
+                        Stmt::Prepare(db_, "SELECT id FROM evaluations WHERE job_id = ?1",
+                                      "finding a job's evaluation", e.job_id));
     WS_ASSIGN_OR_RETURN(bool row, find.Step());
     if (row)
       return find.Int(0);
   }
-  WS_ASSIGN_OR_RETURN(
-      Stmt insert,
-      Stmt::Prepare(db_,
-                    "INSERT INTO evaluations (kernel_id, problem, params_json, knobs_json, gpu, "
-                    "arch, driver, verdict, message, resources_json, time_us, sol_fraction, "
-                    "campaign_id, attempt_id, agent, purpose, gpu_seconds, flagged, flag_reason, "
-                    "sandbox_json, deep_json, job_id, node, gpu_index) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                    "COALESCE(NULLIF(?16, ''), 'eval'), ?17, ?18, ?19, "
-                    "COALESCE(NULLIF(?20, ''), '{}'), COALESCE(NULLIF(?21, ''), '{}'), "
-                    "NULLIF(?22, ''), ?23, ?24)",
-                    "adding evaluation"));
-  insert.Bind(1, e.kernel_id)
-      .Bind(2, e.problem)
-      .Bind(3, e.params_json)
-      .Bind(4, e.knobs_json)
-      .Bind(5, e.gpu)
-      .Bind(6, e.arch)
-      .Bind(7, e.driver)
-      .Bind(8, e.verdict)
-      .Bind(9, e.message)
-      .Bind(10, e.resources_json)
-      .Bind(11, e.time_us)
-      .Bind(12, e.sol_fraction)
-      .Bind(13, e.campaign_id)
-      .Bind(14, e.attempt_id)
-      .Bind(15, e.agent)
-      .Bind(16, e.purpose)
-      .Bind(17, e.gpu_seconds)
-      .Bind(18, e.flagged ? 1 : 0)
-      .Bind(19, e.flag_reason)
-      .Bind(20, e.sandbox_json)
-      .Bind(21, e.deep_json)
-      .Bind(22, e.job_id)
-      .Bind(23, e.node)
-      .Bind(24, e.gpu_index);
-  WS_RETURN_IF_ERROR(insert.Run());
+  WS_RETURN_IF_ERROR(RunStatement(
+      db_,
+      "INSERT INTO evaluations (kernel_id, problem, params_json, knobs_json, gpu, "
+      "arch, driver, verdict, message, resources_json, time_us, sol_fraction, "
+      "campaign_id, attempt_id, agent, purpose, gpu_seconds, flagged, flag_reason, "
+      "sandbox_json, deep_json, job_id, node, gpu_index) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+      "COALESCE(NULLIF(?16, ''), 'eval'), ?17, ?18, ?19, "
+      "COALESCE(NULLIF(?20, ''), '{}'), COALESCE(NULLIF(?21, ''), '{}'), "
+      "NULLIF(?22, ''), ?23, ?24)",
+      "adding evaluation", e.kernel_id, e.problem, e.params_json, e.knobs_json, e.gpu, e.arch,
+      e.driver, e.verdict, e.message, e.resources_json, e.time_us, e.sol_fraction, e.campaign_id,
+      e.attempt_id, e.agent, e.purpose, e.gpu_seconds, e.flagged ? 1 : 0, e.flag_reason,
+      e.sandbox_json, e.deep_json, e.job_id, e.node, e.gpu_index));
   const int64_t id = sqlite3_last_insert_rowid(db_);
 
   WS_ASSIGN_OR_RETURN(
@@ -566,15 +531,8 @@ Result<int64_t> Store::AddEvaluation(const EvaluationRecord& e, bool* inserted) 
                     "adding timing"));
   for (const ShapeTiming& t : e.timings) {
     timing.Reset();
-    timing.Bind(1, id)
-        .Bind(2, t.shape_json)
-        .Bind(3, t.kind)
-        .Bind(4, t.median_us)
-        .Bind(5, t.min_us)
-        .Bind(6, t.p90_us)
-        .Bind(7, t.stdev_us)
-        .Bind(8, t.iterations)
-        .Bind(9, t.sol_us);
+    timing.BindAll(id, t.shape_json, t.kind, t.median_us, t.min_us, t.p90_us, t.stdev_us,
+                   t.iterations, t.sol_us);
     WS_RETURN_IF_ERROR(timing.Run());
   }
   WS_RETURN_IF_ERROR(tx.Commit());
@@ -604,39 +562,26 @@ Result<std::vector<EvaluationRecord>> Store::Evaluations(const std::string& prob
     t.Reset();
     t.Bind(1, e.id);
     WS_RETURN_IF_ERROR(ForEachRow(t, [&](Stmt&) {
-      ShapeTiming st;
-      st.shape_json = t.Text(0);
-      st.kind = t.Text(1);
-      st.median_us = t.Double(2);
-      st.min_us = t.Double(3);
-      st.p90_us = t.Double(4);
-      st.stdev_us = t.Double(5);
-      st.iterations = static_cast<int>(t.Int(6));
-      st.sol_us = t.Double(7);
-      e.timings.push_back(std::move(st));
+      ShapeTiming& st = e.timings.emplace_back();
+      t.Read(st.shape_json, st.kind, st.median_us, st.min_us, st.p90_us, st.stdev_us,
+             st.iterations, st.sol_us);
     }));
   }
   return out;
 }
 
 Status Store::PutCeilings(const CeilingsRecord& c) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s,
-      Stmt::Prepare(db_,
-                    "INSERT INTO ceilings (gpu, copy_bytes_per_s, bf16_flops_per_s, "
-                    "fp8_flops_per_s, measured_at) "
-                    "VALUES (?1, ?2, ?3, ?4, COALESCE(NULLIF(?5, ''), " WS_STORE_NOW ")) "
-                    "ON CONFLICT (gpu) DO UPDATE SET copy_bytes_per_s = excluded.copy_bytes_per_s, "
-                    "bf16_flops_per_s = excluded.bf16_flops_per_s, "
-                    "fp8_flops_per_s = excluded.fp8_flops_per_s, "
-                    "measured_at = excluded.measured_at",
-                    "putting ceilings"));
-  s.Bind(1, c.gpu)
-      .Bind(2, c.copy_bytes_per_s)
-      .Bind(3, c.bf16_flops_per_s)
-      .Bind(4, c.fp8_flops_per_s)
-      .Bind(5, c.measured_at);
-  return s.Run();
+  return RunStatement(
+      db_,
+      "INSERT INTO ceilings (gpu, copy_bytes_per_s, bf16_flops_per_s, "
+      "fp8_flops_per_s, measured_at) "
+      "VALUES (?1, ?2, ?3, ?4, COALESCE(NULLIF(?5, ''), " WS_STORE_NOW ")) "
+      "ON CONFLICT (gpu) DO UPDATE SET copy_bytes_per_s = excluded.copy_bytes_per_s, "
+      "bf16_flops_per_s = excluded.bf16_flops_per_s, "
+      "fp8_flops_per_s = excluded.fp8_flops_per_s, "
+      "measured_at = excluded.measured_at",
+      "putting ceilings", c.gpu, c.copy_bytes_per_s, c.bf16_flops_per_s, c.fp8_flops_per_s,
+      c.measured_at);
 }
 
 Result<std::optional<CeilingsRecord>> Store::GetCeilings(const std::string& gpu) {
@@ -644,17 +589,12 @@ Result<std::optional<CeilingsRecord>> Store::GetCeilings(const std::string& gpu)
       Stmt s, Stmt::Prepare(db_,
                             "SELECT gpu, copy_bytes_per_s, bf16_flops_per_s, fp8_flops_per_s, "
                             "measured_at FROM ceilings WHERE gpu = ?1",
-                            "getting ceilings"));
-  s.Bind(1, gpu);
+                            "getting ceilings", gpu));
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row)
     return std::optional<CeilingsRecord>();
   CeilingsRecord c;
-  c.gpu = s.Text(0);
-  c.copy_bytes_per_s = s.Double(1);
-  c.bf16_flops_per_s = s.Double(2);
-  c.fp8_flops_per_s = s.Double(3);
-  c.measured_at = s.Text(4);
+  s.Read(c.gpu, c.copy_bytes_per_s, c.bf16_flops_per_s, c.fp8_flops_per_s, c.measured_at);
   return std::optional<CeilingsRecord>(std::move(c));
 }
 
@@ -760,14 +700,10 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
     WS_ASSIGN_OR_RETURN(bool row, d.Step());
     if (!row)
       return Status::Error("reading leaderboard: evaluation {} vanished", b.mid.id);
-    l.kernel_id = d.Int(0);
-    l.kernel_hash = d.Text(1);
-    l.origin = d.Text(2);
-    l.sol_fraction = d.Double(3) * d.Double(8) / b.median_us;  // its SOL time over the median
-    l.knobs_json = d.Text(4);
-    l.agent = d.Text(5);
-    l.sandbox_json = d.Text(6);
-    l.deep_json = d.Text(7);
+    double sol_fraction = 0, time_us = 0;
+    d.Read(l.kernel_id, l.kernel_hash, l.origin, sol_fraction, l.knobs_json, l.agent,
+           l.sandbox_json, l.deep_json, time_us);
+    l.sol_fraction = sol_fraction * time_us / b.median_us;  // its SOL time over the median
     if (b.flagged_id != 0) {
       l.flagged = true;
       f.Reset();
@@ -786,12 +722,8 @@ Result<std::vector<LeaderboardEntry>> Store::Leaderboard(const std::string& prob
 }
 
 Status Store::FlagEvaluation(int64_t evaluation_id, const std::string& reason) {
-  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_,
-                                            "UPDATE evaluations SET flagged = 1, flag_reason = ?2 "
-                                            "WHERE id = ?1",
-                                            "flagging evaluation"));
-  s.Bind(1, evaluation_id).Bind(2, reason);
-  return s.Run();
+  return RunStatement(db_, "UPDATE evaluations SET flagged = 1, flag_reason = ?2 WHERE id = ?1",
+                      "flagging evaluation", evaluation_id, reason);
 }
 
 // ---- Campaigns ----------------------------------------------------------------------------------
@@ -803,15 +735,8 @@ constexpr const char* kCampaignColumns =
 
 CampaignRecord ReadCampaign(const Stmt& s) {
   CampaignRecord c;
-  c.id = s.Int(0);
-  c.config_json = s.Text(1);
-  c.status = s.Text(2);
-  c.stop_requested = s.Int(3) != 0;
-  c.pid = s.Int(4);
-  c.wall_seconds = s.Double(5);
-  c.message = s.Text(6);
-  c.created_at = s.Text(7);
-  c.updated_at = s.Text(8);
+  s.Read(c.id, c.config_json, c.status, c.stop_requested, c.pid, c.wall_seconds, c.message,
+         c.created_at, c.updated_at);
   return c;
 }
 
@@ -821,36 +746,25 @@ constexpr const char* kAttemptColumns =
 
 AttemptRecord ReadAttempt(const Stmt& s) {
   AttemptRecord a;
-  a.id = s.Int(0);
-  a.campaign_id = s.Int(1);
-  a.problem = s.Text(2);
-  a.agent = s.Text(3);
-  a.parent_kernel_id = OptionalInt(s, 4);
-  a.status = s.Text(5);
-  a.message = s.Text(6);
-  a.best_evaluation_id = OptionalInt(s, 7);
-  a.started_at = s.Text(8);
-  a.finished_at = s.Text(9);
+  s.Read(a.id, a.campaign_id, a.problem, a.agent, a.parent_kernel_id, a.status, a.message,
+         a.best_evaluation_id, a.started_at, a.finished_at);
   return a;
 }
 
 }  // namespace
 
 Result<int64_t> Store::CreateCampaign(const std::string& config_json, int64_t pid) {
-  WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_,
-                                            "INSERT INTO campaigns (config_json, status, pid) "
-                                            "VALUES (?1, 'running', ?2)",
-                                            "creating campaign"));
-  s.Bind(1, config_json).Bind(2, pid);
-  WS_RETURN_IF_ERROR(s.Run());
+  WS_RETURN_IF_ERROR(RunStatement(
+      db_, "INSERT INTO campaigns (config_json, status, pid) VALUES (?1, 'running', ?2)",
+      "creating campaign", config_json, pid));
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
 }
 
 Result<CampaignRecord> Store::GetCampaign(int64_t id) {
   WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_, fmt::format("SELECT {} FROM campaigns WHERE id = ?1", kCampaignColumns),
-                            "getting campaign"));
-  s.Bind(1, id);
+      Stmt s,
+      Stmt::Prepare(db_, fmt::format("SELECT {} FROM campaigns WHERE id = ?1", kCampaignColumns),
+                    "getting campaign", id));
   WS_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row)
     return Status::Error("no campaign with id {}", id);
@@ -877,57 +791,42 @@ Result<std::vector<CampaignRecord>> Store::Campaigns() {
 }
 
 Status Store::ClaimCampaign(int64_t id, int64_t pid) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE campaigns SET status = 'running', stop_requested = 0, pid = ?2, "
-                            "message = '', updated_at = " WS_STORE_NOW " WHERE id = ?1",
-                            "claiming campaign"));
-  s.Bind(1, id).Bind(2, pid);
-  return s.Run();
+  return RunStatement(db_,
+                      "UPDATE campaigns SET status = 'running', stop_requested = 0, pid = ?2, "
+                      "message = '', updated_at = " WS_STORE_NOW " WHERE id = ?1",
+                      "claiming campaign", id, pid);
 }
 
 Status Store::SetCampaignStatus(int64_t id, const std::string& status, const std::string& message) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE campaigns SET status = ?2, message = ?3, updated_at = "
-                            WS_STORE_NOW " WHERE id = ?1",
-                            "setting campaign status"));
-  s.Bind(1, id).Bind(2, status).Bind(3, message);
-  return s.Run();
+  return RunStatement(db_,
+                      "UPDATE campaigns SET status = ?2, message = ?3, updated_at = "
+                      WS_STORE_NOW " WHERE id = ?1",
+                      "setting campaign status", id, status, message);
 }
 
 Status Store::RequestCampaignStop(int64_t id) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE campaigns SET stop_requested = 1, updated_at = " WS_STORE_NOW
-                            " WHERE id = ?1",
-                            "requesting campaign stop"));
-  s.Bind(1, id);
-  return s.Run();
+  return RunStatement(db_,
+                      "UPDATE campaigns SET stop_requested = 1, updated_at = " WS_STORE_NOW
+                      " WHERE id = ?1",
+                      "requesting campaign stop", id);
 }
 
 Status Store::AddCampaignWallSeconds(int64_t id, double seconds) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE campaigns SET wall_seconds = wall_seconds + ?2, updated_at = "
-                            WS_STORE_NOW " WHERE id = ?1",
-                            "adding campaign wall time"));
-  s.Bind(1, id).Bind(2, seconds);
-  return s.Run();
+  return RunStatement(db_,
+                      "UPDATE campaigns SET wall_seconds = wall_seconds + ?2, updated_at = "
+                      WS_STORE_NOW " WHERE id = ?1",
+                      "adding campaign wall time", id, seconds);
 }
 
 Status Store::PutCampaignProblem(const CampaignProblemRecord& p) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "INSERT INTO campaign_problems (campaign_id, problem, params_json, "
-                            "seed_kernel_id, status) VALUES (?1, ?2, ?3, ?4, ?5) "
-                            "ON CONFLICT (campaign_id, problem) DO UPDATE SET "
-                            "params_json = excluded.params_json, "
-                            "seed_kernel_id = excluded.seed_kernel_id, status = excluded.status",
-                            "putting campaign problem"));
-  s.Bind(1, p.campaign_id).Bind(2, p.problem).Bind(3, p.params_json).Bind(4, p.seed_kernel_id)
-      .Bind(5, p.status);
-  return s.Run();
+  return RunStatement(db_,
+                      "INSERT INTO campaign_problems (campaign_id, problem, params_json, "
+                      "seed_kernel_id, status) VALUES (?1, ?2, ?3, ?4, ?5) "
+                      "ON CONFLICT (campaign_id, problem) DO UPDATE SET "
+                      "params_json = excluded.params_json, "
+                      "seed_kernel_id = excluded.seed_kernel_id, status = excluded.status",
+                      "putting campaign problem", p.campaign_id, p.problem, p.params_json,
+                      p.seed_kernel_id, p.status);
 }
 
 Result<std::vector<CampaignProblemRecord>> Store::CampaignProblems(int64_t campaign_id) {
@@ -935,64 +834,46 @@ Result<std::vector<CampaignProblemRecord>> Store::CampaignProblems(int64_t campa
       Stmt s, Stmt::Prepare(db_,
                             "SELECT campaign_id, problem, params_json, seed_kernel_id, status "
                             "FROM campaign_problems WHERE campaign_id = ?1 ORDER BY problem",
-                            "listing campaign problems"));
-  s.Bind(1, campaign_id);
-  std::vector<CampaignProblemRecord> out;
-  WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
+                            "listing campaign problems", campaign_id));
+  return CollectRows<CampaignProblemRecord>(s, [](const Stmt& r) {
     CampaignProblemRecord p;
-    p.campaign_id = s.Int(0);
-    p.problem = s.Text(1);
-    p.params_json = s.Text(2);
-    p.seed_kernel_id = OptionalInt(s, 3);
-    p.status = s.Text(4);
-    out.push_back(std::move(p));
-  }));
-  return out;
+    r.Read(p.campaign_id, p.problem, p.params_json, p.seed_kernel_id, p.status);
+    return p;
+  });
 }
 
 Status Store::SetCampaignProblemStatus(int64_t campaign_id, const std::string& problem,
                                        const std::string& status) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE campaign_problems SET status = ?3 "
-                            "WHERE campaign_id = ?1 AND problem = ?2",
-                            "setting campaign problem status"));
-  s.Bind(1, campaign_id).Bind(2, problem).Bind(3, status);
-  return s.Run();
+  return RunStatement(db_,
+                      "UPDATE campaign_problems SET status = ?3 "
+                      "WHERE campaign_id = ?1 AND problem = ?2",
+                      "setting campaign problem status", campaign_id, problem, status);
 }
 
 Result<int64_t> Store::StartAttempt(const AttemptRecord& a) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "INSERT INTO attempts (campaign_id, problem, agent, parent_kernel_id, "
-                            "status) VALUES (?1, ?2, ?3, ?4, 'running')",
-                            "starting attempt"));
-  s.Bind(1, a.campaign_id).Bind(2, a.problem).Bind(3, a.agent).Bind(4, a.parent_kernel_id);
-  WS_RETURN_IF_ERROR(s.Run());
+  WS_RETURN_IF_ERROR(RunStatement(
+      db_,
+      "INSERT INTO attempts (campaign_id, problem, agent, parent_kernel_id, "
+      "status) VALUES (?1, ?2, ?3, ?4, 'running')",
+      "starting attempt", a.campaign_id, a.problem, a.agent, a.parent_kernel_id));
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
 }
 
 Status Store::FinishAttempt(int64_t id, const std::string& status, const std::string& message,
                             std::optional<int64_t> best_evaluation_id) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE attempts SET status = ?2, message = ?3, "
-                            "best_evaluation_id = ?4, finished_at = " WS_STORE_NOW " WHERE id = ?1",
-                            "finishing attempt"));
-  s.Bind(1, id).Bind(2, status).Bind(3, message).Bind(4, best_evaluation_id);
-  return s.Run();
+  return RunStatement(db_,
+                      "UPDATE attempts SET status = ?2, message = ?3, "
+                      "best_evaluation_id = ?4, finished_at = " WS_STORE_NOW " WHERE id = ?1",
+                      "finishing attempt", id, status, message, best_evaluation_id);
 }
 
 Result<int64_t> Store::InterruptRunningAttempts(int64_t campaign_id) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "UPDATE attempts SET status = 'interrupted', "
-                            "message = 'the orchestrator stopped during the attempt', "
-                            "finished_at = " WS_STORE_NOW
-                            " WHERE campaign_id = ?1 AND status = 'running'",
-                            "interrupting attempts"));
-  s.Bind(1, campaign_id);
-  WS_RETURN_IF_ERROR(s.Run());
+  WS_RETURN_IF_ERROR(RunStatement(db_,
+                                  "UPDATE attempts SET status = 'interrupted', "
+                                  "message = 'the orchestrator stopped during the attempt', "
+                                  "finished_at = " WS_STORE_NOW
+                                  " WHERE campaign_id = ?1 AND status = 'running'",
+                                  "interrupting attempts", campaign_id));
   return static_cast<int64_t>(sqlite3_changes(db_));
 }
 
@@ -1002,29 +883,19 @@ Result<std::vector<AttemptRecord>> Store::Attempts(int64_t campaign_id, const st
                             fmt::format("SELECT {} FROM attempts WHERE campaign_id = ?1 {} "
                                         "ORDER BY id",
                                         kAttemptColumns, problem.empty() ? "" : "AND problem = ?2"),
-                            "listing attempts"));
-  s.Bind(1, campaign_id);
+                            "listing attempts", campaign_id));
   if (!problem.empty())
     s.Bind(2, problem);
   return CollectRows<AttemptRecord>(s, ReadAttempt);
 }
 
 Status Store::AddAgentTurn(const AgentTurnRecord& t) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s, Stmt::Prepare(db_,
-                            "INSERT INTO agent_turns (campaign_id, attempt_id, agent, input_tokens, "
-                            "output_tokens, cached_input_tokens, cost_usd, stop_reason) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                            "adding agent turn"));
-  s.Bind(1, t.campaign_id)
-      .Bind(2, t.attempt_id)
-      .Bind(3, t.agent)
-      .Bind(4, t.input_tokens)
-      .Bind(5, t.output_tokens)
-      .Bind(6, t.cached_input_tokens)
-      .Bind(7, t.cost_usd)
-      .Bind(8, t.stop_reason);
-  return s.Run();
+  return RunStatement(db_,
+                      "INSERT INTO agent_turns (campaign_id, attempt_id, agent, input_tokens, "
+                      "output_tokens, cached_input_tokens, cost_usd, stop_reason) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                      "adding agent turn", t.campaign_id, t.attempt_id, t.agent, t.input_tokens,
+                      t.output_tokens, t.cached_input_tokens, t.cost_usd, t.stop_reason);
 }
 
 Result<std::vector<EvaluationRecord>> Store::CampaignEvaluations(int64_t campaign_id,
@@ -1035,8 +906,7 @@ Result<std::vector<EvaluationRecord>> Store::CampaignEvaluations(int64_t campaig
                                         "ORDER BY id",
                                         kEvaluationColumns,
                                         problem.empty() ? "" : "AND problem = ?2"),
-                            "listing campaign evaluations"));
-  s.Bind(1, campaign_id);
+                            "listing campaign evaluations", campaign_id));
   if (!problem.empty())
     s.Bind(2, problem);
   return CollectRows<EvaluationRecord>(s, ReadEvaluation);
@@ -1048,24 +918,18 @@ Result<CampaignSpend> Store::Spend(int64_t campaign_id) {
       Stmt e, Stmt::Prepare(db_,
                             "SELECT COUNT(*), COALESCE(SUM(gpu_seconds), 0) FROM evaluations "
                             "WHERE campaign_id = ?1",
-                            "summing campaign evaluations"));
-  e.Bind(1, campaign_id);
+                            "summing campaign evaluations", campaign_id));
   WS_ASSIGN_OR_RETURN(bool row, e.Step());
-  if (row) {
-    out.evaluations = e.Int(0);
-    out.gpu_seconds = e.Double(1);
-  }
+  if (row)
+    e.Read(out.evaluations, out.gpu_seconds);
   WS_ASSIGN_OR_RETURN(
       Stmt t, Stmt::Prepare(db_,
                             "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
                             "COALESCE(SUM(cost_usd), 0) FROM agent_turns WHERE campaign_id = ?1",
-                            "summing campaign turns"));
-  t.Bind(1, campaign_id);
+                            "summing campaign turns", campaign_id));
   WS_ASSIGN_OR_RETURN(row, t.Step());
-  if (row) {
-    out.tokens = t.Int(0);
-    out.dollars = t.Double(1);
-  }
+  if (row)
+    t.Read(out.tokens, out.dollars);
   WS_ASSIGN_OR_RETURN(CampaignRecord c, GetCampaign(campaign_id));
   out.wall_seconds = c.wall_seconds;
   return out;
@@ -1078,8 +942,7 @@ Result<std::map<std::string, CampaignSpend>> Store::TokenSpendByProblem(int64_t 
                             "SUM(t.cost_usd) FROM agent_turns t "
                             "JOIN attempts a ON a.id = t.attempt_id "
                             "WHERE t.campaign_id = ?1 GROUP BY a.problem",
-                            "summing turns per problem"));
-  s.Bind(1, campaign_id);
+                            "summing turns per problem", campaign_id));
   std::map<std::string, CampaignSpend> out;
   WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
     CampaignSpend& p = out[s.Text(0)];
@@ -1097,48 +960,32 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
     a.agent = agent;
     return a;
   };
-  {
-    WS_ASSIGN_OR_RETURN(
-        Stmt s, Stmt::Prepare(db_,
-                              fmt::format("SELECT agent, COUNT(*) FROM attempts {} GROUP BY agent",
-                                          where),
-                              "counting attempts"));
+  // Every row of `sql`, its ?1 the campaign when there is one.
+  auto for_each_row = [&](const std::string& sql, std::string_view op, auto on_row) -> Status {
+    WS_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db_, sql, op));
     if (campaign_id)
       s.Bind(1, *campaign_id);
-    WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
-      stats(s.Text(0)).attempts = s.Int(1);
-    }));
-  }
-  {
-    // A leader's confirmation runs (--confirm-runs) are the campaign's work, not its agent's.
-    WS_ASSIGN_OR_RETURN(
-        Stmt s, Stmt::Prepare(db_,
-                              fmt::format("SELECT agent, verdict, COUNT(*) FROM evaluations {} "
-                                          "{} purpose != 'confirm' GROUP BY agent, verdict",
-                                          where, campaign_id ? "AND" : "WHERE"),
-                              "counting verdicts"));
-    if (campaign_id)
-      s.Bind(1, *campaign_id);
-    WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
-      stats(s.Text(0)).verdicts[s.Text(1)] = s.Int(2);
-    }));
-  }
-  {
-    WS_ASSIGN_OR_RETURN(
-        Stmt s, Stmt::Prepare(db_,
-                              fmt::format("SELECT agent, SUM(input_tokens), SUM(output_tokens), "
-                                          "SUM(cost_usd) FROM agent_turns {} GROUP BY agent",
-                                          where),
-                              "summing turns"));
-    if (campaign_id)
-      s.Bind(1, *campaign_id);
-    WS_RETURN_IF_ERROR(ForEachRow(s, [&](Stmt&) {
-      AgentStats& a = stats(s.Text(0));
-      a.input_tokens = s.Int(1);
-      a.output_tokens = s.Int(2);
-      a.cost_usd = s.Double(3);
-    }));
-  }
+    return ForEachRow(s, on_row);
+  };
+  WS_RETURN_IF_ERROR(for_each_row(
+      fmt::format("SELECT agent, COUNT(*) FROM attempts {} GROUP BY agent", where),
+      "counting attempts", [&](Stmt& s) { stats(s.Text(0)).attempts = s.Int(1); }));
+  // A leader's confirmation runs (--confirm-runs) are the campaign's work, not its agent's.
+  WS_RETURN_IF_ERROR(for_each_row(
+      fmt::format("SELECT agent, verdict, COUNT(*) FROM evaluations {} "
+                  "{} purpose != 'confirm' GROUP BY agent, verdict",
+                  where, campaign_id ? "AND" : "WHERE"),
+      "counting verdicts", [&](Stmt& s) { stats(s.Text(0)).verdicts[s.Text(1)] = s.Int(2); }));
+  WS_RETURN_IF_ERROR(for_each_row(
+      fmt::format("SELECT agent, SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) "
+                  "FROM agent_turns {} GROUP BY agent",
+                  where),
+      "summing turns", [&](Stmt& s) {
+        AgentStats& a = stats(s.Text(0));
+        a.input_tokens = s.Int(1);
+        a.output_tokens = s.Int(2);
+        a.cost_usd = s.Double(3);
+      }));
   std::vector<AgentStats> out;
   for (auto& [_, a] : by_agent)
     out.push_back(std::move(a));
@@ -1146,31 +993,19 @@ Result<std::vector<AgentStats>> Store::AgentStatistics(std::optional<int64_t> ca
 }
 
 Status Store::PutJob(const JobRecord& j) {
-  WS_ASSIGN_OR_RETURN(
-      Stmt s,
-      Stmt::Prepare(db_,
-                    "INSERT INTO jobs (id, campaign_id, kind, executor, state, tries, external_id, "
-                    "node, gpu_index, message, evaluation_id) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
-                    "ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
-                    "tries = excluded.tries, external_id = excluded.external_id, "
-                    "node = excluded.node, gpu_index = excluded.gpu_index, "
-                    "message = excluded.message, "
-                    "evaluation_id = COALESCE(excluded.evaluation_id, jobs.evaluation_id), "
-                    "updated_at = " WS_STORE_NOW,
-                    "putting job"));
-  s.Bind(1, j.id)
-      .Bind(2, j.campaign_id)
-      .Bind(3, j.kind)
-      .Bind(4, j.executor)
-      .Bind(5, j.state)
-      .Bind(6, j.tries)
-      .Bind(7, j.external_id)
-      .Bind(8, j.node)
-      .Bind(9, j.gpu_index)
-      .Bind(10, j.message)
-      .Bind(11, j.evaluation_id);
-  return s.Run();
+  return RunStatement(
+      db_,
+      "INSERT INTO jobs (id, campaign_id, kind, executor, state, tries, external_id, "
+      "node, gpu_index, message, evaluation_id) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+      "ON CONFLICT (id) DO UPDATE SET state = excluded.state, "
+      "tries = excluded.tries, external_id = excluded.external_id, "
+      "node = excluded.node, gpu_index = excluded.gpu_index, "
+      "message = excluded.message, "
+      "evaluation_id = COALESCE(excluded.evaluation_id, jobs.evaluation_id), "
+      "updated_at = " WS_STORE_NOW,
+      "putting job", j.id, j.campaign_id, j.kind, j.executor, j.state, j.tries, j.external_id,
+      j.node, j.gpu_index, j.message, j.evaluation_id);
 }
 
 Result<std::vector<JobRecord>> Store::Jobs(std::optional<int64_t> campaign_id) {
@@ -1185,19 +1020,8 @@ Result<std::vector<JobRecord>> Store::Jobs(std::optional<int64_t> campaign_id) {
     s.Bind(1, *campaign_id);
   return CollectRows<JobRecord>(s, [](const Stmt& r) {
     JobRecord j;
-    j.id = r.Text(0);
-    j.campaign_id = OptionalInt(r, 1);
-    j.kind = r.Text(2);
-    j.executor = r.Text(3);
-    j.state = r.Text(4);
-    j.tries = r.Int(5);
-    j.external_id = r.Text(6);
-    j.node = r.Text(7);
-    j.gpu_index = OptionalInt(r, 8);
-    j.message = r.Text(9);
-    j.evaluation_id = OptionalInt(r, 10);
-    j.created_at = r.Text(11);
-    j.updated_at = r.Text(12);
+    r.Read(j.id, j.campaign_id, j.kind, j.executor, j.state, j.tries, j.external_id, j.node,
+           j.gpu_index, j.message, j.evaluation_id, j.created_at, j.updated_at);
     return j;
   });
 }
