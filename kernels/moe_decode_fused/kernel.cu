@@ -338,6 +338,35 @@ __device__ __forceinline__ void team_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Kernel 1's output of a unit (rows r0 .. r0 + 7 of an item): acc[nt] = {gate(r0 + g, slot 2q),
+// gate(.., 2q + 1), up(r0 + g, 2q), up(.., 2q + 1)}; h = silu(gate) * up * topk_weight of each
+// token slot's pair p goes to the workspace as h[p, 0, r] = bf16(h), h[p, 1, r] = bf16(h - that).
+__device__ __forceinline__ void store_h(const float (&acc)[Config::kNTiles][4], int q, int count,
+                                        const Routing& rt, int start, const float* wt,
+                                        uint16_t* __restrict__ h, int t0, int K, int I, int r0,
+                                        int g) {
+#pragma unroll
+  for (int nt = 0; nt < Config::kNTiles; ++nt) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int slot = nt * 8 + 2 * q + j;
+      if (slot < count) {
+        const int p = rt.plist[start + slot];
+        const float gv = acc[nt][j], uv = acc[nt][2 + j];
+        const float hv = gv / (1.0f + __expf(-gv)) * uv * wt[p];
+        // NOTE: a bf16 h alone fails the element rule in ~1% of random cases at the test
+        // shapes; hi + lo carries 16 bits (hv - hi is exact in fp32). Inf/NaN keep lo = 0.
+        const uint16_t hb = bf16_rne(hv);
+        const float rest = hv - bf16_to_float(hb);
+        uint16_t* hp = h + ((static_cast<long long>(t0) * K + p) * 2) * I + r0 + g;
+        hp[0] = hb;
+        const bool finite = (__float_as_uint(rest) & 0x7F800000u) != 0x7F800000u;
+        hp[I] = finite ? bf16_rne(rest) : uint16_t{0};
+      }
+    }
+  }
+}
+
 // ---- W2PF > 0: kernel 1 warms L2 with the w2 bytes kernel 2 reads first ----
 // The DRAM idles between the kernels: kernel 1's tail, the CTA switch (kernel 2 cannot be
 // resident beside kernel 1: both fill the register file), kernel 2's routing prologue and
@@ -392,6 +421,62 @@ __device__ __forceinline__ void w2pf_issue(const Routing& rt, const uint16_t* w2
     const uint16_t* p = w2 + (static_cast<long long>(rt.item_e[item]) * H + row) * I;
     const uint32_t len = item < n_full ? 2u * I : static_cast<uint32_t>(prefix);
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(len) : "memory");
+  }
+}
+
+// ---- Kernel 2's steps that are the same on both paths (registers, STAGES ring) ----
+
+// The first window's first items: their w2 rows (the leading 4 KB of each) into L2 while
+// kernel 1 drains (PREFETCH).
+__device__ __forceinline__ void prefetch_w2_rows(const Routing& rt, const uint16_t* w2,
+                                                 int n_items, int H, int I, int row0, bool hi_ok,
+                                                 int tid) {
+  constexpr int kR = Config::kRows2;
+  const int rows = hi_ok ? kR : kR / 2;
+  const int row_bytes = min(2 * I, Config::kPrefetchRowBytes);  // I % 8 == 0: 16-byte multiple
+  const int n_pf = min(n_items, max(1, Config::kPrefetchBytes / (rows * row_bytes)));
+  for (int i = tid; i < n_pf * rows; i += blockDim.x) {
+    const int e = rt.item_e[i / rows];
+    const uint16_t* p = w2 + (static_cast<long long>(e) * H + row0 + i % rows) * I;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(row_bytes)
+                 : "memory");
+  }
+}
+
+// Adds a finished item's partial sums into this warp's tile my_ys [tw][16] and zeroes them:
+// acc[nt] = {row g, row g + 8} x {hi, lo} of token slot nt * 4 + q. NOTE: the arguments come in
+// the order the body first reads them; the callers' flush lambdas in another order renumbered
+// PTX registers and moved the SASS.
+__device__ __forceinline__ void flush_item(float (&acc)[Config::kNTiles][4], int q, int count,
+                                           const Routing& rt, int start, int K, float* my_ys,
+                                           int g, bool hi_ok) {
+  constexpr int kR = Config::kRows2;
+#pragma unroll
+  for (int nt = 0; nt < Config::kNTiles; ++nt) {
+    const int slot = nt * 4 + q;
+    if (slot < count) {
+      const int tt = rt.plist[start + slot] / K;
+      my_ys[tt * kR + g] += acc[nt][0] + acc[nt][1];
+      if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2] + acc[nt][3];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+  }
+  // NOTE: the next item may give this (row, token) to another lane.
+  __syncwarp();
+}
+
+// y rows of the window: the warp tiles ys [nwarps][tw][16] summed in warp order, one bf16
+// rounding.
+__device__ __forceinline__ void store_y(const float* ys, uint16_t* __restrict__ y, int t0,
+                                        int n_tok, int tw, int H, int row0, int nwarps, int tid) {
+  constexpr int kR = Config::kRows2;
+  for (int i = tid; i < n_tok * kR; i += blockDim.x) {
+    const int tt = i / kR, r = i % kR;
+    if (row0 + r >= H) continue;
+    float s = 0.0f;
+    for (int w = 0; w < nwarps; ++w) s += ys[w * tw * kR + i];
+    y[static_cast<long long>(t0 + tt) * H + row0 + r] = bf16_rne(s);
   }
 }
 
@@ -551,8 +636,8 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
         c_stage = c_stage + 1 == kS ? 0 : c_stage + 1;
         mma_group(acc, lo, hi, b, n_tiles);
       }
-      // NOTE: the team reduction and h store repeat kernel 1's register path below: one helper
-      // for both turned three of the verified sm_90a compares from unsigned to signed.
+      // NOTE: the team reduction repeats kernel 1's register path below: as a helper for both,
+      // its loop's compares turned from unsigned to signed in the verified sm_90a code.
       if (ks > 1) {
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
@@ -571,26 +656,7 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
         }
         team_barrier(1 + team, 32 * ks);
       }
-      if (kw == 0) {
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int slot = nt * 8 + 2 * q + j;
-            if (slot < count) {
-              const int p = rt.plist[start + slot];
-              const float gv = acc[nt][j], uv = acc[nt][2 + j];
-              const float hv = gv / (1.0f + __expf(-gv)) * uv * wt[p];
-              const uint16_t hb = bf16_rne(hv);
-              const float rest = hv - bf16_to_float(hb);
-              uint16_t* hp = h + ((static_cast<long long>(t0) * K + p) * 2) * I + r0 + g;
-              hp[0] = hb;
-              const bool finite = (__float_as_uint(rest) & 0x7F800000u) != 0x7F800000u;
-              hp[I] = finite ? bf16_rne(rest) : uint16_t{0};
-            }
-          }
-        }
-      }
+      if (kw == 0) store_h(acc, q, count, rt, start, wt, h, t0, K, I, r0, g);
     }
     if (Config::kW2PfBytes > 0 && pf_left >= 0)  // a sharer without groups
       w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
@@ -626,17 +692,8 @@ __device__ __forceinline__ void down_ring(const int* __restrict__ topk_ids,
     for (int i = tid; i < nwarps * tw * kR; i += blockDim.x) ys[i] = 0.0f;
     const int n_items =
         build_routing<Config::kItemTokens2>(rt, topk_ids, nullptr, nullptr, t0, n_tok, K, E);
-    if (Config::kPrefetchBytes > 0 && t0 == 0) {
-      const int rows = hi_ok ? kR : kR / 2;
-      const int row_bytes = min(2 * I, Config::kPrefetchRowBytes);
-      const int n_pf = min(n_items, max(1, Config::kPrefetchBytes / (rows * row_bytes)));
-      for (int i = tid; i < n_pf * rows; i += blockDim.x) {
-        const int e = rt.item_e[i / rows];
-        const uint16_t* p = w2 + (static_cast<long long>(e) * H + row0 + i % rows) * I;
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(row_bytes)
-                     : "memory");
-      }
-    }
+    if (Config::kPrefetchBytes > 0 && t0 == 0)
+      prefetch_w2_rows(rt, w2, n_items, H, I, row0, hi_ok, tid);
     const long long pair_base = static_cast<long long>(t0) * K;
     const long long n_units = static_cast<long long>(n_items) * n_groups;
 
@@ -679,20 +736,7 @@ __device__ __forceinline__ void down_ring(const int* __restrict__ topk_ids,
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
     }
-    auto flush = [&]() {
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const int slot = nt * 4 + q;
-        if (slot < count) {
-          const int tt = rt.plist[start + slot] / K;
-          my_ys[tt * kR + g] += acc[nt][0] + acc[nt][1];
-          if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2] + acc[nt][3];
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-      }
-      __syncwarp();
-    };
+    auto flush = [&]() { flush_item(acc, q, count, rt, start, K, my_ys, g, hi_ok); };
     for (long long unit = warp; unit < n_units; unit += nwarps) {
       issue();
       const int item = static_cast<int>(unit / n_groups);
@@ -736,13 +780,7 @@ __device__ __forceinline__ void down_ring(const int* __restrict__ topk_ids,
     if (cur >= 0) flush();
     cp_async_wait<0>();
     __syncthreads();
-    for (int i = tid; i < n_tok * kR; i += blockDim.x) {
-      const int tt = i / kR, r = i % kR;
-      if (row0 + r >= H) continue;
-      float s = 0.0f;
-      for (int w = 0; w < nwarps; ++w) s += ys[w * tw * kR + i];
-      y[static_cast<long long>(t0 + tt) * H + row0 + r] = bf16_rne(s);
-    }
+    store_y(ys, y, t0, n_tok, tw, H, row0, nwarps, tid);
     __syncthreads();
   }
 }
@@ -868,29 +906,7 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
         }
         team_barrier(1 + team, 32 * ks);
       }
-      if (kw == 0) {
-        // acc[nt] = {gate(r0+g, slot 2q), gate(.., 2q+1), up(r0+g, 2q), up(.., 2q+1)}.
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int slot = nt * 8 + 2 * q + j;
-            if (slot < count) {
-              const int p = rt.plist[start + slot];
-              const float gv = acc[nt][j], uv = acc[nt][2 + j];
-              const float hv = gv / (1.0f + __expf(-gv)) * uv * wt[p];
-              // NOTE: a bf16 h alone fails the element rule in ~1% of random cases at the test
-              // shapes; hi + lo carries 16 bits (hv - hi is exact in fp32). Inf/NaN keep lo = 0.
-              const uint16_t hb = bf16_rne(hv);
-              const float rest = hv - bf16_to_float(hb);
-              uint16_t* hp = h + ((static_cast<long long>(t0) * K + p) * 2) * I + r0 + g;
-              hp[0] = hb;
-              const bool finite = (__float_as_uint(rest) & 0x7F800000u) != 0x7F800000u;
-              hp[I] = finite ? bf16_rne(rest) : uint16_t{0};
-            }
-          }
-        }
-      }
+      if (kw == 0) store_h(acc, q, count, rt, start, wt, h, t0, K, I, r0, g);
     }
     if constexpr (Config::kW2PfBytes > 0) {
       if (pf_left >= 0)  // a sharer without groups
@@ -931,18 +947,8 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
     for (int i = tid; i < nwarps * tw * kR; i += blockDim.x) ys[i] = 0.0f;
     const int n_items =
         build_routing<Config::kItemTokens2>(rt, topk_ids, nullptr, nullptr, t0, n_tok, K, E);
-    if (Config::kPrefetchBytes > 0 && t0 == 0) {
-      // The first items' rows (their leading 4 KB) into L2 while kernel 1 drains.
-      const int rows = hi_ok ? kR : kR / 2;
-      const int row_bytes = min(2 * I, Config::kPrefetchRowBytes);  // I % 8 == 0: 16-byte multiple
-      const int n_pf = min(n_items, max(1, Config::kPrefetchBytes / (rows * row_bytes)));
-      for (int i = tid; i < n_pf * rows; i += blockDim.x) {
-        const int e = rt.item_e[i / rows];
-        const uint16_t* p = w2 + (static_cast<long long>(e) * H + row0 + i % rows) * I;
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(row_bytes)
-                     : "memory");
-      }
-    }
+    if (Config::kPrefetchBytes > 0 && t0 == 0)
+      prefetch_w2_rows(rt, w2, n_items, H, I, row0, hi_ok, tid);
     // h is kernel 1's output: wait for it (a no-op without PDL).
     asm volatile("griddepcontrol.wait;" ::: "memory");
 
@@ -961,23 +967,7 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
     }
-    // Adds the finished item's partial sums into this warp's tile: acc[nt] = {row g, row g + 8}
-    // x {hi, lo} of token slot nt * 4 + q.
-    auto flush = [&]() {
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        const int slot = nt * 4 + q;
-        if (slot < count) {
-          const int tt = rt.plist[start + slot] / K;
-          my_ys[tt * kR + g] += acc[nt][0] + acc[nt][1];
-          if (hi_ok) my_ys[tt * kR + 8 + g] += acc[nt][2] + acc[nt][3];
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-      }
-      // NOTE: the next item may give this (row, token) to another lane.
-      __syncwarp();
-    };
+    auto flush = [&]() { flush_item(acc, q, count, rt, start, K, my_ys, g, hi_ok); };
     for (long long unit = warp; unit < n_units; unit += nwarps) {
       const int item = static_cast<int>(unit / n_groups);
       const int kg = static_cast<int>(unit % n_groups);
@@ -1023,14 +1013,7 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
     }
     if (cur >= 0) flush();
     __syncthreads();
-    // y rows of the window: the warp tiles summed in warp order, one bf16 rounding.
-    for (int i = tid; i < n_tok * kR; i += blockDim.x) {
-      const int tt = i / kR, r = i % kR;
-      if (row0 + r >= H) continue;
-      float s = 0.0f;
-      for (int w = 0; w < nwarps; ++w) s += ys[w * tw * kR + i];
-      y[static_cast<long long>(t0 + tt) * H + row0 + r] = bf16_rne(s);
-    }
+    store_y(ys, y, t0, n_tok, tw, H, row0, nwarps, tid);
     __syncthreads();
   }
 }

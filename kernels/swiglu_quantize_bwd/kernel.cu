@@ -61,7 +61,7 @@
 // Knobs: BLOCK_M (rows per tile; the q_t run length per CTA), BLOCK_I (columns of I per tile),
 // THREADS, FAST_EXP, STORE_CS (1: st.global.cs for q and q_t; 2: for q_t only, whose lines are
 // whole per CTA when staged; 0: none), QT_STAGE, GROUP_I (column tiles per CTA group, 0: all).
-// FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (see the forward).
+// FAST_EXP 2: the .ftz exponent and reciprocal, the same bits as FAST_EXP 1 (ws/swiglu.cuh).
 // SCALE_TILES: see Config (why: kernels/swiglu_quantize_fwd). 1 is the default since
 // session 29: 1.019-1.142x (1.060x geomean) at rceil standard, then 1.009-1.150x (rceil
 // standard) and 0.981-1.092x (floor clamped) in a second call, `ok` at every test and hidden
@@ -79,9 +79,7 @@
 // rceil standard): issue slots 67% busy, L2 92%, DRAM 72% of peak. FAST_EXP 2 is the default
 // since session 28 (1.003-1.022x in one call, `ok` at every test and hidden shape); RSEL 1 with
 // it ran 0.986-0.997x (sm_90a then allocates 64 registers and spills 8 bytes).
-// STORE_CS 2 (with QT_STAGE 1): at BLOCK_I 64 a CTA writes half of each 128-byte line of q (the
-// next column tile's CTA the other half); evict-first could send the halves to DRAM apart, so
-// only q_t, whole lines per CTA when staged, streams with .cs.
+// STORE_CS 2 (with QT_STAGE 1): only q_t streams with .cs (why: kernels/swiglu_quantize_fwd).
 // Defaults: the staged form, QT_STAGE 1, BLOCK_M 128, STORE_CS 2. Measured on the H200
 // (2026-12-01): 1.55x the first form in the same run (786 / 292 / 3327 / 550 us at rceil
 // standard, 0.77-0.82 of SOL); every setting 0.75-0.82 and ok at the test, hidden and bench
@@ -101,8 +99,8 @@
 // warpsmith:sass sm_90a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
-#include "ws/mx_block.cuh"
 #include "ws/mx_dual_tile.cuh"
+#include "ws/swiglu.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
@@ -150,42 +148,12 @@
 
 namespace {
 
-struct Config {
-  static constexpr int kBlockM = BLOCK_M;
-  static constexpr int kBlockI = BLOCK_I;
-  static constexpr int kThreads = THREADS;
-  static constexpr int kRowBlocks = kBlockM / 32;
-  static constexpr int kRowChunks = kBlockI / 8;                  // 16-byte chunks per tile row
-  static constexpr int kTileChunks = kBlockM * kRowChunks;
-  static constexpr int kChunksPerThread = (kTileChunks + kThreads - 1) / kThreads;
-  static constexpr int kColTasks = 2 * (kBlockI / 2) * kRowBlocks;  // {dg,du} x pair x row block
-  static constexpr int kTasksPerThread = (kColTasks + kThreads - 1) / kThreads;
-  static constexpr int kTileBytes = 2 * kBlockM * kBlockI * 2;      // dg, du tiles (bf16)
-  // Staged q_t: 2 BLOCK_I rows (dg's columns, then du's) of BLOCK_M bytes, over the tile.
-  static constexpr int kQtRows = 2 * kBlockI;
-  static constexpr int kQtChunks = kBlockM / 16;                    // 16-byte chunks per row
-  static constexpr int kSwizzleMask = (kQtChunks < 8 ? kQtChunks : 8) - 1;
-  static constexpr int kQtStores = kQtRows * kQtChunks;
-  static constexpr int kQtStoresPerThread = (kQtStores + kThreads - 1) / kThreads;
-  static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
-  static constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
-  static constexpr bool kStoreCsQ = STORE_CS == 1;
-  static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
-  static constexpr bool kStage = QT_STAGE != 0;
-  static constexpr int kGroupI = GROUP_I;
-  static constexpr bool kSelect = RSEL != 0;
-  // SCALE_TILES (staged form, BLOCK_M and BLOCK_I multiples of 64): the tile's dg and du scales
-  // and scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them
-  // in place (as kernels/swiglu_quantize_fwd).
-  static constexpr bool kScaleTiles =
-      SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
-  static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
-};
-static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
-static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
-static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
-static_assert(Config::kGroupI >= 0, "GROUP_I");
-static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
+// Two output tiles, dg and du; the knobs as ws::swiglu::Tile reads them. SCALE_TILES (why:
+// kernels/swiglu_quantize_fwd): the tile's dg and du scales and scales_t blocks go whole into
+// the workspace; a second launch puts them in place.
+using Config = ws::swiglu::Tile<BLOCK_M, BLOCK_I, THREADS, 2, WS_ROUNDING == WS_ROUNDING_FLOOR,
+                                STORE_CS, QT_STAGE != 0, GROUP_I, RSEL != 0, SCALE_TILES>;
+constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
 
 // SCALE_TILES' second launch: rowwise blocks [BLOCK_M][BLOCK_I / 32] of dg's and du's halves of
 // the scales, colwise blocks [BLOCK_I][BLOCK_M / 32] of their halves of scales_t.
@@ -200,46 +168,32 @@ using ws::bf16_lo;
 using ws::Chunk;
 using ws::cvt_bf16x2;
 
-// sigmoid(z): FAST_EXP uses ex2.approx and rcp.approx (both MUFU), else expf and division;
-// FAST_EXP 2 their .ftz forms (the same bits: see kernels/swiglu_quantize_fwd).
-__device__ __forceinline__ float sigmoid(float z) {
-#if FAST_EXP == 2
-  float e, r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -1.4426950408889634f));
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
-  return r;  // 1 + e = +Inf (z < -88) gives 0
-#elif FAST_EXP
-  return __fdividef(1.0f, 1.0f + __expf(-z));  // 1 + e = +Inf (z < -88) gives 0
-#else
-  return 1.0f / (1.0f + expf(-z));
-#endif
-}
-
 // dg and du of one element, in the order the spec writes them.
 __device__ __forceinline__ void swiglu_grad(float g, float u, float da, float& dg, float& du) {
-  if constexpr (Config::kClamped) {
+  using ws::swiglu::sigmoid;
+  if constexpr (kClamped) {
 #if LEAN
-    // As the forward's LEAN: one FMNMX.NAN per clamp bound; and uc == u exactly when -7 <= u
-    // <= 7 (false for NaN, whose uc is NaN), one compare instead of two and their AND.
-    float gc, uc;
-    asm("min.NaN.f32 %0, %1, 0f40E00000;" : "=f"(gc) : "f"(g));   // min(g, 7)
-    asm("max.NaN.f32 %0, %1, 0fC0E00000;" : "=f"(uc) : "f"(u));   // max(u, -7)
-    asm("min.NaN.f32 %0, %1, 0f40E00000;" : "=f"(uc) : "f"(uc));  // min(., 7)
+    const float gc = ws::swiglu::clamp_gate<true>(g);
+    const float uc = ws::swiglu::clamp_up<true>(u);
+    // uc == u exactly when -7 <= u <= 7 (false for NaN, whose uc is NaN): one compare instead
+    // of two and their AND.
     const float z = 1.702f * gc;
-    const float s = sigmoid(z);
+    const float s = sigmoid<FAST_EXP>(z);
     du = uc == u ? da * (gc * s) : 0.0f;
     dg = g <= 7.0f ? (da * (uc + 1.0f)) * (s * (1.0f + z * (1.0f - s))) : 0.0f;
 #else
+    // NOTE: not ws::swiglu's clamps: with the pass tests' compares beside them here, those moved
+    // the sm_90a SASS of the first form (FAST_EXP 0, rceil).
     const float gc = g > 7.0f ? 7.0f : g;                        // keeps NaN
     const float uc = u > 7.0f ? 7.0f : (u < -7.0f ? -7.0f : u);  // keeps NaN
-    const float s = sigmoid(1.702f * gc);
+    const float s = sigmoid<FAST_EXP>(1.702f * gc);
     const bool pass_u = u >= -7.0f && u <= 7.0f;                 // false for NaN
     const bool pass_g = g <= 7.0f;                               // false for NaN
     du = pass_u ? da * (gc * s) : 0.0f;
     dg = pass_g ? (da * (uc + 1.0f)) * (s * (1.0f + (1.702f * gc) * (1.0f - s))) : 0.0f;
 #endif
   } else {
-    const float s = sigmoid(g);
+    const float s = sigmoid<FAST_EXP>(g);
     du = da * (g * s);
     dg = (da * u) * (s * (1.0f + g * (1.0f - s)));
   }
@@ -255,21 +209,6 @@ __device__ __forceinline__ void grad_chunk(const Chunk& g, const Chunk& u, const
     dg.w[i] = cvt_bf16x2(dg0, dg1);
     du.w[i] = cvt_bf16x2(du0, du1);
   }
-}
-
-// Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch BLOCK_M bytes): lanes p
-// write rows 2p and 2p+1 at the same ch, so row/2 picks the chunk slot (8 lanes, 8 bank groups).
-__device__ __forceinline__ int qt_offset(int k, int ch) {
-  return k * Config::kBlockM + ((ch ^ ((k >> 1) & Config::kSwizzleMask)) << 4);
-}
-
-// CTA order: (M tile, I tile) of this CTA. GROUP_I 0: I tiles fastest over the whole row (the
-// CTAs resident together read whole hpre / dA rows, and write each q_t row in pieces of
-// BLOCK_M bytes from CTAs col_tiles apart). Else groups of GROUP_I I tiles, M tiles fastest
-// inside a group: the resident CTAs read GROUP_I * BLOCK_I * 2 contiguous bytes of each row of
-// g, u and dA and write runs of (resident CTAs / GROUP_I) * BLOCK_M bytes of each q_t row.
-__device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
-  ws::mx::grouped_tile<Config::kGroupI, true>(bid, m_tiles, col_tiles, mt, it);
 }
 
 }  // namespace
@@ -301,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #else
   const int m_tiles = (M + Config::kBlockM - 1) / Config::kBlockM;
   int mt, it;
-  tile_of(blockIdx.x, m_tiles, col_tiles, mt, it);
+  Config::tile_of(blockIdx.x, m_tiles, col_tiles, mt, it);
   const int m0 = mt * Config::kBlockM;
   const int i0 = it * Config::kBlockI;
 #endif
@@ -383,15 +322,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const int col = i0 + 2 * p, mb = m0 / 32 + rb;
       if (col >= I || mb >= m_blocks) continue;
       unsigned v[32];
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
-      }
+      Config::load_column_pair(tile[h], rb, p, v);
       const long long out_col = static_cast<long long>(h) * I + col;  // row of q_t
-      unsigned char* qt = q_t + out_col * M + mb * 32;
-      unsigned char* st = scales_t + out_col * m_blocks + mb;
-      ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCsQt>(v, qt, qt + M, st,
-                                                                       st + m_blocks);
+      Config::store_column_pair(v, out_col, mb, M, m_blocks, q_t, scales_t);
     }
   } else {
     // Quantize into registers (tasks past the tile's valid rows / columns quantize garbage-free
@@ -404,10 +337,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         const int h = task / kHalfTasks, rest = task % kHalfTasks;
         const int p = rest % kPairs, rb = rest / kPairs;
         unsigned v[32];
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          v[j] = *reinterpret_cast<const unsigned*>(&tile[h][rb * 32 + j][2 * p]);
-        }
+        Config::load_column_pair(tile[h], rb, p, v);
         unsigned s_lo, s_hi;
         ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo,
                                                                            s_hi);
@@ -425,13 +355,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         const int p = rest % kPairs, rb = rest / kPairs;
         const int k = h * Config::kBlockI + 2 * p;
         const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-        ws::store_shared16(base + qt_offset(k, 2 * rb), qa[t][0], qa[t][1], qa[t][2], qa[t][3]);
-        ws::store_shared16(base + qt_offset(k, 2 * rb + 1), qa[t][4], qa[t][5], qa[t][6],
-                           qa[t][7]);
-        ws::store_shared16(base + qt_offset(k + 1, 2 * rb), qb[t][0], qb[t][1], qb[t][2],
-                           qb[t][3]);
-        ws::store_shared16(base + qt_offset(k + 1, 2 * rb + 1), qb[t][4], qb[t][5], qb[t][6],
-                           qb[t][7]);
+        Config::stage_column_pair(base, k, rb, qa[t], qb[t]);
       }
     }
     __syncthreads();
@@ -444,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const int k = ci / Config::kQtChunks, ch = ci % Config::kQtChunks;
       const int c = k % Config::kBlockI, h = k / Config::kBlockI;
       if (ci < Config::kQtStores && i0 + c < I && ch * 16 < rows_valid) {
-        const Chunk v = ws::load_shared16(base + qt_offset(k, ch));
+        const Chunk v = ws::load_shared16(base + Config::qt_offset(k, ch));
         const long long out_row = static_cast<long long>(h) * I + i0 + c;
         ws::store_global16<Config::kStoreCsQt>(q_t + out_row * M + m0 + ch * 16, v);
       }
@@ -468,17 +392,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const long long out_row = static_cast<long long>(h) * I + i0 + c;
       unsigned char* dst = scales_t + out_row * m_blocks + m0 / 32;
       const unsigned char* src = st_stage + k * Config::kRowBlocks;
-      if constexpr (Config::kRowBlocks % 4 == 0) {
-        if (blocks_valid == Config::kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
-#pragma unroll
-          for (int b = 0; b < Config::kRowBlocks; b += 4) {
-            *reinterpret_cast<unsigned*>(dst + b) =
-                src[b] | (src[b + 1] << 8) | (src[b + 2] << 16) | (src[b + 3] << 24);
-          }
-          continue;
-        }
-      }
-      for (int b = 0; b < blocks_valid; ++b) dst[b] = src[b];
+      Config::store_scale_row(dst, src, blocks_valid);
     }
   }
 }

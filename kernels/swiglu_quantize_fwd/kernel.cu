@@ -97,8 +97,8 @@
 // warpsmith:sass sm_90a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 
-#include "ws/mx_block.cuh"
 #include "ws/mx_dual_tile.cuh"
+#include "ws/swiglu.cuh"
 
 #if !defined(WS_ROUNDING) || !defined(WS_ROUNDING_RCEIL) || !defined(WS_ROUNDING_FLOOR) || \
     !defined(WS_VARIANT) || !defined(WS_VARIANT_STANDARD) || !defined(WS_VARIANT_CLAMPED)
@@ -146,37 +146,10 @@
 
 namespace {
 
-struct Config {
-  static constexpr int kBlockM = BLOCK_M;
-  static constexpr int kBlockI = BLOCK_I;
-  static constexpr int kThreads = THREADS;
-  static constexpr int kRowChunks = kBlockI / 8;                  // 16-byte chunks per tile row
-  static constexpr int kTileChunks = kBlockM * kRowChunks;
-  static constexpr int kChunksPerThread = (kTileChunks + kThreads - 1) / kThreads;
-  static constexpr int kRowBlocks = kBlockM / 32;
-  static constexpr int kColTasks = (kBlockI / 2) * kRowBlocks;  // column pair x row block
-  static constexpr int kTasksPerThread = (kColTasks + kThreads - 1) / kThreads;
-  static constexpr int kTileBytes = kBlockM * kBlockI * 2;      // A (bf16)
-  // Staged q_t: BLOCK_I rows of BLOCK_M bytes, over the tile.
-  static constexpr int kQtRows = kBlockI;
-  static constexpr int kQtChunks = kBlockM / 16;                // 16-byte chunks per row
-  static constexpr int kSwizzleMask = (kQtChunks < 8 ? kQtChunks : 8) - 1;
-  static constexpr int kQtStores = kQtRows * kQtChunks;
-  static constexpr int kQtStoresPerThread = (kQtStores + kThreads - 1) / kThreads;
-  static constexpr bool kFloor = WS_ROUNDING == WS_ROUNDING_FLOOR;
-  static constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
-  static constexpr bool kStoreCsQ = STORE_CS == 1;
-  static constexpr bool kStoreCsQt = STORE_CS == 1 || STORE_CS == 2;
-  static constexpr bool kStage = QT_STAGE != 0;
-  static constexpr int kGroupI = GROUP_I;
-  static constexpr bool kSelect = RSEL != 0;
-  // SCALE_TILES (staged form, BLOCK_M and BLOCK_I multiples of 64): each tile's scales and
-  // scales_t, kScaleTileBytes each, go whole into the workspace; a second launch puts them in
-  // place.
-  static constexpr bool kScaleTiles =
-      SCALE_TILES != 0 && QT_STAGE != 0 && BLOCK_M % 64 == 0 && BLOCK_I % 64 == 0;
-  static constexpr int kScaleTileBytes = kBlockM * kBlockI / 32;
-};
+// One output tile, A; the knobs as ws::swiglu::Tile reads them.
+using Config = ws::swiglu::Tile<BLOCK_M, BLOCK_I, THREADS, 1, WS_ROUNDING == WS_ROUNDING_FLOOR,
+                                STORE_CS, QT_STAGE != 0, GROUP_I, RSEL != 0, SCALE_TILES>;
+constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
 // The tile as ws::mx::DualScaleGather reads it: kBM rows of A by kBK columns (without
 // SCALE_TILES: 64 x 64 stand-ins, never run).
 struct GatherTile {
@@ -185,61 +158,27 @@ struct GatherTile {
   static constexpr int kTileScaleRow = kBK / 32, kTileScaleCol = kBM / 32;
   static constexpr int kScaleTileBytes = kBM * kBK / 32;
 };
-static_assert(Config::kBlockM % 32 == 0 && Config::kBlockI % 32 == 0, "whole MX blocks");
-static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
-static_assert(Config::kQtRows * Config::kBlockM <= Config::kTileBytes, "q_t stage fits the tile");
-static_assert(Config::kGroupI >= 0, "GROUP_I");
-static_assert((Config::kQtChunks & (Config::kQtChunks - 1)) == 0, "BLOCK_M / 16: a power of two");
-
 using Gather = ws::mx::DualScaleGather<GatherTile, GATHER != 0>;  // SCALE_TILES' second launch
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;
 using ws::cvt_bf16x2;
 
-// sigmoid(z) * x: FAST_EXP uses ex2.approx and rcp.approx (both MUFU), else expf and division.
-// FAST_EXP 2: the .ftz forms, without the denormal fix-ups __expf carries (an FSETP and two
-// predicated FMULs per element on sm_90a). The same bits as FAST_EXP 1: e only meets 1 + e (a
-// denormal e or exponent input rounds to the same sum), and MUFU.RCP of 1 + e >= 1 flushes in
-// both.
-__device__ __forceinline__ float times_sigmoid(float x, float z) {
-#if FAST_EXP == 2
-  float e, r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(z * -1.4426950408889634f));
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
-  return x * r;  // 1 + e = +Inf (z < -88) gives x * 0
-#elif FAST_EXP
-  return __fdividef(x, 1.0f + __expf(-z));  // 1 + e = +Inf (z < -88) gives x * 0
-#else
-  return x / (1.0f + expf(-z));
-#endif
-}
-
-// A = act(g, u) in fp32.
+// A = act(g, u) in fp32; FAST_EXP as ws::swiglu::times_sigmoid.
 __device__ __forceinline__ float activation(float g, float u) {
-  if constexpr (Config::kClamped) {
-#if LEAN
-    // min / max that keep NaN (one FMNMX.NAN each), and 1.702 folded into exp's log2(e): one
-    // product for the exponent (its rounding moves A far less than the tolerance's bf16 ulp).
-    float gc, uc;
-    asm("min.NaN.f32 %0, %1, 0f40E00000;" : "=f"(gc) : "f"(g));                  // min(g, 7)
-    asm("max.NaN.f32 %0, %1, 0fC0E00000;" : "=f"(uc) : "f"(u));                  // max(u, -7)
-    asm("min.NaN.f32 %0, %1, 0f40E00000;" : "=f"(uc) : "f"(uc));                 // min(., 7)
-#if FAST_EXP == 2
-    float e, r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(gc * (-1.702f * 1.4426950408889634f)));
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
-    return gc * r * (uc + 1.0f);
+  if constexpr (kClamped) {
+    const float gc = ws::swiglu::clamp_gate<LEAN != 0>(g);
+    const float uc = ws::swiglu::clamp_up<LEAN != 0>(u);
+#if LEAN && FAST_EXP == 2
+    // 1.702 folded into exp's log2(e): one product for the exponent (its rounding moves A far
+    // less than the tolerance's bf16 ulp).
+    return gc * ws::swiglu::rcp_one_plus_exp2(gc * (-1.702f * ws::swiglu::kLog2e)) *
+           (uc + 1.0f);
 #else
-    return times_sigmoid(gc, 1.702f * gc) * (uc + 1.0f);
-#endif
-#else
-    const float gc = g > 7.0f ? 7.0f : g;                               // keeps NaN
-    const float uc = u > 7.0f ? 7.0f : (u < -7.0f ? -7.0f : u);         // keeps NaN
-    return times_sigmoid(gc, 1.702f * gc) * (uc + 1.0f);
+    return ws::swiglu::times_sigmoid<FAST_EXP>(gc, 1.702f * gc) * (uc + 1.0f);
 #endif
   } else {
-    return times_sigmoid(g, g) * u;
+    return ws::swiglu::times_sigmoid<FAST_EXP>(g, g) * u;
   }
 }
 
@@ -251,17 +190,6 @@ __device__ __forceinline__ Chunk activation_chunk(const Chunk& g, const Chunk& u
                         activation(bf16_hi(g.w[i]), bf16_hi(u.w[i])));
   }
   return a;
-}
-
-// Byte offset of 16-byte chunk `ch` of staged q_t row `k` (row pitch BLOCK_M bytes): lanes p
-// write rows 2p and 2p+1 at the same ch, so row/2 picks the chunk slot (8 lanes, 8 bank groups).
-__device__ __forceinline__ int qt_offset(int k, int ch) {
-  return k * Config::kBlockM + ((ch ^ ((k >> 1) & Config::kSwizzleMask)) << 4);
-}
-
-// CTA order: (M tile, I tile) of this CTA; as kernels/swiglu_quantize_bwd.
-__device__ __forceinline__ void tile_of(int bid, int m_tiles, int col_tiles, int& mt, int& it) {
-  ws::mx::grouped_tile<Config::kGroupI, true>(bid, m_tiles, col_tiles, mt, it);
 }
 
 }  // namespace
@@ -290,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 #else
   const int m_tiles = (M + Config::kBlockM - 1) / Config::kBlockM;
   int mt, it;
-  tile_of(blockIdx.x, m_tiles, col_tiles, mt, it);
+  Config::tile_of(blockIdx.x, m_tiles, col_tiles, mt, it);
   const int m0 = mt * Config::kBlockM;
   const int i0 = it * Config::kBlockI;
 #endif
@@ -359,14 +287,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const int col = i0 + 2 * p, mb = m0 / 32 + rb;
       if (col >= I || mb >= m_blocks) continue;
       unsigned v[32];
-#pragma unroll
-      for (int j = 0; j < 32; ++j) {
-        v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
-      }
-      unsigned char* qt = q_t + static_cast<long long>(col) * M + mb * 32;
-      unsigned char* st = scales_t + static_cast<long long>(col) * m_blocks + mb;
-      ws::mx::quantize_column_pair<Config::kFloor, Config::kStoreCsQt>(v, qt, qt + M, st,
-                                                                       st + m_blocks);
+      Config::load_column_pair(tile, rb, p, v);
+      Config::store_column_pair(v, col, mb, M, m_blocks, q_t, scales_t);
     }
   } else {
     // Quantize into registers (tiles past M or I hold zeros, never stored), then stage over the
@@ -378,10 +300,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       if (task < Config::kColTasks) {
         const int p = task % kPairs, rb = task / kPairs;
         unsigned v[32];
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          v[j] = *reinterpret_cast<const unsigned*>(&tile[rb * 32 + j][2 * p]);
-        }
+        Config::load_column_pair(tile, rb, p, v);
         unsigned s_lo, s_hi;
         ws::mx::quantize_column_pair_regs<Config::kFloor, Config::kSelect>(v, qa[t], qb[t], s_lo,
                                                                            s_hi);
@@ -397,13 +316,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       if (task < Config::kColTasks) {
         const int p = task % kPairs, rb = task / kPairs;
         const int k = 2 * p;  // staged q_t row of column 2p
-        ws::store_shared16(base + qt_offset(k, 2 * rb), qa[t][0], qa[t][1], qa[t][2], qa[t][3]);
-        ws::store_shared16(base + qt_offset(k, 2 * rb + 1), qa[t][4], qa[t][5], qa[t][6],
-                           qa[t][7]);
-        ws::store_shared16(base + qt_offset(k + 1, 2 * rb), qb[t][0], qb[t][1], qb[t][2],
-                           qb[t][3]);
-        ws::store_shared16(base + qt_offset(k + 1, 2 * rb + 1), qb[t][4], qb[t][5], qb[t][6],
-                           qb[t][7]);
+        Config::stage_column_pair(base, k, rb, qa[t], qb[t]);
       }
     }
     __syncthreads();
@@ -414,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       const int ci = t * Config::kThreads + tid;
       const int k = ci / Config::kQtChunks, ch = ci % Config::kQtChunks;
       if (ci < Config::kQtStores && i0 + k < I && ch * 16 < rows_valid) {
-        const ws::Chunk v = ws::load_shared16(base + qt_offset(k, ch));
+        const ws::Chunk v = ws::load_shared16(base + Config::qt_offset(k, ch));
         ws::store_global16<Config::kStoreCsQt>(
             q_t + static_cast<long long>(i0 + k) * M + m0 + ch * 16, v);
       }
@@ -434,17 +347,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       if (i0 + k >= I) continue;
       unsigned char* dst = scales_t + static_cast<long long>(i0 + k) * m_blocks + m0 / 32;
       const unsigned char* src = st_stage + k * Config::kRowBlocks;
-      if constexpr (Config::kRowBlocks % 4 == 0) {
-        if (blocks_valid == Config::kRowBlocks && (reinterpret_cast<size_t>(dst) & 3) == 0) {
-#pragma unroll
-          for (int b = 0; b < Config::kRowBlocks; b += 4) {
-            *reinterpret_cast<unsigned*>(dst + b) =
-                src[b] | (src[b + 1] << 8) | (src[b + 2] << 16) | (src[b + 3] << 24);
-          }
-          continue;
-        }
-      }
-      for (int b = 0; b < blocks_valid; ++b) dst[b] = src[b];
+      Config::store_scale_row(dst, src, blocks_valid);
     }
   }
 }
