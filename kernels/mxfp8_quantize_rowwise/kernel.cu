@@ -131,10 +131,9 @@ struct Config {
   static constexpr bool kLanePairs = LANE_PAIRS != 0 && kChunks % 2 == 0;
   // CTAS_PER_SM CTAs fit on an SM at once (2048 threads): one wave, next tile prefetched.
   static constexpr bool kOneWave = static_cast<long long>(CTAS_PER_SM) * kThreads <= 2048;
-  // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store; left
-  // alone, ptxas gives them 40 registers, 3/4 occupancy. Full occupancy keeps the bytes in flight.
-  // (The default takes 40 registers, 3/4 occupancy; capping it at 32 for full occupancy ran
-  // 0.998-1.000x at the large shapes on an H100 in session 39: the DRAM is saturated either way.)
+  // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store, and
+  // are held to full occupancy. The default quads take 40 registers (3/4 occupancy) since
+  // SCALE_STORE 2; a cap at 32 ran 0.998-1.005x on an H100 in session 39, so it stays uncapped.
   static constexpr int kMinBlocks =
       kOneWave ? CTAS_PER_SM : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
   // SCALE_STORE 2: the CTA's scales meet in shared memory and leave as 16-byte stores (whole
@@ -165,13 +164,7 @@ __device__ __forceinline__ int cta_warps() {
 }
 
 // Scale bytes per CTA (kCtaScales).
-__device__ __forceinline__ int cta_blocks() {
-  if constexpr (SMALL_THREADS == 0) {
-    return Config::kCtaBlocks;
-  } else {
-    return cta_warps() * Config::kTileBlocks;
-  }
-}
+__device__ __forceinline__ int cta_blocks() { return cta_warps() * Config::kTileBlocks; }
 
 using ws::Chunk;
 using ws::kFullMask;
