@@ -142,6 +142,12 @@ __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
 
 // ---- TMA ----
 
+/// Asks L2 for bytes [p, p + bytes) (p and bytes multiples of 16) without waiting: later loads of
+/// them hit L2, and the DRAM reads in flight cost no registers or shared memory (sm_90+).
+__device__ __forceinline__ void bulk_prefetch_l2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 __device__ __forceinline__ void tma_prefetch(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
