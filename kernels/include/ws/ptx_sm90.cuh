@@ -147,6 +147,11 @@ __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
 __device__ __forceinline__ void bulk_prefetch_l2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
+/// bulk_prefetch_l2 of a long run, in pieces of at most 32 KiB.
+__device__ __forceinline__ void bulk_prefetch_l2_run(const unsigned char* p, long long bytes) {
+  for (long long o = 0; o < bytes; o += 32768)
+    bulk_prefetch_l2(p + o, static_cast<uint32_t>(bytes - o < 32768 ? bytes - o : 32768));
+}
 
 __device__ __forceinline__ void tma_prefetch(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
