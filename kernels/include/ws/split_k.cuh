@@ -93,14 +93,11 @@ __device__ __forceinline__ void prefetch_rows_l2(const void* b, int N, int K, in
   const long long row_bytes = static_cast<long long>(K) * kElemBytes;
   const long long lo = static_cast<long long>(kb0) * kBK * kElemBytes;
   const long long hi = min(static_cast<long long>(kb1) * kBK * kElemBytes, row_bytes);
-  if (row_bytes % 16 != 0 || hi <= lo) return;
-  for (int r = lane; r < kRows; r += 32) {
-    const long long n = static_cast<long long>(tn) * kRows + r;
-    if (n < N) {
-      bulk_prefetch_l2(static_cast<const char*>(b) + n * row_bytes + lo,
-                       static_cast<uint32_t>(hi - lo));
-    }
-  }
+  if (row_bytes % 16 != 0) return;
+  const long long n0 = static_cast<long long>(tn) * kRows;
+  bulk_prefetch_l2_rows(static_cast<const unsigned char*>(b) + n0 * row_bytes, row_bytes,
+                        static_cast<int>(min(static_cast<long long>(kRows), N - n0)), lo, hi, lane,
+                        32);
 }
 
 /// Counts this unit on counter once its kThreads threads (named barrier bar_id) have stored their
