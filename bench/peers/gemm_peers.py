@@ -163,8 +163,14 @@ def main(problem, out_path):
     maker, forms = MAKERS[problem]
     res = header()
     res["problem"] = problem
+    # PEERS_WHERE: a Python expression over the shape's symbols, e.g. "M > 16 and M <= 128".
+    where = os.environ.get("PEERS_WHERE")
+    if where:
+        res["where"] = where
     for form in forms:
         for s in bench_shapes(spec):
+            if where and not eval(where, {}, dict(s)):
+                continue
             syms = dict(s, form=FORM_CODE[form])
             key = ",".join(f"{k}={v}" for k, v in s.items()) + (f",form={form}" if form else "")
             flops, nbytes = 2 * s["M"] * s["N"] * s["K"], cost(spec["cost"]["bytes"], syms)
