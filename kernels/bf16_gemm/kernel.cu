@@ -6,7 +6,7 @@
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
-             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1], "SPF": [0, 1] },
+             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -37,8 +37,7 @@
                 "block": ["384"],
                 "smem": "min(NSSTAGES, 230400 / (128 * SBM + 128 * NSBN)) * (128 * SBM + 128 * NSBN) + 2048",
                 "args": ["tma_as", "tma_bn", "d", "workspace", "M", "N", "K",
-                         "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))",
-                         "b"] },
+                         "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_splitk",
                 "when": "M > GEMV_M && M <= SPLIT_M && N > NARROW_N",
                 "grid": ["ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC) * max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"],
@@ -46,8 +45,7 @@
                 "block": ["384"],
                 "smem": "min(SSTAGES, 230400 / (128 * SBM + 128 * SBN)) * (128 * SBM + 128 * SBN) + 2048",
                 "args": ["tma_as", "tma_bs", "tma_ac", "d", "workspace", "M", "N", "K",
-                         "max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))",
-                         "b"] },
+                         "max(1, min(num_sms / (ceil_div(M, SBM) * SMC * ceil_div(ceil_div(N, SBN), SMC)), ceil_div(K, 64) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_bf16_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
@@ -90,12 +88,7 @@
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md):
 // SBM x SBN tiles (64 x 64: one consumer warpgroup, 16 KiB stages; 1.25-1.43x the 128-row tiles on
 // the H200, whose A boxes were half zero fill at M 64), SSTAGES ring stages, SMC CTAs per cluster
-// along N sharing A by TMA multicast (sm_90a; measured no gain, default 1). SPF 1: before the
-// ring starts, the producer warp asks L2 for the CTA's whole B range, one cp.async.bulk.prefetch
-// per row (ws::prefetch_rows_l2): the ring's boxes take 128 bytes of each of SBN rows per stage,
-// which DRAM serves as short scattered runs (an M64 N7168 CTA sits at ~60% of DRAM peak, ncu
-// session 39), while a whole-row prefetch streams; the boxes then hit L2 (29 MB of B at M64
-// N7168 fits the 50 MB L2).
+// along N sharing A by TMA multicast (sm_90a; measured no gain, default 1).
 // SGEMV_M and its SGEMV_* knobs (session 30: the grouped GEMMs' shared-token GEMV on one group,
 // for GEMV_M < M <= SGEMV_M) measured 0.35-0.51x the split-K default at M64 and 0.20-0.47x at
 // M128 on the H200 (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
@@ -150,9 +143,6 @@
 #endif
 #ifndef NSSTAGES
 #define NSSTAGES 16  // its most ring stages
-#endif
-#ifndef SPF
-#define SPF 0  // split-K kernels: 1 = the producer warp asks L2 for the CTA's B rows first
 #endif
 #ifndef SMC
 #define SMC 1  // split-K kernel: CTAs per cluster along N sharing A by TMA multicast (sm_90a)
@@ -482,9 +472,8 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
                                             const ws::TensorMap& tma_ac,
                                             __nv_bfloat16* __restrict__ d,
                                             unsigned char* workspace, int M, int N, int K,
-                                            int splits, const void* b) {
+                                            int splits) {
   (void)tma_ac;
-  (void)b;
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
@@ -511,11 +500,6 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
   int* last_flag = ws::split_flags(smem_raw, rs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if constexpr (SPF != 0) {
-    if (warp == 0 && owns_tile) {
-      ws::prefetch_rows_l2<C::kBN, C::kBK, 2>(b, N, K, u.tn, u.kb0, u.kb1, lane);
-    }
-  }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
@@ -603,8 +587,8 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_gemm_splitk(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const __grid_constant__ ws::TensorMap tma_ac, __nv_bfloat16* __restrict__ d,
-    unsigned char* workspace, int M, int N, int K, int splits, const void* __restrict__ b) {
-  splitk_body<SplitConfig>(tma_a, tma_b, tma_ac, d, workspace, M, N, K, splits, b);
+    unsigned char* workspace, int M, int N, int K, int splits) {
+  splitk_body<SplitConfig>(tma_a, tma_b, tma_ac, d, workspace, M, N, K, splits);
 }
 
 // The same over NSBN-wide tiles (cuBLAS's 64 x 32 at M128 N1536: 96 tiles, no split), for
@@ -613,9 +597,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
     sm90_sm100_bf16_gemm_splitk_narrow(const __grid_constant__ ws::TensorMap tma_a,
                                        const __grid_constant__ ws::TensorMap tma_b,
                                        __nv_bfloat16* __restrict__ d, unsigned char* workspace,
-                                       int M, int N, int K, int splits,
-                                       const void* __restrict__ b) {
-  splitk_body<SplitConfigNarrow>(tma_a, tma_b, tma_a, d, workspace, M, N, K, splits, b);
+                                       int M, int N, int K, int splits) {
+  splitk_body<SplitConfigNarrow>(tma_a, tma_b, tma_a, d, workspace, M, N, K, splits);
 }
 
 // Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into

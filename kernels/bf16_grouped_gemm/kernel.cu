@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [192, 256, 128, 64],
              "WGRAD_EPI": [1, 0], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048], "BPF": [0, 8, 16] },
-  "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "BPF": "form == 0",
-                  "WGRAD_BN": "form == 2", "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
+             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048] },
+  "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
+                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
@@ -16,13 +16,13 @@
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "(form != 2) * (min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16)) + (form == 2) * (min(STAGES, (226304 - WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) + 6144",
-                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K", "b"] },
+                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
               { "kernel": "sm90_sm100_bf16_grouped_gemm_tma_staged",
                 "when": "form == 2 && M <= EPI_SHORT * E",
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + (PP == 0) * 128 * (2 * WGRAD_BN + 16) + 6144",
-                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K", "b"] } ] }
+                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
 //   0 fwd:   out[r, n]     = sum_k a[r, k] * b[g*N + n, k]     (2D x 3D)
@@ -70,11 +70,8 @@
 // stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad: 192 and 1 measured
 // 1.036x geomean 256 and 0 in one call, 1.14x at E128, 0.94-0.97x at E8 K7168 and M256, H200
 // 2026-12-03 session 20), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
-// tokens per group for the staged instance; 0: never), BPF (fwd: 0 off; else every BPF k-blocks
-// the producer asks L2 for the tile's b rows over the next BPF k-blocks, one run of BPF * 128
-// bytes per row, so DRAM sees runs rather than the ring's 128-byte pieces of BN rows; bf16_gemm's
-// SPF prefetches a whole range, which here could pass the L2 at long K). The plan's knob_scope
-// tells the tuner which form reads which knobs.
+// tokens per group for the staged instance; 0: never). The plan's knob_scope tells the tuner
+// which form reads which knobs.
 // GEMV and its GEMV_* knobs (session 30: fwd's short groups as a GEMV streaming b, and a
 // shared-token form) measured 0.35-0.51x the default at E8 K2048 M256 N1536 on the H200
 // (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
@@ -109,9 +106,6 @@
 #endif
 #ifndef STAGES
 #define STAGES 4
-#endif
-#ifndef BPF
-#define BPF 0
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
@@ -196,8 +190,7 @@ using Tile = ws::GroupTile<Config::kForm>;
 template <int kStages>
 __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::TensorMap* tma_b,
                                         uint32_t smem, uint32_t full, uint32_t empty,
-                                        const int* offs, int E, int N, int K,
-                                        const unsigned char* b) {
+                                        const int* offs, int E, int N, int K) {
   Cursor cur;
   uint32_t it = 0;
   Tile tl;
@@ -205,17 +198,6 @@ __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::Te
     const int kblocks = (tl.depth(N, K) + Config::kBK - 1) / Config::kBK;
 #pragma unroll 1  // the producer lives in 40 registers (setmaxnreg)
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
-      if constexpr (Config::kForm == 0 && BPF > 0) {
-        if (kb % BPF == 0 && (K * 2) % 16 == 0) {  // this chunk at the tile's start, then the next
-          const long long row_bytes = 2LL * K, n0 = static_cast<long long>(tl.g) * N;
-          const int col0 = tl.tn * Config::kBN, rows = min(Config::kBN, N - col0);
-          const unsigned char* p = b + (n0 + col0) * row_bytes;
-          for (int c = kb == 0 ? 0 : kb + BPF; c <= kb + BPF; c += BPF) {
-            ws::bulk_prefetch_l2_rows(p, row_bytes, rows, c * 128LL,
-                                      min(static_cast<long long>(c + BPF) * 128, row_bytes), 0, 1);
-          }
-        }
-      }
       const uint32_t st = it % kStages, ph = (it / kStages) & 1;
       ws::mbar_wait(empty + 8 * st, ph ^ 1);
       ws::mbar_expect_tx(full + 8 * st, Config::kStageBytes);
@@ -365,7 +347,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
                                              const ws::TensorMap& tma_b,
                                              const int* __restrict__ offs,
                                              __nv_bfloat16* __restrict__ out, int M, int E, int N,
-                                             int K, const unsigned char* b) {
+                                             int K) {
   using R = Ring<kEpi>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Tiles need 1024-byte alignment (swizzle atoms); the staged output rows (EPI = 1), the
@@ -397,7 +379,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
   const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, Config::kAccCols);
 
   if (warp == 0) {
-    if (lane == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K, b);
+    if (lane == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else if (warp == 1) {
     if (lane == 0) {
       Cursor cur;
@@ -501,7 +483,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K, b);
+    if (threadIdx.x == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else {
 #if PP != 0
     if (wg == 1)
@@ -573,9 +555,8 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
 
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
-    const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K,
-    const unsigned char* __restrict__ b) {
-  grouped_gemm<TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K, b);
+    const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
+  grouped_gemm<TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K);
 }
 
 // The staged-epilogue instance, for short groups (the plan's EPI_SHORT).
@@ -584,6 +565,6 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
                                             const __grid_constant__ ws::TensorMap tma_b,
                                             const int* __restrict__ offs,
                                             __nv_bfloat16* __restrict__ out, int M, int E, int N,
-                                            int K, const unsigned char* __restrict__ b) {
-  grouped_gemm<kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K, b);
+                                            int K) {
+  grouped_gemm<kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K);
 }

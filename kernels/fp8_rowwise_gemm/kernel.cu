@@ -7,7 +7,7 @@
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
-             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1], "SPF": [0, 1] },
+             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -36,16 +36,14 @@
                 "block": ["384"],
                 "smem": "min(NSSTAGES, 230400 / (128 * SBM + 128 * NSBN)) * (128 * SBM + 128 * NSBN) + 2048",
                 "args": ["tma_as", "tma_bn", "a_scale", "b_scale", "d", "workspace",
-                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 128) / SPLIT_KB))",
-                         "b"] },
+                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, NSBN)), ceil_div(K, 128) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_splitk",
                 "when": "M > GEMV_M && M <= SPLIT_M && N > NARROW_N",
                 "grid": ["ceil_div(M, SBM) * ceil_div(N, SBN) * max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"],
                 "block": ["384"],
                 "smem": "min(SSTAGES, 230400 / (128 * SBM + 128 * SBN)) * (128 * SBM + 128 * SBN) + 2048",
                 "args": ["tma_as", "tma_bs", "a_scale", "b_scale", "d", "workspace",
-                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))",
-                         "b"] },
+                         "M", "N", "K", "max(1, min(num_sms / (ceil_div(M, SBM) * ceil_div(N, SBN)), ceil_div(K, 128) / SPLIT_KB))"] },
               { "kernel": "sm90_sm100_fp8_rowwise_gemm_tma",
                 "when": "M > max(SPLIT_M, GEMV_M)",
                 "grid": ["MC * max(1, min(num_sms, ceil_div(M, 128) * ceil_div(N, BN)) / MC)"],
@@ -88,8 +86,6 @@
 // MC (sm_90a: 2 = clusters of two CTAs along M sharing each B tile by TMA multicast; EPI 2 is 1),
 // EPI (0 register stores, 1 staged, 2 staged + two accumulators; 2 needs BN <= 128, PROMOTE=1).
 // Small M: a split-K kernel (below; knob SPLIT_M, 0 = off), picked by the plan's "when" (NOTES.md).
-// SPF 1: its producer warp first asks L2 for the CTA's B rows, one prefetch per row (bf16_gemm's
-// knob of the same name says why).
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B into fragments through ws/gemv.cuh (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER).
@@ -126,9 +122,6 @@
 #endif
 #ifndef GROUP_M
 #define GROUP_M 8
-#endif
-#ifndef SPF
-#define SPF 0  // split-K kernels: 1 = the producer warp asks L2 for the CTA's B rows first
 #endif
 #ifndef SBN
 #define SBN 128
@@ -510,7 +503,7 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
                                             const float* __restrict__ b_scale,
                                             __nv_bfloat16* __restrict__ d,
                                             unsigned char* workspace, int M, int N, int K,
-                                            int splits, const void* b) {
+                                            int splits) {
   ws::griddep_launch_dependents();
   // NOTE: filled here, not by a ws/split_k.cuh function: its merged early exits change the SASS.
   ws::SplitUnit u;
@@ -533,11 +526,6 @@ __device__ __forceinline__ void splitk_body(const ws::TensorMap& tma_a,
   const uint32_t smem = rs.smem, full = rs.full, empty = rs.empty;
   int* last_flag = ws::split_flags(smem_raw, rs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if constexpr (SPF != 0) {
-    if (warp == 0) ws::prefetch_rows_l2<C::kBN, C::kBK, 1>(b, N, K, tn, u.kb0, u.kb1, lane);
-  } else {
-    (void)b;
-  }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
@@ -643,9 +631,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
                                        const float* __restrict__ a_scale,
                                        const float* __restrict__ b_scale,
                                        __nv_bfloat16* __restrict__ d, unsigned char* workspace,
-                                       int M, int N, int K, int splits,
-                                       const void* __restrict__ b) {
-  splitk_body<SplitConfig>(tma_a, tma_b, a_scale, b_scale, d, workspace, M, N, K, splits, b);
+                                       int M, int N, int K, int splits) {
+  splitk_body<SplitConfig>(tma_a, tma_b, a_scale, b_scale, d, workspace, M, N, K, splits);
 }
 
 // The same over NSBN-wide tiles (at M128 N1536: 96 tiles, no split), for N <= NARROW_N; tma_b:
@@ -657,9 +644,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
                                               const float* __restrict__ b_scale,
                                               __nv_bfloat16* __restrict__ d,
                                               unsigned char* workspace, int M, int N, int K,
-                                              int splits, const void* __restrict__ b) {
-  splitk_body<SplitConfigNarrow>(tma_a, tma_b, a_scale, b_scale, d, workspace, M, N, K, splits,
-                                 b);
+                                              int splits) {
+  splitk_body<SplitConfigNarrow>(tma_a, tma_b, a_scale, b_scale, d, workspace, M, N, K, splits);
 }
 
 // Decode GEMM (M <= GEMV_M, 16 by default): B streamed straight into

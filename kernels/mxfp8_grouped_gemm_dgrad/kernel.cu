@@ -2,7 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2], "WPF": [0, 1] },
+             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -36,8 +36,7 @@
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, BN) + E))"],
                 "block": ["384"], "pdl": "PDL",
                 "smem": "min(STAGES, (226304 - EPI * 288 * BN) / (9216 + 128 * BN)) * (9216 + 128 * BN) + EPI * 288 * BN + 6144",
-                "args": ["tma_a", "tma_b", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc",
-                         "bt"] },
+                "args": ["tma_a", "tma_b", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] },
               { "kernel": "sm90_mxfp8_grouped_gemm_dgrad_short_pre", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms * 4, ceil_div((ceil_div(M, 64) + E) * 64 * ceil_div(N, 64), 256))"],
                 "block": ["256"], "smem": "4 * E + 16",
@@ -45,8 +44,7 @@
               { "kernel": "sm90_sm100_mxfp8_grouped_gemm_dgrad_short", "when": "STRATEGY == 3 && M < SHORT * E",
                 "grid": ["min(num_sms, ceil_div(K, 128) * (ceil_div(M, 64) + E))"],
                 "block": ["384"], "pdl": "PDL", "smem": "min(SHORT_STAGES, 13) * 17408 + 6144",
-                "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc",
-                         "bt"] } ],
+                "args": ["tma_a", "tma_b64", "sw64_b", "dc_scales", "bt_scales", "workspace", "offs", "da", "M", "E", "N", "K", "dc"] } ],
   "workspace": { "bytes": "(STRATEGY == 3 && M >= SHORT * E && M >= E * K) * E * ceil_div(K, BN) * BN * ceil_div(N, 64) * 128 + (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E) * ceil_div(N, 64) * BN * 128 + (STRATEGY == 3 && M < SHORT * E) * (ceil_div(M, 64) + E) * ceil_div(N, 64) * 64 * 128 + (FUSE > 0) * 4 * (STRATEGY == 4 || (STRATEGY == 3 && M >= SHORT * E && M < E * K)) * (ceil_div(M, BN) + E + 2)", "zero": false } }
 */
 // MXFP8 grouped GEMM, dgrad (spec.json): da[r, k] = bf16(sum_j 2^(Sdc-127) 2^(Sbt-127) *
@@ -113,9 +111,6 @@
 #ifndef FUSE
 #define FUSE 0  // kFwdT: the tokens' tiles converted inside the GEMM (the first launch zeroes)
 #endif
-#ifndef WPF
-#define WPF 0  // the short-group kernel: 1 = each tile's weight rows asked of L2 first, whole
-#endif
 #ifndef EPI
 #define EPI 1  // STRATEGY=3's GEMMs (not the short kernel): output rows staged, bulk-copied out
 #endif
@@ -131,8 +126,7 @@ using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, 
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
                              PDL, EPI, FUSE>;
 // (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
-using ShortCfg =
-    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL, 0, 0, WPF>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>
@@ -140,10 +134,9 @@ __device__ __forceinline__ void gemm(const ws::TensorMap* a_map, const ws::Tenso
                                      const unsigned char* dc_scales, const unsigned char* bt_scales,
                                      const unsigned char* workspace, const int* offs,
                                      __nv_bfloat16* da, int E, int N, int K,
-                                     const unsigned char* b_raw = nullptr, int M = 0,
-                                     const unsigned char* w_raw = nullptr) {
+                                     const unsigned char* b_raw = nullptr, int M = 0) {
   ws::mxg::run<C>(a_map, b_map, dc_scales, bt_scales, workspace, offs, da,
-                  ws::mxg::Problem{E, K, N, N / 32}, b_raw, M, w_raw);
+                  ws::mxg::Problem{E, K, N, N / 32}, b_raw, M);
 }
 
 // kFwdT's first launch: dc's bf16 tiles into the workspace, C::kBN tokens each, restarting at
@@ -168,11 +161,9 @@ __device__ __forceinline__ void gemm_t(const ws::TensorMap* tma_a, const ws::Ten
                                        const unsigned char* bt_scales,
                                        const unsigned char* workspace, const int* offs,
                                        __nv_bfloat16* da, int E, int N, int K,
-                                       const unsigned char* dc, int M,
-                                       const unsigned char* bt) {
+                                       const unsigned char* dc, int M) {
   if constexpr (C::kForm == ws::kFwdT) {
-    gemm<C>(sw64_b, b_map, bt_scales, dc_scales, workspace, offs, da, E, N, K, dc, M,
-            bt);
+    gemm<C>(sw64_b, b_map, bt_scales, dc_scales, workspace, offs, da, E, N, K, dc, M);
   } else {
     gemm<C>(tma_a, b_map, dc_scales, bt_scales, workspace, offs, da, E, N, K);
   }
@@ -220,9 +211,8 @@ extern "C" __global__ void __launch_bounds__(Cfg::kThreads, 1) sm90_sm100_mxfp8_
       const __grid_constant__ ws::TensorMap sw64_b, const unsigned char* __restrict__ dc_scales,  \
       const unsigned char* __restrict__ bt_scales, const unsigned char* __restrict__ workspace,   \
       const int* __restrict__ offs, __nv_bfloat16* __restrict__ da, int M, int E, int N, int K,   \
-      const unsigned char* __restrict__ dc, const unsigned char* __restrict__ bt) {               \
-    gemm_t<C>(&tma_a, &b_map, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K, dc, M, \
-              bt);                                                                                \
+      const unsigned char* __restrict__ dc) {                                                     \
+    gemm_t<C>(&tma_a, &b_map, &sw64_b, dc_scales, bt_scales, workspace, offs, da, E, N, K, dc, M); \
   }
 
 // STRATEGY=4, and STRATEGY=3 where M < E * K (fewer tokens than weight rows): at the knobs' BN.

@@ -133,7 +133,7 @@ struct OutOf<kWgrad> {
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
 /// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0, int kWPf_ = 0>
+          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
   // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
@@ -159,10 +159,6 @@ struct Config {
   static constexpr bool kFuse = kFuse_ != 0 && kForm == kFwdT;
   static_assert(kFuse_ >= 0 && kFuse_ <= 2, "FUSE: 0, or 1 or 2 converting warps");
   static constexpr int kStagerWarps = kFuse ? 3 - kFuse_ : 3;
-  // Knob WPF (kFwdT): at each tile the producer first asks L2 for the tile's weight rows, whole
-  // (the ring's 64-byte-swizzled boxes take 64 bytes of each of 128 rows per stage: short
-  // scattered DRAM runs; bf16_gemm's SPF is the same idea).
-  static constexpr bool kWPf = kWPf_ != 0 && kForm == kFwdT;
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -783,8 +779,7 @@ template <class Cfg>
 __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap* tma_b,
                                         const unsigned char* pre_b, const Smem<Cfg>& sm,
                                         const int* offs, const Problem& p,
-                                        unsigned* flags = nullptr,
-                                        const unsigned char* w_raw = nullptr) {
+                                        unsigned* flags = nullptr) {
   Cursor<Cfg> cur;
   GroupTile<Cfg::kForm> tl;
   PaddedBlocks<Cfg::kForm == kFwdT ? Cfg::kBN : 64> padded;  // kWgrad / kFwdT: group g's B tiles
@@ -808,12 +803,6 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
       }
     }
     const int a_c1 = static_cast<int>(v.a_row0);
-    if constexpr (Cfg::kWPf) {  // kFwdT: A is the weights, rows of p.k bytes from v.a_row0
-      bulk_prefetch_l2_run(w_raw + v.a_row0 * p.k,
-                           static_cast<long long>(min(Cfg::kBM, v.a_rows)) * p.k);
-    } else {
-      (void)w_raw;
-    }
 #pragma unroll 1
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t s = it % Cfg::kStages, ph = (it / Cfg::kStages) & 1;
@@ -1816,7 +1805,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
                                     const unsigned char* a_scales, const unsigned char* b_scales,
                                     const unsigned char* pre_b, const int* offs, Out* out,
                                     const Problem& p, const unsigned char* b_raw = nullptr,
-                                    int M = 0, const unsigned char* w_raw = nullptr) {
+                                    int M = 0) {
   static_assert(Cfg::kBN % 16 == 0 && Cfg::kBN >= 16 &&
                     Cfg::kBN <= (Cfg::kRegAFamily ? 256 : 128),
                 "BN: 16..128 (sm_90a STRATEGY=2, 3: ..256)");
@@ -1878,7 +1867,7 @@ __device__ __forceinline__ void run(const TensorMap* tma_a, const TensorMap* tma
     unsigned char* fused_b = const_cast<unsigned char*>(pre_b);
     unsigned* flags = Cfg::kFuse ? fused_flags<Cfg>(fused_b, M, p) : nullptr;
     if (warp == 0) {
-      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p, flags, w_raw);
+      if (lane == 0) produce<Cfg>(tma_a, tma_b, pre_b, sm, goffs, p, flags);
     } else if constexpr (Cfg::kFuse) {
       if (warp <= Cfg::kXformWarps) {
         dequantize_b<Cfg>(threadIdx.x - 32, sm, goffs, p, a_scales, b_scales);

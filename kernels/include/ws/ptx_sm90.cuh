@@ -142,27 +142,6 @@ __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
 
 // ---- TMA ----
 
-/// Asks L2 for bytes [p, p + bytes) (p and bytes multiples of 16) without waiting: later loads of
-/// them hit L2, and the DRAM reads in flight cost no registers or shared memory (sm_90+).
-__device__ __forceinline__ void bulk_prefetch_l2(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-/// bulk_prefetch_l2 of bytes [lo, hi) of rows first, first + step, ... (below rows) of the rows
-/// of row_bytes from p (row_bytes, lo and hi multiples of 16): one run per row.
-__device__ __forceinline__ void bulk_prefetch_l2_rows(const unsigned char* p, long long row_bytes,
-                                                      int rows, long long lo, long long hi,
-                                                      int first, int step) {
-  if (hi <= lo) return;
-#pragma unroll 1
-  for (int r = first; r < rows; r += step)
-    bulk_prefetch_l2(p + r * row_bytes + lo, static_cast<uint32_t>(hi - lo));
-}
-/// bulk_prefetch_l2 of a long run, in pieces of at most 32 KiB.
-__device__ __forceinline__ void bulk_prefetch_l2_run(const unsigned char* p, long long bytes) {
-  for (long long o = 0; o < bytes; o += 32768)
-    bulk_prefetch_l2(p + o, static_cast<uint32_t>(bytes - o < 32768 ? bytes - o : 32768));
-}
-
 __device__ __forceinline__ void tma_prefetch(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }

@@ -82,24 +82,6 @@ __device__ __forceinline__ void produce_range(const TensorMap* tma_a, const Tens
   }
 }
 
-/// Lane `lane` of one warp asks L2 for rows tn * kRows + lane, + 32, ... (below N) of b [N, K]
-/// (kElemBytes per element), over the k-blocks [kb0, kb1) of kBK elements: one contiguous run per
-/// row, all issued before the ring's first load. The ring's TMA boxes take 128 bytes of each of
-/// kRows rows per stage, so without it DRAM sees short runs spread over many rows; with it each
-/// row streams whole and the boxes hit L2. Nothing when a row is not a multiple of 16 bytes.
-template <int kRows, int kBK, int kElemBytes>
-__device__ __forceinline__ void prefetch_rows_l2(const void* b, int N, int K, int tn, int kb0,
-                                                 int kb1, int lane) {
-  const long long row_bytes = static_cast<long long>(K) * kElemBytes;
-  const long long lo = static_cast<long long>(kb0) * kBK * kElemBytes;
-  const long long hi = min(static_cast<long long>(kb1) * kBK * kElemBytes, row_bytes);
-  if (row_bytes % 16 != 0) return;
-  const long long n0 = static_cast<long long>(tn) * kRows;
-  bulk_prefetch_l2_rows(static_cast<const unsigned char*>(b) + n0 * row_bytes, row_bytes,
-                        static_cast<int>(min(static_cast<long long>(kRows), N - n0)), lo, hi, lane,
-                        32);
-}
-
 /// Counts this unit on counter once its kThreads threads (named barrier bar_id) have stored their
 /// partials; true in every thread of the unit that arrived last (the counter is then reset).
 /// flag: a shared word of this thread group.
