@@ -11,8 +11,11 @@
 
 #include "ws/mxfp8_grouped_gemm.cuh"
 
-#if !defined(WS_MXG_FORM) || !defined(WS_MXG_DGRAD)
-#error "define WS_MXG_FORM (fwd or dgrad) and WS_MXG_DGRAD (0 or 1) before including"
+#if !defined(WS_MXG_FORM) && !defined(WS_MXG_DGRAD)  // alone (the library's own compile): fwd
+#define WS_MXG_FORM fwd
+#define WS_MXG_DGRAD 0
+#elif !defined(WS_MXG_FORM) || !defined(WS_MXG_DGRAD)
+#error "define both WS_MXG_FORM (fwd or dgrad) and WS_MXG_DGRAD (0 or 1) before including"
 #endif
 #define WS_MXG_PASTE(a, b, c) a##b##c
 #define WS_MXG_NAME(a, form, c) WS_MXG_PASTE(a, form, c)
@@ -45,7 +48,7 @@
 #define SHORT_STAGES 4
 #endif
 #ifndef PRE_ORDER
-#error "the kernel.cu defines PRE_ORDER's default (its first launch's chunk order)"
+#define PRE_ORDER 2  // first launch: 0 tile by tile, 2 row walk, 3 with paired stores (fwd's)
 #endif
 #ifndef FUSE
 #define FUSE 0  // kFwdT: the tokens' tiles converted inside the GEMM (the first launch zeroes)
