@@ -17,7 +17,7 @@ several sweeps of the run (a queue entry repeated, for a noisy shape) also gets 
 of them: per shape the geomean of its ratios and their range, and beside it the controls' spread
 (slowest over fastest median), the noise the ratios sit in.
 """
-import argparse, glob, io, json, math, os, sys, tarfile
+import argparse, datetime, glob, io, json, math, os, sys, tarfile
 from collections import defaultdict
 
 
@@ -148,6 +148,9 @@ def main():
     ap.add_argument("--json", help="write the table as JSON here")
     ap.add_argument("--gpu-csv", help="nvidia-smi CSV of the run (name, driver, ...)")
     ap.add_argument("--command", default="", help="the command that produced DIR, for the record")
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    ap.add_argument("--date", default=today,
+                    help="the run's date (YYYY-MM-DD; default today, UTC), for the record")
     a = ap.parse_args()
 
     results = load_results(a.dir)
@@ -222,7 +225,8 @@ def main():
             print(f"  {label:<40} {'  '.join(cells)}" + (f"  | geomean x{g:.3f}" if g else ""))
 
     if a.json:
-        meta = {"command": a.command, "method": "warpsmith eval --json per variant (the evaluator's "
+        meta = {"command": a.command, "date": a.date,
+                "method": "warpsmith eval --json per variant (the evaluator's "
                 "timing protocol); control_over_this = the default knobs' median in the same run "
                 "(the mean of the control timed before and after the variants) over the "
                 "variant's (above 1: the variant is faster); control_drift = the slowest control "
