@@ -2,7 +2,7 @@
 """The hand-tuned set's table: `warpsmith eval --json` results of kernels/<problem>/kernel.cu (the
 `kernels` and `sweep` stages of scripts/gpu_session.sh) beside the peers (bench/peers/*.py JSON).
 
-Usage: kernel_table.py --run LABEL=DIR [--run ...] [--json OUT] [--markdown OUT]
+Usage: kernel_table.py --run LABEL=DIR [--run ...] [--floors F.json ...] [--json OUT] [--markdown OUT]
   DIR holds eval JSON (any *.json with "problem" and "cases") and peer JSON (*.peers.json) at any
   depth. A later --run's figures replace an earlier one's for the same kernel setting.
 
@@ -11,6 +11,8 @@ Per problem and parameter setting the row shows the evaluation whose knobs are t
 A peer matches a bench shape when every number in its shape key is one of the shape's values
 (bench/peers/*.py name shapes their own way); the best peer is the fastest protocol time among
 every peer and mode of that shape and setting. ratio = best peer time / ours (above 1: ours wins).
+--floors (bench/stream_floor.py run's JSON, best from the same call): the shape's memory floor, a
+plain stream of its bytes in its read:write mix on the evaluator's protocol; of floor = floor / ours.
 """
 import argparse, glob, json, math, os, re, sys
 from collections import Counter
@@ -119,30 +121,48 @@ def gemm_lines(rows):
 
 
 def table_lines(rows):
-    """Every row: ours, its fraction of SOL, the best peer and the ratio."""
+    """Every row: ours, its fraction of SOL (and of the shape's floor, where measured), the best
+    peer and the ratio."""
     f = lambda x, d=1: "" if x is None else f"{x:.{d}f}"
-    lines = ["| problem | setting | shape | verdict | ours us | of SOL | best peer | peer us | ratio | run |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    floors = any("floor_us" in r for r in rows)
+    lines = ["| problem | setting | shape | verdict | ours us | of SOL | "
+             + ("floor us | of floor | " if floors else "")
+             + "best peer | peer us | ratio | run |",
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if floors else "")]
     for r in rows:
         setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
         shape = " ".join(f"{k}{v}" for k, v in (r["shape"] or {}).items())
         mark = "" if r["default_knobs"] else " (other knobs)"
+        floor = f"{f(r.get('floor_us'))} | {f(r.get('of_floor'), 2)} | " if floors else ""
         lines.append(f"| {r['problem']}{mark} | "
                      f"{setting} | {shape} | {r['case_verdict']} | {f(r['us'])} | "
-                     f"{f(r.get('of_sol'), 2)} | {r.get('peer', '')} | {f(r.get('peer_us'))} | "
-                     f"{f(r.get('ratio'), 2)} | {r['run']} |")
+                     f"{f(r.get('of_sol'), 2)} | {floor}{r.get('peer', '')} | "
+                     f"{f(r.get('peer_us'))} | {f(r.get('ratio'), 2)} | {r['run']} |")
     return lines
+
+
+def load_floors(paths):
+    """(problem, shape items) -> the floor row of bench/stream_floor.py's JSON."""
+    out = {}
+    for path in paths:
+        with open(path) as f:
+            for row in json.load(f).get("floors", []):
+                out[(row["problem"], tuple(sorted(row["shape"].items())))] = row
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", action="append", default=[], required=True)
+    ap.add_argument("--floors", action="append", default=[],
+                    help="bench/stream_floor.py run's JSON: each shape's memory floor")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--gemm", action="store_true", help="the GEMM table (TF/s, every peer)")
     a = ap.parse_args()
     runs = [r.split("=", 1) for r in a.run]
     evals, peers = load(runs)
+    floors = load_floors(a.floors)
     chosen = {}
     # Per setting: today's default knobs first, then an evaluation with hidden shapes (the
     # complete verdict), then the latest.
@@ -174,6 +194,10 @@ def main():
                 label = min(found, key=found.get)
                 row.update(peers=found, peer=label, peer_us=found[label],
                            peer_run=peers[problem]["run"], ratio=found[label] / us)
+            floor = floors.get((problem, tuple(sorted((c.get("shape") or {}).items()))))
+            if floor and us:
+                row.update(floor_us=floor["stream_us"], floor_copy_us=floor["copy_us"],
+                           of_floor=floor["stream_us"] / us)
             flops = gemm_flops(c.get("shape") or {})
             if flops and us:
                 row["tflops"] = flops / us / 1e6

@@ -57,10 +57,18 @@ def main():
         write(run1, "kernels/mxfp8_quantize_rowwise.peers.json", {"shapes": {"16384x2880": {
             "rceil": {"torch_compile_protocol_us": 10.0},
             "floor": {"torch_compile_protocol_us": 80.0, "eager_protocol_us": 200.0}}}})
+        # The shape's floor (bench/stream_floor.py): 36 us at 16384x2880, none at other shapes.
+        floors = os.path.join(tmp, "floors.json")
+        write(tmp, "floors.json", {"floors": [
+            {"problem": "mxfp8_quantize_rowwise", "shape": {"K": 2880, "M": 16384},
+             "stream_us": 36.0, "copy_us": 38.0},
+            {"problem": "mxfp8_quantize_rowwise", "shape": {"K": 7168, "M": 16384},
+             "stream_us": 1.0, "copy_us": 1.0}]})
         out = os.path.join(tmp, "t.json")
         p = subprocess.run([sys.executable, os.path.join(HERE, "kernel_table.py"),
-                            "--run", f"one={run1}", "--run", f"two={run2}", "--json", out],
-                           capture_output=True, text=True)
+                            "--run", f"one={run1}", "--run", f"two={run2}", "--floors", floors,
+                            "--json", out], capture_output=True, text=True)
+        check("of floor" in p.stdout, "the table has the floor's columns")
         check(p.returncode == 0, f"kernel_table.py failed: {p.stderr}")
         rows = json.load(open(out))["rows"] if p.returncode == 0 else []
         gemm = [r for r in rows if r["problem"] == "bf16_gemm"]
@@ -79,6 +87,10 @@ def main():
         if q:
             check(q[0]["peer_us"] == 80.0 and q[0]["peer"] == "torch_compile",
                   f"floor's best peer, not rceil's: got {q[0].get('peer')} {q[0].get('peer_us')}")
+            check(q[0].get("floor_us") == 36.0 and abs(q[0]["of_floor"] - 0.9) < 1e-9,
+                  f"of floor = floor / ours at the same shape, got {q[0].get('of_floor')}")
+        if gemm:
+            check("of_floor" not in gemm[0], "no floor where none was measured")
     if failures:
         print("kernel_table_test: FAILED\n  " + "\n  ".join(failures))
         return 1

@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# dumps, overlap, trace, libpair, profile, bench, bandwidth.
+# dumps, overlap, trace, libpair, profile, bench, bandwidth, floors.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -561,6 +561,13 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       nvcc -O3 -arch=sm_90a bench/profile/bandwidth_mix.cu -o "$OUT/bwmix" &&
         "$OUT/bwmix" >"$OUT/bandwidth_mix.json" && cat "$OUT/bandwidth_mix.json" || status=1
       rm -f "$OUT/bwmix" ;;
+    floors)
+      # Each memory-bound bench shape's floor (bench/stream_floor.py): a plain stream of the
+      # bytes it must read and write, in its mix, on the evaluator's protocol; FLOOR_PROBLEMS
+      # limits the problems. bench/kernel_table.py --floors joins it to a kernels run.
+      # shellcheck disable=SC2086  # FLOOR_PROBLEMS is a word list
+      python3 bench/stream_floor.py run "$OUT/floors.json" ${FLOOR_PROBLEMS:-} \
+        --nvcc "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" || status=1 ;;
     bench)
       # The kernel, the baseline and the peers in one run, merged with GPU, driver, date, command.
       OUT="$OUT/bench" bench/run.sh mxfp8_quantize_rowwise rounding rceil floor || status=1
