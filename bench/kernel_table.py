@@ -141,13 +141,17 @@ def table_lines(rows):
     return lines
 
 
+def floor_key(problem, shape, params):
+    return (problem, tuple(sorted((shape or {}).items())), json.dumps(params, sort_keys=True))
+
+
 def load_floors(paths):
-    """(problem, shape items) -> the floor row of bench/stream_floor.py's JSON."""
+    """floor_key -> the floor row of bench/stream_floor.py's JSON (params {}: every setting)."""
     out = {}
     for path in paths:
         with open(path) as f:
             for row in json.load(f).get("floors", []):
-                out[(row["problem"], tuple(sorted(row["shape"].items())))] = row
+                out[floor_key(row["problem"], row["shape"], row.get("params", {}))] = row
     return out
 
 
@@ -194,7 +198,8 @@ def main():
                 label = min(found, key=found.get)
                 row.update(peers=found, peer=label, peer_us=found[label],
                            peer_run=peers[problem]["run"], ratio=found[label] / us)
-            floor = floors.get((problem, tuple(sorted((c.get("shape") or {}).items()))))
+            floor = (floors.get(floor_key(problem, c.get("shape"), p))
+                     or floors.get(floor_key(problem, c.get("shape"), {})))
             if floor and us:
                 row.update(floor_us=floor["stream_us"], floor_copy_us=floor["copy_us"],
                            of_floor=floor["stream_us"] / us)

@@ -63,7 +63,9 @@ def main():
             {"problem": "mxfp8_quantize_rowwise", "shape": {"K": 2880, "M": 16384},
              "stream_us": 36.0, "copy_us": 38.0},
             {"problem": "mxfp8_quantize_rowwise", "shape": {"K": 7168, "M": 16384},
-             "stream_us": 1.0, "copy_us": 1.0}]})
+             "stream_us": 1.0, "copy_us": 1.0},
+            {"problem": "mxfp8_quantize_rowwise", "shape": {"K": 2880, "M": 16384},
+             "params": {"rounding": "rceil"}, "stream_us": 2.0, "copy_us": 2.0}]})
         out = os.path.join(tmp, "t.json")
         p = subprocess.run([sys.executable, os.path.join(HERE, "kernel_table.py"),
                             "--run", f"one={run1}", "--run", f"two={run2}", "--floors", floors,
@@ -88,7 +90,8 @@ def main():
             check(q[0]["peer_us"] == 80.0 and q[0]["peer"] == "torch_compile",
                   f"floor's best peer, not rceil's: got {q[0].get('peer')} {q[0].get('peer_us')}")
             check(q[0].get("floor_us") == 36.0 and abs(q[0]["of_floor"] - 0.9) < 1e-9,
-                  f"of floor = floor / ours at the same shape, got {q[0].get('of_floor')}")
+                  f"of floor = floor / ours at the same shape and setting (a floor of every "
+                  f"setting, not rceil's), got {q[0].get('of_floor')}")
         if gemm:
             check("of_floor" not in gemm[0], "no floor where none was measured")
     if failures:

@@ -86,23 +86,45 @@ def bench_symbols(shape):
     return {k: v for k, v in shape.items() if isinstance(v, int)}
 
 
+def settings(spec):
+    """Every parameter setting of a spec, as {name: value} (one empty setting without params)."""
+    out = [{}]
+    for name, p in sorted(spec.get("params", {}).items()):
+        out = [dict(o, **{name: v}) for o in out for v in p["values"]]
+    return out
+
+
+def setting_bytes(spec, sym, params):
+    """(read, written) at one shape and setting. Every output byte is written; the reads are
+    the spec's bytes less those where the spec counts fewer than the inputs hold (the combine
+    reads only the permuted rows that hold tokens, not the padding; without a shared expert it
+    reads no shared tensor)."""
+    read, written = tensor_bytes(spec, sym, params)
+    cost = spec.get("cost", {}).get("bytes")
+    if cost:
+        total = shape_value(cost, sym, param_env(spec, params))
+        if written < total < read + written:
+            read = total - written
+    return read, written
+
+
 def patterns(names):
-    """One pattern per distinct (problem, bench shape): label, read bytes, written bytes."""
+    """One pattern per (problem, bench shape), or per parameter setting where the bytes depend
+    on it: label, problem, shape, params ({} when the bytes are the same in every setting),
+    read bytes, written bytes."""
     rows = []
     for s in specs(names):
         for shape in s.get("shapes", {}).get("bench", []):
             sym = bench_symbols(shape)
-            read, written = tensor_bytes(s, sym)
-            # The spec's bytes where they say less must be read (the combine reads only the
-            # permuted rows that hold tokens, not the padding): every output byte is written.
-            cost = s.get("cost", {}).get("bytes")
-            if cost:
-                total = shape_value(cost, sym, param_env(s, {}))
-                if written < total < read + written:
-                    read = total - written
-            label = s["name"] + ":" + ",".join(f"{k}={v}" for k, v in sorted(sym.items()))
-            rows.append({"label": label, "problem": s["name"], "shape": sym,
-                         "read_bytes": read, "write_bytes": written})
+            by_setting = [(p, setting_bytes(s, sym, p)) for p in settings(s)]
+            if len({b for _, b in by_setting}) == 1:
+                by_setting = [({}, by_setting[0][1])]
+            for params, (read, written) in by_setting:
+                label = s["name"] + ":" + ",".join(f"{k}={v}" for k, v in sorted(sym.items()))
+                if params:
+                    label += ":" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+                rows.append({"label": label, "problem": s["name"], "shape": sym,
+                             "params": params, "read_bytes": read, "write_bytes": written})
     return rows
 
 

@@ -25,7 +25,13 @@ def main():
         check(r["read_bytes"] == 2 * m * k, f"rowwise reads x: got {r['read_bytes']}")
         check(r["write_bytes"] == m * k + m * k // 32, f"writes q and scales: {r['write_bytes']}")
     t, h, kk = 16384, 7168, 8
-    c = rows.get(f"moe_unpermute_combine:A=128,E=256,H={h},K={kk},T={t}")
+    c = rows.get(f"moe_unpermute_combine:A=128,E=256,H={h},K={kk},T={t}:shared=none")
+    add = rows.get(f"moe_unpermute_combine:A=128,E=256,H={h},K={kk},T={t}:shared=add")
+    check(add is not None and c is not None and add["params"] == {"shared": "add"},
+          "the combine's bytes depend on `shared`: a floor per setting")
+    if add and c:
+        check(add["read_bytes"] - c["read_bytes"] == 2 * t * h,
+              "shared=add also reads the shared expert's output")
     check(c is not None, "the combine's E256 shape is listed")
     if c:
         # It writes y [T,H] bf16; it reads the T*K permuted rows that hold tokens (not the
@@ -35,6 +41,8 @@ def main():
               f"combine's reads exclude the padding rows: got {c['read_bytes']}")
         check(c["read_bytes"] >= 2 * t * kk * h, "and include every routed row")
     check(not any(p["problem"] == "bf16_gemm" for p in rows.values()), "GEMMs have no floor here")
+    check(rows.get(f"mxfp8_quantize_rowwise:K={k},M={m}", {}).get("params") == {},
+          "one floor for every setting where the bytes do not depend on it")
     check(stream_floor.shape_value("ceil_div(M + 96 * G, 128) * (K / 32)",
                                    {"M": 100, "G": 1, "K": 2880}, {}) == 2 * 90,
           "integer division and ceil_div as problems/expr.cc")
