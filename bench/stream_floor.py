@@ -145,9 +145,12 @@ def main():
     rows = patterns(names)
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "stream_floor")
-        subprocess.run([a.nvcc, "-O3", f"-arch={a.arch}",
-                        os.path.join(ROOT, "bench", "profile", "stream_floor.cu"), "-o", exe],
-                       check=True)
+        try:
+            subprocess.run([a.nvcc, "-O3", f"-arch={a.arch}",
+                            os.path.join(ROOT, "bench", "profile", "stream_floor.cu"), "-o", exe],
+                           check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            sys.exit(f"stream_floor: building with {a.nvcc} failed: {e}")
         lines = "".join(f"{p['label']} {p['read_bytes']} {p['write_bytes']}\n" for p in rows)
         res = subprocess.run([exe], input=lines, capture_output=True, text=True)
         if res.returncode != 0:
