@@ -2,7 +2,8 @@
 """The hand-tuned set's table: `warpsmith eval --json` results of kernels/<problem>/kernel.cu (the
 `kernels` and `sweep` stages of scripts/gpu_session.sh) beside the peers (bench/peers/*.py JSON).
 
-Usage: kernel_table.py --run LABEL=DIR [--run ...] [--floors F.json ...] [--json OUT] [--markdown OUT]
+Usage: kernel_table.py --run LABEL=DIR [--run ...] [--floors F.json ...] [--json OUT]
+                       [--markdown OUT]
   DIR holds eval JSON (any *.json with "problem" and "cases") and peer JSON (*.peers.json) at any
   depth. A later --run's figures replace an earlier one's for the same kernel setting.
 
@@ -11,8 +12,9 @@ Per problem and parameter setting the row shows the evaluation whose knobs are t
 A peer matches a bench shape when every number in its shape key is one of the shape's values
 (bench/peers/*.py name shapes their own way); the best peer is the fastest protocol time among
 every peer and mode of that shape and setting. ratio = best peer time / ours (above 1: ours wins).
---floors (bench/stream_floor.py run's JSON, best from the same call): the shape's memory floor, a
-plain stream of its bytes in its read:write mix on the evaluator's protocol; of floor = floor / ours.
+--floors (bench/stream_floor.py run's JSON, best from the same call): the shape's memory floor,
+a plain stream of its bytes in its read:write mix on the evaluator's protocol;
+of floor = floor / ours.
 """
 import argparse, glob, json, math, os, re, sys
 from collections import Counter

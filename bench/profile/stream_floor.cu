@@ -32,8 +32,9 @@ constexpr int kMaxWords = 8;  // 16-byte loads (or stores) per lane per warp til
 
 // One warp tile: `a` loads of 32 lanes x 16 B (512 contiguous bytes each), all issued before
 // any use, then `b` stores of 512 contiguous bytes, each a function of the loads (none is dead).
-__global__ void __launch_bounds__(256) stream(const uint4* __restrict__ src, uint4* __restrict__ dst,
-                                              long long tiles, int a, int b) {
+__global__ void __launch_bounds__(256) stream(const uint4* __restrict__ src,
+                                              uint4* __restrict__ dst, long long tiles, int a,
+                                              int b) {
   const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (warp >= tiles) return;
@@ -169,7 +170,8 @@ int main() {
               "(a:b nearest read:write, each side at most %d, also scaled by 2, 4, 8 while both "
               "fit: the fastest per byte is stream_us), ld.global.nc and plain stores; "
               "copy: cudaMemcpyAsync of (read + write) / 2 bytes; both on the evaluator's protocol "
-              "(100 ms warm-up, 20-200 launches, output overwrite and 4x-L2 read flush before each, "
+              "(100 ms warm-up, 20-200 launches, output overwrite and 4x-L2 read flush before "
+              "each, "
               "median). stream_us is scaled to the exact bytes where a:b rounds the mix\",\n",
               kMaxWords);
   std::printf("  \"patterns\": [\n");
