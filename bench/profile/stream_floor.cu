@@ -171,8 +171,8 @@ int main() {
               "fit: the fastest per byte is stream_us), ld.global.nc and plain stores; "
               "copy: cudaMemcpyAsync of (read + write) / 2 bytes; both on the evaluator's protocol "
               "(100 ms warm-up, 20-200 launches, output overwrite and 4x-L2 read flush before "
-              "each, "
-              "median). stream_us is scaled to the exact bytes where a:b rounds the mix\",\n",
+              "each, median). stream_us is scaled to the exact bytes where a:b rounds the "
+              "mix\",\n",
               kMaxWords);
   std::printf("  \"patterns\": [\n");
   for (size_t i = 0; i < patterns.size(); ++i) {
