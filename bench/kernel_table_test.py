@@ -54,6 +54,8 @@ def main():
         qshape = {"M": 16384, "K": 2880}
         write(run1, "kernels/q.json", evaluation("mxfp8_quantize_rowwise", {"rounding": "floor"},
                                                   {}, [case(qshape, 40.0, 36.0)]))
+        write(run1, "kernels/qr.json", evaluation("mxfp8_quantize_rowwise", {"rounding": "rceil"},
+                                                   {}, [case(qshape, 4.0, 36.0)]))
         write(run1, "kernels/mxfp8_quantize_rowwise.peers.json", {"shapes": {"16384x2880": {
             "rceil": {"torch_compile_protocol_us": 10.0},
             "floor": {"torch_compile_protocol_us": 80.0, "eager_protocol_us": 200.0}}}})
@@ -84,8 +86,14 @@ def main():
             check(abs(r["ratio"] - 1.25) < 1e-9, f"ratio = peer / ours, got {r.get('ratio')}")
             check(abs(r["tflops"] - 2 * 8192 ** 3 / 1000.0 / 1e6) < 1e-6, "TF/s of 2MNK")
             check(abs(r["of_sol"] - 0.8) < 1e-9, f"of SOL = sol / ours, got {r.get('of_sol')}")
-        q = [r for r in rows if r["problem"] == "mxfp8_quantize_rowwise"]
-        check(len(q) == 1, f"one quantizer row, got {len(q)}")
+        q = [r for r in rows if r["problem"] == "mxfp8_quantize_rowwise"
+             and r["params"] == {"rounding": "floor"}]
+        check(len(q) == 1, f"one floor-rounding quantizer row, got {len(q)}")
+        qr = [r for r in rows if r["problem"] == "mxfp8_quantize_rowwise"
+              and r["params"] == {"rounding": "rceil"}]
+        check(len(qr) == 1 and qr[0].get("floor_us") == 2.0,
+              f"a setting's own floor before the every-setting one, got "
+              f"{[r.get('floor_us') for r in qr]}")
         if q:
             check(q[0]["peer_us"] == 80.0 and q[0]["peer"] == "torch_compile",
                   f"floor's best peer, not rceil's: got {q[0].get('peer')} {q[0].get('peer_us')}")
