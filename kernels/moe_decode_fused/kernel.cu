@@ -1,9 +1,10 @@
 /* warpsmith:plan
 { "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [0, 1, 2],
-              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2], "W2PF": [0, 16, 8, 24] },
+              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2], "W2PF": [0, 16, 8, 24],
+              "TEAM": [1, 8, 4, 2, 16] },
   "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
                 "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
-                "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
+                "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) * (1 + min(TEAM - 1, 1)) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
                 "args":  ["x", "topk_ids", "topk_weights", "w13", "workspace",
                           "T", "E", "TOPK", "H", "I", "w2"] },
               { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true,
@@ -83,6 +84,8 @@
 // W2PF (MB, 0 = off): kernel 1's last warps L2-prefetch, at their last group, the first W2PF MB
 // of w2 that kernel 2 reads (whole rows of the first items, then a prefix of every row), to keep
 // the DRAM busy between the kernels. NOTES.md ("Why 0.41-0.78") has the model behind both.
+// TEAM (power of 2, clamped to WARPS): kernel 1's least team size (1: teams only at batch 1), so
+// a team's warps read TEAM neighbouring pieces of each row at once (NOTES.md, "DRAM runs").
 //
 // Evaluate: build/warpsmith eval moe_decode_fused kernels/moe_decode_fused/kernel.cu
 //   [--knob TILE=81 ...]; peers: bench/peers/moe_decode_fused.py. Notes: NOTES.md beside this.
@@ -110,6 +113,9 @@
 #endif
 #ifndef W2PF
 #define W2PF 0
+#endif
+#ifndef TEAM
+#define TEAM 1  // kernel 1: the least warps per team (power of 2; clamped to WARPS)
 #endif
 
 #include "ws/memory.cuh"
@@ -142,6 +148,14 @@ struct Config {
   // W2PF > 0: kernel 1's last warps prefetch into L2, at their last group, the first W2PF MB of
   // w2 that kernel 2 reads, to keep the DRAM busy between the kernels (0: no prefetch).
   static constexpr long long kW2PfBytes = static_cast<long long>(W2PF) << 20;
+  // Kernel 1's least team size. A team's warps take interleaved groups of the same 16 rows, so
+  // at any moment they read ks neighbouring 64 * CHUNKS-byte pieces of each row: DRAM runs of
+  // ks * 64 * CHUNKS bytes, where one warp alone reads 256-byte runs 2H bytes apart (TILE=42).
+  // The price: a reduction in shared memory and a team barrier per unit.
+  static constexpr int kTeamMin = TEAM < WARPS ? TEAM : WARPS;
+  // TEAM > 1: two reduction buffers, alternating by unit, so a team's warps start the next
+  // unit's loads while its leader still sums this one (one team barrier per unit, not two).
+  static constexpr int kRedBufs = TEAM > 1 ? 2 : 1;
 };
 static_assert(Config::kChunks == 2 || Config::kChunks == 4 || Config::kChunks == 8, "chunks");
 static_assert(Config::kNTiles >= 1 && Config::kNTiles <= 4, "item tokens fit the 8-bit count");
@@ -152,6 +166,7 @@ static_assert(Config::kChunks * (2 + Config::kNTiles) <= 24 &&
                   Config::kChunks * Config::kNTiles <= 8,
               "TILE: CHUNKS * (2 + NTILES) <= 24 and CHUNKS * NTILES <= 8");
 static_assert(Config::kWarps1 == 8 || Config::kWarps1 == 16, "16 / WARPS CTAs per SM");
+static_assert(TEAM >= 1 && (TEAM & (TEAM - 1)) == 0, "TEAM: a power of 2");
 
 using ws::Chunk;
 using ws::kFullMask;
@@ -526,7 +541,8 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
   const int pairs_max = tw * K;
   // [WARPS][kS] ring stages first (16-byte aligned), then the register path's layout.
   float* red = reinterpret_cast<float*>(smem + Config::kWarps1 * kS * kSB);
-  float* wt = red + Config::kWarps1 * 4 * kNT * 32;
+  float* wt = red + Config::kRedBufs * Config::kWarps1 * 4 * kNT * 32;
+  float* rbuf = red;  // this unit's reduction buffer (kRedBufs alternate)
   const Routing rt = carve_routing(reinterpret_cast<int*>(wt + pairs_max), E, pairs_max);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -540,7 +556,8 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
     const int n_items =
         build_routing<Config::kItemTokens>(rt, topk_ids, topk_weights, wt, t0, n_tok, K, E);
     const long long n_units = static_cast<long long>(n_items) * row_blocks;
-    int ks = 1;
+    // Team size: at least kTeamMin, doubled while the units leave warps idle.
+    int ks = Config::kTeamMin;
     while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
     const int team = warp / ks, kw = warp % ks;
     const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
@@ -642,7 +659,7 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) red[((warp * kNT + nt) * 4 + i) * 32 + lane] = acc[nt][i];
+          for (int i = 0; i < 4; ++i) rbuf[((warp * kNT + nt) * 4 + i) * 32 + lane] = acc[nt][i];
         }
         team_barrier(1 + team, 32 * ks);
         if (kw == 0) {
@@ -650,11 +667,17 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
-              for (int i = 0; i < 4; ++i) acc[nt][i] += red[((w * kNT + nt) * 4 + i) * 32 + lane];
+              for (int i = 0; i < 4; ++i) acc[nt][i] += rbuf[((w * kNT + nt) * 4 + i) * 32 + lane];
             }
           }
         }
-        team_barrier(1 + team, 32 * ks);
+        if constexpr (Config::kRedBufs == 1) {
+          team_barrier(1 + team, 32 * ks);
+        } else {
+          // The next unit writes the other buffer; the one after waits at the next unit's
+          // barrier, which the leader reaches only after reading this one.
+          rbuf = rbuf == red ? red + Config::kWarps1 * 4 * kNT * 32 : red;
+        }
       }
       if (kw == 0) store_h(acc, q, count, rt, start, wt, h, t0, K, I, r0, g);
     }
@@ -808,8 +831,9 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
   extern __shared__ __align__(16) unsigned char smem[];
   const int tw = window_tokens(T, K);
   const int pairs_max = tw * K;
-  float* red = reinterpret_cast<float*>(smem);  // [WARPS][4*kNT][32] team partial sums
-  float* wt = red + Config::kWarps1 * 4 * kNT * 32;                     // [pairs_max]
+  float* red = reinterpret_cast<float*>(smem);  // [kRedBufs][WARPS][4*kNT][32] team sums
+  float* wt = red + Config::kRedBufs * Config::kWarps1 * 4 * kNT * 32;  // [pairs_max]
+  float* rbuf = red;  // this unit's reduction buffer (kRedBufs alternate)
   const Routing rt = carve_routing(reinterpret_cast<int*>(wt + pairs_max), E, pairs_max);
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -822,8 +846,8 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
     const int n_items =
         build_routing<Config::kItemTokens>(rt, topk_ids, topk_weights, wt, t0, n_tok, K, E);
     const long long n_units = static_cast<long long>(n_items) * row_blocks;
-    // Team size: split H over ks warps while the units leave warps idle.
-    int ks = 1;
+    // Team size: at least kTeamMin, doubled while the units leave warps idle.
+    int ks = Config::kTeamMin;
     while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
     const int team = warp / ks, kw = warp % ks;
     const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
@@ -892,7 +916,7 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) red[((warp * kNT + nt) * 4 + i) * 32 + lane] = acc[nt][i];
+          for (int i = 0; i < 4; ++i) rbuf[((warp * kNT + nt) * 4 + i) * 32 + lane] = acc[nt][i];
         }
         team_barrier(1 + team, 32 * ks);
         if (kw == 0) {
@@ -900,11 +924,17 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
 #pragma unroll
             for (int nt = 0; nt < kNT; ++nt) {
 #pragma unroll
-              for (int i = 0; i < 4; ++i) acc[nt][i] += red[((w * kNT + nt) * 4 + i) * 32 + lane];
+              for (int i = 0; i < 4; ++i) acc[nt][i] += rbuf[((w * kNT + nt) * 4 + i) * 32 + lane];
             }
           }
         }
-        team_barrier(1 + team, 32 * ks);
+        if constexpr (Config::kRedBufs == 1) {
+          team_barrier(1 + team, 32 * ks);
+        } else {
+          // The next unit writes the other buffer; the one after waits at the next unit's
+          // barrier, which the leader reaches only after reading this one.
+          rbuf = rbuf == red ? red + Config::kWarps1 * 4 * kNT * 32 : red;
+        }
       }
       if (kw == 0) store_h(acc, q, count, rt, start, wt, h, t0, K, I, r0, g);
     }
