@@ -1,7 +1,7 @@
 /* warpsmith:plan
-{ "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [0, 1, 2],
+{ "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [2, 0, 1],
               "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2], "W2PF": [0, 16, 8, 24],
-              "TEAM": [1, 8, 4, 2, 16] },
+              "TEAM": [8, 1, 4, 2, 16] },
   "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
                 "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
                 "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) * (1 + min(TEAM - 1, 1)) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
@@ -103,7 +103,7 @@
 #define WARPS 8
 #endif
 #ifndef LOAD_HINT
-#define LOAD_HINT 0
+#define LOAD_HINT 2
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1
@@ -115,7 +115,7 @@
 #define W2PF 0
 #endif
 #ifndef TEAM
-#define TEAM 1  // kernel 1: the least warps per team (power of 2; clamped to WARPS)
+#define TEAM 8  // kernel 1: the least warps per team (power of 2; clamped to WARPS)
 #endif
 
 #include "ws/memory.cuh"
