@@ -7,7 +7,7 @@
              "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1], "GEMV_WARPS": [8, 16, 4],
              "GEMV_UNROLL": [2, 1, 4, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
-             "GEMV_LOAD": [0, 1, 2], "GEMV_ORDER": [0, 1] },
+             "GEMV_LOAD": [0, 1, 2, 3], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -166,7 +166,7 @@
 #define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
 #endif
 #ifndef GEMV_LOAD
-#define GEMV_LOAD 0  // its B loads: 0 L1 no-allocate, 1 + L2 256-byte fetch, 2 L2 evict-first
+#define GEMV_LOAD 0  // B loads: 0 L1 no-allocate, 1 + L2 256-B fetch, 2 L2 evict-first, 3 L2 256-B
 #endif
 #ifndef GEMV_ORDER
 #define GEMV_ORDER 0  // its warps' k-blocks: 0 in turn, 1 contiguous runs

@@ -236,15 +236,18 @@ struct GemvConfig {
   static_assert(kMaxM % 16 == 0 && kMaxM <= 64, "GEMV_M: 0, 16, 32 or 64");
   static_assert(kNSplit >= 1 && kNSplit <= 8, "GEMV_KSPLIT: a portable cluster size");
   static constexpr int kMT = kMaxM > 0 ? kMaxM / 16 : 1;  // 16-row tiles in registers
-  static_assert(kBLoad >= 0 && kBLoad <= 2 && (kNOrder == 0 || kNOrder == 1),
+  static_assert(kBLoad >= 0 && kBLoad <= 3 && (kNOrder == 0 || kNOrder == 1),
                 "GEMV_LOAD, GEMV_ORDER");
   static constexpr int kNT = kNTiles, kWarps = kNWarps, kUnroll = kNUnroll, kSplit = kNSplit;
   static constexpr int kOrder = kNOrder;  // gemv_mainloop's block order
   // B's loads: 0 L1 no-allocate; 1 also asks L2 for 256-byte fetches (a row's 64-byte pieces
-  // are read by kUnroll loads in a row); 2 L2 evict-first (B is read once).
+  // are read by kUnroll loads in a row); 2 L2 evict-first (B is read once); 3 the 256-byte
+  // fetches with L1 allocating (moe_decode_fused's weight loads: 1.09x over plain .nc there,
+  // and L1::no_allocate beside them 0.95x; session 42, an H100).
   static constexpr LoadHint kLoadB = kBLoad == 0   ? LoadHint::kNcNoAllocate
                                      : kBLoad == 1 ? LoadHint::kNcNoAllocateL2_256
-                                                   : LoadHint::kNcL2EvictFirst;
+                                     : kBLoad == 2 ? LoadHint::kNcL2EvictFirst
+                                                   : LoadHint::kNcL2_256;
   static constexpr int kThreads = 32 * kWarps;
   static_assert(kThreads <= 1024, "whole CTA");
   static constexpr int kRedBytes = kWarps * kMT * kNT * 32 * 16;
