@@ -15,6 +15,11 @@ every peer and mode of that shape and setting. ratio = best peer time / ours (ab
 --floors (bench/stream_floor.py run's JSON, best from the same call): the shape's memory floor,
 a plain stream of its bytes in its read:write mix on the evaluator's protocol;
 of floor = floor / ours.
+Where a peer's shape entry counts the bytes the inputs really make a kernel read
+(`distinct_weight_bytes`: moe_decode_fused's distinct experts, whose count the spec's bytes only
+bound), the row gains "of copy, read": those bytes over the probed copy rate (the case's bytes
+over its SOL time), over ours. It counts the peer's routing, exact where every routed expert is
+distinct (one token); the evaluator draws its own.
 """
 import argparse, glob, json, math, os, re, sys
 from collections import Counter
@@ -97,6 +102,30 @@ def matching_peers(peer_json, shape, params, all_param_values):
     return found
 
 
+def matching_read_bytes(peer_json, shape):
+    """The peer entry's `distinct_weight_bytes` for this shape (the first found), else None."""
+    values = Counter(v for v in shape.values() if isinstance(v, int))
+
+    def find(node):
+        if isinstance(node, dict):
+            v = node.get("distinct_weight_bytes")
+            if isinstance(v, (int, float)):
+                return float(v)
+            for child in node.values():
+                got = find(child)
+                if got is not None:
+                    return got
+        return None
+
+    for key, entry in peer_json.get("shapes", {}).items():
+        nums = Counter(int(n) for n in re.findall(r"\d+", key))
+        if nums and not nums - values:
+            got = find(entry)
+            if got is not None:
+                return got
+    return None
+
+
 def gemm_flops(shape):
     """2*M*N*K where the shape is a GEMM's (M, N, K and maybe E), else None."""
     if {"M", "N", "K"} <= set(shape) and set(shape) <= {"M", "N", "K", "E"}:
@@ -127,18 +156,22 @@ def table_lines(rows):
     peer and the ratio."""
     f = lambda x, d=1: "" if x is None else f"{x:.{d}f}"
     floors = any("floor_us" in r for r in rows)
+    reads = any("of_copy_read" in r for r in rows)
     lines = ["| problem | setting | shape | verdict | ours us | of SOL | "
+             + ("of copy, read | " if reads else "")
              + ("floor us | of floor | " if floors else "")
              + "best peer | peer us | ratio | run |",
-             "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if floors else "")]
+             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if reads else "")
+             + ("---|---|" if floors else "")]
     for r in rows:
         setting = ",".join(f"{k}={v}" for k, v in r["params"].items())
         shape = " ".join(f"{k}{v}" for k, v in (r["shape"] or {}).items())
         mark = "" if r["default_knobs"] else " (other knobs)"
         floor = f"{f(r.get('floor_us'))} | {f(r.get('of_floor'), 2)} | " if floors else ""
+        read = f"{f(r.get('of_copy_read'), 2)} | " if reads else ""
         lines.append(f"| {r['problem']}{mark} | "
                      f"{setting} | {shape} | {r['case_verdict']} | {f(r['us'])} | "
-                     f"{f(r.get('of_sol'), 2)} | {floor}{r.get('peer', '')} | "
+                     f"{f(r.get('of_sol'), 2)} | {read}{floor}{r.get('peer', '')} | "
                      f"{f(r.get('peer_us'))} | {f(r.get('ratio'), 2)} | {r['run']} |")
     return lines
 
@@ -200,6 +233,10 @@ def main():
                 label = min(found, key=found.get)
                 row.update(peers=found, peer=label, peer_us=found[label],
                            peer_run=peers[problem]["run"], ratio=found[label] / us)
+            read = matching_read_bytes(peers.get(problem, {}), c.get("shape") or {})
+            if read and us and c.get("sol_us") and c.get("bytes"):
+                row.update(read_bytes=read,
+                           of_copy_read=read * c["sol_us"] / (c["bytes"] * us))
             floor = (floors.get(floor_key(problem, c.get("shape"), p))
                      or floors.get(floor_key(problem, c.get("shape"), {})))
             if floor and us:

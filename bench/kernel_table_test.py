@@ -68,6 +68,16 @@ def main():
              "stream_us": 1.0, "copy_us": 1.0},
             {"problem": "mxfp8_quantize_rowwise", "shape": {"K": 2880, "M": 16384},
              "params": {"rounding": "rceil"}, "stream_us": 2.0, "copy_us": 2.0}]})
+        # moe_decode_fused: the peer counts the weight bytes its routing reads (300 MB) where the
+        # spec counts 200 MB; copy rate = 200 MB / 50 us; ours 100 us: 300 / 4 / 100 = 0.75.
+        dshape = {"E": 128, "H": 2048, "I": 768, "T": 8, "TOPK": 8}
+        dcase = dict(case(dshape, 100.0, 50.0), bytes=200e6)
+        write(run1, "kernels/d.json", evaluation("moe_decode_fused", {}, {}, [dcase]))
+        # Another shape's entry first: it must not match.
+        write(run1, "kernels/moe_decode_fused.peers.json", {"shapes": {
+            "T1_E128_K8_H2048_I768": {"default": {"distinct_weight_bytes": 1.0}},
+            "T8_E128_K8_H2048_I768": {"default": {"distinct_weight_bytes": 300e6,
+                                                  "grouped_mm": {"eager_protocol_us": 150.0}}}}})
         out = os.path.join(tmp, "t.json")
         p = subprocess.run([sys.executable, os.path.join(HERE, "kernel_table.py"),
                             "--run", f"one={run1}", "--run", f"two={run2}", "--floors", floors,
@@ -102,6 +112,12 @@ def main():
                   f"setting, not rceil's), got {q[0].get('of_floor')}")
         if gemm:
             check("of_floor" not in gemm[0], "no floor where none was measured")
+            check("of_copy_read" not in gemm[0], "no bytes-read fraction without a peer's count")
+        check("of copy, read" in p.stdout, "the table has the bytes-read column")
+        dec = [r for r in rows if r["problem"] == "moe_decode_fused"]
+        check(len(dec) == 1 and abs(dec[0].get("of_copy_read", 0) - 0.75) < 1e-9,
+              f"of copy over the bytes read = read / (bytes / sol) / ours at this shape's entry, "
+              f"got {[r.get('of_copy_read') for r in dec]}")
     if failures:
         print("kernel_table_test: FAILED\n  " + "\n  ".join(failures))
         return 1
