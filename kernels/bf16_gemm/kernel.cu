@@ -6,7 +6,7 @@
              "EPI": [1, 0], "PP": [0, 1], "MC": [1, 2], "GEMV_M": [16, 0, 32, 64], "GEMV_NT": [2, 4, 8, 1],
              "GEMV_WARPS": [8, 16, 4], "GEMV_UNROLL": [4, 2, 1, 8],
              "GEMV_KSPLIT": [1, 2, 4, 8],
-             "GEMV_LOAD": [0, 1, 2, 3], "GEMV_ORDER": [0, 1] },
+             "GEMV_LOAD": [3, 0, 1, 2], "GEMV_ORDER": [0, 1] },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["K", "M"], "box": ["64", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -94,7 +94,9 @@
 // M128 on the H200 (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
 // Decode M (knob GEMV_M, default 16; 0 = off): an mma.sync kernel that
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
-// GEMV_LOAD, GEMV_ORDER).
+// GEMV_LOAD, GEMV_ORDER). GEMV_LOAD=3 (B's loads ask the L2 for 256-byte fetches, L1
+// allocating) is the default since session 42: 1.042x at M16 over six sweeps on an H100
+// (0.94-1.13x per sweep, controls up to 12% apart; NOTES.md, "Session 42").
 // MC (sm_90a): 2 = clusters of two CTAs along M, each B tile multicast to both
 // (ws/gemm.cuh, produce_pairs). PP takes EPI=0. Not done: 2-CTA tcgen05, TMA stores.
 //
@@ -106,8 +108,9 @@
 // warpsmith:sass sm_90a PP=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a MC=2: HGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_100a EPI=1: UTCHMMA UTMALDG LDTM
-// warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
-// warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.NA.128.CONSTANT
+// warpsmith:sass sm_90a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.LTC256B.128.CONSTANT
+// warpsmith:sass sm_100a GEMV_M=16: HMMA.16816.F32.BF16 LDG.E.LTC256B.128.CONSTANT
+// warpsmith:sass sm_90a GEMV_LOAD=0: LDG.E.NA.128.CONSTANT
 // warpsmith:sass sm_90a GEMV_KSPLIT=4: HMMA.16816.F32.BF16 UCGABAR_ARV
 // warpsmith:sass sm_90a SMC=4: HGMMA UTMALDG.2D.MULTICAST UCGABAR_ARV
 // warpsmith:sass sm_90a GEMV_LOAD=1: LDG.E.NA.LTC256B.128.CONSTANT
@@ -178,7 +181,7 @@
 #define GEMV_KSPLIT 1  // its CTAs per cluster, splitting K (ws/gemv.cuh)
 #endif
 #ifndef GEMV_LOAD
-#define GEMV_LOAD 0  // B loads: 0 L1 no-allocate, 1 + L2 256-B fetch, 2 L2 evict-first, 3 L2 256-B
+#define GEMV_LOAD 3  // B loads: 0 L1 no-allocate, 1 + L2 256-B fetch, 2 L2 evict-first, 3 L2 256-B
 #endif
 #ifndef GEMV_ORDER
 #define GEMV_ORDER 0  // its warps' k-blocks: 0 in turn, 1 contiguous runs

@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "LEAN": [1, 0], "LOAD_L2": [0, 1] },
+              "GATHER": [1, 0], "LEAN": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -136,9 +136,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef LOAD_L2
-#define LOAD_L2 0  // 1: the loads ask the L2 for 256-byte fetches (ld.global.nc.L2::256B)
-#endif
 #ifndef LEAN
 #define LEAN 1  // 1: the clamped gradient's clamps as min / max, its pass tests folded into them
 #endif
@@ -150,11 +147,6 @@
   (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
 
 namespace {
-
-// LOAD_L2 1: a CTA reads 2 * BLOCK_I bytes of each input row (128 at BLOCK_I 64), its column
-// neighbour's CTA the next ones at about the same time: 256-byte L2 fetches make those DRAM
-// runs twice as long (moe_decode_fused's weight loads gained 1.09x from this hint, session 42).
-constexpr ws::LoadHint kLoadHint = LOAD_L2 != 0 ? ws::LoadHint::kNcL2_256 : ws::LoadHint::kNc;
 
 // Two output tiles, dg and du; the knobs as ws::swiglu::Tile reads them. SCALE_TILES (why:
 // kernels/swiglu_quantize_fwd): the tile's dg and du scales and scales_t blocks go whole into
@@ -279,9 +271,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     const int r = k / Config::kRowChunks, col = (k % Config::kRowChunks) * 8;
     const bool in = k < Config::kTileChunks && m0 + r < M && i0 + col < I;
     const unsigned short* row = hpre + static_cast<long long>(m0 + r) * two_i + i0 + col;
-    g[c] = in ? ws::load_global16<kLoadHint>(row) : Chunk{{0u, 0u, 0u, 0u}};
-    u[c] = in ? ws::load_global16<kLoadHint>(row + I) : Chunk{{0u, 0u, 0u, 0u}};
-    d[c] = in ? ws::load_global16<kLoadHint>(da + static_cast<long long>(m0 + r) * I + i0 + col)
+    g[c] = in ? ws::load_global16(row) : Chunk{{0u, 0u, 0u, 0u}};
+    u[c] = in ? ws::load_global16(row + I) : Chunk{{0u, 0u, 0u, 0u}};
+    d[c] = in ? ws::load_global16(da + static_cast<long long>(m0 + r) * I + i0 + col)
               : Chunk{{0u, 0u, 0u, 0u}};
   }
 #pragma unroll

@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "LOAD_L2": [0, 1] },
+              "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
@@ -137,9 +137,6 @@
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
 #endif
-#ifndef LOAD_L2
-#define LOAD_L2 0  // 1: the loads ask the L2 for 256-byte fetches (ld.global.nc.L2::256B)
-#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -148,11 +145,6 @@
   (QT_STAGE == 0 && GROUP_I == 0 && BLOCK_M == 64 && BLOCK_I == 64 && THREADS == 256)
 
 namespace {
-
-// LOAD_L2 1: a CTA reads 2 * BLOCK_I bytes of each input row (128 at BLOCK_I 64), its column
-// neighbour's CTA the next ones at about the same time: 256-byte L2 fetches make those DRAM
-// runs twice as long (moe_decode_fused's weight loads gained 1.09x from this hint, session 42).
-constexpr ws::LoadHint kLoadHint = LOAD_L2 != 0 ? ws::LoadHint::kNcL2_256 : ws::LoadHint::kNc;
 
 // One output tile, A; the knobs as ws::swiglu::Tile reads them.
 using Config = ws::swiglu::Tile<BLOCK_M, BLOCK_I, THREADS, 1, WS_ROUNDING == WS_ROUNDING_FLOOR,
@@ -255,8 +247,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     const int r = k / Config::kRowChunks, col = (k % Config::kRowChunks) * 8;
     const bool in = k < Config::kTileChunks && m0 + r < M && i0 + col < I;
     const unsigned short* row = hpre + static_cast<long long>(m0 + r) * two_i + i0 + col;
-    g[c] = in ? ws::load_global16<kLoadHint>(row) : Chunk{{0u, 0u, 0u, 0u}};
-    u[c] = in ? ws::load_global16<kLoadHint>(row + I) : Chunk{{0u, 0u, 0u, 0u}};
+    g[c] = in ? ws::load_global16(row) : Chunk{{0u, 0u, 0u, 0u}};
+    u[c] = in ? ws::load_global16(row + I) : Chunk{{0u, 0u, 0u, 0u}};
   }
 #pragma unroll
   for (int c = 0; c < Config::kChunksPerThread; ++c) {

@@ -243,7 +243,8 @@ struct GemvConfig {
   // B's loads: 0 L1 no-allocate; 1 also asks L2 for 256-byte fetches (a row's 64-byte pieces
   // are read by kUnroll loads in a row); 2 L2 evict-first (B is read once); 3 the 256-byte
   // fetches with L1 allocating (moe_decode_fused's weight loads: 1.09x over plain .nc there,
-  // and L1::no_allocate beside them 0.95x; session 42, an H100).
+  // and L1::no_allocate beside them 0.95x; bf16_gemm's default since: 1.04x at M16; session
+  // 42, an H100).
   static constexpr LoadHint kLoadB = kBLoad == 0   ? LoadHint::kNcNoAllocate
                                      : kBLoad == 1 ? LoadHint::kNcNoAllocateL2_256
                                      : kBLoad == 2 ? LoadHint::kNcL2EvictFirst
