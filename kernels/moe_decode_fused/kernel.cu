@@ -1,12 +1,12 @@
 /* warpsmith:plan
 { "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [2, 0, 1],
-              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2], "W2PF": [0, 16, 8, 24],
+              "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2],
               "TEAM": [8, 1, 4, 2, 16] },
   "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
                 "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
                 "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) * (1 + min(TEAM - 1, 1)) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
                 "args":  ["x", "topk_ids", "topk_weights", "w13", "workspace",
-                          "T", "E", "TOPK", "H", "I", "w2"] },
+                          "T", "E", "TOPK", "H", "I"] },
               { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true,
                 "grid":  ["ceil_div(H, 16)"],
                 "block": ["32 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms))"],
@@ -81,9 +81,9 @@
 // deep (<= 8 KB per warp; clamped to 8 / CHUNKS, TILE=8x stays on the register path), issued
 // STAGES - 1 groups ahead across units and items, kernel 2's first groups before
 // griddepcontrol.wait; LOAD_HINT 0 and 1 are then the same (cp.async.cg), 2 adds L2::256B.
-// W2PF (MB, 0 = off): kernel 1's last warps L2-prefetch, at their last group, the first W2PF MB
-// of w2 that kernel 2 reads (whole rows of the first items, then a prefix of every row), to keep
-// the DRAM busy between the kernels. NOTES.md ("Why 0.41-0.78") has the model behind both.
+// NOTES.md ("Why 0.41-0.78") has the model behind it. W2PF (kernel 1's last warps warming the L2
+// with w2) ran 0.95x in session 23 and 0.94-0.96x on the session-42 defaults: removed (git
+// 0ddea0d has it).
 // TEAM (power of 2, clamped to WARPS): kernel 1's least team size (1: teams only at batch 1), so
 // a team's warps read TEAM neighbouring pieces of each row at once (NOTES.md, "DRAM runs").
 // LOAD_HINT=2 TEAM=8 are the defaults since session 42: 1.10-1.13x the old defaults (LOAD_HINT=0,
@@ -113,9 +113,6 @@
 #endif
 #ifndef STAGES
 #define STAGES 0
-#endif
-#ifndef W2PF
-#define W2PF 0
 #endif
 #ifndef TEAM
 #define TEAM 8  // kernel 1: the least warps per team (power of 2; clamped to WARPS)
@@ -148,9 +145,6 @@ struct Config {
   static constexpr int kStagesMax = STAGES * kChunks <= 8 ? STAGES : 8 / kChunks;
   static constexpr int kStages = kStagesMax >= 2 ? kStagesMax : 0;
   static constexpr int kStageBytes = 2 * kChunks * 512;  // a warp's group: 2 rows x kChunks x 32 lanes
-  // W2PF > 0: kernel 1's last warps prefetch into L2, at their last group, the first W2PF MB of
-  // w2 that kernel 2 reads, to keep the DRAM busy between the kernels (0: no prefetch).
-  static constexpr long long kW2PfBytes = static_cast<long long>(W2PF) << 20;
   // Kernel 1's least team size. A team's warps take interleaved groups of the same 16 rows, so
   // at any moment they read ks neighbouring 64 * CHUNKS-byte pieces of each row: DRAM runs of
   // ks * 64 * CHUNKS bytes, where one warp alone reads 256-byte runs 2H bytes apart (TILE=42).
@@ -385,63 +379,6 @@ __device__ __forceinline__ void store_h(const float (&acc)[Config::kNTiles][4], 
   }
 }
 
-// ---- W2PF > 0: kernel 1 warms L2 with the w2 bytes kernel 2 reads first ----
-// The DRAM idles between the kernels: kernel 1's tail, the CTA switch (kernel 2 cannot be
-// resident beside kernel 1: both fill the register file), kernel 2's routing prologue and
-// griddepcontrol.wait. Prefetches issued by kernel 1's last warps at their last group are
-// fire-and-forget, so the DRAM serves them in that gap; issuing them earlier would only share
-// the saturated stream (no gain) and risk eviction. Kernel 2 walks items in order, all of an
-// item's columns before the next, every CTA its own 16 rows; so its first bytes are whole w2[e]
-// matrices of the first items, then a column prefix of every row of the next (never a subset of
-// rows: that would speed up some CTAs only).
-
-// Warps finishing last (those with the most units) share the prefetch: the number of shares,
-// and this warp's share index and the consumer step (0-based over its units and groups) that
-// issues it, step -1: not a sharer.
-__device__ __forceinline__ long long w2pf_sharers(long long n_units, long long n_teams) {
-  const long long n_my_max = (n_units + n_teams - 1) / n_teams;
-  return n_units - (n_my_max - 1) * n_teams;  // teams with n_my_max units: unit0 below this
-}
-
-__device__ __forceinline__ long long w2pf_step(long long n_units, long long unit0,
-                                               long long n_teams, int kw, int ks, int n_groups) {
-  if (unit0 >= w2pf_sharers(n_units, n_teams)) return -1;
-  const long long n_my = (n_units + n_teams - 1) / n_teams;
-  const long long per_unit = kw < n_groups ? (n_groups - 1 - kw) / ks + 1 : 0;
-  return max(0LL, n_my * per_unit - 1);  // the last group (0 without groups: after the loop)
-}
-
-// This warp's share (kernel 1's unit0 = team * gridDim.x + blockIdx.x): recomputed at the call so
-// that only a countdown stays live through the loop.
-__device__ __forceinline__ void w2pf_issue(const Routing&, const uint16_t*, int, int, int,
-                                           long long, long long, int);
-__device__ __forceinline__ void w2pf_issue_warp(const Routing& rt, const uint16_t* w2,
-                                                int n_items, int H, int I, long long n_units,
-                                                long long n_teams, int team, int ks, int kw,
-                                                int lane) {
-  const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
-  w2pf_issue(rt, w2, n_items, H, I, unit0 * ks + kw, w2pf_sharers(n_units, n_teams) * ks, lane);
-}
-
-// Share `share` of n_shares: rows of the first items' w2 (whole rows, then a 16-byte-multiple
-// prefix of every row of the next item) as cp.async.bulk.prefetch.L2, one per lane.
-__device__ __forceinline__ void w2pf_issue(const Routing& rt, const uint16_t* w2, int n_items,
-                                           int H, int I, long long share, long long n_shares,
-                                           int lane) {
-  const long long item_bytes = 2LL * H * I;
-  const long long n_full = min(static_cast<long long>(n_items), Config::kW2PfBytes / item_bytes);
-  long long prefix = 0;
-  if (n_full < n_items)
-    prefix = min(2LL * I, ((Config::kW2PfBytes - n_full * item_bytes) / H) & ~15LL);
-  const long long n_rows = n_full * H + (prefix > 0 ? H : 0);
-  for (long long j = share * 32 + lane; j < n_rows; j += n_shares * 32) {
-    const int item = static_cast<int>(j / H), row = static_cast<int>(j % H);
-    const uint16_t* p = w2 + (static_cast<long long>(rt.item_e[item]) * H + row) * I;
-    const uint32_t len = item < n_full ? 2u * I : static_cast<uint32_t>(prefix);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(len) : "memory");
-  }
-}
-
 // ---- Kernel 2's steps that are the same on both paths (registers, STAGES ring) ----
 
 // The first window's first items: their w2 rows (the leading 4 KB of each) into L2 while
@@ -536,7 +473,7 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
                                              const float* __restrict__ topk_weights,
                                              const uint16_t* __restrict__ w13,
                                              uint16_t* __restrict__ h, int T, int E, int K, int H,
-                                             int I, const uint16_t* __restrict__ w2) {
+                                             int I) {
   constexpr int kNT = Config::kNTiles, kC = Config::kChunks, kS = Config::kStages;
   constexpr int kSB = Config::kStageBytes;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -603,10 +540,6 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
 #pragma unroll
     for (int i = 0; i < kS - 1; ++i) issue();
     int c_stage = 0;
-    // W2PF: groups left before this warp's share is issued (-1: none).
-    int pf_left = -1;
-    if (Config::kW2PfBytes > 0 && t0 + tw >= T)
-      pf_left = static_cast<int>(w2pf_step(n_units, unit0, n_teams, kw, ks, n_groups));
 
     for (long long unit = unit0; unit < n_units; unit += n_teams) {
       const int item = static_cast<int>(unit / row_blocks);
@@ -630,10 +563,6 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
       }
       for (int kg = kw; kg < n_groups; kg += ks) {
         issue();
-        if (Config::kW2PfBytes > 0) {
-          if (pf_left-- == 0)
-            w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
-        }
         const int c0 = kg * Config::kGroupCols + 8 * q;
         Chunk lo[kC], hi[kC], b[kNT][kC];
         // x first (L1 / L2): its latency overlaps the wait for the weights.
@@ -684,8 +613,6 @@ __device__ __forceinline__ void gate_up_ring(const uint16_t* __restrict__ x,
       }
       if (kw == 0) store_h(acc, q, count, rt, start, wt, h, t0, K, I, r0, g);
     }
-    if (Config::kW2PfBytes > 0 && pf_left >= 0)  // a sharer without groups
-      w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
     cp_async_wait<0>();  // only empty groups remain; the next window reuses the slots
     __syncthreads();
   }
@@ -822,12 +749,11 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
                                      const int* __restrict__ topk_ids,
                                      const float* __restrict__ topk_weights,
                                      const uint16_t* __restrict__ w13, uint16_t* __restrict__ h,
-                                     int T, int E, int K, int H, int I,
-                                     const uint16_t* __restrict__ w2) {
+                                     int T, int E, int K, int H, int I) {
   // Kernel 2 may be scheduled as soon as SMs free up; it waits for our completion itself.
   asm volatile("griddepcontrol.launch_dependents;");
   if constexpr (Config::kStages > 0) {
-    gate_up_ring(x, topk_ids, topk_weights, w13, h, T, E, K, H, I, w2);
+    gate_up_ring(x, topk_ids, topk_weights, w13, h, T, E, K, H, I);
     return;
   }
   constexpr int kNT = Config::kNTiles, kC = Config::kChunks;
@@ -854,12 +780,6 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
     while (ks * 2 <= Config::kWarps1 && n_units * ks * 2 <= total_warps) ks *= 2;
     const int team = warp / ks, kw = warp % ks;
     const long long n_teams = static_cast<long long>(gridDim.x) * (Config::kWarps1 / ks);
-    int pf_left = -1;  // W2PF: groups left before this warp's share is issued (-1: none)
-    if constexpr (Config::kW2PfBytes > 0) {
-      const long long unit0 = static_cast<long long>(team) * gridDim.x + blockIdx.x;
-      if (t0 + tw >= T)
-        pf_left = static_cast<int>(w2pf_step(n_units, unit0, n_teams, kw, ks, n_groups));
-    }
     // Units are dealt across CTAs first, so a small batch still spreads over every SM.
     for (long long unit = static_cast<long long>(team) * gridDim.x + blockIdx.x; unit < n_units;
          unit += n_teams) {
@@ -887,10 +807,6 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
         for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
       }
       for (int kg = kw; kg < n_groups; kg += ks) {
-        if constexpr (Config::kW2PfBytes > 0) {
-          if (pf_left-- == 0)
-            w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
-        }
         const int c0 = kg * Config::kGroupCols + 8 * q;
         Chunk lo[kC], hi[kC], b[kNT][kC];
 #pragma unroll
@@ -940,10 +856,6 @@ __launch_bounds__(32 * Config::kWarps1, Config::kWarpsPerSm / Config::kWarps1)
         }
       }
       if (kw == 0) store_h(acc, q, count, rt, start, wt, h, t0, K, I, r0, g);
-    }
-    if constexpr (Config::kW2PfBytes > 0) {
-      if (pf_left >= 0)  // a sharer without groups
-        w2pf_issue_warp(rt, w2, n_items, H, I, n_units, n_teams, team, ks, kw, lane);
     }
     __syncthreads();  // the routing is rebuilt for the next window
   }
