@@ -78,16 +78,22 @@ def peer_leaves(node, path=()):
                 yield from peer_leaves(v, path + (k,))
 
 
+def shape_entries(peer_json, shape):
+    """(key, entry) of the peer shape entries whose key's every number is one of the shape's
+    values (bench/peers/*.py name shapes their own way)."""
+    values = Counter(v for v in shape.values() if isinstance(v, int))
+    for key, entry in peer_json.get("shapes", {}).items():
+        nums = Counter(int(n) for n in re.findall(r"\d+", key))
+        if nums and not nums - values:
+            yield key, entry
+
+
 def matching_peers(peer_json, shape, params, all_param_values):
     """{peer label: fastest protocol us} of the peer entries for this shape and setting
     (all_param_values: every value of the problem's parameters, to tell other settings' entries)."""
-    values = Counter(v for v in shape.values() if isinstance(v, int))
     param_values = set(str(v) for v in params.values())
     found = {}
-    for key, entry in peer_json.get("shapes", {}).items():
-        nums = Counter(int(n) for n in re.findall(r"\d+", key))
-        if not nums or nums - values:
-            continue
+    for key, entry in shape_entries(peer_json, shape):
         # A setting word in the key (form=wgrad) must be ours.
         words = set(re.findall(r"=([a-z]+)", key))
         if words - param_values:
@@ -103,27 +109,17 @@ def matching_peers(peer_json, shape, params, all_param_values):
 
 
 def matching_read_bytes(peer_json, shape):
-    """The peer entry's `distinct_weight_bytes` for this shape (the first found), else None."""
-    values = Counter(v for v in shape.values() if isinstance(v, int))
-
+    """The `distinct_weight_bytes` of this shape's peer entry (at any depth; the first), or None."""
     def find(node):
-        if isinstance(node, dict):
-            v = node.get("distinct_weight_bytes")
-            if isinstance(v, (int, float)):
-                return float(v)
-            for child in node.values():
-                got = find(child)
-                if got is not None:
-                    return got
-        return None
+        if not isinstance(node, dict):
+            return None
+        v = node.get("distinct_weight_bytes")
+        if isinstance(v, (int, float)):
+            return float(v)
+        return next((got for got in map(find, node.values()) if got is not None), None)
 
-    for key, entry in peer_json.get("shapes", {}).items():
-        nums = Counter(int(n) for n in re.findall(r"\d+", key))
-        if nums and not nums - values:
-            got = find(entry)
-            if got is not None:
-                return got
-    return None
+    return next((got for _, entry in shape_entries(peer_json, shape)
+                 if (got := find(entry)) is not None), None)
 
 
 def gemm_flops(shape):
