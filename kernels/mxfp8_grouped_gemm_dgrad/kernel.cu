@@ -2,8 +2,7 @@
 { "knobs": { "STRATEGY": [3, 0, 1, 2, 4], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
              "SCALE_PIPE": [2, 1, 0], "SHORT": [128, 0, 512, 1024],
              "SHORT_STAGES": [4, 8, 12], "PDL": [0, 1], "EPI": [1, 0],
-             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2],
-             "L2_HINT": [0, 1, 2, 3] },
+             "PRE_ORDER": [3, 0, 2], "FUSE": [0, 1, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dc", "dims": ["N", "M"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -119,20 +118,15 @@
 #define SCALE_PIPE 2  // ok at every test, hidden and bench shape on the H200, 1.13x over 1 (12-02)
 #endif
 
-#ifndef L2_HINT
-#define L2_HINT 0  // bit 0: output stores .cs; bit 1: operand loads L2 evict_last
-#endif
-
 namespace {
 using Cfg = ws::mxg::Config<ws::kFwd, STRATEGY == 4 ? 3 : STRATEGY, BN, STAGES, GROUP_M,
-                            SCALE_PIPE, PDL, EPI, 0, L2_HINT>;
+                            SCALE_PIPE, PDL, EPI>;
 // STRATEGY=3's pipeline on the transposed problem (ws::kFwdT): at the knobs' BN, and the
 // short-group kernel at BN=64 with SHORT_STAGES stages (GROUP_M=8 and SCALE_PIPE=2 as measured).
 using TCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, BN, STAGES, GROUP_M, SCALE_PIPE,
-                             PDL, EPI, FUSE, L2_HINT>;
+                             PDL, EPI, FUSE>;
 // (Not fused: at 32 tokens per group the GEMM waits on the conversion's latency, 0.84-0.89x.)
-using ShortCfg =
-    ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL, 0, 0, L2_HINT>;
+using ShortCfg = ws::mxg::Config<ws::kFwdT, ws::mxg::kRegAPreB, 64, SHORT_STAGES, 8, 2, PDL>;
 
 // The kFwd view with N and K renamed: output columns K, depth N; scale rows of N/32 bytes.
 template <class C>

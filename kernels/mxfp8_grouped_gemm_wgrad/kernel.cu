@@ -1,7 +1,6 @@
 /* warpsmith:plan
 { "knobs": { "STRATEGY": [3, 0, 1, 2], "BN": [256, 128, 64, 192], "STAGES": [4, 3, 5, 6], "GROUP_M": [8, 16, 1],
-             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [3, 0, 2],
-             "L2_HINT": [0, 1, 2, 3] },
+             "SCALE_PIPE": [2, 1, 0], "EPI": [0, 1], "PRE_ORDER": [3, 0, 2] },
   "tensor_maps": {
     "tma_a": { "tensor": "dct", "dims": ["M", "N"], "box": ["128", "128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
@@ -61,7 +60,6 @@
 //   build/warpsmith eval mxfp8_grouped_gemm_wgrad kernels/mxfp8_grouped_gemm_wgrad/kernel.cu
 // warpsmith:sass sm_90a: HGMMA UBLKCP.S.G F2FP.F16.E4M3.UNPACK_B UTMALDG
 // warpsmith:sass sm_90a EPI=1: HGMMA UBLKCP.S.G UBLKCP.G.S UTMALDG
-// warpsmith:sass sm_90a L2_HINT=3: HGMMA STG.E.EF.64
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=1: QGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=1 BN=128: HGMMA UTMALDG
 // warpsmith:sass sm_90a STRATEGY=0 BN=128 SCALE_PIPE=0: QGMMA UTMALDG
@@ -95,13 +93,8 @@
 #define SCALE_PIPE 2  // STRATEGY=0 measured best at 1: 1.3-2.0x over 0 (2026-12-01)
 #endif
 
-#ifndef L2_HINT
-#define L2_HINT 0  // bit 0: output stores .cs; bit 1: operand loads L2 evict_last
-#endif
-
 namespace {
-using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE, 0, EPI, 0,
-                            L2_HINT>;
+using Cfg = ws::mxg::Config<ws::kWgrad, STRATEGY, BN, STAGES, GROUP_M, SCALE_PIPE, 0, EPI>;
 }  // namespace
 
 // STRATEGY=3, first launch: xt's bf16 tiles into the workspace in 64-token blocks restarting at

@@ -18,14 +18,5 @@ __device__ __forceinline__ void bulk_load_1d(unsigned dst, const void* src, unsi
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
-/// bulk_load_1d with an L2 cache policy (ws::l2_policy_evict_last).
-__device__ __forceinline__ void bulk_load_1d_hint(unsigned dst, const void* src, unsigned bytes,
-                                                  unsigned bar, unsigned long long policy) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1], %2, [%3], %4;" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-      : "memory");
-}
 
 }  // namespace ws

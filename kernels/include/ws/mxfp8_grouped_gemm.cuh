@@ -133,7 +133,7 @@ struct OutOf<kWgrad> {
 /// stage. kRegA / kRegAPreB: 2 = each consumer converts the next stage's A fragment while this
 /// stage's HGMMAs run (0 and 1: one fragment, converted after the previous stage's wait).
 template <int kForm_, int kKnobStrategy, int kBN_, int kKnobStages, int kGroupM_,
-          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0, int kL2Hint_ = 0>
+          int kScalePipe_ = 0, int kPdl_ = 0, int kEpi_ = 0, int kFuse_ = 0>
 struct Config {
   // kFwdT (fwd / dgrad's transposed form: the weights are the register operand, the tokens the
   // converted one) is sm_90a's; sm_100a runs the block-scaled kFwd GEMM whatever the knob.
@@ -159,12 +159,6 @@ struct Config {
   static constexpr bool kFuse = kFuse_ != 0 && kForm == kFwdT;
   static_assert(kFuse_ >= 0 && kFuse_ <= 2, "FUSE: 0, or 1 or 2 converting warps");
   static constexpr int kStagerWarps = kFuse ? 3 - kFuse_ : 3;
-  // Knob L2_HINT (sm_90a): bit 0 stores the output from registers with st.global.cs (L2
-  // evict-first: written once), bit 1 loads the operand tiles under an L2 evict_last policy, so
-  // that a stream of outputs does not evict tiles that the group's other CTAs read again.
-  static constexpr bool kStreamOut = (kL2Hint_ & 1) != 0;
-  static constexpr bool kKeepOperands = (kL2Hint_ & 2) != 0;
-  static_assert(kL2Hint_ >= 0 && kL2Hint_ <= 3, "L2_HINT: 0 to 3");
   static constexpr int kBM = 128, kBN = kSm100 && kBN_ > 128 ? 128 : kBN_, kGroupM = kGroupM_;
   static constexpr int kThreads = 384;
   static constexpr int kBK = kStrategy == kPromote ? 128 : 64;  // contraction elements per stage
@@ -792,7 +786,6 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
   uint32_t it = 0;
   bool waited = !Cfg::kPdl;
   int ready_tile = -1;  // kFuse: the last padded token tile seen complete
-  const uint64_t keep = Cfg::kKeepOperands ? l2_policy_evict_last() : 0;
   for (int t = blockIdx.x; cur.seek(t, offs, p.E, p.n, p.k, tl); t += gridDim.x) {
     const TileView v = view_of<Cfg>(tl, p);
     const int kblocks = (v.depth + Cfg::kBK - 1) / Cfg::kBK;
@@ -820,12 +813,7 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
       const uint32_t a_dst = Cfg::kStrategy == kPromote ? sm.a(s) : sm.x(s);
       const uint32_t b_dst = Cfg::kStrategy == kPromote ? sm.b(s) : sm.x(s) + Cfg::kRawA;
       if constexpr (Cfg::kForm == kFwdT) {  // A: expert g's b rows, (depth, rows, experts)
-        if constexpr (Cfg::kKeepOperands)
-          tma_load_3d_hint(a_dst, tma_a, sm.full + 8 * s, k0, tl.tm * Cfg::kBM, tl.g, keep);
-        else
-          tma_load_3d(a_dst, tma_a, sm.full + 8 * s, k0, tl.tm * Cfg::kBM, tl.g);
-      } else if constexpr (Cfg::kKeepOperands) {
-        tma_load_2d_hint(a_dst, tma_a, sm.full + 8 * s, k0, a_c1, keep);
+        tma_load_3d(a_dst, tma_a, sm.full + 8 * s, k0, tl.tm * Cfg::kBM, tl.g);
       } else {
         tma_load_2d(a_dst, tma_a, sm.full + 8 * s, k0, a_c1);
       }
@@ -837,12 +825,7 @@ __device__ __forceinline__ void produce(const TensorMap* tma_a, const TensorMap*
         const long long off = Cfg::kForm == kWgrad ? pre_b_offset_wgrad<Cfg>(tl.tn, qbase + kb, p)
                               : Cfg::kForm == kFwdT ? pre_b_offset_fwdt<Cfg>(qbase + tl.tn, kb, p)
                                                     : pre_b_offset<Cfg>(tl.g, tl.tn, kb, p);
-        if constexpr (Cfg::kKeepOperands)
-          bulk_load_1d_hint(sm.b(s), pre_b + off, Cfg::kBf16B, sm.full + 8 * s, keep);
-        else
-          bulk_load_1d(sm.b(s), pre_b + off, Cfg::kBf16B, sm.full + 8 * s);
-      } else if constexpr (Cfg::kKeepOperands) {
-        tma_load_3d_hint(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert, keep);
+        bulk_load_1d(sm.b(s), pre_b + off, Cfg::kBf16B, sm.full + 8 * s);
       } else {
         tma_load_3d(b_dst, tma_b, sm.full + 8 * s, k0, v.col0, b_expert);
       }
@@ -1209,21 +1192,11 @@ __device__ __forceinline__ float2 packed_pair(const float*, float lo, float hi) 
 }
 
 /// Two adjacent outputs (col even, both inside: widths are multiples of 16).
-// kStream: st.global.cs (the output is written once; Config::kStreamOut).
-template <bool kStream = false>
 __device__ __forceinline__ void store_pair(__nv_bfloat16* out, long long idx, float v0, float v1) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(v0, v1);
-  if constexpr (kStream)
-    __stcs(reinterpret_cast<unsigned*>(out + idx), *reinterpret_cast<const unsigned*>(&v));
-  else
-    *reinterpret_cast<__nv_bfloat162*>(out + idx) = v;
+  *reinterpret_cast<__nv_bfloat162*>(out + idx) = __floats2bfloat162_rn(v0, v1);
 }
-template <bool kStream = false>
 __device__ __forceinline__ void store_pair(float* out, long long idx, float v0, float v1) {
-  if constexpr (kStream)
-    __stcs(reinterpret_cast<float2*>(out + idx), make_float2(v0, v1));
-  else
-    *reinterpret_cast<float2*>(out + idx) = make_float2(v0, v1);
+  *reinterpret_cast<float2*>(out + idx) = make_float2(v0, v1);
 }
 
 #if !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000)
@@ -1246,7 +1219,7 @@ __device__ __forceinline__ void store_transposed(Out* out, const float (&acc)[Cf
       const int row = r0 + 8 * h - (even ? 0 : 1);  // the pair's first output column
       const int tok = 8 * q + 2 * (lane % 4) + (even ? 0 : 1);
       if (tok < o.rows_left && o.col0 + row < o.ncols)
-        store_pair<Cfg::kStreamOut>(out, (o.row0 + tok) * o.ncols + o.col0 + row, even ? v0 : got,
+        store_pair(out, (o.row0 + tok) * o.ncols + o.col0 + row, even ? v0 : got,
                    even ? got : v1);
     }
   }
@@ -1631,11 +1604,9 @@ __device__ __forceinline__ void consume_sm90(const Smem<Cfg>& sm, const int* off
       const int col = colb + 8 * q;
       if (col < o.ncols) {
         if (r0 < o.rows_left)
-          store_pair<Cfg::kStreamOut>(out, (o.row0 + r0) * o.ncols + col, acc[4 * q],
-                                      acc[4 * q + 1]);
+          store_pair(out, (o.row0 + r0) * o.ncols + col, acc[4 * q], acc[4 * q + 1]);
         if (r0 + 8 < o.rows_left)
-          store_pair<Cfg::kStreamOut>(out, (o.row0 + r0 + 8) * o.ncols + col, acc[4 * q + 2],
-                                      acc[4 * q + 3]);
+          store_pair(out, (o.row0 + r0 + 8) * o.ncols + col, acc[4 * q + 2], acc[4 * q + 3]);
       }
     }
   }

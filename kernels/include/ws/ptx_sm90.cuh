@@ -166,22 +166,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const Tensor
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
 }
-/// An L2 cache policy that keeps lines (evict_last) for the operand loads below: tiles that
-/// other CTAs read again soon, beside a stream of outputs that would otherwise evict them.
-__device__ __forceinline__ uint64_t l2_policy_evict_last() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-/// tma_load_2d with an L2 cache policy (l2_policy_evict_last).
-__device__ __forceinline__ void tma_load_2d_hint(uint32_t dst, const TensorMap* map, uint32_t bar,
-                                                 int c0, int c1, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
-      : "memory");
-}
 /// Box at (c0 innermost, c1, c2) of a 3-D map (e.g. (K, N, E): tails of N zero-filled per expert).
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const TensorMap* map, uint32_t bar,
                                             int c0, int c1, int c2) {
@@ -189,15 +173,6 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const TensorMap* map, 
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
-}
-/// tma_load_3d with an L2 cache policy (l2_policy_evict_last).
-__device__ __forceinline__ void tma_load_3d_hint(uint32_t dst, const TensorMap* map, uint32_t bar,
-                                                 int c0, int c1, int c2, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".L2::cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
       : "memory");
 }
 
