@@ -125,27 +125,32 @@ TEST(KernelPathsTest, Mxfp8PlansConvertTheSmallerOperand) {
 }
 
 // bf16_grouped_gemm (its kernel.cu header): wgrad at up to EPI_SHORT = 1024 tokens per group runs
-// the staged-epilogue instance, every other shape and form the EPI instance; one GEMM per shape.
-TEST(KernelPathsTest, GroupedGemmStagesShortWgradGroups) {
+// the staged-epilogue instance, fwd at up to SHORT = 64 the short-group instance (SHORT_BN-wide
+// tiles), every other shape and form the EPI instance; one GEMM per shape.
+TEST(KernelPathsTest, GroupedGemmInstancesByGroupLength) {
   const std::string name = "bf16_grouped_gemm";
   auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
-  const std::string main = "sm90_sm100_" + name + "_tma", staged = main + "_staged";
-  int paths[2] = {0, 0};
+  const std::string main = "sm90_sm100_" + name + "_tma", staged = main + "_staged",
+                    short_fwd = main + "_short";
+  std::map<std::string, int> paths;
   for (const std::string form : {"fwd", "dgrad", "wgrad"}) {
     for (const Shape& s : spec->bench_shapes) {
       const int64_t m = s.symbols.at("M"), e = s.symbols.at("E");
-      const bool short_groups = form == "wgrad" && m <= 1024 * e;
-      ++paths[short_groups];
-      EXPECT_EQ(Launched(plan, *spec, s, {{"form", form}}),
-                std::vector<std::string>{short_groups ? staged : main})
+      const std::string want = form == "wgrad" && m <= 1024 * e ? staged
+                               : form == "fwd" && m <= 64 * e   ? short_fwd
+                                                                : main;
+      ++paths[want];
+      EXPECT_EQ(Launched(plan, *spec, s, {{"form", form}}), std::vector<std::string>{want})
           << form << " " << ShapeText(*spec, s);
     }
   }
-  // Both instances are timed: the 8-16 expert shapes and the 128-expert / decode wgrad ones.
-  EXPECT_GT(paths[0], 0);
-  EXPECT_GT(paths[1], 0);
+  // All three instances are timed: the 8-16 expert shapes, the 128-expert / decode wgrad ones and
+  // the decode fwd one.
+  EXPECT_GT(paths[main], 0);
+  EXPECT_GT(paths[staged], 0);
+  EXPECT_GT(paths[short_fwd], 0);
 }
 
 // moe_permute_quantize (its kernel.cu header): up to ROUTE_K = 2 choices per token the routing is

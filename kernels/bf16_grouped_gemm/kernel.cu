@@ -1,18 +1,23 @@
 /* warpsmith:plan
 { "knobs": { "BN": [192, 256, 128, 64], "EPI": [1, 0], "WGRAD_BN": [192, 256, 128, 64],
              "WGRAD_EPI": [1, 0], "STAGES": [4, 5, 3, 6], "GROUP_M": [8, 16, 4, 1],
-             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048] },
+             "PP": [0], "EPI_SHORT": [1024, 0, 512, 2048],
+             "SHORT": [64, 0, 128, 256], "SHORT_BN": [128, 64, 192] },
   "knob_scope": { "BN": "form != 2", "EPI": "form != 2", "WGRAD_BN": "form == 2",
-                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2" },
+                  "WGRAD_EPI": "form == 2", "EPI_SHORT": "form == 2",
+                  "SHORT": "form == 0", "SHORT_BN": "form == 0" },
   "tensor_maps": {
     "tma_a": { "tensor": "a", "dims": ["(form == 0) * K + (form != 0) * N", "M"],
                "box": ["64", "(form == 2) * 64 + (form != 2) * 128"], "swizzle": 128,
                "oob_fill": "zero", "l2_promotion": 256 },
     "tma_b": { "tensor": "b", "dims": ["K", "(form == 2) * M + (form != 2) * E * N"],
                "box": ["64", "(form == 0) * BN + (form != 0) * 64"], "swizzle": 128,
-               "oob_fill": "zero", "l2_promotion": 256 } },
+               "oob_fill": "zero", "l2_promotion": 256 },
+    "tma_bs": { "tensor": "b", "dims": ["K", "(form == 2) * M + (form != 2) * E * N"],
+                "box": ["64", "SHORT_BN"], "swizzle": 128,
+                "oob_fill": "zero", "l2_promotion": 256 } },
   "launch": [ { "kernel": "sm90_sm100_bf16_grouped_gemm_tma",
-                "when": "form != 2 || M > EPI_SHORT * E",
+                "when": "form == 1 || (form == 0 && (M > SHORT * E || PP != 0)) || (form == 2 && M > EPI_SHORT * E)",
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "(form != 2) * (min(STAGES, (226304 - EPI * (PP == 0) * 128 * (2 * BN + 16)) / (16384 + 128 * BN)) * (16384 + 128 * BN) + EPI * (PP == 0) * 128 * (2 * BN + 16)) + (form == 2) * (min(STAGES, (226304 - WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + WGRAD_EPI * (PP == 0) * 128 * (2 * WGRAD_BN + 16)) + 6144",
@@ -22,7 +27,13 @@
                 "grid": ["min(num_sms, (form != 2) * (ceil_div(M, 128) + E) * ceil_div((form == 0) * N + (form != 0) * K, BN) + (form == 2) * E * ceil_div(N, 128) * ceil_div(K, WGRAD_BN))"],
                 "block": ["384"],
                 "smem": "min(STAGES, (226304 - (PP == 0) * 128 * (2 * WGRAD_BN + 16)) / (16384 + 128 * WGRAD_BN)) * (16384 + 128 * WGRAD_BN) + (PP == 0) * 128 * (2 * WGRAD_BN + 16) + 6144",
-                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] } ] }
+                "args": ["tma_a", "tma_b", "offs", "out", "M", "E", "N", "K"] },
+              { "kernel": "sm90_sm100_bf16_grouped_gemm_tma_short",
+                "when": "form == 0 && M <= SHORT * E && PP == 0",
+                "grid": ["min(num_sms, (ceil_div(M, 128) + E) * ceil_div(N, SHORT_BN))"],
+                "block": ["384"],
+                "smem": "min(STAGES, (226304 - EPI * 128 * (2 * SHORT_BN + 16)) / (16384 + 128 * SHORT_BN)) * (16384 + 128 * SHORT_BN) + EPI * 128 * (2 * SHORT_BN + 16) + 6144",
+                "args": ["tma_a", "tma_bs", "offs", "out", "M", "E", "N", "K"] } ] }
 */
 // BF16 grouped GEMM of an MoE layer's experts (spec.json), three forms by WS_FORM, one source:
 //   0 fwd:   out[r, n]     = sum_k a[r, k] * b[g*N + n, k]     (2D x 3D)
@@ -70,8 +81,12 @@
 // stores, H200 2026-12-03), WGRAD_BN and WGRAD_EPI (the same for wgrad: 192 and 1 measured
 // 1.036x geomean 256 and 0 in one call, 1.14x at E128, 0.94-0.97x at E8 K7168 and M256, H200
 // 2026-12-03 session 20), STAGES (ring depth, capped to fit), GROUP_M (band height), EPI_SHORT (wgrad: most
-// tokens per group for the staged instance; 0: never). The plan's knob_scope tells the tuner
-// which form reads which knobs.
+// tokens per group for the staged instance; 0: never), SHORT and SHORT_BN (fwd: where groups
+// average at most SHORT tokens the plan launches `_tma_short`, the same kernel over SHORT_BN-wide
+// tiles: at 32 tokens per group a group is one tile row, so 192-column tiles leave ~60 of 132
+// SMs streaming the weights, 128-column ones ~90; 0: never). The plan's knob_scope tells the
+// tuner which form reads which knobs. The kernel body is a template on its tile constants
+// (ConfigT) and epilogue (RingT), so one module holds the three instances.
 // GEMV and its GEMV_* knobs (session 30: fwd's short groups as a GEMV streaming b, and a
 // shared-token form) measured 0.35-0.51x the default at E8 K2048 M256 N1536 on the H200
 // (session 32) and were removed; b864ca7 has them (NOTES.md, "Session 32").
@@ -103,6 +118,9 @@
 #endif
 #ifndef WGRAD_BN
 #define WGRAD_BN 192
+#endif
+#ifndef SHORT_BN
+#define SHORT_BN 128  // fwd's tile width where groups average at most SHORT tokens (the plan)
 #endif
 #ifndef STAGES
 #define STAGES 4
@@ -139,9 +157,11 @@ namespace {
 using ws::uint32_t;
 using ws::uint64_t;
 
-struct Config {
+// A tile width's constants: the EPI / staged instances' TILE_N, the short-group one's SHORT_BN.
+template <int kBN_>
+struct ConfigT {
   static constexpr int kForm = WS_FORM;
-  static constexpr int kBM = 128, kBN = TILE_N, kBK = 64;
+  static constexpr int kBM = 128, kBN = kBN_, kBK = 64;
   static constexpr int kThreads = 384;
   static constexpr int kABytes = kBM * kBK * 2;  // (BM,BK) bf16, 128B-swizzled
   static constexpr int kBBytes = kBN * kBK * 2;  // (BN,BK) bf16, 128B-swizzled
@@ -159,18 +179,26 @@ struct Config {
   static constexpr int kPingPong = PP;
   static constexpr int kEmptyArrivals = PP ? 1 : 2;
 };
+using Config = ConfigT<TILE_N>;
+#if PP != 0
+using ShortConfig = Config;  // the plan never launches the short instance with PP
+#else
+using ShortConfig = ConfigT<SHORT_BN>;
+#endif
 // The ring of the kernel instance with epilogue kEpi (0: stores from registers, 1: staged; the
 // plan launches the EPI instance, and in wgrad the staged one where groups are short).
-template <int kEpi>
-struct Ring {
+template <class C, int kEpi>
+struct RingT {
   // kEpi = 1: two consumer warpgroups' staged output rows between the ring and the barriers.
-  using Staged = ws::StagedStore<Config::kBN, __nv_bfloat16>;
+  using Staged = ws::StagedStore<C::kBN, __nv_bfloat16>;
   static constexpr int kEpiBytes = kEpi ? 2 * Staged::kBytes : 0;  // = EPI * 128 * (2 * BN + 16)
-  static constexpr int kRingCap = Config::kSmemCap - kEpiBytes;
+  static constexpr int kRingCap = C::kSmemCap - kEpiBytes;
   static constexpr int kStages =
-      STAGES < kRingCap / Config::kStageBytes ? STAGES : kRingCap / Config::kStageBytes;
+      STAGES < kRingCap / C::kStageBytes ? STAGES : kRingCap / C::kStageBytes;
   static_assert(kStages >= 2, "at least two stages fit");
 };
+template <int kEpi>
+using Ring = RingT<Config, kEpi>;
 // PP consumers store from registers: their staged instance is the plain one.
 constexpr int kStagedEpi = PP ? 0 : 1;
 static_assert(Config::kForm >= 0 && Config::kForm <= 2, "WS_FORM: 0 fwd, 1 dgrad, 2 wgrad");
@@ -180,48 +208,53 @@ static_assert(Config::kPingPong == 0 || Config::kPingPong == 1, "PP: 0 or 1");
 static_assert(Config::kPingPong == 0 || Config::kBN <= 128,
               "PP: a warpgroup holds a 128 x BN fp32 tile (BN registers): BN <= 128");
 static_assert(Config::kABytes % 1024 == 0 && Config::kBBytes % 1024 == 0, "1024-byte atoms");
+static_assert(ShortConfig::kBN == 64 || ShortConfig::kBN == 128 || ShortConfig::kBN == 192 ||
+                  ShortConfig::kBN == 256,
+              "SHORT_BN: 64, 128, 192, 256");
 constexpr int kTransA = Config::kTransA, kTransB = Config::kTransB;
 
 // The group scheduler: tile order, contraction depth and output placement per form.
-using Cursor = ws::GroupCursor<Config::kForm, Config::kBM, Config::kBN, Config::kGroupM>;
+template <class C>
+using CursorT = ws::GroupCursor<C::kForm, C::kBM, C::kBN, C::kGroupM>;
+using Cursor = CursorT<Config>;
 using Tile = ws::GroupTile<Config::kForm>;
 
 // Producer loop (one thread): the same tile sequence and stage counter as the MMA side.
-template <int kStages>
+template <class C, int kStages>
 __device__ __forceinline__ void produce(const ws::TensorMap* tma_a, const ws::TensorMap* tma_b,
                                         uint32_t smem, uint32_t full, uint32_t empty,
                                         const int* offs, int E, int N, int K) {
-  Cursor cur;
+  CursorT<C> cur;
   uint32_t it = 0;
   Tile tl;
   for (int t = blockIdx.x; cur.seek(t, offs, E, N, K, tl); t += gridDim.x) {
-    const int kblocks = (tl.depth(N, K) + Config::kBK - 1) / Config::kBK;
+    const int kblocks = (tl.depth(N, K) + C::kBK - 1) / C::kBK;
 #pragma unroll 1  // the producer lives in 40 registers (setmaxnreg)
     for (int kb = 0; kb < kblocks; ++kb, ++it) {
       const uint32_t st = it % kStages, ph = (it / kStages) & 1;
       ws::mbar_wait(empty + 8 * st, ph ^ 1);
-      ws::mbar_expect_tx(full + 8 * st, Config::kStageBytes);
-      const uint32_t a_dst = smem + st * Config::kABytes;
-      const uint32_t b_dst = smem + kStages * Config::kABytes + st * Config::kBBytes;
+      ws::mbar_expect_tx(full + 8 * st, C::kStageBytes);
+      const uint32_t a_dst = smem + st * C::kABytes;
+      const uint32_t b_dst = smem + kStages * C::kABytes + st * C::kBBytes;
       const uint32_t bar = full + 8 * st;
-      const int k0 = kb * Config::kBK;
-      if (Config::kForm == 0) {
-        ws::tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * Config::kBM);
-        ws::tma_load_2d(b_dst, tma_b, bar, k0, tl.g * N + tl.tn * Config::kBN);
-      } else if (Config::kForm == 1) {
-        ws::tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * Config::kBM);
+      const int k0 = kb * C::kBK;
+      if (C::kForm == 0) {
+        ws::tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * C::kBM);
+        ws::tma_load_2d(b_dst, tma_b, bar, k0, tl.g * N + tl.tn * C::kBN);
+      } else if (C::kForm == 1) {
+        ws::tma_load_2d(a_dst, tma_a, bar, k0, tl.s + tl.tm * C::kBM);
 #pragma unroll
-        for (int j = 0; j < Config::kBN / 64; ++j)  // (64 n) x (64 k) boxes, k contiguous
-          ws::tma_load_2d(b_dst + j * Config::kBoxBytes, tma_b, bar, tl.tn * Config::kBN + 64 * j,
+        for (int j = 0; j < C::kBN / 64; ++j)  // (64 n) x (64 k) boxes, k contiguous
+          ws::tma_load_2d(b_dst + j * C::kBoxBytes, tma_b, bar, tl.tn * C::kBN + 64 * j,
                           tl.g * N + k0);
       } else {
 #pragma unroll
         for (int i = 0; i < 2; ++i)  // (64 r) x (64 n) boxes, n contiguous
-          ws::tma_load_2d(a_dst + i * Config::kBoxBytes, tma_a, bar, tl.tm * Config::kBM + 64 * i,
+          ws::tma_load_2d(a_dst + i * C::kBoxBytes, tma_a, bar, tl.tm * C::kBM + 64 * i,
                           tl.s + k0);
 #pragma unroll
-        for (int j = 0; j < Config::kBN / 64; ++j)  // (64 r) x (64 k) boxes, k contiguous
-          ws::tma_load_2d(b_dst + j * Config::kBoxBytes, tma_b, bar, tl.tn * Config::kBN + 64 * j,
+        for (int j = 0; j < C::kBN / 64; ++j)  // (64 r) x (64 k) boxes, k contiguous
+          ws::tma_load_2d(b_dst + j * C::kBoxBytes, tma_b, bar, tl.tn * C::kBN + 64 * j,
                           tl.s + k0);
       }
     }
@@ -248,13 +281,14 @@ constexpr uint32_t kLboBytes = kTrans ? Config::kBoxBytes : 16;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
 // Instruction descriptor, kind::f16: D f32, A and B bf16, major-ness per form, M=128, N=BN.
-constexpr uint32_t kIdesc =
-    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, kTransA, kTransB, Config::kBM, Config::kBN);
+template <class C>
+constexpr uint32_t kIdescT =
+    ws::umma_idesc(ws::kUmmaBf16, ws::kUmmaBf16, kTransA, kTransB, C::kBM, C::kBN);
 #else
-// k16 step k of the stage at (a, b) into the warpgroup's (64, BN) fragment.
-__device__ __forceinline__ void wgmma_step(float (&acc)[Config::kBN / 2], uint32_t a, uint32_t b,
-                                           int k) {
-  ws::wgmma_bf16<Config::kBN, kTransA, kTransB>(
+// k16 step k of the stage at (a, b) into the warpgroup's (64, 2 * kHalf) fragment.
+template <int kHalf>
+__device__ __forceinline__ void wgmma_step(float (&acc)[kHalf], uint32_t a, uint32_t b, int k) {
+  ws::wgmma_bf16<2 * kHalf, kTransA, kTransB>(
       acc, ws::wgmma_desc_sw128<kLboBytes<kTransA>>(a + kstep_bytes<kTransA>(k)),
       ws::wgmma_desc_sw128<kLboBytes<kTransB>>(b + kstep_bytes<kTransB>(k)), 1);
 }
@@ -340,20 +374,21 @@ __device__ __forceinline__ void consume_pingpong(uint32_t smem, uint32_t full, u
 }
 #endif
 
-// The kernel with epilogue kEpi (Ring); tma_a / tma_b: see the plan (boxes per form); offs [E]
+// The kernel of tile width C::kBN with epilogue kEpi (RingT); tma_a / tma_b: see the plan (boxes
+// per form); offs [E]
 // cumulative group ends; out as spec.json.
-template <int kEpi>
+template <class C, int kEpi>
 __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
                                              const ws::TensorMap& tma_b,
                                              const int* __restrict__ offs,
                                              __nv_bfloat16* __restrict__ out, int M, int E, int N,
                                              int K) {
-  using R = Ring<kEpi>;
+  using R = RingT<C, kEpi>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // Tiles need 1024-byte alignment (swizzle atoms); the staged output rows (EPI = 1), the
   // barriers, then offs follow the ring.
   const uint32_t smem = (ws::smem_u32(smem_raw) + 1023) & ~1023u;
-  const uint32_t staged = smem + R::kStages * Config::kStageBytes;
+  const uint32_t staged = smem + R::kStages * C::kStageBytes;
   const uint32_t bars = staged + R::kEpiBytes;
   const uint32_t full = bars, empty = bars + 8 * R::kStages;
   const uint32_t acc_full = bars + 16 * R::kStages, acc_empty = acc_full + 16;
@@ -363,7 +398,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
   (void)M;
   (void)staged;
 
-  const int* goffs = ws::stage_offs<Config::kMaxE, Config::kThreads>(offs_smem, offs, E);
+  const int* goffs = ws::stage_offs<C::kMaxE, C::kThreads>(offs_smem, offs, E);
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
   // ======================= sm_100a =======================
@@ -376,37 +411,37 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
     ws::fence_mbarrier_init();
   }
   // Warp 2 allocates and later frees the accumulators.
-  const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, Config::kAccCols);
+  const uint32_t tmem_base = ws::tmem_alloc_cta(warp == 2, tmem_slot, C::kAccCols);
 
   if (warp == 0) {
-    if (lane == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
+    if (lane == 0) produce<C, R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else if (warp == 1) {
     if (lane == 0) {
-      Cursor cur;
+      CursorT<C> cur;
       Tile tl;
       uint32_t it = 0, local = 0;
       for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
-        const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
+        const int depth = tl.depth(N, K), kblocks = (depth + C::kBK - 1) / C::kBK;
         if (kblocks == 0) continue;  // empty wgrad group: the epilogue stores zeros
         const uint32_t buf = local & 1, aph = (local >> 1) & 1;
         ++local;
         ws::mbar_wait(acc_empty + 8 * buf, aph ^ 1);  // the epilogue has drained this buffer
         ws::tc_fence_after();
-        const uint32_t d_tmem = tmem_base + buf * Config::kBN;
+        const uint32_t d_tmem = tmem_base + buf * C::kBN;
         for (int kb = 0; kb < kblocks; ++kb, ++it) {
           const uint32_t s = it % R::kStages, ph = (it / R::kStages) & 1;
           ws::mbar_wait(full + 8 * s, ph);
           ws::tc_fence_after();
-          const uint32_t a = smem + s * Config::kABytes;
-          const uint32_t b = smem + R::kStages * Config::kABytes + s * Config::kBBytes;
+          const uint32_t a = smem + s * C::kABytes;
+          const uint32_t b = smem + R::kStages * C::kABytes + s * C::kBBytes;
           const int ksteps = ksteps_of(depth, kb);
 #pragma unroll
-          for (int k = 0; k < Config::kBK / 16; ++k) {
+          for (int k = 0; k < C::kBK / 16; ++k) {
             if (k < ksteps)
               ws::umma_f16(d_tmem,
                            ws::umma_desc_sw128<kLboBytes<kTransA>>(a + kstep_bytes<kTransA>(k)),
                            ws::umma_desc_sw128<kLboBytes<kTransB>>(b + kstep_bytes<kTransB>(k)),
-                           kIdesc, (kb | k) != 0);
+                           kIdescT<C>, (kb | k) != 0);
           }
           ws::umma_commit(empty + 8 * s);  // frees the stage once these MMAs have read it
         }
@@ -416,11 +451,11 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
   } else if (warp >= 4) {
     // Epilogue: warp w reads TMEM lanes 32*(w%4).. (its sub-partition), half h of the columns.
     const int q = warp % 4, h = (warp - 4) / 4;
-    Cursor cur;
+    CursorT<C> cur;
     Tile tl;
     uint32_t local = 0;
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
-      const ws::OutTile o = Cursor::out_tile(tl, N, K);
+      const ws::OutTile o = CursorT<C>::out_tile(tl, N, K);
       const bool zero = tl.depth(N, K) == 0;
       const uint32_t buf = local & 1, aph = (local >> 1) & 1;
       if (!zero) {
@@ -430,14 +465,14 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
       }
       const int r = q * 32 + lane;
 #pragma unroll 1
-      for (int c = 0; c < Config::kBN / 2; c += 32) {
-        const int cc = h * (Config::kBN / 2) + c;
+      for (int c = 0; c < C::kBN / 2; c += 32) {
+        const int cc = h * (C::kBN / 2) + c;
         uint32_t v[32];
         if (zero) {
 #pragma unroll
           for (int i = 0; i < 32; ++i) v[i] = 0u;
         } else {
-          ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * Config::kBN + cc, v);
+          ws::tmem_ld32(tmem_base + (uint32_t(q * 32) << 16) + buf * C::kBN + cc, v);
         }
         const int col = o.col0 + cc;
         if (r < o.rows_left) {
@@ -464,14 +499,14 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
       }
     }
   }
-  ws::tmem_free_cta(warp == 2, tmem_base, Config::kAccCols);
+  ws::tmem_free_cta(warp == 2, tmem_base, C::kAccCols);
 #else
   // ======================= sm_90a =======================
   if (threadIdx.x == 0) {
     ws::tma_prefetch(&tma_a);
     ws::tma_prefetch(&tma_b);
     // empty: one arrival per consumer warpgroup (PP: the tile's owner only)
-    ws::mbar_init_ring<R::kStages>(full, 1, empty, Config::kEmptyArrivals);
+    ws::mbar_init_ring<R::kStages>(full, 1, empty, C::kEmptyArrivals);
 #if PP != 0
     // PP: the consumers' order barriers, in sm_100a's acc_full slots (unused on sm_90a).
     ws::mbar_init(acc_full, 1);
@@ -483,7 +518,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ws::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) produce<R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
+    if (threadIdx.x == 0) produce<C, R::kStages>(&tma_a, &tma_b, smem, full, empty, goffs, E, N, K);
   } else {
 #if PP != 0
     if (wg == 1)
@@ -496,31 +531,31 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
     const int t128 = threadIdx.x % 128;  // thread in the warpgroup
     const bool signal = t128 == 0;
     // Rows 64*cw.. of the A stage: 64 K-major rows of 128 B, or the cw-th MN-major box; 8 KiB both.
-    const uint32_t a_off = cw * Config::kBoxBytes;
-    Cursor cur;
+    const uint32_t a_off = cw * C::kBoxBytes;
+    CursorT<C> cur;
     Tile tl;
-    float acc[Config::kBN / 2];  // (64, BN) fp32 fragment
+    float acc[C::kBN / 2];  // (64, BN) fp32 fragment
     uint32_t it = 0;
     const typename R::Staged epi{staged + cw * R::Staged::kBytes};
     for (int t = blockIdx.x; cur.seek(t, goffs, E, N, K, tl); t += gridDim.x) {
-      const int depth = tl.depth(N, K), kblocks = (depth + Config::kBK - 1) / Config::kBK;
+      const int depth = tl.depth(N, K), kblocks = (depth + C::kBK - 1) / C::kBK;
 #pragma unroll
-      for (int i = 0; i < Config::kBN / 2; ++i) acc[i] = 0.0f;
+      for (int i = 0; i < C::kBN / 2; ++i) acc[i] = 0.0f;
       uint32_t prev = 0;
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
         const uint32_t s = it % R::kStages, ph = (it / R::kStages) & 1;
         ws::mbar_wait(full + 8 * s, ph);
-        const uint32_t a = smem + s * Config::kABytes + a_off;
-        const uint32_t b = smem + R::kStages * Config::kABytes + s * Config::kBBytes;
+        const uint32_t a = smem + s * C::kABytes + a_off;
+        const uint32_t b = smem + R::kStages * C::kABytes + s * C::kBBytes;
         const int ksteps = ksteps_of(depth, kb);
         ws::wgmma_fence();
-        if (ksteps == Config::kBK / 16) {  // whole k-block: straight-line wgmmas
+        if (ksteps == C::kBK / 16) {  // whole k-block: straight-line wgmmas
 #pragma unroll
-          for (int k = 0; k < Config::kBK / 16; ++k)
+          for (int k = 0; k < C::kBK / 16; ++k)
             wgmma_step(acc, a, b, k);
         } else {  // the contraction's tail
 #pragma unroll
-          for (int k = 0; k < Config::kBK / 16; ++k) {
+          for (int k = 0; k < C::kBK / 16; ++k) {
             if (k < ksteps)
               wgmma_step(acc, a, b, k);
           }
@@ -536,14 +571,14 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
       if (signal && kblocks > 0) ws::mbar_arrive(empty + 8 * prev);
       // Accumulator fragment: register 4j+e (e = 0..3) of thread (warp w, lane l) is row
       // 16w + l/4 + 8*(e/2), column 8j + 2*(l%4) + e%2.
-      const ws::OutTile o = Cursor::out_tile(tl, N, K);
+      const ws::OutTile o = CursorT<C>::out_tile(tl, N, K);
       if constexpr (kEpi != 0) {
         epi.store(out, acc, o.row0, cw * 64, o.rows_left, o.col0, o.ncols, cw,
                   [](float lo, float hi) { return ws::pack_bf16(lo, hi); });
       } else {
         const int w = t128 / 32;
         const int r = cw * 64 + 16 * w + lane / 4;
-        ws::store_fragment_bf16<Config::kBN>(out, acc, o.row0, r, o.rows_left,
+        ws::store_fragment_bf16<C::kBN>(out, acc, o.row0, r, o.rows_left,
                                              o.col0 + 2 * (lane % 4), o.ncols);
       }
     }
@@ -556,7 +591,7 @@ __device__ __forceinline__ void grouped_gemm(const ws::TensorMap& tma_a,
 extern "C" __global__ void __launch_bounds__(Config::kThreads, 1) sm90_sm100_bf16_grouped_gemm_tma(
     const __grid_constant__ ws::TensorMap tma_a, const __grid_constant__ ws::TensorMap tma_b,
     const int* __restrict__ offs, __nv_bfloat16* __restrict__ out, int M, int E, int N, int K) {
-  grouped_gemm<TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K);
+  grouped_gemm<Config, TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K);
 }
 
 // The staged-epilogue instance, for short groups (the plan's EPI_SHORT).
@@ -566,5 +601,17 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
                                             const int* __restrict__ offs,
                                             __nv_bfloat16* __restrict__ out, int M, int E, int N,
                                             int K) {
-  grouped_gemm<kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K);
+  grouped_gemm<Config, kStagedEpi>(tma_a, tma_b, offs, out, M, E, N, K);
 }
+
+#if WS_FORM == 0
+// The short-group instance (fwd): SHORT_BN-wide tiles where groups average at most SHORT tokens.
+extern "C" __global__ void __launch_bounds__(Config::kThreads, 1)
+    sm90_sm100_bf16_grouped_gemm_tma_short(const __grid_constant__ ws::TensorMap tma_a,
+                                           const __grid_constant__ ws::TensorMap tma_b,
+                                           const int* __restrict__ offs,
+                                           __nv_bfloat16* __restrict__ out, int M, int E, int N,
+                                           int K) {
+  grouped_gemm<ShortConfig, TILE_EPI>(tma_a, tma_b, offs, out, M, E, N, K);
+}
+#endif
