@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNKS": [2, 4, 3, 8, 1], "THREADS": [512, 256, 128],
-              "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [2, 0, 1],
+              "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [0, 2, 1],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
               "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
@@ -28,20 +28,19 @@
 //  - q: fp32 multiply by 2^(127-S) (non-FTZ: 2^-127 is subnormal), then the packed
 //    cvt.rn.satfinite.e4m3x2.f32 (RNE, saturating; NaN blocks are overwritten with 0x7F), 8-byte
 //    stores per lane (256 contiguous bytes per warp store).
-//  - scales: each lane gathers one block's scale; the CTA's scales meet in shared memory and
-//    leave as 16-byte stores after one barrier (SCALE_STORE 2: whole L2 sectors).
+//  - scales: each lane gathers one block's scale and a warp tile's 16 scale bytes leave as one
+//    store (SCALE_STORE 0; 2 gathers the CTA's in shared memory first).
 //  - sm_100a: the rceil scale comes from cvt.rp.satfinite.ue8m0x2.f32 (round up to a power of two;
 //    Inf -> 0xFE under satfinite); sm_90a computes it from the bits of d.
 //
 // Knobs: CHUNKS (16-byte loads in flight per lane), THREADS (CTA size), LOAD_HINT (load
-// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern: 2, the default
-// since session 38, gathers the CTA's 256 scale bytes in shared memory and stores them as 16-byte
-// pieces, whole sectors, where 0 stores 16 bytes per warp, half a sector; the L2 fabric counts
-// requests, not bytes: ncu on an H100 counted 1.0% more L2 sectors for 0 than for the Triton
-// peer at equal time, and 2 ran 1.007x (floor) / 1.004x (rceil) over 0 there, 1.008-1.010x at
-// the three large shapes, 1.002x / 0.988x at 16384x2880, `ok` at every test and hidden shape;
-// bench/results/sweeps-h100-2026-12-05-session38.json, ncu-h100-2026-12-05-session38.json;
-// 0 again 0.998x in both roundings on an H100 in session 39; not yet measured on the H200),
+// qualifiers), STORE_CS (st.global.cs for q), SCALE_STORE (scale store pattern: 0, the
+// default, stores a warp tile's 16 bytes, half a sector; 2 gathers the CTA's 256 scale bytes in
+// shared memory and stores them as 16-byte pieces, whole sectors, after a CTA barrier. On an
+// H100, 2 ran 1.007x (floor) / 1.004x (rceil) over 0 in session 38 and was the default from
+// then, but on the H200 (session 43, three sweeps, `ok` at every test and hidden shape;
+// bench/results/sweeps-h200-2026-12-06-session43.json) 0 runs 1.037-1.046x (floor) and
+// 1.076-1.086x (rceil) over 2, 1.02-1.05x at 16384x2880: 0 is the default again; NOTES.md),
 // SMALL_THREADS and SMALL_ELEMS (the plan's second launch: CTAs of SMALL_THREADS up to
 // SMALL_ELEMS elements, 64M by default, which holds 16384x2880 and every test and hidden shape;
 // the same kernel reads its CTA size from blockDim; 0 = one size everywhere), RCEIL_SELECT
@@ -104,7 +103,7 @@
 #define RCEIL_SELECT 0  // 1: sm_90a's rceil scale without branches (ws::mx::rceil_from_bits_select)
 #endif
 #ifndef SCALE_STORE
-#define SCALE_STORE 2  // 2: one gathered store per CTA; 0: per warp tile; 1: block leaders
+#define SCALE_STORE 0  // 0: per warp tile; 2: one gathered store per CTA; 1: block leaders
 #endif
 #ifndef SMALL_THREADS
 #define SMALL_THREADS 256  // nonzero: the plan launches CTAs this size up to SMALL_ELEMS elements
