@@ -19,9 +19,10 @@ else
   scripts/gpu_session.sh "$@"
 fi
 rc=$?
-# The device tool brings back at most 8 files from $OUT: past that, one archive of them all
+# The device tool brings back at most 8 files from $OUT (counting those in folders, e.g. the
+# ncu stage's): past that, one archive of them all
 # (.ncu-rep reports left out where the archive would pass 16 MiB).
-if [[ -n ${OUT:-} ]] && (( $(find "$OUT" -mindepth 1 -maxdepth 1 | wc -l) > 8 )); then
+if [[ -n ${OUT:-} ]] && (( $(find "$OUT" -type f | wc -l) > 8 )); then
   pack=/tmp/ws-out-$$.tgz name=out-$(date -u +%H%M%S).tgz
   tar czf "$pack" -C "$OUT" . &&
     { (( $(stat -c %s "$pack") <= 16 << 20 )) || tar czf "$pack" --exclude='*.ncu-rep' -C "$OUT" .; } &&
