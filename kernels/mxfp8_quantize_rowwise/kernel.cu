@@ -39,8 +39,8 @@
 // shared memory and stores them as 16-byte pieces, whole sectors, after a CTA barrier. On an
 // H100, 2 ran 1.007x (floor) / 1.004x (rceil) over 0 in session 38 and was the default from
 // then, but on the H200 (session 43, three sweeps, `ok` at every test and hidden shape;
-// bench/results/sweeps-h200-2026-12-06-session43.json) 0 runs 1.037-1.046x (floor) and
-// 1.076-1.086x (rceil) over 2, 1.02-1.05x at 16384x2880: 0 is the default again; NOTES.md),
+// bench/results/sweeps-h200-2026-12-06-session43.json) 0 runs 1.04x (floor) and 1.08x (rceil)
+// geomean over 2, 1.02-1.05x at 16384x2880: 0 is the default again; NOTES.md),
 // SMALL_THREADS and SMALL_ELEMS (the plan's second launch: CTAs of SMALL_THREADS up to
 // SMALL_ELEMS elements, 64M by default, which holds 16384x2880 and every test and hidden shape;
 // the same kernel reads its CTA size from blockDim; 0 = one size everywhere), RCEIL_SELECT
