@@ -553,9 +553,11 @@ struct DualTile {
 /// tile, or two tiles' (p 2).
 constexpr bool wide_gather_fits(int p) { return p == 2 || p % 4 == 0; }
 
-template <int R, int P, bool kWide = false>
+/// kThreads_: the CTA's threads (a quantize CTA's, under DualScaleGather::arrive_and_gather);
+/// kCg: the workspace loads skip L1 (ld.global.cg), for runs written earlier in the same launch.
+template <int R, int P, bool kWide = false, int kThreads_ = 256, bool kCg = false>
 struct ScaleGather {
-  static constexpr int kTiles = 32, kThreads = 256;
+  static constexpr int kTiles = 32, kThreads = kThreads_;
   static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
   static constexpr int kSmemBytes = kTiles * kStride;
   static_assert(kTileBytes % 16 == 0 && P % 2 == 0, "whole 16-byte loads; P even");
@@ -599,7 +601,9 @@ struct ScaleGather {
     const uint4* in = reinterpret_cast<const uint4*>(src + (g * T + t0) * kTileBytes);
     constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
     for (int i = threadIdx.x; i < nt * kChunks; i += kThreads) {
-      const uint4 v = in[i];  // written by the previous launch: a plain (coherent) load
+      // Written by the previous launch (a plain, coherent load), or under kCg by other CTAs of
+      // this one, published through the run's counter.
+      const uint4 v = kCg ? __ldcg(in + i) : in[i];
       unsigned* d =
           reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
       d[0] = v.x;
@@ -715,6 +719,61 @@ struct DualScaleGather {
     } else {
       Col::run_cta(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, cols, tiles_m,
                    rows / 32, b - row_ctas(rows, cols), smem);
+    }
+  }
+
+  // ---- The gather fused into the quantize launch (knob FUSE_GATHER; no second launch) ----
+  // After the scale tiles, the workspace holds one int counter per run: the row runs
+  // [tiles_m][Row::runs(tiles_k)], then the column runs [tiles_k][Col::runs(tiles_m)]. A tile's
+  // CTA counts itself on its two runs; the CTA that completes a run gathers it and zeroes its
+  // counter for the next launch (the plan asks the runner to zero the workspace once, before the
+  // check run). kCtaThreads: the quantize CTA's threads; smem: at least kSmemBytes, free.
+  static __host__ __device__ constexpr long long counters(long long rows, long long cols) {
+    const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
+    const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
+    return tiles_m * Row::runs(tiles_k) + tiles_k * Col::runs(tiles_m);
+  }
+  template <int kCtaThreads>
+  static __device__ __forceinline__ void arrive_and_gather(unsigned char* ws,
+                                                           unsigned char* __restrict__ scales,
+                                                           unsigned char* __restrict__ scales_t,
+                                                           long long rows, long long cols,
+                                                           long long tm, long long tk,
+                                                           unsigned char* smem) {
+    using FRow = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide, kCtaThreads, true>;
+    using FCol = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide, kCtaThreads, true>;
+    __shared__ int last;  // bit 0: this CTA completed its row run; bit 1: its column run
+    const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
+    const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
+    const long long row_t0 = tk / Row::kTiles * Row::kTiles;
+    const long long col_t0 = tm / Col::kTiles * Col::kTiles;
+    unsigned* counter =
+        reinterpret_cast<unsigned*>(ws + 2 * tiles_m * tiles_k * Tile::kScaleTileBytes);
+    unsigned* row_counter = counter + tm * Row::runs(tiles_k) + tk / Row::kTiles;
+    unsigned* col_counter =
+        counter + tiles_m * Row::runs(tiles_k) + tk * Col::runs(tiles_m) + tm / Col::kTiles;
+    __syncthreads();  // every thread's scale-tile stores, and its reads of the tile in smem
+    if (threadIdx.x == 0) {
+      // acq_rel: releases this CTA's stores (the barrier ordered them first), acquires the
+      // run's other tiles before the gather below reads them (after the next barrier).
+      int done = 0;
+      if (atom_acq_rel_gpu_add(row_counter, 1) == min(32LL, tiles_k - row_t0) - 1) {
+        *reinterpret_cast<volatile unsigned*>(row_counter) = 0;
+        done |= 1;
+      }
+      if (atom_acq_rel_gpu_add(col_counter, 1) == min(32LL, tiles_m - col_t0) - 1) {
+        *reinterpret_cast<volatile unsigned*>(col_counter) = 0;
+        done |= 2;
+      }
+      last = done;
+    }
+    __syncthreads();
+    const int done = last;
+    if (done & 1) FRow::run(ws, scales, rows, tiles_k, cols / 32, tm, row_t0, smem);
+    if (done == 3) __syncthreads();  // the row run's smem reads, before the column run's writes
+    if (done & 2) {
+      FCol::run(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, cols, tiles_m,
+                rows / 32, tk, col_t0, smem);
     }
   }
 };
