@@ -682,6 +682,31 @@ struct ScaleGather {
   }
 };
 
+/// FUSE_GATHER's arrival: once the whole CTA is past its scale-tile stores (a barrier), thread 0
+/// counts the CTA on each run's counter (an acq_rel add: it releases the CTA's stores, which the
+/// barrier ordered first, and acquires the run's other tiles for the gather after the second
+/// barrier) against that run's tile count, zeroing a counter it completes for the next launch.
+/// Returns, in every thread, the mask of the runs this CTA completed (bit i: counter[i]).
+template <int kRuns>
+__device__ __forceinline__ int arrive_runs(unsigned* const (&counter)[kRuns],
+                                           const int (&tiles)[kRuns]) {
+  __shared__ int done;
+  __syncthreads();  // every thread's scale-tile stores, and its reads of the tile in smem
+  if (threadIdx.x == 0) {
+    int mask = 0;
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i) {
+      if (atom_acq_rel_gpu_add(counter[i], 1) == static_cast<unsigned>(tiles[i] - 1)) {
+        *reinterpret_cast<volatile unsigned*>(counter[i]) = 0;
+        mask |= 1 << i;
+      }
+    }
+    done = mask;
+  }
+  __syncthreads();
+  return done;
+}
+
 /// kScaleTiles' second pass for one [rows, cols] matrix whose tiles (Tile, a DualTile) wrote a
 /// workspace of their rowwise blocks, [tm][tk], then their colwise ones, [tk][tm]: ctas() CTAs of
 /// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part. kWide: both
@@ -742,33 +767,18 @@ struct DualScaleGather {
                                                            unsigned char* smem) {
     using FRow = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide, kCtaThreads, true>;
     using FCol = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide, kCtaThreads, true>;
-    __shared__ int last;  // bit 0: this CTA completed its row run; bit 1: its column run
     const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
     const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
     const long long row_t0 = tk / Row::kTiles * Row::kTiles;
     const long long col_t0 = tm / Col::kTiles * Col::kTiles;
     unsigned* counter =
         reinterpret_cast<unsigned*>(ws + 2 * tiles_m * tiles_k * Tile::kScaleTileBytes);
-    unsigned* row_counter = counter + tm * Row::runs(tiles_k) + tk / Row::kTiles;
-    unsigned* col_counter =
-        counter + tiles_m * Row::runs(tiles_k) + tk * Col::runs(tiles_m) + tm / Col::kTiles;
-    __syncthreads();  // every thread's scale-tile stores, and its reads of the tile in smem
-    if (threadIdx.x == 0) {
-      // acq_rel: releases this CTA's stores (the barrier ordered them first), acquires the
-      // run's other tiles before the gather below reads them (after the next barrier).
-      int done = 0;
-      if (atom_acq_rel_gpu_add(row_counter, 1) == min(32LL, tiles_k - row_t0) - 1) {
-        *reinterpret_cast<volatile unsigned*>(row_counter) = 0;
-        done |= 1;
-      }
-      if (atom_acq_rel_gpu_add(col_counter, 1) == min(32LL, tiles_m - col_t0) - 1) {
-        *reinterpret_cast<volatile unsigned*>(col_counter) = 0;
-        done |= 2;
-      }
-      last = done;
-    }
-    __syncthreads();
-    const int done = last;
+    unsigned* const counters[2] = {
+        counter + tm * Row::runs(tiles_k) + tk / Row::kTiles,
+        counter + tiles_m * Row::runs(tiles_k) + tk * Col::runs(tiles_m) + tm / Col::kTiles};
+    const int tiles[2] = {static_cast<int>(min(32LL, tiles_k - row_t0)),
+                          static_cast<int>(min(32LL, tiles_m - col_t0))};
+    const int done = arrive_runs<2>(counters, tiles);
     if (done & 1) FRow::run(ws, scales, rows, tiles_k, cols / 32, tm, row_t0, smem);
     if (done == 3) __syncthreads();  // the row run's smem reads, before the column run's writes
     if (done & 2) {
