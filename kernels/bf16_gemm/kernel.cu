@@ -96,7 +96,8 @@
 // streams B at copy speed in principle (below; GEMV_NT, GEMV_WARPS, GEMV_UNROLL, GEMV_KSPLIT,
 // GEMV_LOAD, GEMV_ORDER). GEMV_LOAD=3 (B's loads ask the L2 for 256-byte fetches, L1
 // allocating) is the default since session 42: 1.042x at M16 over six sweeps on an H100
-// (0.94-1.13x per sweep, controls up to 12% apart; NOTES.md, "Session 42").
+// (0.94-1.13x per sweep, controls up to 12% apart; NOTES.md, "Session 42"); on the H200
+// (session 43) the old load ran 1.008x of it over three sweeps: neutral there.
 // MC (sm_90a): 2 = clusters of two CTAs along M, each B tile multicast to both
 // (ws/gemm.cuh, produce_pairs). PP takes EPI=0. Not done: 2-CTA tcgen05, TMA stores.
 //

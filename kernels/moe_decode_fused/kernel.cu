@@ -89,6 +89,7 @@
 // LOAD_HINT=2 TEAM=8 are the defaults since session 42: 1.10-1.13x the old defaults (LOAD_HINT=0,
 // TEAM=1) in three sweeps on an H100, 1.06-1.20x at every bench shape, `ok` at every test and
 // hidden shape, clean under compute-sanitizer (bench/results/sweeps-h100-2026-12-06-session42.json).
+// On the H200 (session 43) the old defaults ran 0.913x / 0.925x of them in two sweeps.
 //
 // Evaluate: build/warpsmith eval moe_decode_fused kernels/moe_decode_fused/kernel.cu
 //   [--knob TILE=81 ...]; peers: bench/peers/moe_decode_fused.py. Notes: NOTES.md beside this.

@@ -181,13 +181,12 @@ struct Colwise {
     // run counters, [tk][runs], follow the tiles' blocks in the workspace.
     using Fused = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0,
                                       Tile::kThreads, true>;
-    const long long t0 = tm / Fused::kTiles * Fused::kTiles;
-    unsigned* const counter[1] = {
-        reinterpret_cast<unsigned*>(ws + tiles_m * tiles_k * Tile::kScaleTileBytes) +
-        tk * Fused::runs(tiles_m) + tm / Fused::kTiles};
-    const int tiles[1] = {static_cast<int>(min(32LL, tiles_m - t0))};
+    unsigned* const counter[1] = {Fused::run_counter(
+        reinterpret_cast<unsigned*>(ws + tiles_m * tiles_k * Tile::kScaleTileBytes), tk, tm,
+        tiles_m)};
+    const int tiles[1] = {Fused::run_tiles(tm, tiles_m)};
     if (ws::mx::arrive_runs<1>(counter, tiles))
-      Fused::run(ws, scales_t_out, K, tiles_m, M / 32, tk, t0, smem);
+      Fused::run(ws, scales_t_out, K, tiles_m, M / 32, tk, Fused::run_start(tm), smem);
 #endif
   }
 

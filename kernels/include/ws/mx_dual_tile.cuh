@@ -567,6 +567,18 @@ struct ScaleGather {
   static __host__ __device__ constexpr long long runs(long long T) {
     return (T + kTiles - 1) / kTiles;
   }
+  /// FUSE_GATHER: the first tile of the run holding tile t, that run's tile count (of T in its
+  /// group), and its counter among counters [groups][runs(T)] (group g).
+  static __device__ __forceinline__ long long run_start(long long t) {
+    return t / kTiles * kTiles;
+  }
+  static __device__ __forceinline__ int run_tiles(long long t, long long T) {
+    return static_cast<int>(min(static_cast<long long>(kTiles), T - run_start(t)));
+  }
+  static __device__ __forceinline__ unsigned* run_counter(unsigned* counters, long long g,
+                                                          long long t, long long T) {
+    return counters + g * runs(T) + t / kTiles;
+  }
 
   /// CTA b of the runs of all groups (T tiles each; group-major).
   static __device__ __forceinline__ void run_cta(const unsigned char* __restrict__ src,
@@ -752,12 +764,8 @@ struct DualScaleGather {
   // [tiles_m][Row::runs(tiles_k)], then the column runs [tiles_k][Col::runs(tiles_m)]. A tile's
   // CTA counts itself on its two runs; the CTA that completes a run gathers it and zeroes its
   // counter for the next launch (the plan asks the runner to zero the workspace once, before the
-  // check run). kCtaThreads: the quantize CTA's threads; smem: at least kSmemBytes, free.
-  static __host__ __device__ constexpr long long counters(long long rows, long long cols) {
-    const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
-    const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
-    return tiles_m * Row::runs(tiles_k) + tiles_k * Col::runs(tiles_m);
-  }
+  // check run; the plan sizes the counters). kCtaThreads: the quantize CTA's threads; smem: at
+  // least kSmemBytes, free.
   template <int kCtaThreads>
   static __device__ __forceinline__ void arrive_and_gather(unsigned char* ws,
                                                            unsigned char* __restrict__ scales,
@@ -769,21 +777,18 @@ struct DualScaleGather {
     using FCol = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide, kCtaThreads, true>;
     const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
     const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
-    const long long row_t0 = tk / Row::kTiles * Row::kTiles;
-    const long long col_t0 = tm / Col::kTiles * Col::kTiles;
-    unsigned* counter =
+    unsigned* const row_counters =
         reinterpret_cast<unsigned*>(ws + 2 * tiles_m * tiles_k * Tile::kScaleTileBytes);
-    unsigned* const counters[2] = {
-        counter + tm * Row::runs(tiles_k) + tk / Row::kTiles,
-        counter + tiles_m * Row::runs(tiles_k) + tk * Col::runs(tiles_m) + tm / Col::kTiles};
-    const int tiles[2] = {static_cast<int>(min(32LL, tiles_k - row_t0)),
-                          static_cast<int>(min(32LL, tiles_m - col_t0))};
+    unsigned* const col_counters = row_counters + tiles_m * Row::runs(tiles_k);
+    unsigned* const counters[2] = {FRow::run_counter(row_counters, tm, tk, tiles_k),
+                                   FCol::run_counter(col_counters, tk, tm, tiles_m)};
+    const int tiles[2] = {FRow::run_tiles(tk, tiles_k), FCol::run_tiles(tm, tiles_m)};
     const int done = arrive_runs<2>(counters, tiles);
-    if (done & 1) FRow::run(ws, scales, rows, tiles_k, cols / 32, tm, row_t0, smem);
+    if (done & 1) FRow::run(ws, scales, rows, tiles_k, cols / 32, tm, FRow::run_start(tk), smem);
     if (done == 3) __syncthreads();  // the row run's smem reads, before the column run's writes
     if (done & 2) {
       FCol::run(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, cols, tiles_m,
-                rows / 32, tk, col_t0, smem);
+                rows / 32, tk, FCol::run_start(tm), smem);
     }
   }
 };
