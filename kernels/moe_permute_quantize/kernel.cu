@@ -2,7 +2,8 @@
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
-              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0] },
+              "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
+              "EARLY": [0, 1], "EARLY_TOKENS": [8, 4, 16], "EARLY_CHUNKS": [4, 2, 8] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -24,12 +25,20 @@
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "when": "K < WIDE_K", "pdl": true,
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early", "pdl": true,
+                "when": "EARLY != 0 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448",
+                "grid":  ["ceil_div(T, EARLY_TOKENS)"],
+                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * (H + round_up(H / 32, 16))",
+                "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
+                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "pdl": true,
+                "when": "(EARLY == 0 || EARLY_TOKENS * (H + round_up(H / 32, 16)) > 232448) && K < WIDE_K",
                 "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_wide", "when": "K >= WIDE_K", "pdl": true,
+              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_wide", "pdl": true,
+                "when": "(EARLY == 0 || EARLY_TOKENS * (H + round_up(H / 32, 16)) > 232448) && K >= WIDE_K",
                 "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
@@ -130,6 +139,15 @@
 #endif
 #ifndef SCALE_GATHER
 #define SCALE_GATHER 1
+#endif
+#ifndef EARLY
+#define EARLY 0  // 1: the _early kernel (a token per warp, quantized before the routing's wait)
+#endif
+#ifndef EARLY_TOKENS
+#define EARLY_TOKENS 8  // EARLY: tokens (warps) per CTA
+#endif
+#ifndef EARLY_CHUNKS
+#define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
 #endif
 
 namespace {
@@ -521,6 +539,24 @@ extern "C" __global__ void __launch_bounds__(32)
 
 namespace {
 
+// Zero item: the warp zeroes the rows r0 .. r0+31 whose row_slot is -1 (padding and filler).
+__device__ __forceinline__ void zero_rows(const int* __restrict__ row_slot,
+                                          unsigned char* __restrict__ q,
+                                          unsigned char* __restrict__ scales, int H, int MP,
+                                          long long r0, int lane) {
+  const int row_blocks = H / 32;
+  const bool pad = r0 + lane < MP && row_slot[r0 + lane] < 0;
+  unsigned todo = __ballot_sync(0xFFFFFFFFu, pad);
+  while (todo != 0) {
+    const int j = __ffs(todo) - 1;
+    todo &= todo - 1;
+    const long long row = r0 + j;
+    unsigned char* qr = q + row * H;
+    for (int c = lane; c < H / 16; c += 32) store_zero16(qr + c * 16);  // H % 32 == 0
+    for (int b = lane; b < row_blocks; b += 32) scales[row * row_blocks + b] = 0;
+  }
+}
+
 // x (T,H) bf16; slot_row (T,K), row_slot (MP); q (MP,H) e4m3, scales (MP,H/32) e8m0.
 // Warp items: t < T quantizes token t into its K rows; T + b zeroes the -1 rows of 32b..32b+31.
 // kChunks 16-byte loads per lane per tile; kRowByRow: each destination row's bytes of a tile
@@ -542,17 +578,7 @@ __device__ __forceinline__ void permute_quantize(const unsigned short* __restric
     // Zero items first, the last row blocks (the filler past the last group: every row) first,
     // so the heaviest items start in the first wave instead of trailing the grid.
     ws::griddep_wait();
-    const long long r0 = (zero_items - 1 - item) * 32;
-    const bool pad = r0 + lane < MP && row_slot[r0 + lane] < 0;
-    unsigned todo = __ballot_sync(0xFFFFFFFFu, pad);
-    while (todo != 0) {
-      const int j = __ffs(todo) - 1;
-      todo &= todo - 1;
-      const long long row = r0 + j;
-      unsigned char* qr = q + row * H;
-      for (int c = lane; c < H / 16; c += 32) store_zero16(qr + c * 16);  // H % 32 == 0
-      for (int b = lane; b < row_blocks; b += 32) scales[row * row_blocks + b] = 0;
-    }
+    zero_rows(row_slot, q, scales, H, MP, (zero_items - 1 - item) * 32, lane);
     return;
   }
   // Token item: part `part` (of kRowSplit) of token t's row, its tiles [tile0, tile1).
@@ -664,4 +690,85 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                               unsigned char* __restrict__ scales, int T, int H,
                                               int K, int MP) {
   permute_quantize<WIDE_CHUNKS, true>(x, slot_row, row_slot, q, scales, T, H, K, MP);
+}
+
+// EARLY: one warp per token, EARLY_TOKENS tokens per CTA. The warp quantizes its token's row into
+// shared memory (q, then the scales; slot pitch H + round_up(H/32, 16) bytes) BEFORE the routing's
+// wait, so the CTAs resident while the routing runs (a third of the tokens or more at the bench
+// shapes) read x meanwhile; then it copies the slot to the token's K rows, 16 bytes per lane (512
+// contiguous bytes per warp store). Zero items follow, warp z of the grid taking item z first (the
+// filler's whole rows, the heaviest, in the first CTAs).
+extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
+    sm90_bf16_moe_permute_mxfp8_quantize_early(const unsigned short* __restrict__ x,
+                                               const int* __restrict__ slot_row,
+                                               const int* __restrict__ row_slot,
+                                               unsigned char* __restrict__ q,
+                                               unsigned char* __restrict__ scales, int T, int H,
+                                               int K, int MP) {
+  constexpr int kB = EARLY_CHUNKS;
+  constexpr int kBatch = 32 * kB;  // chunks per batch
+  extern __shared__ int smem[];  // the other kernels' declaration: int (16-byte aligned)
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int row_chunks = H / 8, row_blocks = H / 32;
+  const unsigned sq = static_cast<unsigned>(__cvta_generic_to_shared(smem)) +
+                      warp * (H + ((row_blocks + 15) & ~15));
+  const unsigned ss = sq + H;
+  const long long t = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp;
+  if (t < T) {  // warp-uniform
+    const Chunk* xr = reinterpret_cast<const Chunk*>(x + t * H);
+    Chunk next[kB];
+#pragma unroll
+    for (int u = 0; u < kB; ++u) {
+      const int ci = u * 32 + lane;
+      next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
+    }
+    for (int c0 = 0; c0 < row_chunks; c0 += kBatch) {
+      Chunk cur[kB];
+#pragma unroll
+      for (int u = 0; u < kB; ++u) cur[u] = next[u];
+      if (c0 + kBatch < row_chunks) {
+#pragma unroll
+        for (int u = 0; u < kB; ++u) {
+          const int ci = c0 + kBatch + u * 32 + lane;
+          next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kB; ++u) {
+        const int ci = c0 + u * 32 + lane;  // a quad's lanes agree on ci < row_chunks
+        unsigned lo, hi;
+        const unsigned s = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo, hi);
+        if (ci < row_chunks) {
+          ws::store_shared8(sq + ci * 8, lo, hi);
+          if ((lane & 3) == 0) ws::store_shared1(ss + (ci >> 2), s);
+        }
+      }
+    }
+  }
+  ws::griddep_wait();
+  if (t < T) {
+    __syncwarp();
+    const int my_row = lane < K ? slot_row[t * K + lane] : 0;
+    for (int j = 0; j < K; ++j) {
+      const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
+      unsigned char* qr = q + row * H;
+#pragma unroll 4
+      for (int c = lane; c < H / 16; c += 32) {  // H % 32 == 0: whole 16-byte chunks
+        ws::store_global16<Config::kStoreCs>(qr + c * 16, ws::load_shared16(sq + c * 16));
+      }
+      unsigned char* sr = scales + row * row_blocks;
+      if (row_blocks % 16 == 0) {  // 16-byte aligned scale rows (H % 512 == 0)
+        for (int c = lane; c < row_blocks / 16; c += 32) {
+          ws::store_global16<Config::kStoreCs>(sr + c * 16, ws::load_shared16(ss + c * 16));
+        }
+      } else {
+        for (int c = lane; c < row_blocks; c += 32) sr[c] = ws::load_shared1(ss + c);
+      }
+    }
+  }
+  const long long zero_items = (MP + 31) / 32;
+  for (long long z = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp; z < zero_items;
+       z += static_cast<long long>(gridDim.x) * EARLY_TOKENS) {
+    zero_rows(row_slot, q, scales, H, MP, (zero_items - 1 - z) * 32, lane);
+  }
 }

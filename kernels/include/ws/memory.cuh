@@ -125,6 +125,10 @@ __device__ __forceinline__ void store_shared16(unsigned addr, unsigned a, unsign
                : "memory");
 }
 
+__device__ __forceinline__ void store_shared8(unsigned addr, unsigned lo, unsigned hi) {
+  asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(addr), "r"(lo), "r"(hi) : "memory");
+}
+
 __device__ __forceinline__ Chunk load_shared16(unsigned addr) {
   Chunk c;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
