@@ -3,7 +3,8 @@
               "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
-              "EARLY": [0, 1], "EARLY_TOKENS": [8, 4, 16], "EARLY_CHUNKS": [4, 2, 8] },
+              "EARLY": [0, 1], "EARLY_TOKENS": [8, 4, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
+              "MATCH": [0, 1] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -149,6 +150,9 @@
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
 #endif
+#ifndef MATCH
+#define MATCH 0  // how ranking groups a round's lanes by expert: 0 __match_any_sync, 1 ballots
+#endif
 
 namespace {
 
@@ -170,6 +174,24 @@ static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole war
 static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
 
 using ws::Chunk;
+
+// The lanes whose e equals this lane's (e in [-1, E)). MATCH 1: one ballot per bit of e + 1,
+// each a few cycles, where __match_any_sync's result took the rank kernel's longest stalls (ncu,
+// H100, session 44: a third of its samples on the instruction after it).
+__device__ __forceinline__ unsigned same_expert_lanes(int e, int E) {
+  if constexpr (MATCH == 0) {
+    return __match_any_sync(0xFFFFFFFFu, e);
+  } else {
+    const unsigned v = static_cast<unsigned>(e + 1);  // 0 .. E
+    const int bits = 32 - __clz(E);                   // E < 2^bits; warp-uniform
+    unsigned group = 0xFFFFFFFFu;
+    for (int b = 0; b < bits; ++b) {
+      const unsigned m = __ballot_sync(0xFFFFFFFFu, (v >> b) & 1u);
+      group &= ((v >> b) & 1u) ? m : ~m;
+    }
+    return group;
+  }
+}
 
 __device__ __forceinline__ void store_zero16(unsigned char* p) {
   asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(0u) : "memory");
@@ -334,7 +356,7 @@ extern "C" __global__ void __launch_bounds__(32)
   for (int i0 = 0; i0 < n; i0 += 32) {
     const int i = i0 + lane;
     const int e = i < n ? sidx[i] : -1;  // -1: a lane past the chunk, in a group of its own kind
-    const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
+    const unsigned group = same_expert_lanes(e, E);
     const int base = e >= 0 ? next_row[e] : 0;
     __syncwarp();
     if (e >= 0) {
@@ -463,7 +485,7 @@ __device__ __forceinline__ void route_scan(const int* __restrict__ idx, int* __r
 template <bool kBase>
 __device__ __forceinline__ void rank_slots(const int* __restrict__ idx, long long w0, long long w1,
                                            const int* base, int* run, int* __restrict__ slot_row,
-                                           int* __restrict__ row_slot, int lane) {
+                                           int* __restrict__ row_slot, int E, int lane) {
   const unsigned lanes_below = (1u << lane) - 1u;
   for (long long s8 = w0; s8 < w1; s8 += 8 * 32) {
     int es[8];
@@ -472,7 +494,7 @@ __device__ __forceinline__ void rank_slots(const int* __restrict__ idx, long lon
     for (int u = 0; u < 8; ++u) {
       const long long s = s8 + u * 32 + lane;
       const int e = es[u];  // -1: a lane past the range, in a group of its own kind
-      const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
+      const unsigned group = same_expert_lanes(e, E);
       const int r0 = e >= 0 ? (kBase ? base[e] : 0) + run[e] : 0;
       __syncwarp();
       if (e >= 0) {
@@ -498,7 +520,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   route_scan(idx, row_slot, offsets, T, E, K, A, MP, smem, w0, w1);
   const int warp = threadIdx.x >> 5;
   rank_slots<true>(idx, w0, w1, smem + 32 * E + 2 * E, smem + warp * E, slot_row, row_slot,
-                   threadIdx.x & 31);
+                   E, threadIdx.x & 31);
 }
 
 // ROUTE_K < K <= RANGE_K: route_scan, then each warp's first rows (base + its prefix) go to
@@ -534,7 +556,7 @@ extern "C" __global__ void __launch_bounds__(32)
   const int* row = ws + static_cast<long long>(blockIdx.x) * E;
   for (int e = lane; e < E; e += 32) next_row[e] = row[e];
   __syncwarp();
-  rank_slots<false>(idx, w0, w1, nullptr, next_row, slot_row, row_slot, lane);
+  rank_slots<false>(idx, w0, w1, nullptr, next_row, slot_row, row_slot, E, lane);
 }
 
 namespace {
