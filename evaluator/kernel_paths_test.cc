@@ -156,48 +156,68 @@ TEST(KernelPathsTest, GroupedGemmInstancesByGroupLength) {
 // moe_permute_quantize (its kernel.cu header): up to ROUTE_K = 2 choices per token the routing is
 // one launch of a cluster of 8 CTAs (no workspace), above it three launches (the cluster's ranking
 // lost at K = 8); RANGE_K = 8 routes K = 8 in two (the cluster's scan, 256 ranking CTAs). The
-// quantize after the routing is a pdl launch, the row-by-row kernel from WIDE_K = 4.
+// quantize after the routing is a pdl launch: with EARLY (the default) the _early kernel, a token
+// per warp, EARLY_TOKENS per CTA, one shared-memory slot each, wherever those slots fit a CTA;
+// else (EARLY=0, or a row too long) the row-by-row kernel from WIDE_K = 4, the tile kernel below.
 TEST(KernelPathsTest, PermuteRoutesByTopK) {
   const std::string name = "moe_permute_quantize";
   auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
   const std::string quantize = "sm90_bf16_moe_permute_mxfp8_quantize", wide = quantize + "_wide";
-  int one_launch = 0, three = 0;
-  for (const Shape& s : spec->bench_shapes) {
-    const int64_t k = s.symbols.at("K"), e = s.symbols.at("E");
-    for (const int64_t range_k : {0, 8}) {
-      auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}),
-                            {{"RANGE_K", range_k}}, DeviceLimits{});
-      ASSERT_TRUE(rp.ok()) << ShapeText(*spec, s) << ": " << rp.status().message();
-      std::vector<std::string> names;
-      for (const ResolvedLaunch& l : rp->launches) names.push_back(l.kernel);
-      const std::string q = k >= 4 ? wide : quantize;
-      if (k <= 2) {
-        ++one_launch;
-        EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_route", q})) << ShapeText(*spec, s);
-        EXPECT_EQ(rp->launches[0].cluster[0], 8);
-        EXPECT_EQ(rp->launches[0].grid[0], 8);
-        EXPECT_EQ(rp->workspace_bytes, 0);
-      } else if (range_k >= k) {
-        EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_route_starts",
-                                                   "moe_permute_rank_ranges", q}))
-            << ShapeText(*spec, s);
-        EXPECT_EQ(rp->workspace_bytes, 256 * e * 4);
-      } else {
-        ++three;
-        EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_chunk_counts", "moe_permute_scan",
-                                                   "moe_permute_rank", q}))
-            << ShapeText(*spec, s);
-        EXPECT_GT(rp->workspace_bytes, 0);
+  const std::string early = quantize + "_early";
+  std::vector<Shape> shapes = spec->bench_shapes;
+  Shape long_rows = shapes.front();  // 4 slots of 64 KB rows: past a CTA's 227 KB
+  long_rows.symbols["H"] = 65536;
+  shapes.push_back(long_rows);
+  int one_launch = 0, three = 0, early_runs = 0;
+  for (const Shape& s : shapes) {
+    const int64_t k = s.symbols.at("K"), e = s.symbols.at("E"), h = s.symbols.at("H");
+    const int64_t t = s.symbols.at("T");
+    for (const int64_t early_knob : {1, 0}) {
+      for (const int64_t range_k : {0, 8}) {
+        auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}),
+                              {{"RANGE_K", range_k}, {"EARLY", early_knob}}, DeviceLimits{});
+        ASSERT_TRUE(rp.ok()) << ShapeText(*spec, s) << ": " << rp.status().message();
+        std::vector<std::string> names;
+        for (const ResolvedLaunch& l : rp->launches) names.push_back(l.kernel);
+        const bool fits = 4 * (h + (h / 32 + 15) / 16 * 16) <= 232448;
+        const std::string q = early_knob && fits ? early : k >= 4 ? wide : quantize;
+        if (q == early) {
+          ++early_runs;
+          const ResolvedLaunch& l = rp->launches.back();
+          EXPECT_EQ(l.grid[0], (t + 3) / 4) << ShapeText(*spec, s);
+          EXPECT_EQ(l.block[0], 128);
+          EXPECT_EQ(l.smem, 4 * (h + (h / 32 + 15) / 16 * 16));
+        }
+        if (k <= 2) {
+          ++one_launch;
+          EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_route", q}))
+              << ShapeText(*spec, s);
+          EXPECT_EQ(rp->launches[0].cluster[0], 8);
+          EXPECT_EQ(rp->launches[0].grid[0], 8);
+          EXPECT_EQ(rp->workspace_bytes, 0);
+        } else if (range_k >= k) {
+          EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_route_starts",
+                                                     "moe_permute_rank_ranges", q}))
+              << ShapeText(*spec, s);
+          EXPECT_EQ(rp->workspace_bytes, 256 * e * 4);
+        } else {
+          ++three;
+          EXPECT_EQ(names, (std::vector<std::string>{"moe_permute_chunk_counts",
+                                                     "moe_permute_scan", "moe_permute_rank", q}))
+              << ShapeText(*spec, s);
+          EXPECT_GT(rp->workspace_bytes, 0);
+        }
+        ASSERT_FALSE(rp->launches.empty());
+        EXPECT_FALSE(rp->launches.front().pdl);
+        EXPECT_TRUE(rp->launches.back().pdl);
       }
-      ASSERT_FALSE(rp->launches.empty());
-      EXPECT_FALSE(rp->launches.front().pdl);
-      EXPECT_TRUE(rp->launches.back().pdl);
     }
   }
   EXPECT_GT(one_launch, 0);
   EXPECT_GT(three, 0);
+  EXPECT_EQ(early_runs, 2 * static_cast<int>(spec->bench_shapes.size()));  // not the long rows
 }
 
 // bf16_gemm and fp8_rowwise_gemm (their kernel.cu headers): 16 < M <= SPLIT_M runs split-K, in

@@ -1,10 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "CHUNK": [64, 32, 128], "THREADS": [256, 128, 512], "CHUNKS": [2, 1, 4],
-              "STORE_CS": [1, 0], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
+              "STORE_CS": [0, 1], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
-              "EARLY": [0, 1], "EARLY_TOKENS": [8, 4, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "MATCH": [0, 1] },
+              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -100,6 +99,20 @@
 // (E16 K1), products of same-call ratios; of copy-bandwidth SOL 0.82 / 0.74 / 0.79 / 0.82 (was
 // 0.68 / 0.66 / 0.64 / 0.68). At K = 8 the writes fan out to scattered rows: bench/profile/
 // bandwidth_mix.cu moves a 1:8 fan-out at 0.85 of memcpy's rate on the H200.
+// EARLY (1, the default since session 44; the plan falls back to the kernels above where
+// EARLY_TOKENS slots of H + round_up(H/32, 16) bytes exceed a CTA's shared memory): the routing
+// is latency-bound work on a few SMs (ncu, H100, session 44: the K = 2 cluster launch 9.4-9.9 us
+// beside a 94 us quantize; at K = 8 the three launches 3.6 + 6.3-6.8 + 9.5-11 us), and the
+// quantize launch could only prefetch one tile per warp before its griddepcontrol.wait. The
+// _early kernel gives each warp a whole token: it reads and quantizes the row into shared memory
+// before the wait, so the CTAs resident while the routing runs (32 tokens per SM at 64 registers,
+// a quarter of the tokens at the bench shapes) move their reads into the routing's time; after
+// the wait each slot is copied to the K rows with 16-byte stores, and the zero items follow.
+// H100, session 44, three sweeps (`sweeps-h100-2026-12-06-session44.json`), EARLY_TOKENS=4
+// STORE_CS=0 over the old defaults: 1.035-1.042x geomean, 1.06-1.10x at K = 1 and 2, 1.01-1.02x
+// at K = 8 (where x is a fifth of the bytes), `ok` at every test and hidden shape in both
+// roundings; EARLY_TOKENS 2 / 8 and EARLY_CHUNKS 2 within the sweeps' spread of it. Ranking by
+// ballots over the expert's bits instead of __match_any_sync: 0.985-1.005x, removed.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -124,7 +137,7 @@
 #define CHUNKS 2
 #endif
 #ifndef STORE_CS
-#define STORE_CS 1
+#define STORE_CS 0  // plain stores: 1.01-1.02x .cs in the _early kernel (H100, session 44)
 #endif
 #ifndef STORE_ORDER
 #define STORE_ORDER 0
@@ -142,16 +155,13 @@
 #define SCALE_GATHER 1
 #endif
 #ifndef EARLY
-#define EARLY 0  // 1: the _early kernel (a token per warp, quantized before the routing's wait)
+#define EARLY 1  // 1: the _early kernel (a token per warp, quantized before the routing's wait)
 #endif
 #ifndef EARLY_TOKENS
-#define EARLY_TOKENS 8  // EARLY: tokens (warps) per CTA
+#define EARLY_TOKENS 4  // EARLY: tokens (warps) per CTA
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
-#endif
-#ifndef MATCH
-#define MATCH 0  // how ranking groups a round's lanes by expert: 0 __match_any_sync, 1 ballots
 #endif
 
 namespace {
@@ -174,24 +184,6 @@ static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole war
 static_assert(Config::kChunk * Config::kMaxK * 4 <= 32 * 1024, "rank's shared memory");
 
 using ws::Chunk;
-
-// The lanes whose e equals this lane's (e in [-1, E)). MATCH 1: one ballot per bit of e + 1,
-// each a few cycles, where __match_any_sync's result took the rank kernel's longest stalls (ncu,
-// H100, session 44: a third of its samples on the instruction after it).
-__device__ __forceinline__ unsigned same_expert_lanes(int e, int E) {
-  if constexpr (MATCH == 0) {
-    return __match_any_sync(0xFFFFFFFFu, e);
-  } else {
-    const unsigned v = static_cast<unsigned>(e + 1);  // 0 .. E
-    const int bits = 32 - __clz(E);                   // E < 2^bits; warp-uniform
-    unsigned group = 0xFFFFFFFFu;
-    for (int b = 0; b < bits; ++b) {
-      const unsigned m = __ballot_sync(0xFFFFFFFFu, (v >> b) & 1u);
-      group &= ((v >> b) & 1u) ? m : ~m;
-    }
-    return group;
-  }
-}
 
 __device__ __forceinline__ void store_zero16(unsigned char* p) {
   asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(0u) : "memory");
@@ -356,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(32)
   for (int i0 = 0; i0 < n; i0 += 32) {
     const int i = i0 + lane;
     const int e = i < n ? sidx[i] : -1;  // -1: a lane past the chunk, in a group of its own kind
-    const unsigned group = same_expert_lanes(e, E);
+    const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
     const int base = e >= 0 ? next_row[e] : 0;
     __syncwarp();
     if (e >= 0) {
@@ -485,7 +477,7 @@ __device__ __forceinline__ void route_scan(const int* __restrict__ idx, int* __r
 template <bool kBase>
 __device__ __forceinline__ void rank_slots(const int* __restrict__ idx, long long w0, long long w1,
                                            const int* base, int* run, int* __restrict__ slot_row,
-                                           int* __restrict__ row_slot, int E, int lane) {
+                                           int* __restrict__ row_slot, int lane) {
   const unsigned lanes_below = (1u << lane) - 1u;
   for (long long s8 = w0; s8 < w1; s8 += 8 * 32) {
     int es[8];
@@ -494,7 +486,7 @@ __device__ __forceinline__ void rank_slots(const int* __restrict__ idx, long lon
     for (int u = 0; u < 8; ++u) {
       const long long s = s8 + u * 32 + lane;
       const int e = es[u];  // -1: a lane past the range, in a group of its own kind
-      const unsigned group = same_expert_lanes(e, E);
+      const unsigned group = __match_any_sync(0xFFFFFFFFu, e);
       const int r0 = e >= 0 ? (kBase ? base[e] : 0) + run[e] : 0;
       __syncwarp();
       if (e >= 0) {
@@ -520,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(1024)
   route_scan(idx, row_slot, offsets, T, E, K, A, MP, smem, w0, w1);
   const int warp = threadIdx.x >> 5;
   rank_slots<true>(idx, w0, w1, smem + 32 * E + 2 * E, smem + warp * E, slot_row, row_slot,
-                   E, threadIdx.x & 31);
+                   threadIdx.x & 31);
 }
 
 // ROUTE_K < K <= RANGE_K: route_scan, then each warp's first rows (base + its prefix) go to
@@ -556,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(32)
   const int* row = ws + static_cast<long long>(blockIdx.x) * E;
   for (int e = lane; e < E; e += 32) next_row[e] = row[e];
   __syncwarp();
-  rank_slots<false>(idx, w0, w1, nullptr, next_row, slot_row, row_slot, E, lane);
+  rank_slots<false>(idx, w0, w1, nullptr, next_row, slot_row, row_slot, lane);
 }
 
 namespace {
