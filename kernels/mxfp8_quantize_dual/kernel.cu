@@ -116,7 +116,8 @@
 // 100 instructions earlier.
 // BF16_MUL (the scale multiply in bf16 pairs) ran 1.001-1.005x on an H100 in sessions 38-39 and
 // was removed; git 8e184cf has it.
-// FUSE_GATHER (1, with SCALE_TILES; session 43, not yet run on a GPU): no second launch. Each
+// FUSE_GATHER (1, with SCALE_TILES; session 43; off: 0.939-0.967x at 16384x2880 and 0.990-1.002x
+// at the large shapes on an H100, session 44, `ok` with the hidden shapes): no second launch. Each
 // tile's CTA counts itself on its row run's and column run's counters, which follow the scale
 // tiles in the workspace (one thread's acq_rel atomic after a barrier), and the CTA that
 // completes a run gathers it at once (ws::mx::DualScaleGather::arrive_and_gather, its loads
@@ -124,7 +125,7 @@
 // workspace before the check run). On the H200 this kernel sits at 0.73-0.77 of the shape's
 // plain stream at 16384x2880 against 0.85-0.87 at the large shapes (s43c11); the gather launch
 // and the wait for it are part of that small-shape gap (4.1-4.7 us beside colwise's 48 us there
-// on an H100, session 37).
+// on an H100, session 37), but the completing CTAs gathering their runs serially cost more.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
