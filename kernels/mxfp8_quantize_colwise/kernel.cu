@@ -2,16 +2,16 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [1, 0], "FUSE_GATHER": [0, 1] },
-  "workspace": { "bytes": "SCALE_TILES * (ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT + FUSE_GATHER * 4 * ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32))",
-                 "zero": true },
+              "STEP_ADDR": [1, 0] },
+  "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_colwise",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"],
-                "smem": "max(32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB, FUSE_GATHER * SCALE_TILES * 32 * (64 * RB * KT + 4))",
+                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["x", "q_t", "scales_t", "workspace", "M", "K"] },
               { "kernel": "sm90_mxfp8_quantize_colwise_scales", "pdl": true,
-                "when": "SCALE_TILES != 0 && FUSE_GATHER == 0",
+                "when": "SCALE_TILES != 0",
                 "grid":  ["ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
                 "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
                 "args":  ["workspace", "scales_t", "M", "K"] } ] }
@@ -65,6 +65,9 @@
 // quantize launch, the first load issued more than 100 instructions earlier.
 // BF16_MUL (the scale multiply in bf16 pairs) ran 0.999-1.009x on an H100 in sessions 38-39 and
 // was removed; git 8e184cf has it.
+// FUSE_GATHER (the dual quantizer's gather inside the quantize launch) ran 0.961-0.962x at
+// 16384x2880 and 0.997-1.010x at the large shapes on an H100 (session 44): removed; git 9a34b94
+// has it.
 // DRAM runs (RB 4, KT 2, ORDER 0, GROUP_K 0; the run model of swiglu_quantize_bwd: an isolated run
 // costs ~370 bytes of copy time below that length, 128 B ~2.9x, 256 B ~1.7x its bytes):
 //   x read   : 256 B per tile row per CTA (a warp load: 2 rows, 4 whole lines); the K neighbour
@@ -86,11 +89,6 @@
 // words carry most of it); 0.90-0.92 of SOL on the large bench shapes and 0.79-0.84 on
 // 16384x2880, ok at every test, hidden and bench shape, 1.84-1.87x the Triton floor peer
 // (kernels-h200-2026-12-01-session9.json).
-// FUSE_GATHER (1, with SCALE_TILES; session 43; off: 0.961-0.962x at 16384x2880, 0.997-1.010x at
-// the large shapes on an H100, session 44, `ok` with the hidden shapes): the dual quantizer's
-// fused gather (its header) for this kernel's one part: the CTA that completes its tile column's
-// run of 32 tiles gathers it, so there is no second launch. On the H200 this kernel reads 0.80-0.85
-// of the shape's plain stream at 16384x2880 against 0.89-0.91 at the large shapes (s43c11).
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_colwise kernels/mxfp8_quantize_colwise/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -100,7 +98,6 @@
 // warpsmith:sass sm_100a: UBLKCP SYNCS.PHASECHK F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
-// warpsmith:sass sm_90a FUSE_GATHER=1: ATOMG.E.ADD.STRONG.GPU LDG.E.128.STRONG.GPU
 
 #include "ws/mx_dual_tile.cuh"
 #include "ws/ptx_sm90.cuh"
@@ -131,9 +128,6 @@
 #endif
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales_t through the workspace and a gather launch (as the dual's)
-#endif
-#ifndef FUSE_GATHER
-#define FUSE_GATHER 0  // 1 (SCALE_TILES): the gather inside the quantize launch (as the dual's)
 #endif
 #ifndef GATHER
 #define GATHER 1  // 1: the gather launch stores 16-byte chunks (ws::mx::ScaleGather's kWide)
@@ -170,25 +164,12 @@ struct Colwise {
     long long tm, tk;  // kGroupK > 0: x rows and q_t rows in kGroupK-tile runs
     ws::mx::tile_of<kGroupK, ORDER != 0, STEP_ADDR != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
 #if SCALE_TILES
-    unsigned char* const scales_t_out = scales_t;
     scales_t = ws + (tk * tiles_m + tm) * Tile::kScaleTileBytes;  // the tiles' blocks, [tk][tm]
 #else
     (void)ws;
 #endif
     Tile::template quantize<false>(x, nullptr, nullptr, q_t, scales_t, M, K, tm * Tile::kBM,
                                    tk * Tile::kBK, smem);
-#if SCALE_TILES && FUSE_GATHER
-    // FUSE_GATHER: the CTA that completes its tile column's run of 32 tiles gathers it; the
-    // run counters, [tk][runs], follow the tiles' blocks in the workspace.
-    using Fused = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0,
-                                      Tile::kThreads, true>;
-    unsigned* const counter[1] = {Fused::run_counter(
-        reinterpret_cast<unsigned*>(ws + tiles_m * tiles_k * Tile::kScaleTileBytes), tk, tm,
-        tiles_m)};
-    const int tiles[1] = {Fused::run_tiles(tm, tiles_m)};
-    if (ws::mx::arrive_runs<1>(counter, tiles))
-      Fused::run(ws, scales_t_out, K, tiles_m, M / 32, tk, Fused::run_start(tm), smem);
-#endif
   }
 
   // SCALE_TILES' second launch (pdl): the workspace's blocks into scales_t, one CTA per run of

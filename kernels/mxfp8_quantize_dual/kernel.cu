@@ -2,15 +2,15 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [1, 0], "FUSE_GATHER": [0, 1] },
-  "workspace": { "bytes": "SCALE_TILES * (2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT + FUSE_GATHER * 4 * (ceil_div(M, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)))",
-                 "zero": true },
+              "STEP_ADDR": [1, 0] },
+  "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
+                 "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT)"],
                 "block": ["32 * RB * KT"],
-                "smem": "max(32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB, FUSE_GATHER * SCALE_TILES * 32 * (64 * RB * KT + 4))",
+                "smem": "32 * RB * 64 * KT * 2 + 16 + max(SCALE_WORDS, SCALE_TILES) * 64 * KT * RB",
                 "args":  ["x", "q", "scales", "q_t", "scales_t", "workspace", "M", "K"] },
-              { "kernel": "sm90_mxfp8_quantize_dual_scales", "when": "SCALE_TILES != 0 && FUSE_GATHER == 0", "pdl": true,
+              { "kernel": "sm90_mxfp8_quantize_dual_scales", "when": "SCALE_TILES != 0", "pdl": true,
                 "grid":  ["ceil_div(M, 32 * RB) * ceil_div(ceil_div(K, 64 * KT), 32) + ceil_div(K, 64 * KT) * ceil_div(ceil_div(M, 32 * RB), 32)"],
                 "block": ["256"], "smem": "32 * (64 * RB * KT + 4)",
                 "args":  ["workspace", "scales", "scales_t", "M", "K"] } ] }
@@ -116,16 +116,10 @@
 // 100 instructions earlier.
 // BF16_MUL (the scale multiply in bf16 pairs) ran 1.001-1.005x on an H100 in sessions 38-39 and
 // was removed; git 8e184cf has it.
-// FUSE_GATHER (1, with SCALE_TILES; session 43; off: 0.939-0.967x at 16384x2880 and 0.990-1.002x
-// at the large shapes on an H100, session 44, `ok` with the hidden shapes): no second launch. Each
-// tile's CTA counts itself on its row run's and column run's counters, which follow the scale
-// tiles in the workspace (one thread's acq_rel atomic after a barrier), and the CTA that
-// completes a run gathers it at once (ws::mx::DualScaleGather::arrive_and_gather, its loads
-// skipping L1) and zeroes the counter for the next launch (the plan has the runner zero the
-// workspace before the check run). On the H200 this kernel sits at 0.73-0.77 of the shape's
-// plain stream at 16384x2880 against 0.85-0.87 at the large shapes (s43c11); the gather launch
-// and the wait for it are part of that small-shape gap (4.1-4.7 us beside colwise's 48 us there
-// on an H100, session 37), but the completing CTAs gathering their runs serially cost more.
+// FUSE_GATHER (the gather inside the quantize launch: the CTA completing a run of 32 tiles, counted
+// on an acq_rel counter, gathers it; no second launch) ran 0.939-0.967x at 16384x2880, the shape
+// it was for, and 0.990-1.002x at the large shapes on an H100 (session 44): removed; git 9a34b94
+// has it.
 //
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
@@ -135,8 +129,6 @@
 // warpsmith:sass sm_100a: UBLKCP SYNCS.PHASECHK F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
-// warpsmith:sass sm_90a FUSE_GATHER=1: ATOMG.E.ADD.STRONG.GPU LDG.E.128.STRONG.GPU
-// warpsmith:sass sm_100a FUSE_GATHER=1: UBLKCP ATOMG.E.ADD.STRONG.GPU LDG.E.128.STRONG.GPU
 
 #include "ws/mx_dual_tile.cuh"
 #include "ws/ptx_sm90.cuh"
@@ -177,9 +169,6 @@
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
 #endif
-#ifndef FUSE_GATHER
-#define FUSE_GATHER 0  // 1 (SCALE_TILES): the gather inside the quantize launch, no second one
-#endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
 #define SCALE_WORDS 1
@@ -211,8 +200,6 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   long long tm, tk;  // GROUP_K > 0: x rows and q rows in GROUP_K-tile runs
   ws::mx::tile_of<GROUP_K, ORDER != 0, STEP_ADDR != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
 #if SCALE_TILES
-  unsigned char* const scales_out = scales;
-  unsigned char* const scales_t_out = scales_t;
   scales = ws + (tm * tiles_k + tk) * Tile::kScaleTileBytes;
   scales_t = ws + (tiles_m * tiles_k + tk * tiles_m + tm) * Tile::kScaleTileBytes;
 #else
@@ -220,9 +207,6 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
 #endif
   Tile::quantize<true>(x, q, scales, q_t, scales_t, M, K, tm * Tile::kBM, tk * Tile::kBK,
                        smem);
-#if SCALE_TILES && FUSE_GATHER
-  Gather::arrive_and_gather<Tile::kThreads>(ws, scales_out, scales_t_out, M, K, tm, tk, smem);
-#endif
 }
 
 // SCALE_TILES' second launch (pdl): the workspace's scale blocks into scales and scales_t, one

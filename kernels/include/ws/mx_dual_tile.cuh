@@ -553,11 +553,9 @@ struct DualTile {
 /// tile, or two tiles' (p 2).
 constexpr bool wide_gather_fits(int p) { return p == 2 || p % 4 == 0; }
 
-/// kThreads_: the CTA's threads (a quantize CTA's, under DualScaleGather::arrive_and_gather);
-/// kCg: the workspace loads skip L1 (ld.global.cg), for runs written earlier in the same launch.
-template <int R, int P, bool kWide = false, int kThreads_ = 256, bool kCg = false>
+template <int R, int P, bool kWide = false>
 struct ScaleGather {
-  static constexpr int kTiles = 32, kThreads = kThreads_;
+  static constexpr int kTiles = 32, kThreads = 256;
   static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
   static constexpr int kSmemBytes = kTiles * kStride;
   static_assert(kTileBytes % 16 == 0 && P % 2 == 0, "whole 16-byte loads; P even");
@@ -566,18 +564,6 @@ struct ScaleGather {
   /// Runs of one group: ceil(T / kTiles).
   static __host__ __device__ constexpr long long runs(long long T) {
     return (T + kTiles - 1) / kTiles;
-  }
-  /// FUSE_GATHER: the first tile of the run holding tile t, that run's tile count (of T in its
-  /// group), and its counter among counters [groups][runs(T)] (group g).
-  static __device__ __forceinline__ long long run_start(long long t) {
-    return t / kTiles * kTiles;
-  }
-  static __device__ __forceinline__ int run_tiles(long long t, long long T) {
-    return static_cast<int>(min(static_cast<long long>(kTiles), T - run_start(t)));
-  }
-  static __device__ __forceinline__ unsigned* run_counter(unsigned* counters, long long g,
-                                                          long long t, long long T) {
-    return counters + g * runs(T) + t / kTiles;
   }
 
   /// CTA b of the runs of all groups (T tiles each; group-major).
@@ -613,9 +599,7 @@ struct ScaleGather {
     const uint4* in = reinterpret_cast<const uint4*>(src + (g * T + t0) * kTileBytes);
     constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
     for (int i = threadIdx.x; i < nt * kChunks; i += kThreads) {
-      // Written by the previous launch (a plain, coherent load), or under kCg by other CTAs of
-      // this one, published through the run's counter.
-      const uint4 v = kCg ? __ldcg(in + i) : in[i];
+      const uint4 v = in[i];  // written by the previous launch: a plain (coherent) load
       unsigned* d =
           reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
       d[0] = v.x;
@@ -694,31 +678,6 @@ struct ScaleGather {
   }
 };
 
-/// FUSE_GATHER's arrival: once the whole CTA is past its scale-tile stores (a barrier), thread 0
-/// counts the CTA on each run's counter (an acq_rel add: it releases the CTA's stores, which the
-/// barrier ordered first, and acquires the run's other tiles for the gather after the second
-/// barrier) against that run's tile count, zeroing a counter it completes for the next launch.
-/// Returns, in every thread, the mask of the runs this CTA completed (bit i: counter[i]).
-template <int kRuns>
-__device__ __forceinline__ int arrive_runs(unsigned* const (&counter)[kRuns],
-                                           const int (&tiles)[kRuns]) {
-  __shared__ int done;
-  __syncthreads();  // every thread's scale-tile stores, and its reads of the tile in smem
-  if (threadIdx.x == 0) {
-    int mask = 0;
-#pragma unroll
-    for (int i = 0; i < kRuns; ++i) {
-      if (atom_acq_rel_gpu_add(counter[i], 1) == static_cast<unsigned>(tiles[i] - 1)) {
-        *reinterpret_cast<volatile unsigned*>(counter[i]) = 0;
-        mask |= 1 << i;
-      }
-    }
-    done = mask;
-  }
-  __syncthreads();
-  return done;
-}
-
 /// kScaleTiles' second pass for one [rows, cols] matrix whose tiles (Tile, a DualTile) wrote a
 /// workspace of their rowwise blocks, [tm][tk], then their colwise ones, [tk][tm]: ctas() CTAs of
 /// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part. kWide: both
@@ -756,39 +715,6 @@ struct DualScaleGather {
     } else {
       Col::run_cta(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, cols, tiles_m,
                    rows / 32, b - row_ctas(rows, cols), smem);
-    }
-  }
-
-  // ---- The gather fused into the quantize launch (knob FUSE_GATHER; no second launch) ----
-  // After the scale tiles, the workspace holds one int counter per run: the row runs
-  // [tiles_m][Row::runs(tiles_k)], then the column runs [tiles_k][Col::runs(tiles_m)]. A tile's
-  // CTA counts itself on its two runs; the CTA that completes a run gathers it and zeroes its
-  // counter for the next launch (the plan asks the runner to zero the workspace once, before the
-  // check run; the plan sizes the counters). kCtaThreads: the quantize CTA's threads; smem: at
-  // least kSmemBytes, free.
-  template <int kCtaThreads>
-  static __device__ __forceinline__ void arrive_and_gather(unsigned char* ws,
-                                                           unsigned char* __restrict__ scales,
-                                                           unsigned char* __restrict__ scales_t,
-                                                           long long rows, long long cols,
-                                                           long long tm, long long tk,
-                                                           unsigned char* smem) {
-    using FRow = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide, kCtaThreads, true>;
-    using FCol = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide, kCtaThreads, true>;
-    const long long tiles_m = (rows + Tile::kBM - 1) / Tile::kBM;
-    const long long tiles_k = (cols + Tile::kBK - 1) / Tile::kBK;
-    unsigned* const row_counters =
-        reinterpret_cast<unsigned*>(ws + 2 * tiles_m * tiles_k * Tile::kScaleTileBytes);
-    unsigned* const col_counters = row_counters + tiles_m * Row::runs(tiles_k);
-    unsigned* const counters[2] = {FRow::run_counter(row_counters, tm, tk, tiles_k),
-                                   FCol::run_counter(col_counters, tk, tm, tiles_m)};
-    const int tiles[2] = {FRow::run_tiles(tk, tiles_k), FCol::run_tiles(tm, tiles_m)};
-    const int done = arrive_runs<2>(counters, tiles);
-    if (done & 1) FRow::run(ws, scales, rows, tiles_k, cols / 32, tm, FRow::run_start(tk), smem);
-    if (done == 3) __syncthreads();  // the row run's smem reads, before the column run's writes
-    if (done & 2) {
-      FCol::run(ws + tiles_m * tiles_k * Tile::kScaleTileBytes, scales_t, cols, tiles_m,
-                rows / 32, tk, FCol::run_start(tm), smem);
     }
   }
 };
