@@ -121,6 +121,13 @@
 // at K = 8 (where x is a fifth of the bytes), `ok` at every test and hidden shape in both
 // roundings; EARLY_TOKENS 2 / 8 and EARLY_CHUNKS 2 within the sweeps' spread of it. Ranking by
 // ballots over the expert's bits instead of __match_any_sync: 0.985-1.005x, removed.
+// EARLY_RANK (1: at K past ROUTE_K and RANGE_K, off by default): no rank launch; after the scan
+// each early warp ranks its own token's slots (its expert's first row, the scan's count of the
+// earlier chunks, ballots over its chunk's earlier slots) and writes slot_row and row_slot, and
+// the zero items find the padding rows from the experts' rows. H100, session 44 (s44c9, `ok` at
+// every test and hidden shape): 1.013x rceil / 1.001x floor geomean at K = 8 (1.009-1.020x per
+// shape, the controls' spread 1.02): the rank launch's 9.5-11 us under ncu is mostly hidden in
+// the stream already. Queued for the H200, where the routing is a larger share of the time.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
