@@ -3,8 +3,7 @@
               "STORE_CS": [0, 1], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
-              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "EARLY_RANK": [0, 1] },
+              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -22,19 +21,12 @@
               { "kernel": "moe_permute_scan", "when": "K > max(ROUTE_K, RANGE_K)", "pdl": true,
                 "grid":  ["ceil_div(E, 32)"], "block": [1024], "smem": "0",
                 "args":  ["workspace", "T", "E"] },
-              { "kernel": "moe_permute_rank", "pdl": true,
-                "when": "K > max(ROUTE_K, RANGE_K) && !(EARLY_RANK != 0 && EARLY != 0 && K > max(ROUTE_K, RANGE_K) && EARLY_TOKENS * (H + round_up(H / 32, 16)) + 8 * E + 16 <= 232448)",
+              { "kernel": "moe_permute_rank", "when": "K > max(ROUTE_K, RANGE_K)", "pdl": true,
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early_rank", "pdl": true,
-                "when": "EARLY_RANK != 0 && EARLY != 0 && K > max(ROUTE_K, RANGE_K) && EARLY_TOKENS * (H + round_up(H / 32, 16)) + 8 * E + 16 <= 232448",
-                "grid":  ["ceil_div(T, EARLY_TOKENS)"],
-                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * (H + round_up(H / 32, 16)) + 8 * E + 16",
-                "args":  ["x", "idx", "workspace", "slot_row", "row_slot", "offsets", "q", "scales",
-                          "T", "H", "E", "K", "A", "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early", "pdl": true,
-                "when": "EARLY != 0 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448 && !(EARLY_RANK != 0 && EARLY != 0 && K > max(ROUTE_K, RANGE_K) && EARLY_TOKENS * (H + round_up(H / 32, 16)) + 8 * E + 16 <= 232448)",
+                "when": "EARLY != 0 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448",
                 "grid":  ["ceil_div(T, EARLY_TOKENS)"],
                 "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * (H + round_up(H / 32, 16))",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
@@ -121,13 +113,11 @@
 // at K = 8 (where x is a fifth of the bytes), `ok` at every test and hidden shape in both
 // roundings; EARLY_TOKENS 2 / 8 and EARLY_CHUNKS 2 within the sweeps' spread of it. Ranking by
 // ballots over the expert's bits instead of __match_any_sync: 0.985-1.005x, removed.
-// EARLY_RANK (1: at K past ROUTE_K and RANGE_K, off by default): no rank launch; after the scan
-// each early warp ranks its own token's slots (its expert's first row, the scan's count of the
-// earlier chunks, ballots over its chunk's earlier slots) and writes slot_row and row_slot, and
-// the zero items find the padding rows from the experts' rows. H100, session 44 (s44c9, `ok` at
-// every test and hidden shape): 1.013x rceil / 1.001x floor geomean at K = 8 (1.009-1.020x per
-// shape, the controls' spread 1.02): the rank launch's 9.5-11 us under ncu is mostly hidden in
-// the stream already. Queued for the H200, where the routing is a larger share of the time.
+// EARLY_RANK (no rank launch at K = 8: after the scan each early warp ranked its own token's
+// slots, and the zero items found the padding from the experts' rows): 1.013x / 1.001x, then
+// 0.994x / 1.003x (rceil / floor) geomean at K = 8 on an H100 (s44c9-c10, `ok` with the hidden
+// shapes): the rank launch's 9.5-11 us under ncu is mostly hidden in the stream; removed, git
+// e3eddf5 has it.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -177,9 +167,6 @@
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
-#endif
-#ifndef EARLY_RANK
-#define EARLY_RANK 0  // 1 (EARLY, K past ROUTE_K and RANGE_K): the _early_rank kernel, no rank launch
 #endif
 
 namespace {
@@ -724,128 +711,26 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   permute_quantize<WIDE_CHUNKS, true>(x, slot_row, row_slot, q, scales, T, H, K, MP);
 }
 
-namespace {
-
-// EARLY_RANK: after the scan, each CTA rebuilds the experts' first rows (first[e]) and the end of
-// their used rows (fill[e] = first[e] + total[e]) in shared memory, and `end` (the first filler
-// row); CTA 0 writes offsets. Every thread of the CTA calls it.
-__device__ __forceinline__ void expert_rows(const int* __restrict__ ws, int T, int E, int A,
-                                            int* __restrict__ offsets, int* first, int* fill,
-                                            int* end) {
-  const int lane = threadIdx.x & 31;
-  if (threadIdx.x < 32) {
-    const int chunks = (T + Config::kChunk - 1) / Config::kChunk;
-    const int* totals = ws + static_cast<long long>(chunks) * E;
-    int carry = 0;
-    for (int e0 = 0; e0 < E; e0 += 32) {
-      const int e = e0 + lane;
-      const int total = e < E ? totals[e] : 0;
-      const int padded = (total + A - 1) / A * A;
-      int incl = padded;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int up = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-        if (lane >= d) incl += up;
-      }
-      const int start = carry + incl - padded;
-      if (e < E) {
-        first[e] = start;
-        fill[e] = start + total;
-        if (blockIdx.x == 0) offsets[e] = start + padded;
-      }
-      carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
-    }
-    if (lane == 0) *end = carry;
-  }
-  __syncthreads();
-}
-
-// EARLY_RANK: the rows of token t's K slots (lane j < K: slot t*K + j; lanes past K return 0).
-// A slot's row is its expert's first row, plus the slots of that expert in earlier chunks (the
-// scan's ws[chunk][e]), plus those earlier in its own chunk, counted here by ballots over the
-// chunk's slots before the token (a token names an expert at most once).
-__device__ __forceinline__ int rank_token(const int* __restrict__ idx, const int* __restrict__ ws,
-                                          const int* first, long long t, int E, int K, int lane) {
-  const long long c = t / Config::kChunk;
-  const long long s0 = c * Config::kChunk * K, s1 = t * K;  // the chunk's slots before t's
-  const int e = lane < K ? idx[s1 + lane] : -1;
-  int before = 0;
-  for (long long b = s0; b < s1; b += 8 * 32) {  // eight rounds' loads in flight at once
-    int v[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) v[u] = b + u * 32 + lane < s1 ? idx[b + u * 32 + lane] : -2;
-    for (int j = 0; j < K; ++j) {
-      const int ej = __shfl_sync(0xFFFFFFFFu, e, j);
-      int n = 0;
-#pragma unroll
-      for (int u = 0; u < 8; ++u) n += __popc(__ballot_sync(0xFFFFFFFFu, v[u] == ej));
-      if (lane == j) before += n;
-    }
-  }
-  return lane < K ? first[e] + ws[c * E + e] + before : 0;
-}
-
-// EARLY_RANK: zero item r0 .. r0+31 without row_slot: a row is padding where it lies at or past
-// its group's used rows (the group: the last expert whose first row is at or before it) or at
-// or past `end` (filler); the item writes those rows' row_slot = -1 too.
-__device__ __forceinline__ void zero_rows_by_group(int* __restrict__ row_slot,
-                                                   unsigned char* __restrict__ q,
-                                                   unsigned char* __restrict__ scales, int H,
-                                                   int MP, int E, const int* first,
-                                                   const int* fill, int end, long long r0,
-                                                   int lane) {
-  const long long r = r0 + lane;
-  bool pad = false;
-  if (r < MP) {
-    if (r >= end) {
-      pad = true;
-    } else {
-      int lo = 0, hi = E - 1;  // the last e with first[e] <= r (first[0] = 0 <= r)
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (first[mid] <= r) lo = mid; else hi = mid - 1;
-      }
-      pad = r >= fill[lo];
-    }
-    if (pad) row_slot[r] = -1;
-  }
-  const int row_blocks = H / 32;
-  unsigned todo = __ballot_sync(0xFFFFFFFFu, pad);
-  while (todo != 0) {
-    const int j = __ffs(todo) - 1;
-    todo &= todo - 1;
-    const long long row = r0 + j;
-    unsigned char* qr = q + row * H;
-    for (int c = lane; c < H / 16; c += 32) store_zero16(qr + c * 16);  // H % 32 == 0
-    for (int b = lane; b < row_blocks; b += 32) scales[row * row_blocks + b] = 0;
-  }
-}
-
 // EARLY: one warp per token, EARLY_TOKENS tokens per CTA. The warp quantizes its token's row into
 // shared memory (q, then the scales; slot pitch H + round_up(H/32, 16) bytes) BEFORE the routing's
 // wait, so the CTAs resident while the routing runs (a third of the tokens or more at the bench
 // shapes) read x meanwhile; then it copies the slot to the token's K rows, 16 bytes per lane (512
 // contiguous bytes per warp store). Zero items follow, warp z of the grid taking item z first (the
 // filler's whole rows, the heaviest, in the first CTAs).
-// kRank (EARLY_RANK, after chunk_counts and scan): no rank launch; each warp ranks its token's
-// slots itself (rank_token) and writes slot_row and row_slot, and the zero items find the padding
-// from the experts' rows (zero_rows_by_group) instead of reading row_slot.
-template <bool kRank>
-__device__ __forceinline__ void permute_early(const unsigned short* __restrict__ x,
-                                              const int* __restrict__ idx,
-                                              const int* __restrict__ ws,
-                                              int* __restrict__ slot_row,
-                                              int* __restrict__ row_slot,
-                                              int* __restrict__ offsets,
-                                              unsigned char* __restrict__ q,
-                                              unsigned char* __restrict__ scales, int T, int H,
-                                              int E, int K, int A, int MP, int* smem) {
+extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
+    sm90_bf16_moe_permute_mxfp8_quantize_early(const unsigned short* __restrict__ x,
+                                               const int* __restrict__ slot_row,
+                                               const int* __restrict__ row_slot,
+                                               unsigned char* __restrict__ q,
+                                               unsigned char* __restrict__ scales, int T, int H,
+                                               int K, int MP) {
   constexpr int kB = EARLY_CHUNKS;
   constexpr int kBatch = 32 * kB;  // chunks per batch
+  extern __shared__ int smem[];  // the other kernels' declaration: int (16-byte aligned)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row_chunks = H / 8, row_blocks = H / 32;
-  const int pitch = H + ((row_blocks + 15) & ~15);
-  const unsigned sq = static_cast<unsigned>(__cvta_generic_to_shared(smem)) + warp * pitch;
+  const unsigned sq = static_cast<unsigned>(__cvta_generic_to_shared(smem)) +
+                      warp * (H + ((row_blocks + 15) & ~15));
   const unsigned ss = sq + H;
   const long long t = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp;
   if (t < T) {  // warp-uniform
@@ -880,23 +765,9 @@ __device__ __forceinline__ void permute_early(const unsigned short* __restrict__
     }
   }
   ws::griddep_wait();
-  // kRank: the experts' rows after the token slots (smem ints; pitch is a multiple of 16).
-  int* const first = smem + EARLY_TOKENS * pitch / 4;
-  int* const fill = first + E;
-  int* const end = fill + E;
-  if constexpr (kRank) expert_rows(ws, T, E, A, offsets, first, fill, end);
   if (t < T) {
     __syncwarp();
-    int my_row;
-    if constexpr (kRank) {
-      my_row = rank_token(idx, ws, first, t, E, K, lane);
-      if (lane < K) {
-        slot_row[t * K + lane] = my_row;
-        row_slot[my_row] = static_cast<int>(t * K + lane);
-      }
-    } else {
-      my_row = lane < K ? slot_row[t * K + lane] : 0;
-    }
+    const int my_row = lane < K ? slot_row[t * K + lane] : 0;
     for (int j = 0; j < K; ++j) {
       const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
       unsigned char* qr = q + row * H;
@@ -917,41 +788,6 @@ __device__ __forceinline__ void permute_early(const unsigned short* __restrict__
   const long long zero_items = (MP + 31) / 32;
   for (long long z = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp; z < zero_items;
        z += static_cast<long long>(gridDim.x) * EARLY_TOKENS) {
-    const long long r0 = (zero_items - 1 - z) * 32;
-    if constexpr (kRank) {
-      zero_rows_by_group(row_slot, q, scales, H, MP, E, first, fill, *end, r0, lane);
-    } else {
-      zero_rows(row_slot, q, scales, H, MP, r0, lane);
-    }
+    zero_rows(row_slot, q, scales, H, MP, (zero_items - 1 - z) * 32, lane);
   }
-}
-
-}  // namespace
-
-extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
-    sm90_bf16_moe_permute_mxfp8_quantize_early(const unsigned short* __restrict__ x,
-                                               const int* __restrict__ slot_row,
-                                               const int* __restrict__ row_slot,
-                                               unsigned char* __restrict__ q,
-                                               unsigned char* __restrict__ scales, int T, int H,
-                                               int K, int MP) {
-  extern __shared__ int smem[];
-  permute_early<false>(x, nullptr, nullptr, const_cast<int*>(slot_row),
-                       const_cast<int*>(row_slot), nullptr, q, scales, T, H, 0, K, 0, MP, smem);
-}
-
-// EARLY_RANK: the early kernel ranking its own slots, after chunk_counts and scan (no rank launch).
-extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
-    sm90_bf16_moe_permute_mxfp8_quantize_early_rank(const unsigned short* __restrict__ x,
-                                                    const int* __restrict__ idx,
-                                                    const int* __restrict__ ws,
-                                                    int* __restrict__ slot_row,
-                                                    int* __restrict__ row_slot,
-                                                    int* __restrict__ offsets,
-                                                    unsigned char* __restrict__ q,
-                                                    unsigned char* __restrict__ scales, int T,
-                                                    int H, int E, int K, int A, int MP) {
-  extern __shared__ int smem[];
-  permute_early<true>(x, idx, ws, slot_row, row_slot, offsets, q, scales, T, H, E, K, A, MP,
-                      smem);
 }
