@@ -3,30 +3,25 @@
               "STORE_CS": [0, 1], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
-              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "GRID_ROUTE_K": [0, 2, 8], "GRID_CTAS": [64, 32, 128] },
-  "launch": [ { "kernel": "moe_permute_route_grid", "when": "K <= GRID_ROUTE_K",
-                "grid":  ["GRID_CTAS"], "block": [1024], "smem": "(35 * E + 64) * 4",
-                "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
-                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "moe_permute_route", "when": "K <= ROUTE_K && K > GRID_ROUTE_K",
+              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8] },
+  "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "moe_permute_route_starts", "when": "K > max(ROUTE_K, GRID_ROUTE_K) && K <= RANGE_K",
+              { "kernel": "moe_permute_route_starts", "when": "K > ROUTE_K && K <= RANGE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "workspace", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "moe_permute_rank_ranges", "when": "K > max(ROUTE_K, GRID_ROUTE_K) && K <= RANGE_K",
+              { "kernel": "moe_permute_rank_ranges", "when": "K > ROUTE_K && K <= RANGE_K",
                 "pdl": true, "grid":  ["8 * 32"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "T", "E", "K"] },
-              { "kernel": "moe_permute_chunk_counts", "when": "K > max(max(ROUTE_K, RANGE_K), GRID_ROUTE_K)",
+              { "kernel": "moe_permute_chunk_counts", "when": "K > max(ROUTE_K, RANGE_K)",
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [256], "smem": "0",
                 "args":  ["idx", "workspace", "T", "E", "K"] },
-              { "kernel": "moe_permute_scan", "when": "K > max(max(ROUTE_K, RANGE_K), GRID_ROUTE_K)", "pdl": true,
+              { "kernel": "moe_permute_scan", "when": "K > max(ROUTE_K, RANGE_K)", "pdl": true,
                 "grid":  ["ceil_div(E, 32)"], "block": [1024], "smem": "0",
                 "args":  ["workspace", "T", "E"] },
-              { "kernel": "moe_permute_rank", "when": "K > max(max(ROUTE_K, RANGE_K), GRID_ROUTE_K)", "pdl": true,
+              { "kernel": "moe_permute_rank", "when": "K > max(ROUTE_K, RANGE_K)", "pdl": true,
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
@@ -48,8 +43,8 @@
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] } ],
-  "workspace": { "bytes": "(K > max(ROUTE_K, GRID_ROUTE_K) && K <= RANGE_K) * 256 * E * 4 + (K > max(max(ROUTE_K, RANGE_K), GRID_ROUTE_K)) * (ceil_div(T, CHUNK) + 1) * E * 4 + (K <= GRID_ROUTE_K) * (GRID_CTAS * E + 4) * 4",
-                 "zero": true } }
+  "workspace": { "bytes": "(K > ROUTE_K && K <= RANGE_K) * 256 * E * 4 + (K > max(ROUTE_K, RANGE_K)) * (ceil_div(T, CHUNK) + 1) * E * 4",
+                 "zero": false } }
 */
 // MoE dispatch + rowwise MXFP8, hand-tuned. x [T,H] bf16, idx [T,K] -> q [MP,H] E4M3,
 // scales [MP,H/32], row_slot [MP], slot_row [T,K], offsets [E].
@@ -123,6 +118,12 @@
 // 0.994x / 1.003x (rceil / floor) geomean at K = 8 on an H100 (s44c9-c10, `ok` with the hidden
 // shapes): the rank launch's 9.5-11 us under ncu is mostly hidden in the stream; removed, git
 // e3eddf5 has it.
+// GRID_ROUTE_K (the one-launch routing over a grid of 32-128 CTAs instead of a cluster of 8,
+// their counts meeting in global memory behind a grid barrier): with 64 CTAs 1.028x / 1.015x
+// (floor / rceil) in one H100 sweep, 0.989x / 1.010x over two more (s44c12-c13; 128 CTAs
+// 0.959-0.971x; `ok` with the hidden shapes): no gain past the sweeps' spread; removed, git
+// 16c3a9f has it. Three ways of shortening the routing (EARLY_RANK, GRID_ROUTE_K, MATCH) left
+// the time where it was once EARLY reads x during it.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
@@ -169,12 +170,6 @@
 #endif
 #ifndef EARLY_TOKENS
 #define EARLY_TOKENS 4  // EARLY: tokens (warps) per CTA
-#endif
-#ifndef GRID_ROUTE_K
-#define GRID_ROUTE_K 0  // up to this K the routing is moe_permute_route_grid (0: never)
-#endif
-#ifndef GRID_CTAS
-#define GRID_CTAS 64  // GRID_ROUTE_K: the grid's CTAs (fewer than SMs: all resident at once)
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
@@ -396,19 +391,6 @@ __device__ __forceinline__ void route_range(long long slots, unsigned rank, unsi
   w1 = lo + (hi - lo) * (warp + 1) / 32;
 }
 
-// Every CTA of the grid past this point once all have reached it: one arrival per CTA on a counter
-// that starts at zero (release), then a spin until all have arrived (acquire).
-__device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned ctas) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
-    while (atomicAdd(counter, 0u) < ctas) __nanosleep(64);
-    __threadfence();
-  }
-  __syncthreads();
-}
-
 // Steps 1-4 of the cluster routing (a cluster of n = 8 CTAs of 1024 threads, the slots split
 // as route_range says):
 //  1. each warp counts its slots per expert (shared-memory atomics) -> wh[w][e];
@@ -418,14 +400,9 @@ __device__ __forceinline__ void grid_barrier(unsigned* counter, unsigned ctas) {
 //     CTA 0 writes offsets, CTA e mod n the padding rows' row_slot = -1, all CTAs the filler).
 // After it, warp w's slots of expert e start at row base[e] + wh[w][e].
 // Shared memory: wh (32 E) + ch, cp, base (E each) + 33 ints.
-// kGrid (GRID_ROUTE_K): the same over a grid of CTAs (all resident: launched on an idle GPU,
-// fewer CTAs than SMs); step 3 goes through global memory, xchg (ctas, E) counts then a barrier
-// counter the runner zeroes before each run (the plan's workspace, "zero").
-template <bool kGrid = false>
 __device__ __forceinline__ void route_scan(const int* __restrict__ idx, int* __restrict__ row_slot,
                                            int* __restrict__ offsets, int T, int E, int K, int A,
-                                           int MP, int* smem, long long& w0, long long& w1,
-                                           int* __restrict__ xchg = nullptr) {
+                                           int MP, int* smem, long long& w0, long long& w1) {
   int* wh = smem;              // (32, E)
   int* ch = wh + 32 * E;       // (E) this CTA's count; read by the cluster
   int* cp = ch + E;            // (E) the counts of the lower-ranked CTAs
@@ -433,7 +410,7 @@ __device__ __forceinline__ void route_scan(const int* __restrict__ idx, int* __r
   int* wsum = base + E;        // (32) the block scan's warp totals, then the warps' prefixes
   int* end_rows = wsum + 32;   // (1) the end of the last group
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const unsigned rank = kGrid ? blockIdx.x : ws::cluster_rank(), ctas = gridDim.x;
+  const unsigned rank = ws::cluster_rank(), ctas = gridDim.x;
   route_range(static_cast<long long>(T) * K, rank, ctas, warp, w0, w1);
   for (int i = tid; i < 32 * E; i += 1024) wh[i] = 0;
   __syncthreads();
@@ -456,39 +433,18 @@ __device__ __forceinline__ void route_scan(const int* __restrict__ idx, int* __r
     }
     ch[e] = run;
   }
-  int total = 0;  // expert tid's slots in the whole cluster or grid (tid < E)
-  if constexpr (kGrid) {
-    for (int e = tid; e < E; e += 1024) xchg[static_cast<long long>(rank) * E + e] = ch[e];
-    grid_barrier(reinterpret_cast<unsigned*>(xchg + static_cast<long long>(ctas) * E), ctas);
-    if (tid < E) {
-      int below = 0;
-      for (unsigned r0 = 0; r0 < ctas; r0 += 16) {  // 16 loads in flight, past L1
-        int c[16];
-#pragma unroll
-        for (int u = 0; u < 16; ++u) {
-          c[u] = r0 + u < ctas ? __ldcg(xchg + static_cast<long long>(r0 + u) * E + tid) : 0;
-        }
-#pragma unroll
-        for (int u = 0; u < 16; ++u) {
-          total += c[u];
-          below += r0 + u < rank ? c[u] : 0;
-        }
-      }
-      cp[tid] = below;
+  ws::cluster_sync();  // every CTA's ch is written
+  int total = 0;       // expert tid's slots in the whole cluster (tid < E)
+  if (tid < E) {
+    int below = 0;
+    for (unsigned r = 0; r < ctas; ++r) {
+      const int c = r == rank ? ch[tid] : ws::cluster_load_s32(ch + tid, r);
+      total += c;
+      below += r < rank ? c : 0;
     }
-  } else {
-    ws::cluster_sync();  // every CTA's ch is written
-    if (tid < E) {
-      int below = 0;
-      for (unsigned r = 0; r < ctas; ++r) {
-        const int c = r == rank ? ch[tid] : ws::cluster_load_s32(ch + tid, r);
-        total += c;
-        below += r < rank ? c : 0;
-      }
-      cp[tid] = below;
-    }
-    ws::cluster_sync();  // no CTA exits (or reuses ch) while another reads its ch
+    cp[tid] = below;
   }
+  ws::cluster_sync();  // no CTA exits (or reuses ch) while another reads its ch
   // Exclusive scan of the padded totals over the experts, one expert per thread.
   const int padded = tid < E ? (total + A - 1) / A * A : 0;
   int incl = padded;
@@ -565,21 +521,6 @@ extern "C" __global__ void __launch_bounds__(1024)
   ws::griddep_launch_dependents();
   long long w0, w1;
   route_scan(idx, row_slot, offsets, T, E, K, A, MP, smem, w0, w1);
-  const int warp = threadIdx.x >> 5;
-  rank_slots<true>(idx, w0, w1, smem + 32 * E + 2 * E, smem + warp * E, slot_row, row_slot,
-                   threadIdx.x & 31);
-}
-
-// K <= GRID_ROUTE_K: the routing of moe_permute_route over a grid of GRID_CTAS CTAs instead of a
-// cluster of 8: more SMs count and rank the slots, the counts meet in global memory.
-extern "C" __global__ void __launch_bounds__(1024)
-    moe_permute_route_grid(const int* __restrict__ idx, int* __restrict__ xchg,
-                           int* __restrict__ slot_row, int* __restrict__ row_slot,
-                           int* __restrict__ offsets, int T, int E, int K, int A, int MP) {
-  extern __shared__ int smem[];
-  ws::griddep_launch_dependents();
-  long long w0, w1;
-  route_scan<true>(idx, row_slot, offsets, T, E, K, A, MP, smem, w0, w1, xchg);
   const int warp = threadIdx.x >> 5;
   rank_slots<true>(idx, w0, w1, smem + 32 * E + 2 * E, smem + warp * E, slot_row, row_slot,
                    threadIdx.x & 31);
