@@ -112,8 +112,8 @@
 // beside a 94 us quantize; at K = 8 the three launches 3.6 + 6.3-6.8 + 9.5-11 us), and the
 // quantize launch could only prefetch one tile per warp before its griddepcontrol.wait. The
 // _early kernel gives each warp a whole token: it reads and quantizes the row into shared memory
-// before the wait, so the CTAs resident while the routing runs (32 tokens per SM at 64 registers,
-// a quarter of the tokens at the bench shapes) move their reads into the routing's time; after
+// before the wait, so the CTAs resident while the routing runs (36 tokens per SM: 4-warp CTAs at
+// 56 registers; a quarter of the tokens at the bench shapes) move their reads into that time; after
 // the wait each slot is copied to the K rows with 16-byte stores, and the zero items follow.
 // H100, session 44, three sweeps (`sweeps-h100-2026-12-06-session44.json`), EARLY_TOKENS=4
 // STORE_CS=0 over the old defaults: 1.035-1.042x geomean, 1.06-1.10x at K = 1 and 2, 1.01-1.02x
@@ -183,7 +183,7 @@
 #define EARLY_TOKENS 4  // EARLY: tokens (warps) per CTA
 #endif
 #ifndef EARLY_PER_WARP
-#define EARLY_PER_WARP 1  // EARLY: tokens each warp quantizes before the wait (>1: the _multi kernel)
+#define EARLY_PER_WARP 1  // EARLY: tokens per warp quantized before the wait (>1: _early_multi)
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
