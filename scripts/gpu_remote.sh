@@ -5,6 +5,15 @@
 # Usage (repository root of the copied tree): .carry/src/scripts/gpu_remote.sh STAGE...
 #    or: .carry/src/scripts/gpu_remote.sh --pair "STAGES0" "STAGES1"
 set -uo pipefail
+# REQUIRE_GPU=TEXT: stop at once (exit 3) unless the GPU's name contains TEXT, e.g. H200, so a
+# call that was lent another card spends no device time on readings meant for that one.
+if [[ -n ${REQUIRE_GPU:-} ]]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  if [[ $gpu != *"$REQUIRE_GPU"* ]]; then
+    echo "gpu_remote: this machine's GPU is '${gpu:-none}', not $REQUIRE_GPU: nothing run" >&2
+    exit 3
+  fi
+fi
 carry=$(cd "$(dirname "$0")/../.." && pwd)
 built_at=$(grep -a -m1 -oE '/[A-Za-z0-9_./-]+/problems' "$carry/warpsmith" | head -1 | sed 's|/problems$||')
 if [[ ! -d $built_at/.carry ]]; then
