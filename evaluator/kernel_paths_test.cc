@@ -220,41 +220,6 @@ TEST(KernelPathsTest, PermuteRoutesByTopK) {
   EXPECT_EQ(early_runs, 2 * static_cast<int>(spec->bench_shapes.size()));  // not the long rows
 }
 
-// moe_permute_quantize with EARLY_PER_WARP > 1: the _early_multi kernel, EARLY_TOKENS warps per
-// CTA holding EARLY_PER_WARP slots each, where those slots fit a CTA (else the tile kernels).
-TEST(KernelPathsTest, PermuteEarlyMultiHoldsTokensPerWarp) {
-  const std::string name = "moe_permute_quantize";
-  auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
-  ASSERT_TRUE(spec.ok()) << spec.status().message();
-  const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
-  std::vector<Shape> shapes = spec->bench_shapes;
-  Shape long_rows = shapes.front();  // 8 slots of 32 KB rows: past a CTA's 227 KB
-  long_rows.symbols["H"] = 32768;
-  shapes.push_back(long_rows);
-  int multi = 0;
-  for (const Shape& s : shapes) {
-    const int64_t h = s.symbols.at("H"), t = s.symbols.at("T"), k = s.symbols.at("K");
-    auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}),
-                          {{"EARLY_PER_WARP", 2}}, DeviceLimits{});
-    ASSERT_TRUE(rp.ok()) << ShapeText(*spec, s) << ": " << rp.status().message();
-    const ResolvedLaunch& l = rp->launches.back();
-    const int64_t smem = 8 * (h + (h / 32 + 15) / 16 * 16);
-    if (smem <= 232448) {
-      ++multi;
-      EXPECT_EQ(l.kernel, "sm90_bf16_moe_permute_mxfp8_quantize_early_multi") << ShapeText(*spec, s);
-      EXPECT_EQ(l.grid[0], (t + 7) / 8);
-      EXPECT_EQ(l.block[0], 128);
-      EXPECT_EQ(l.smem, smem);
-    } else {
-      EXPECT_EQ(l.kernel, k >= 4 ? "sm90_bf16_moe_permute_mxfp8_quantize_wide"
-                                 : "sm90_bf16_moe_permute_mxfp8_quantize")
-          << ShapeText(*spec, s);
-    }
-    EXPECT_TRUE(l.pdl);
-  }
-  EXPECT_EQ(multi, static_cast<int>(spec->bench_shapes.size()));
-}
-
 // bf16_gemm and fp8_rowwise_gemm (their kernel.cu headers): 16 < M <= SPLIT_M runs split-K, in
 // 32-column tiles where N <= NARROW_N (default 0: never; the knob's first run is queued), with no
 // split where those tiles fill the SMs (M128 N1536: 96 tiles).

@@ -3,8 +3,7 @@
               "STORE_CS": [0, 1], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
-              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "EARLY_PER_WARP": [1, 2, 4] },
+              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -26,26 +25,20 @@
                 "grid":  ["ceil_div(T, CHUNK)"], "block": [32], "smem": "0",
                 "args":  ["idx", "workspace", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
-              { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early_multi", "pdl": true,
-                "when": "EARLY != 0 && EARLY_PER_WARP > 1 && EARLY_TOKENS * EARLY_PER_WARP * (H + round_up(H / 32, 16)) <= 232448",
-                "grid":  ["ceil_div(T, EARLY_TOKENS * EARLY_PER_WARP)"],
-                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * EARLY_PER_WARP * (H + round_up(H / 32, 16))",
-                "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
-                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early", "pdl": true,
-                "when": "EARLY != 0 && EARLY_PER_WARP == 1 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448",
+                "when": "EARLY != 0 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448",
                 "grid":  ["ceil_div(T, EARLY_TOKENS)"],
                 "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * (H + round_up(H / 32, 16))",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "pdl": true,
-                "when": "(EARLY == 0 || EARLY_TOKENS * EARLY_PER_WARP * (H + round_up(H / 32, 16)) > 232448) && K < WIDE_K",
+                "when": "(EARLY == 0 || EARLY_TOKENS * (H + round_up(H / 32, 16)) > 232448) && K < WIDE_K",
                 "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_wide", "pdl": true,
-                "when": "(EARLY == 0 || EARLY_TOKENS * EARLY_PER_WARP * (H + round_up(H / 32, 16)) > 232448) && K >= WIDE_K",
+                "when": "(EARLY == 0 || EARLY_TOKENS * (H + round_up(H / 32, 16)) > 232448) && K >= WIDE_K",
                 "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
                 "block": ["THREADS"], "smem": "0",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
@@ -181,9 +174,6 @@
 #endif
 #ifndef EARLY_TOKENS
 #define EARLY_TOKENS 4  // EARLY: tokens (warps) per CTA
-#endif
-#ifndef EARLY_PER_WARP
-#define EARLY_PER_WARP 1  // EARLY: tokens per warp quantized before the wait (>1: _early_multi)
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
@@ -797,91 +787,6 @@ extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
       }
       unsigned char* sr = scales + row * row_blocks;
       if (row_blocks % 16 == 0) {  // 16-byte aligned scale rows (H % 512 == 0)
-        for (int c = lane; c < row_blocks / 16; c += 32) {
-          ws::store_global16<Config::kStoreCs>(sr + c * 16, ws::load_shared16(ss + c * 16));
-        }
-      } else {
-        for (int c = lane; c < row_blocks; c += 32) sr[c] = ws::load_shared1(ss + c);
-      }
-    }
-  }
-  const long long zero_items = (MP + 31) / 32;
-  for (long long z = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp; z < zero_items;
-       z += static_cast<long long>(gridDim.x) * EARLY_TOKENS) {
-    zero_rows(row_slot, q, scales, H, MP, (zero_items - 1 - z) * 32, lane);
-  }
-}
-
-// EARLY_PER_WARP > 1: the early kernel with EARLY_PER_WARP tokens per warp, each in its own slot
-// (the CTA's token i * EARLY_TOKENS + warp in slot i * EARLY_TOKENS + warp), all quantized before
-// the wait. Where slots are small, the CTAs resident while the routing runs then read more of x:
-// at K = 8 and H2048 one token per warp is a fifth of x, while the routing takes time enough to
-// read all of it. Not yet run; if it pays it replaces the one-token kernel above.
-extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
-    sm90_bf16_moe_permute_mxfp8_quantize_early_multi(const unsigned short* __restrict__ x,
-                                                     const int* __restrict__ slot_row,
-                                                     const int* __restrict__ row_slot,
-                                                     unsigned char* __restrict__ q,
-                                                     unsigned char* __restrict__ scales, int T,
-                                                     int H, int K, int MP) {
-  constexpr int kB = EARLY_CHUNKS;
-  constexpr int kBatch = 32 * kB;  // chunks per batch
-  extern __shared__ int smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row_chunks = H / 8, row_blocks = H / 32;
-  const int pitch = H + ((row_blocks + 15) & ~15);
-  const unsigned slots = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const long long t0 = static_cast<long long>(blockIdx.x) * EARLY_TOKENS * EARLY_PER_WARP + warp;
-  for (int i = 0; i < EARLY_PER_WARP; ++i) {
-    const long long t = t0 + i * EARLY_TOKENS;
-    if (t >= T) break;  // warp-uniform
-    const unsigned sq = slots + (i * EARLY_TOKENS + warp) * pitch, ss = sq + H;
-    const Chunk* xr = reinterpret_cast<const Chunk*>(x + t * H);
-    Chunk next[kB];
-#pragma unroll
-    for (int u = 0; u < kB; ++u) {
-      const int ci = u * 32 + lane;
-      next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
-    }
-    for (int c0 = 0; c0 < row_chunks; c0 += kBatch) {
-      Chunk cur[kB];
-#pragma unroll
-      for (int u = 0; u < kB; ++u) cur[u] = next[u];
-      if (c0 + kBatch < row_chunks) {
-#pragma unroll
-        for (int u = 0; u < kB; ++u) {
-          const int ci = c0 + kBatch + u * 32 + lane;
-          next[u] = ci < row_chunks ? ws::load_global16(xr + ci) : Chunk{{0u, 0u, 0u, 0u}};
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kB; ++u) {
-        const int ci = c0 + u * 32 + lane;  // a quad's lanes agree on ci < row_chunks
-        unsigned lo, hi;
-        const unsigned sc = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo, hi);
-        if (ci < row_chunks) {
-          ws::store_shared8(sq + ci * 8, lo, hi);
-          if ((lane & 3) == 0) ws::store_shared1(ss + (ci >> 2), sc);
-        }
-      }
-    }
-  }
-  ws::griddep_wait();
-  __syncwarp();
-  for (int i = 0; i < EARLY_PER_WARP; ++i) {
-    const long long t = t0 + i * EARLY_TOKENS;
-    if (t >= T) break;
-    const unsigned sq = slots + (i * EARLY_TOKENS + warp) * pitch, ss = sq + H;
-    const int my_row = lane < K ? slot_row[t * K + lane] : 0;
-    for (int j = 0; j < K; ++j) {
-      const long long row = __shfl_sync(0xFFFFFFFFu, my_row, j);
-      unsigned char* qr = q + row * H;
-#pragma unroll 4
-      for (int c = lane; c < H / 16; c += 32) {
-        ws::store_global16<Config::kStoreCs>(qr + c * 16, ws::load_shared16(sq + c * 16));
-      }
-      unsigned char* sr = scales + row * row_blocks;
-      if (row_blocks % 16 == 0) {
         for (int c = lane; c < row_blocks / 16; c += 32) {
           ws::store_global16<Config::kStoreCs>(sr + c * 16, ws::load_shared16(ss + c * 16));
         }
