@@ -3,6 +3,7 @@
 // every launch that some bench or hidden shape runs must also run at some test shape, for every
 // parameter setting at the default knobs. Also holds the MXFP8 fwd / dgrad plans to the paths
 // their headers describe at the bench shapes.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -218,6 +219,38 @@ TEST(KernelPathsTest, PermuteRoutesByTopK) {
   EXPECT_GT(one_launch, 0);
   EXPECT_GT(three, 0);
   EXPECT_EQ(early_runs, 2 * static_cast<int>(spec->bench_shapes.size()));  // not the long rows
+}
+
+// EARLY_SMEM gives each _early warp max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)) tokens: the
+// kernel's last argument, the grid and the slots all follow it (at H2048, 3 tokens per warp in
+// 32 KB; at H7168 one, as without the knob).
+TEST(KernelPathsTest, PermuteEarlyTokensPerWarp) {
+  const std::string name = "moe_permute_quantize";
+  auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const Plan plan = PlanOf(kRoot + "/kernels/" + name + "/kernel.cu");
+  int multi = 0;
+  for (const Shape& s : spec->bench_shapes) {
+    const int64_t t = s.symbols.at("T"), h = s.symbols.at("H");
+    const int64_t pitch = h + (h / 32 + 15) / 16 * 16;
+    for (const int64_t budget : {0, 32768}) {
+      auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}),
+                            {{"EARLY_SMEM", budget}}, DeviceLimits{});
+      ASSERT_TRUE(rp.ok()) << ShapeText(*spec, s) << ": " << rp.status().message();
+      const ResolvedLaunch& l = rp->launches.back();
+      ASSERT_EQ(l.kernel, "sm90_bf16_moe_permute_mxfp8_quantize_early") << ShapeText(*spec, s);
+      const int64_t tpw = std::max<int64_t>(1, budget / (4 * pitch));
+      if (h == 2048) EXPECT_EQ(tpw, budget ? 3 : 1);
+      if (h == 7168) EXPECT_EQ(tpw, 1);
+      if (tpw > 1) ++multi;
+      ASSERT_FALSE(l.args.empty());
+      EXPECT_EQ(l.args.back().value, tpw) << ShapeText(*spec, s);
+      EXPECT_EQ(l.grid[0], (t + 4 * tpw - 1) / (4 * tpw)) << ShapeText(*spec, s);
+      EXPECT_EQ(l.block[0], 128);
+      EXPECT_EQ(l.smem, 4 * tpw * pitch) << ShapeText(*spec, s);
+    }
+  }
+  EXPECT_GT(multi, 0);
 }
 
 // bf16_gemm and fp8_rowwise_gemm (their kernel.cu headers): 16 < M <= SPLIT_M runs split-K, in

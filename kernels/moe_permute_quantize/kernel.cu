@@ -3,7 +3,8 @@
               "STORE_CS": [0, 1], "STORE_ORDER": [0, 1], "WIDE_K": [4, 2, 1000],
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
-              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8] },
+              "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
+              "EARLY_SMEM": [0, 24576, 32768, 49152] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -27,10 +28,10 @@
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early", "pdl": true,
                 "when": "EARLY != 0 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448",
-                "grid":  ["ceil_div(T, EARLY_TOKENS)"],
-                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * (H + round_up(H / 32, 16))",
+                "grid":  ["ceil_div(T, EARLY_TOKENS * max(1, EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16)))))"],
+                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * max(1, EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16)))) * (H + round_up(H / 32, 16))",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
-                          "round_up(T*K + min(E, T*K)*(A-1), A)"] },
+                          "round_up(T*K + min(E, T*K)*(A-1), A)", "max(1, EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16))))"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "pdl": true,
                 "when": "(EARLY == 0 || EARLY_TOKENS * (H + round_up(H / 32, 16)) > 232448) && K < WIDE_K",
                 "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
@@ -177,6 +178,9 @@
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
+#endif
+#ifndef EARLY_SMEM
+#define EARLY_SMEM 0  // EARLY: bytes of token slots per CTA (0: one token per warp)
 #endif
 
 namespace {
@@ -721,29 +725,38 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   permute_quantize<WIDE_CHUNKS, true>(x, slot_row, row_slot, q, scales, T, H, K, MP);
 }
 
-// EARLY: one warp per token, EARLY_TOKENS tokens per CTA. The warp quantizes its token's row into
-// shared memory (q, then the scales; slot pitch H + round_up(H/32, 16) bytes) BEFORE the routing's
-// wait, so the CTAs resident while the routing runs (a third of the tokens or more at the bench
-// shapes) read x meanwhile; then it copies the slot to the token's K rows, 16 bytes per lane (512
+// EARLY: EARLY_TOKENS warps per CTA, each with tpw tokens (1 unless EARLY_SMEM, below). The warp
+// quantizes its tokens' rows into shared memory (q, then the scales; slot pitch
+// H + round_up(H/32, 16) bytes) BEFORE the routing's wait, so the CTAs resident while the routing
+// runs read x meanwhile; then it copies each slot to its token's K rows, 16 bytes per lane (512
 // contiguous bytes per warp store). Zero items follow, warp z of the grid taking item z first (the
-// filler's whole rows, the heaviest, in the first CTAs).
+// filler's whole rows, the heaviest, in the first CTAs). Token i of warp w is CTA token
+// i * EARLY_TOKENS + w, in slot i * EARLY_TOKENS + w.
+// EARLY_SMEM (0: one token per warp): the CTA's slots may fill this many bytes, tpw =
+// max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)). Registers cap residency at 9 four-warp CTAs per SM
+// (36 tokens), so at H2048 a third of the shared memory holds slots; 3 tokens per warp (25 KB
+// CTAs) lets ~96 tokens per SM, most of x at the K = 8 bench shapes, be read before the wait.
 extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
     sm90_bf16_moe_permute_mxfp8_quantize_early(const unsigned short* __restrict__ x,
                                                const int* __restrict__ slot_row,
                                                const int* __restrict__ row_slot,
                                                unsigned char* __restrict__ q,
                                                unsigned char* __restrict__ scales, int T, int H,
-                                               int K, int MP) {
+                                               int K, int MP, int tpw_arg) {
   constexpr int kB = EARLY_CHUNKS;
   constexpr int kBatch = 32 * kB;  // chunks per batch
   extern __shared__ int smem[];  // the other kernels' declaration: int (16-byte aligned)
+  const int tpw = EARLY_SMEM == 0 ? 1 : tpw_arg;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row_chunks = H / 8, row_blocks = H / 32;
-  const unsigned sq = static_cast<unsigned>(__cvta_generic_to_shared(smem)) +
-                      warp * (H + ((row_blocks + 15) & ~15));
-  const unsigned ss = sq + H;
-  const long long t = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp;
-  if (t < T) {  // warp-uniform
+  const int pitch = H + ((row_blocks + 15) & ~15);
+  const unsigned s0 = static_cast<unsigned>(__cvta_generic_to_shared(smem)) + warp * pitch;
+  const unsigned s1 = s0 + H;
+  const long long t0 = static_cast<long long>(blockIdx.x) * EARLY_TOKENS * tpw + warp;
+  auto quantize_token = [&](int i) {
+    const long long t = t0 + i * EARLY_TOKENS;
+    if (t >= T) return;  // warp-uniform
+    const unsigned sq = s0 + i * EARLY_TOKENS * pitch, ss = s1 + i * EARLY_TOKENS * pitch;
     const Chunk* xr = reinterpret_cast<const Chunk*>(x + t * H);
     Chunk next[kB];
 #pragma unroll
@@ -773,9 +786,11 @@ extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
         }
       }
     }
-  }
-  ws::griddep_wait();
-  if (t < T) {
+  };
+  auto copy_token = [&](int i) {
+    const long long t = t0 + i * EARLY_TOKENS;
+    if (t >= T) return;
+    const unsigned sq = s0 + i * EARLY_TOKENS * pitch, ss = s1 + i * EARLY_TOKENS * pitch;
     __syncwarp();
     const int my_row = lane < K ? slot_row[t * K + lane] : 0;
     for (int j = 0; j < K; ++j) {
@@ -794,6 +809,15 @@ extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
         for (int c = lane; c < row_blocks; c += 32) sr[c] = ws::load_shared1(ss + c);
       }
     }
+  };
+  if constexpr (EARLY_SMEM == 0) {  // the measured one-token form's code, unchanged
+    quantize_token(0);
+    ws::griddep_wait();
+    copy_token(0);
+  } else {
+    for (int i = 0; i < tpw; ++i) quantize_token(i);
+    ws::griddep_wait();
+    for (int i = 0; i < tpw; ++i) copy_token(i);
   }
   const long long zero_items = (MP + 31) / 32;
   for (long long z = static_cast<long long>(blockIdx.x) * EARLY_TOKENS + warp; z < zero_items;
