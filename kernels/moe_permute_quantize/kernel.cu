@@ -4,7 +4,7 @@
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
               "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "EARLY_SMEM": [0, 24576, 32768, 49152] },
+              "EARLY_SMEM": [0, 24576, 32768, 49152], "EARLY_MIN_CTAS": [0, 10, 12] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -179,6 +179,9 @@
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
 #endif
+#ifndef EARLY_MIN_CTAS
+#define EARLY_MIN_CTAS 0  // EARLY: __launch_bounds__'s CTAs per SM (0: none; the default's 56
+#endif                    // registers allow 9 four-warp CTAs)
 #ifndef EARLY_SMEM
 #define EARLY_SMEM 0  // EARLY: bytes of token slots per CTA (0: one token per warp)
 #endif
@@ -736,7 +739,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 // max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)). Registers cap residency at 9 four-warp CTAs per SM
 // (36 tokens), so at H2048 a third of the shared memory holds slots; 3 tokens per warp (25 KB
 // CTAs) lets ~96 tokens per SM, most of x at the K = 8 bench shapes, be read before the wait.
-extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
+#if EARLY_MIN_CTAS
+#define WS_EARLY_BOUNDS __launch_bounds__(EARLY_TOKENS * 32, EARLY_MIN_CTAS)
+#else
+#define WS_EARLY_BOUNDS __launch_bounds__(EARLY_TOKENS * 32)
+#endif
+extern "C" __global__ void WS_EARLY_BOUNDS
     sm90_bf16_moe_permute_mxfp8_quantize_early(const unsigned short* __restrict__ x,
                                                const int* __restrict__ slot_row,
                                                const int* __restrict__ row_slot,
