@@ -184,12 +184,14 @@ TEST(KernelPathsTest, PermuteRoutesByTopK) {
         for (const ResolvedLaunch& l : rp->launches) names.push_back(l.kernel);
         const bool fits = 4 * (h + (h / 32 + 15) / 16 * 16) <= 232448;
         const std::string q = early_knob && fits ? early : k >= 4 ? wide : quantize;
-        if (q == early) {
+        if (q == early) {  // EARLY_SMEM's tokens per warp: PermuteEarlyTokensPerWarp
           ++early_runs;
           const ResolvedLaunch& l = rp->launches.back();
-          EXPECT_EQ(l.grid[0], (t + 3) / 4) << ShapeText(*spec, s);
+          const int64_t pitch = h + (h / 32 + 15) / 16 * 16;
+          const int64_t tpw = std::max<int64_t>(1, 24576 / (4 * pitch));
+          EXPECT_EQ(l.grid[0], (t + 4 * tpw - 1) / (4 * tpw)) << ShapeText(*spec, s);
           EXPECT_EQ(l.block[0], 128);
-          EXPECT_EQ(l.smem, 4 * (h + (h / 32 + 15) / 16 * 16));
+          EXPECT_EQ(l.smem, 4 * tpw * pitch);
         }
         if (k <= 2) {
           ++one_launch;
@@ -221,9 +223,9 @@ TEST(KernelPathsTest, PermuteRoutesByTopK) {
   EXPECT_EQ(early_runs, 2 * static_cast<int>(spec->bench_shapes.size()));  // not the long rows
 }
 
-// EARLY_SMEM gives each _early warp max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)) tokens: the
-// kernel's last argument, the grid and the slots all follow it (at H2048, 3 tokens per warp in
-// 32 KB; at H7168 one, as without the knob).
+// EARLY_SMEM (default 24576 bytes) gives each _early warp max(1, EARLY_SMEM / (EARLY_TOKENS *
+// pitch)) tokens: the kernel's last argument, the grid and the slots all follow it (at H2048, 2
+// tokens per warp; at the longer bench rows one, as with EARLY_SMEM=0).
 TEST(KernelPathsTest, PermuteEarlyTokensPerWarp) {
   const std::string name = "moe_permute_quantize";
   auto spec = LoadProblem(kRoot + "/problems/" + name + "/spec.json");
@@ -233,14 +235,16 @@ TEST(KernelPathsTest, PermuteEarlyTokensPerWarp) {
   for (const Shape& s : spec->bench_shapes) {
     const int64_t t = s.symbols.at("T"), h = s.symbols.at("H");
     const int64_t pitch = h + (h / 32 + 15) / 16 * 16;
-    for (const int64_t budget : {0, 32768}) {
-      auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}),
-                            {{"EARLY_SMEM", budget}}, DeviceLimits{});
+    for (const int64_t budget : {int64_t{24576}, int64_t{0}, int64_t{32768}}) {
+      std::map<std::string, int64_t> knobs;  // the default first, as the plan declares it
+      if (budget != 24576) knobs["EARLY_SMEM"] = budget;
+      auto rp = ResolvePlan(plan, *spec, BindSymbols(*spec, s, {{"rounding", "rceil"}}), knobs,
+                            DeviceLimits{});
       ASSERT_TRUE(rp.ok()) << ShapeText(*spec, s) << ": " << rp.status().message();
       const ResolvedLaunch& l = rp->launches.back();
       ASSERT_EQ(l.kernel, "sm90_bf16_moe_permute_mxfp8_quantize_early") << ShapeText(*spec, s);
       const int64_t tpw = std::max<int64_t>(1, budget / (4 * pitch));
-      if (h == 2048) EXPECT_EQ(tpw, budget ? 3 : 1);
+      if (h == 2048) EXPECT_EQ(tpw, budget == 0 ? 1 : budget == 24576 ? 2 : 3);
       if (h == 7168) EXPECT_EQ(tpw, 1);
       if (tpw > 1) ++multi;
       ASSERT_FALSE(l.args.empty());
