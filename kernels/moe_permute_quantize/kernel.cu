@@ -4,7 +4,7 @@
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
               "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "EARLY_SMEM": [24576, 0, 32768, 49152], "EARLY_RSEL": [0, 1] },
+              "EARLY_SMEM": [24576, 0, 32768, 49152] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -178,9 +178,6 @@
 #endif
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
-#endif
-#ifndef EARLY_RSEL
-#define EARLY_RSEL 0  // EARLY: 1 = sm_90a's branch-free rceil scale (ws::mx::rceil_scale<true>)
 #endif
 #ifndef EARLY_SMEM
 #define EARLY_SMEM 24576  // EARLY: bytes of token slots per CTA (0: one token per warp)
@@ -787,7 +784,7 @@ extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
       for (int u = 0; u < kB; ++u) {
         const int ci = c0 + u * 32 + lane;  // a quad's lanes agree on ci < row_chunks
         unsigned lo, hi;
-        const unsigned s = ws::mx::quantize_quad<Config::kFloor, EARLY_RSEL != 0>(cur[u], lo, hi);
+        const unsigned s = ws::mx::quantize_quad<Config::kFloor>(cur[u], lo, hi);
         if (ci < row_chunks) {
           ws::store_shared8(sq + ci * 8, lo, hi);
           if ((lane & 3) == 0) ws::store_shared1(ss + (ci >> 2), s);
