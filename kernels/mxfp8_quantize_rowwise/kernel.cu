@@ -3,7 +3,8 @@
               "LOAD_HINT": [0, 3, 4], "STORE_CS": [1, 0], "SCALE_STORE": [0, 2, 1],
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
-              "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728] },
+              "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728],
+              "MIN_CTAS": [0, 9, 12] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "when":  "SMALL_THREADS == 0 || M * K > SMALL_ELEMS",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
@@ -96,6 +97,9 @@
 #ifndef CTAS_PER_SM
 #define CTAS_PER_SM 1048576  // grid cap per SM; one prefetching wave if it fits, see the kernel
 #endif
+#ifndef MIN_CTAS
+#define MIN_CTAS 0  // __launch_bounds__'s CTAs per SM outside the one-wave grid (0: Config's rule)
+#endif
 #ifndef LANE_PAIRS
 #define LANE_PAIRS 0  // 1 (and CHUNKS even): a lane holds 2 adjacent chunks, 2 lanes per block
 #endif
@@ -133,8 +137,11 @@ struct Config {
   // CTAs per SM for __launch_bounds__. Pairs hold 16 more bytes per lane for the store, and
   // are held to full occupancy. The default quads take 40 registers (3/4 occupancy) since
   // SCALE_STORE 2; a cap at 32 ran 0.998-1.005x on an H100 in session 39, so it stays uncapped.
+  // MIN_CTAS (0: as above) sets it outright, e.g. 9 CTAs of 128 threads (56 registers), the
+  // Triton peer's occupancy with 128 bytes of loads per lane.
   static constexpr int kMinBlocks =
-      kOneWave ? CTAS_PER_SM : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
+      kOneWave ? CTAS_PER_SM
+               : MIN_CTAS != 0 ? MIN_CTAS : (kLanePairs && kChunks == 2 ? 2048 / kThreads : 1);
   // SCALE_STORE 2: the CTA's scales meet in shared memory and leave as 16-byte stores (whole
   // sectors: 256 bytes per CTA at the defaults, against 16 bytes, half a sector, per warp). It
   // needs every warp at one barrier once, so only the uncapped grid (one tile per warp) uses it.
