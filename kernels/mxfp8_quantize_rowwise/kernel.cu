@@ -4,7 +4,7 @@
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
               "SMALL_THREADS": [256, 0, 128], "SMALL_ELEMS": [67108864, 33554432, 134217728],
-              "MIN_CTAS": [0, 9, 12] },
+              "MIN_CTAS": [0, 9, 12, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "when":  "SMALL_THREADS == 0 || M * K > SMALL_ELEMS",
                 "grid":  ["min(ceil_div(M * K, 8 * CHUNKS * THREADS), num_sms * CTAS_PER_SM)"],
