@@ -128,7 +128,9 @@
 // kernel alone takes what the old quantize did (94 us at E8 K2, 126 at E128, 525 at E256) and
 // reaches 0.94-0.95 of the K <= 2 floors; in the stream 6-8 us of the routing's 9-10 stay exposed.
 // Without pdl on the plan's launches (a diagnostic knob, s44c15) the plan ran 0.967x: the timed
-// graphs keep the programmatic overlap.
+// graphs keep the programmatic overlap. EARLY_SMEM (24576, the default since session 45): each
+// early warp holds as many tokens as that budget of slots per CTA allows (2 at H2048, 1 at the
+// longer bench rows), at the _early kernel below.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.
