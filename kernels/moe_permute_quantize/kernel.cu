@@ -4,7 +4,7 @@
               "WIDE_CHUNKS": [4, 8, 2], "ROW_SPLIT": [4, 1, 2],
               "ROUTE_K": [2, 0, 8], "RANGE_K": [0, 8], "SCALE_GATHER": [1, 0],
               "EARLY": [1, 0], "EARLY_TOKENS": [4, 8, 16, 2], "EARLY_CHUNKS": [4, 2, 8],
-              "EARLY_SMEM": [24576, 0, 32768, 49152] },
+              "EARLY_SMEM": [24576, 0, 32768, 49152, 33792], "EARLY_TPW": [0, 2] },
   "launch": [ { "kernel": "moe_permute_route", "when": "K <= ROUTE_K",
                 "grid":  [8], "cluster": [8], "block": [1024], "smem": "(35 * E + 64) * 4",
                 "args":  ["idx", "slot_row", "row_slot", "offsets", "T", "E", "K", "A",
@@ -28,10 +28,10 @@
                           "round_up(T*K + min(E, T*K)*(A-1), A)"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize_early", "pdl": true,
                 "when": "EARLY != 0 && EARLY_TOKENS * (H + round_up(H / 32, 16)) <= 232448",
-                "grid":  ["ceil_div(T, EARLY_TOKENS * max(1, EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16)))))"],
-                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * max(1, EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16)))) * (H + round_up(H / 32, 16))",
+                "grid":  ["ceil_div(T, EARLY_TOKENS * max(1, min(EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16))), EARLY_TPW + (EARLY_TPW == 0) * 4096)))"],
+                "block": ["32 * EARLY_TOKENS"], "smem": "EARLY_TOKENS * max(1, min(EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16))), EARLY_TPW + (EARLY_TPW == 0) * 4096)) * (H + round_up(H / 32, 16))",
                 "args":  ["x", "slot_row", "row_slot", "q", "scales", "T", "H", "K",
-                          "round_up(T*K + min(E, T*K)*(A-1), A)", "max(1, EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16))))"] },
+                          "round_up(T*K + min(E, T*K)*(A-1), A)", "max(1, min(EARLY_SMEM / (EARLY_TOKENS * (H + round_up(H / 32, 16))), EARLY_TPW + (EARLY_TPW == 0) * 4096))"] },
               { "kernel": "sm90_bf16_moe_permute_mxfp8_quantize", "pdl": true,
                 "when": "(EARLY == 0 || EARLY_TOKENS * (H + round_up(H / 32, 16)) > 232448) && K < WIDE_K",
                 "grid":  ["ceil_div(T * ROW_SPLIT + ceil_div(round_up(T*K + min(E, T*K)*(A-1), A), 32), THREADS / 32)"],
@@ -735,7 +735,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 // filler's whole rows, the heaviest, in the first CTAs). Token i of warp w is CTA token
 // i * EARLY_TOKENS + w, in slot i * EARLY_TOKENS + w.
 // EARLY_SMEM (24576 by default; 0: one token per warp): the CTA's slots may fill this many bytes,
-// tpw = max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)). Registers cap residency at 9 four-warp CTAs
+// tpw = max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)), at most EARLY_TPW where that is set (a cap
+// in the plan only: the kernel takes tpw as an argument). Registers cap residency at 9 four-warp CTAs
 // per SM (56 registers: 36 warps), so at H2048 one token per warp left two thirds of the shared
 // memory unused; 2 tokens per warp (17 KB CTAs, still 9 per SM) read twice as much of x before
 // the wait. H100, session 45, seven sweeps in three calls (`ok` with the hidden shapes): 1.019-
