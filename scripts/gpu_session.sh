@@ -2,7 +2,7 @@
 # Runs on the GPU machine over a copy of the working tree, with the build made on the CPU machine
 # carried as .carry/ (scripts/carry.sh). Stages: doctor, selftest, probe, tests, hostile, soak,
 # campaign, problems, kernels, peers, export, dashboard, multigpu, sweep, queue, ncu, harness,
-# dumps, overlap, trace, libpair, profile, bench, bandwidth, floors.
+# dumps, overlap, trace, timeline, libpair, profile, bench, bandwidth, floors.
 # Usage: scripts/gpu_session.sh [NAME=a,b] STAGE... ; logs and JSON go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -477,6 +477,30 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
           >"$OUT/ncu/peer-triton-$r.csv" 2>"$OUT/ncu/peer-triton-$r.err" || status=1
         python3 bench/profile/ncu_summary.py "$OUT/ncu/peer-triton-$r.csv"
       fi ;;
+    timeline)
+      # moe_permute_quantize's routing and early quantize inside the timed graph, at the K <= 2
+      # bench shapes TIMELINE_WHERE picks (a word list of --bench-where expressions, default
+      # "E==8 E==16"): scripts/permute_timeline.py's instrumented copy, evaluated with its scratch
+      # kept (TIMELINE_ARGS: more eval arguments, default --set rounding=floor), then its runner
+      # job rerun for the %globaltimer stamps it prints. Files to $OUT/timeline.
+      mkdir -p "$OUT/timeline"
+      python3 scripts/permute_timeline.py instrument kernels/moe_permute_quantize/kernel.cu \
+        "$OUT/timeline/kernel.cu" || { status=1; continue; }
+      for w in ${TIMELINE_WHERE:-E==8 E==16}; do
+        tag=$(echo "$w" | tr -dc 'A-Za-z0-9')
+        # shellcheck disable=SC2086  # TIMELINE_ARGS is a word list
+        timeout 300 $ws eval moe_permute_quantize "$OUT/timeline/kernel.cu" \
+          ${TIMELINE_ARGS:---set rounding=floor} --no-hidden --bench-where "$w" --keep-scratch \
+          --json >"$OUT/timeline/eval-$tag.json" 2>"$OUT/timeline/eval-$tag.err"
+        echo "timeline $w: eval $(verdict "$OUT/timeline/eval-$tag.json")"
+        job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept_scratch"])' \
+          "$OUT/timeline/eval-$tag.json" 2>/dev/null)/candidate.job.json
+        [[ -f $job ]] || { echo "timeline $w: no kept job"; status=1; continue; }
+        timeout 300 build/ws_runner run "$job" >"$OUT/timeline/runner-$tag.out" \
+          2>"$OUT/timeline/runner-$tag.err"
+        python3 scripts/permute_timeline.py summarize "$OUT/timeline/runner-$tag.out" \
+          --json "$OUT/timeline/timeline-$tag.json" || status=1
+      done ;;
     trace)
       # Where a kernel hangs: scripts/trace_kernel.py copies TRACE_KERNEL (default
       # kernels/<TRACE_PROBLEM>/kernel.cu) with WS_WAIT_TRACE defined (a ws::mbar_wait stuck for
