@@ -181,6 +181,9 @@
 #ifndef EARLY_CHUNKS
 #define EARLY_CHUNKS 4  // EARLY: 16-byte loads per lane in flight (double-buffered)
 #endif
+#ifndef EARLY_TPW
+#define EARLY_TPW 0  // EARLY: a cap on tokens per warp (0: none), read by the plan only
+#endif
 #ifndef EARLY_SMEM
 #define EARLY_SMEM 24576  // EARLY: bytes of token slots per CTA (0: one token per warp)
 #endif
