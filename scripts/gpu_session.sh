@@ -478,28 +478,31 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
         python3 bench/profile/ncu_summary.py "$OUT/ncu/peer-triton-$r.csv"
       fi ;;
     timeline)
-      # moe_permute_quantize's routing and early quantize inside the timed graph, at the K <= 2
-      # bench shapes TIMELINE_WHERE picks (a word list of --bench-where expressions, default
-      # "E==8 E==16"): scripts/permute_timeline.py's instrumented copy, evaluated with its scratch
-      # kept (TIMELINE_ARGS: more eval arguments, default --set rounding=floor), then its runner
-      # job rerun for the %globaltimer stamps it prints. Files to $OUT/timeline.
+      # A plan's launches inside the timed graph (scripts/plan_timeline.py: per launch its first
+      # and last CTA start, first wait return, first and last CTA end, after the run's start).
+      # TIMELINE_PROBLEM (default moe_permute_quantize), TIMELINE_WHERE (a word list of
+      # --bench-where expressions, one shape each; default "E==8 E==16"), TIMELINE_ARGS (more
+      # eval arguments, default --set rounding=floor). Each: the instrumented copy evaluated with
+      # its scratch kept, then its runner job rerun for the stamps it prints. Files to
+      # $OUT/timeline.
       mkdir -p "$OUT/timeline"
-      python3 scripts/permute_timeline.py instrument kernels/moe_permute_quantize/kernel.cu \
-        "$OUT/timeline/kernel.cu" || { status=1; continue; }
+      tp=${TIMELINE_PROBLEM:-moe_permute_quantize}
+      python3 scripts/plan_timeline.py instrument "kernels/$tp/kernel.cu" \
+        "$OUT/timeline/$tp.cu" || { status=1; continue; }
       for w in ${TIMELINE_WHERE:-E==8 E==16}; do
-        tag=$(echo "$w" | tr -dc 'A-Za-z0-9')
+        tag=$tp-$(echo "$w" | tr -dc 'A-Za-z0-9')
         # shellcheck disable=SC2086  # TIMELINE_ARGS is a word list
-        timeout 300 $ws eval moe_permute_quantize "$OUT/timeline/kernel.cu" \
-          ${TIMELINE_ARGS:---set rounding=floor} --no-hidden --bench-where "$w" --keep-scratch \
-          --json >"$OUT/timeline/eval-$tag.json" 2>"$OUT/timeline/eval-$tag.err"
-        echo "timeline $w: eval $(verdict "$OUT/timeline/eval-$tag.json")"
+        timeout 300 $ws eval "$tp" "$OUT/timeline/$tp.cu" ${TIMELINE_ARGS:---set rounding=floor} \
+          --no-hidden --bench-where "$w" --keep-scratch --json >"$OUT/timeline/eval-$tag.json" \
+          2>"$OUT/timeline/eval-$tag.err"
+        echo "timeline $tp $w: eval $(verdict "$OUT/timeline/eval-$tag.json")"
         job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept_scratch"])' \
           "$OUT/timeline/eval-$tag.json" 2>/dev/null)/candidate.job.json
         [[ -f $job ]] || { echo "timeline $w: no kept job"; status=1; continue; }
         timeout 300 build/ws_runner run "$job" >"$OUT/timeline/runner-$tag.out" \
           2>"$OUT/timeline/runner-$tag.err"
-        python3 scripts/permute_timeline.py summarize "$OUT/timeline/runner-$tag.out" \
-          --json "$OUT/timeline/timeline-$tag.json" || status=1
+        python3 scripts/plan_timeline.py summarize "kernels/$tp/kernel.cu" \
+          "$OUT/timeline/runner-$tag.out" --json "$OUT/timeline/timeline-$tag.json" || status=1
       done ;;
     trace)
       # Where a kernel hangs: scripts/trace_kernel.py copies TRACE_KERNEL (default
