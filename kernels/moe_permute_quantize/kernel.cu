@@ -739,9 +739,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 // i * EARLY_TOKENS + w, in slot i * EARLY_TOKENS + w.
 // EARLY_SMEM (24576 by default; 0: one token per warp): the CTA's slots may fill this many bytes,
 // tpw = max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)), at most EARLY_TPW where that is set (a cap
-// in the plan only: the kernel takes tpw as an argument). Registers cap residency at 9 four-warp CTAs
-// per SM (56 registers: 36 warps), so at H2048 one token per warp left two thirds of the shared
-// memory unused; 2 tokens per warp (17 KB CTAs, still 9 per SM) read twice as much of x before
+// in the plan only: the kernel takes tpw as an argument). Registers cap residency at 9 four-warp
+// CTAs per SM (56 registers: 36 warps), so at H2048 one token per warp left two thirds of the
+// shared memory unused; 2 tokens per warp (17 KB CTAs, still 9 per SM) read twice as much of x before
 // the wait. H100, session 45, seven sweeps in three calls (`ok` with the hidden shapes): 1.019-
 // 1.039x at E128 K8 H2048 (controls' spread 1.02), the other bench shapes keep tpw = 1 (0.998-
 // 1.012x). More tokens per warp lose where they cost warps: 3 at H2048 (8 CTAs per SM and a
@@ -821,7 +821,7 @@ extern "C" __global__ void __launch_bounds__(EARLY_TOKENS * 32)
       }
     }
   };
-  if constexpr (EARLY_SMEM == 0) {  // the measured one-token form's code, unchanged
+  if constexpr (EARLY_SMEM == 0) {  // session 44's one-token form, its code as measured then
     quantize_token(0);
     ws::griddep_wait();
     copy_token(0);
