@@ -69,8 +69,12 @@ __device__ __forceinline__ void ws_tl_wait(int k) {{
   if (ws_tl_thread0()) atomicMax(&ws_tl_slots[k][2][ws_tl_slot()], ~ws_tl_now());
 }}
 __device__ __forceinline__ void ws_tl_end(int k) {{
-  // The CTA's last thread out of the body stamps its end (threads may leave the body early).
-  if (atomicSub(&ws_tl_left, 1u) != 1u) return;
+  // The CTA's last threads out of the body stamp its end (threads may leave it early): one
+  // shared atomic per group of a warp's lanes leaving together.
+  const unsigned group = __activemask(), n = __popc(group);
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if (lane != __ffs(group) - 1 || atomicSub(&ws_tl_left, n) != n) return;
   const unsigned long long t = ws_tl_now();
   const unsigned s = ws_tl_slot();
   atomicMax(&ws_tl_slots[k][3][s], ~t);
