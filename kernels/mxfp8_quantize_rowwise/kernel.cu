@@ -48,7 +48,9 @@
 // (sm_90a's rceil scale from selects, not branches), LANE_PAIRS (2 lanes per block with 16
 // adjacent elements each: one amax shuffle, 16-byte q stores; the Triton peer's layout),
 // CTAS_PER_SM (grid cap: uncapped = one tile per warp; a cap that fits on an SM = one resident
-// wave with the next tile prefetched; a larger cap = several grid-striding waves). Measured on the
+// wave with the next tile prefetched; a larger cap = several grid-striding waves), MIN_CTAS
+// (__launch_bounds__'s CTAs per SM outside that one-wave grid: with THREADS=128 CHUNKS=4
+// LANE_PAIRS=1 MIN_CTAS=12 the Triton peer's occupancy; session 45, NOTES.md). Measured on the
 // H200 (real evaluator, read-based L2 flush, median of 200; rceil; SOL fraction against the 2 GiB
 // copy): CHUNKS=2 x THREADS=512 uncapped is the default: 1.029 / 1.017 / 1.021 on 131072x7168 /
 // 131072x2048 / 65536x5120, 0.933 (35.9 us) on 16384x2880. THREADS=256 or 128 give 35.5-35.6 us on
