@@ -194,7 +194,7 @@ def summarize(names, by):
         for _, f in by[k]:
             # The run this launch belongs to: the latest run start at or before it.
             i = max((j for j, s in enumerate(starts) if s <= f[0]), default=None)
-            if i is None or (i + 1 < len(starts) and f[0] >= starts[i + 1]):
+            if i is None:  # before the later half
                 continue
             base = starts[i]
             for n, v in zip(FIGURES, f):

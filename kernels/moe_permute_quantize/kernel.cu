@@ -741,8 +741,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
 // tpw = max(1, EARLY_SMEM / (EARLY_TOKENS * pitch)), at most EARLY_TPW where that is set (a cap
 // in the plan only: the kernel takes tpw as an argument). Registers cap residency at 9 four-warp
 // CTAs per SM (56 registers: 36 warps), so at H2048 one token per warp left two thirds of the
-// shared memory unused; 2 tokens per warp (17 KB CTAs, still 9 per SM) read twice as much of x before
-// the wait. H100, session 45, seven sweeps in three calls (`ok` with the hidden shapes): 1.019-
+// shared memory unused; 2 tokens per warp (17 KB CTAs, still 9 per SM) read twice as much of x
+// before the wait. H100, session 45, seven sweeps in three calls (`ok` with the hidden shapes): 1.019-
 // 1.039x at E128 K8 H2048 (controls' spread 1.02), the other bench shapes keep tpw = 1 (0.998-
 // 1.012x). More tokens per warp lose where they cost warps: 3 at H2048 (8 CTAs per SM and a
 // partial last wave) 0.970-0.992x, 2 at H5120 (5 CTAs per SM) 0.94x. EARLY_CHUNKS=2 (40
