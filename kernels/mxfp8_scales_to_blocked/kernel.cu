@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [8, 4, 16],
-              "STORE_CS": [1, 0] },
+              "STORE_CS": [1, 0], "VEC": [4, 16] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
@@ -24,7 +24,9 @@
 //    (C % 4) and the tail stripes are masked to 0x00 in the same stores.
 //
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
-// BATCH (4-byte loads in flight per thread), STORE_CS (st.global.cs).
+// BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
+// stripe's run: 4, or 16 with the chunk's words, halves or bytes placed by C's alignment; at
+// BATCH 8, 16-byte loads hold a K7168 stripe's 28 KB in one round trip, not four).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us.
 //
@@ -44,6 +46,9 @@
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
+#ifndef VEC
+#define VEC 4
+#endif
 
 namespace {
 
@@ -53,9 +58,11 @@ struct Config {
   static constexpr int kBatch = BATCH;
   static constexpr int kStripeRows = 128;
   static constexpr bool kStoreCs = STORE_CS != 0;
+  static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
+static_assert(Config::kVec == 4 || Config::kVec == 16, "VEC: 4 or 16");
 
 using ws::kFullMask;
 
@@ -63,6 +70,42 @@ __device__ __forceinline__ unsigned load_word(const unsigned char* p) {
   unsigned v;
   asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
+}
+
+// Places the 16 bytes at byte b of a stripe's run (rows of C bytes) into shared memory rows of
+// 4 * pitch bytes, in the widest units C's alignment allows (a unit never straddles two rows).
+template <int kUnit>
+__device__ __forceinline__ void place_units(const ws::Chunk& v, int row, int col, int C,
+                                            int pitch, unsigned char* smem) {
+#pragma unroll
+  for (int u = 0; u < 16 / kUnit; ++u) {
+    unsigned char* d = smem + row * 4 * pitch + col;
+    const unsigned w = v.w[u * kUnit / 4] >> (8 * (u * kUnit % 4));
+    if constexpr (kUnit == 4) *reinterpret_cast<unsigned*>(d) = w;
+    if constexpr (kUnit == 2) *reinterpret_cast<unsigned short*>(d) = static_cast<unsigned short>(w);
+    if constexpr (kUnit == 1) *d = static_cast<unsigned char>(w);
+    col += kUnit;
+    if (col == C) {
+      col = 0;
+      ++row;
+    }
+  }
+}
+
+__device__ __forceinline__ void place16(const ws::Chunk& v, int b, int C, int pitch,
+                                        unsigned char* smem) {
+  const int row = b / C, col = b - row * C;
+  if ((C & 15) == 0) {  // the chunk lies in one row: four word stores
+    unsigned* d = reinterpret_cast<unsigned*>(smem) + row * pitch + col / 4;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) d[j] = v.w[j];
+  } else if ((C & 3) == 0) {
+    place_units<4>(v, row, col, C, pitch, smem);
+  } else if ((C & 1) == 0) {
+    place_units<2>(v, row, col, C, pitch, smem);
+  } else {
+    place_units<1>(v, row, col, C, pitch, smem);
+  }
 }
 
 struct StripeSource {
@@ -126,7 +169,24 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   const int rows = src.rows;
 
   if (rows > 0) {
-    if (chunks == 1) {
+    if (chunks == 1 && Config::kVec == 16) {
+      // The run (below) in 16-byte chunks: rows is a multiple of 32, so rows * C is of 16.
+      const unsigned char* base = scales + src.first_row * C;
+      const int n16 = rows * C / 16;
+      for (int k0 = tid; k0 < n16; k0 += Config::kBatch * Config::kThreads) {
+        ws::Chunk v[Config::kBatch];
+#pragma unroll
+        for (int j = 0; j < Config::kBatch; ++j) {
+          const int k = k0 + j * Config::kThreads;
+          if (k < n16) v[j] = ws::load_global16(base + 16LL * k);
+        }
+#pragma unroll
+        for (int j = 0; j < Config::kBatch; ++j) {
+          const int k = k0 + j * Config::kThreads;
+          if (k < n16) place16(v[j], 16 * k, C, pitch, smem_bytes);
+        }
+      }
+    } else if (chunks == 1) {
       // The stripe's rows are one contiguous, 32-byte aligned run of rows * C bytes.
       const unsigned char* base = scales + src.first_row * C;
       const int words = rows * C / 4;
