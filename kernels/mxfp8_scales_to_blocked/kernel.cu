@@ -1,8 +1,8 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [8, 4, 16],
-              "STORE_CS": [1, 0], "VEC": [4, 16] },
+              "STORE_CS": [1, 0], "VEC": [4, 16], "PERSIST": [0, 4, 3, 2, 8] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "grid":  ["(PERSIST == 0) * ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES) + (PERSIST != 0) * min(ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES), num_sms * max(PERSIST, 1))"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
@@ -26,7 +26,11 @@
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
 // stripe's run: 4, or 16 with the chunk's words, halves or bytes placed by C's alignment; at
-// BATCH 8, 16-byte loads hold a K7168 stripe's 28 KB in one round trip, not four).
+// BATCH 8, 16-byte loads hold a K7168 stripe's 28 KB in one round trip, not four), PERSIST
+// (0: a CTA per unit; n: n CTAs per SM loop over the units, and with VEC 16, where a stripe fits
+// the registers' batch, the next stripe's loads are in flight while this one's tiles are stored:
+// a CTA per unit waits on its offsets, its loads and its stores in turn, about two waves of such
+// chains at the bench shapes).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us.
 //
@@ -49,6 +53,9 @@
 #ifndef VEC
 #define VEC 4
 #endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
 
 namespace {
 
@@ -59,6 +66,7 @@ struct Config {
   static constexpr int kStripeRows = 128;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
+  static constexpr int kPersist = PERSIST;  // CTAs per SM looping over the units; 0: one unit each
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
@@ -147,21 +155,64 @@ __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offs
   return {0, 0};  // after the last group: all pad
 }
 
-}  // namespace
+// Batch k0 of a stripe's run in 16-byte chunks: chunk k0 + tid + j * THREADS into v[j]. rows
+// is a multiple of 32, so rows * C is one of 16 and the run (first_row * C) is 16-byte aligned.
+__device__ __forceinline__ void load_run16(ws::Chunk (&v)[Config::kBatch],
+                                           const unsigned char* __restrict__ scales,
+                                           const StripeSource& src, int C, int k0) {
+  const unsigned char* base = scales + src.first_row * C;
+  const int n16 = src.rows * C / 16;
+#pragma unroll
+  for (int j = 0; j < Config::kBatch; ++j) {
+    const int k = k0 + threadIdx.x + j * Config::kThreads;
+    if (k < n16) v[j] = ws::load_global16<ws::LoadHint::kNcNoAllocate>(base + 16LL * k);
+  }
+}
 
-// scales (M,C) e8m0; group_offsets (G) i32 end rows (multiples of 32, last = M); out: stripes *
-// C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4).
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked(const unsigned char* __restrict__ scales,
-                                 const int* __restrict__ group_offsets,
-                                 unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+__device__ __forceinline__ void place_run16(const ws::Chunk (&v)[Config::kBatch],
+                                            const StripeSource& src, int C, int pitch, int k0,
+                                            unsigned char* smem_bytes) {
+  const int n16 = src.rows * C / 16;
+#pragma unroll
+  for (int j = 0; j < Config::kBatch; ++j) {
+    const int k = k0 + threadIdx.x + j * Config::kThreads;
+    if (k < n16) place16(v[j], 16 * k, C, pitch, smem_bytes);
+  }
+}
+
+// The unit's tiles from shared memory. Line i of tile tt holds rows i, i+32, i+64, i+96,
+// columns 4 (t0+tt) .. +3; rows past `rows`, and columns past C, are the pad 0x00.
+__device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, long long s, int t0,
+                                            int nt, int rows, int C, int pitch,
+                                            const unsigned* smem_words) {
+  const int tid = threadIdx.x, c4 = (C + 3) / 4;
+  const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
+  unsigned char* dst = out + (s * c4 + t0) * 512;
+  for (int l = tid; l < nt * 32; l += Config::kThreads) {
+    const int tt = l >> 5, i = l & 31;
+    const unsigned mask = t0 + tt == c4 - 1 ? last_mask : 0xFFFFFFFFu;
+    unsigned w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = 32 * j + i;
+      w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
+    }
+    ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
+  }
+}
+
+// Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
+// memory, then its tiles out.
+__device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
+                                     const int* __restrict__ group_offsets,
+                                     unsigned char* __restrict__ out, int C, int G, unsigned u,
+                                     unsigned* smem_words) {
   const int tid = threadIdx.x, lane = tid & 31;
   const int c4 = (C + 3) / 4;
   const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
-  const long long s = blockIdx.x / chunks;
-  const int t0 = static_cast<int>(blockIdx.x % chunks) * Config::kTiles;  // first column tile
-  const int nt = min(Config::kTiles, c4 - t0);                            // tiles of this CTA
+  const long long s = u / chunks;
+  const int t0 = static_cast<int>(u % chunks) * Config::kTiles;  // first column tile
+  const int nt = min(Config::kTiles, c4 - t0);                    // tiles of this CTA
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
 
@@ -171,20 +222,10 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   if (rows > 0) {
     if (chunks == 1 && Config::kVec == 16) {
       // The run (below) in 16-byte chunks: rows is a multiple of 32, so rows * C is of 16.
-      const unsigned char* base = scales + src.first_row * C;
-      const int n16 = rows * C / 16;
-      for (int k0 = tid; k0 < n16; k0 += Config::kBatch * Config::kThreads) {
+      for (int k0 = 0; k0 < rows * C / 16; k0 += Config::kBatch * Config::kThreads) {
         ws::Chunk v[Config::kBatch];
-#pragma unroll
-        for (int j = 0; j < Config::kBatch; ++j) {
-          const int k = k0 + j * Config::kThreads;
-          if (k < n16) v[j] = ws::load_global16(base + 16LL * k);
-        }
-#pragma unroll
-        for (int j = 0; j < Config::kBatch; ++j) {
-          const int k = k0 + j * Config::kThreads;
-          if (k < n16) place16(v[j], 16 * k, C, pitch, smem_bytes);
-        }
+        load_run16(v, scales, src, C, k0);
+        place_run16(v, src, C, pitch, k0, smem_bytes);
       }
     } else if (chunks == 1) {
       // The stripe's rows are one contiguous, 32-byte aligned run of rows * C bytes.
@@ -229,19 +270,69 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     }
   }
   __syncthreads();
+  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words);
+}
 
-  // Lines: tile tt (of nt), line i holds rows i, i+32, i+64, i+96, columns 4 (t0+tt) .. +3.
-  const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
-  unsigned char* dst = out + (s * c4 + t0) * 512;
-  for (int l = tid; l < nt * 32; l += Config::kThreads) {
-    const int tt = l >> 5, i = l & 31;
-    const unsigned mask = t0 + tt == c4 - 1 ? last_mask : 0xFFFFFFFFu;
-    unsigned w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int r = 32 * j + i;
-      w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
+// PERSIST: this CTA's units, gridDim.x apart. Where a whole stripe is one unit and fits one
+// batch of 16-byte loads, the next stripe's loads are issued before this one's tiles are stored.
+__device__ __forceinline__ void persist(const unsigned char* __restrict__ scales,
+                                       const int* __restrict__ group_offsets,
+                                       unsigned char* __restrict__ out, int M, int C, int G,
+                                       unsigned* smem_words) {
+  const int c4 = (C + 3) / 4, lane = threadIdx.x & 31;
+  const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
+  const unsigned units = (M + 96 * G + Config::kStripeRows - 1) / Config::kStripeRows * chunks;
+  if (Config::kVec != 16 || chunks != 1 ||
+      Config::kStripeRows * C > 16 * Config::kBatch * Config::kThreads) {
+    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
+      unit(scales, group_offsets, out, C, G, u, smem_words);
+      __syncthreads();  // the tiles left shared memory before the next unit's rows land there
     }
-    ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
+    return;
+  }
+  const int pitch = c4 | 1;
+  unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
+  unsigned s = blockIdx.x;
+  if (s >= units) return;
+  StripeSource cur = find_stripe(group_offsets, G, s, lane);
+  ws::Chunk v[Config::kBatch];
+  load_run16(v, scales, cur, C, 0);
+  place_run16(v, cur, C, pitch, 0, smem_bytes);
+  __syncthreads();
+  for (;;) {
+    const unsigned next = s + gridDim.x;
+    StripeSource nxt{0, 0};
+    if (next < units) {
+      nxt = find_stripe(group_offsets, G, next, lane);
+      load_run16(v, scales, nxt, C, 0);  // in flight during the stores below
+    }
+    store_tiles(out, s, 0, c4, cur.rows, C, pitch, smem_words);
+    if (next >= units) break;
+    __syncthreads();
+    place_run16(v, nxt, C, pitch, 0, smem_bytes);
+    __syncthreads();
+    s = next;
+    cur = nxt;
+  }
+}
+
+}  // namespace
+
+// scales (M,C) e8m0; group_offsets (G) i32 end rows (multiples of 32, last = M); out: stripes *
+// C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4).
+#if PERSIST > 0  // the CTAs per SM the loop was sized for
+#define WS_STB_BOUNDS __launch_bounds__(Config::kThreads, PERSIST)
+#else
+#define WS_STB_BOUNDS __launch_bounds__(Config::kThreads)
+#endif
+extern "C" __global__ void WS_STB_BOUNDS
+    sm90_mxfp8_scales_to_blocked(const unsigned char* __restrict__ scales,
+                                 const int* __restrict__ group_offsets,
+                                 unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  if constexpr (Config::kPersist == 0) {
+    unit(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
+  } else {
+    persist(scales, group_offsets, out, M, C, G, smem_words);
   }
 }
