@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [8, 4, 16],
-              "STORE_CS": [1, 0], "VEC": [4, 16], "PERSIST": [0, 4, 3, 2, 8] },
+              "STORE_CS": [1, 0], "VEC": [4, 16], "PERSIST": [0, 4, 3, 2, 8], "PRE": [0, 8, 4] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
                 "grid":  ["(PERSIST == 0) * ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES) + (PERSIST != 0) * min(ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES), num_sms * max(PERSIST, 1))"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
@@ -56,6 +56,9 @@
 #ifndef PERSIST
 #define PERSIST 0
 #endif
+#ifndef PRE
+#define PRE 0
+#endif
 
 namespace {
 
@@ -67,6 +70,7 @@ struct Config {
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kPersist = PERSIST;  // CTAs per SM looping over the units; 0: one unit each
+  static constexpr int kPre = PRE;          // rounds of 32 group offsets loaded up front
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
@@ -123,13 +127,30 @@ struct StripeSource {
 
 // Which input rows stripe s holds. Warp-cooperative (all 32 lanes call, all get the answer):
 // group g covers stripes [P_g, P_g + R_g) with R_g = ceil_div(end_g - start_g, 128).
+// PRE: the first PRE rounds' offsets are loaded together, before the first scan (one L2 round
+// trip, not one per 32 groups).
 __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offsets, int G,
                                                     long long s, int lane) {
   long long stripes_before = 0;  // padded stripes of the groups of earlier rounds
   int prev_end = 0;              // end row of the group before this round's first
+  int pre[Config::kPre > 0 ? Config::kPre : 1];
+#pragma unroll
+  for (int r = 0; r < Config::kPre; ++r) {
+    const int g = 32 * r + lane;
+    pre[r] = g < G ? __ldg(offsets + g) : 0;
+  }
   for (int g0 = 0; g0 < G; g0 += 32) {
     const int g = g0 + lane;
-    const int end = g < G ? __ldg(offsets + g) : 0;
+    int end;
+    if constexpr (Config::kPre > 0) {
+      end = g0 < 32 * Config::kPre ? 0 : g < G ? __ldg(offsets + g) : 0;
+#pragma unroll
+      for (int r = 0; r < Config::kPre; ++r) {
+        if (g0 == 32 * r) end = pre[r];  // a select: pre stays in registers
+      }
+    } else {
+      end = g < G ? __ldg(offsets + g) : 0;
+    }
     int start = __shfl_up_sync(kFullMask, end, 1);
     if (lane == 0) start = prev_end;
     const int n = g < G ? end - start : 0;
