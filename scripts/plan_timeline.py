@@ -12,6 +12,13 @@ counter over the grid) folds the slots into the launch's five figures and clears
 the next run of the same kernel prints them before it stamps its own start, so no print falls
 inside a measured window.
 
+Limit: the instrumented plan is not the plain one where a launch waits for the previous one's
+completion. On an H100 the dual quantizer's gather launch (griddepcontrol.wait at entry, its
+predecessor never triggering early) started 32-40 us after the quantize launch's last CTA
+ended, and the instrumented run took ~200 us where the plain plan takes 79 us (session 46). The
+slot fold was ruled out (unrolled plain loads since, same gap); the printf in every kernel is the
+suspect. Read within-launch figures and early-triggered overlap, not such gaps.
+
 Usage:
   plan_timeline.py instrument SRC DST   the instrumented copy (each kernel body runs as a lambda
                                         between the stamps; a 4-byte __shared__ counter per CTA)
@@ -83,13 +90,20 @@ __device__ __forceinline__ void ws_tl_end(int k) {{
   const unsigned ctas = gridDim.x * gridDim.y * gridDim.z;
   if (atomicAdd(&ws_tl_ctas_done[k], 1u) != ctas - 1) return;
   __threadfence();
+  // Every other CTA of the launch is done: plain loads, independent and unrolled, so they are in
+  // flight together.
   unsigned long long m[5] = {{0, 0, 0, 0, 0}};  // the complemented ones: max of ~t = min of t
-  for (int i = 0; i < WS_TL_SLOTS; ++i) {{
-    for (int j = 0; j < 5; ++j) {{
-      const unsigned long long v = atomicExch(&ws_tl_slots[k][j][i], 0ull);
+  volatile unsigned long long* slots = &ws_tl_slots[k][0][0];
+#pragma unroll
+  for (int j = 0; j < 5; ++j) {{
+#pragma unroll 16
+    for (int i = 0; i < WS_TL_SLOTS; ++i) {{
+      const unsigned long long v = slots[j * WS_TL_SLOTS + i];
       m[j] = v > m[j] ? v : m[j];
     }}
   }}
+#pragma unroll 16
+  for (int i = 0; i < 5 * WS_TL_SLOTS; ++i) slots[i] = 0;
   unsigned long long* f = ws_tl_done_figures[k];
   f[0] = ~m[0], f[1] = m[1], f[2] = m[2] ? ~m[2] : 0, f[3] = ~m[3], f[4] = m[4];
   ws_tl_ctas_done[k] = 0;
