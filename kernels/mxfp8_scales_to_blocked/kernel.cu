@@ -1,8 +1,8 @@
 /* warpsmith:plan
-{ "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [8, 4, 16],
-              "STORE_CS": [1, 0], "VEC": [4, 16], "PERSIST": [0, 4, 3, 2, 8], "PRE": [0, 8, 4] },
+{ "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
+              "STORE_CS": [1, 0], "VEC": [16, 4] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "grid":  ["(PERSIST == 0) * ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES) + (PERSIST != 0) * min(ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES), num_sms * max(PERSIST, 1))"],
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
@@ -16,8 +16,9 @@
 //    a ballot (no block-wide sync, no serial walk).
 //  - The stripe's rows are contiguous in scales; when its whole width fits (C <= 4*TILES, every
 //    bench shape) they are one 32-byte aligned run of rows*C bytes: read with coalesced 4-byte
-//    loads, BATCH per thread in flight, scattered into shared memory rows of P words, P odd.
-//    Wider C: per-row segments, same layout.
+//    loads (VEC 16: 16-byte chunks, BATCH per thread in flight; each chunk's words, halves or
+//    bytes, the widest C's alignment allows, scattered into shared memory rows of P words, P
+//    odd). Wider C: per-row segments, same layout.
 //  - Output: every 16-byte line (rows i, i+32, i+64, i+96 of the stripe, 4 columns each) is four
 //    word reads at stride P (odd: conflict-free across the 32 lanes = 32 lines of a tile) and
 //    one 16-byte store; a warp writes one 512-byte tile contiguously. Pad rows, pad columns
@@ -25,14 +26,23 @@
 //
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
-// stripe's run: 4, or 16 with the chunk's words, halves or bytes placed by C's alignment; at
-// BATCH 8, 16-byte loads hold a K7168 stripe's 28 KB in one round trip, not four), PERSIST
-// (0: a CTA per unit; n: n CTAs per SM loop over the units, and with VEC 16, where a stripe fits
-// the registers' batch, the next stripe's loads are in flight while this one's tiles are stored:
-// a CTA per unit waits on its offsets, its loads and its stores in turn, about two waves of such
-// chains at the bench shapes).
+// stripe's run: 16, or 4 as first measured).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
-//   ok at every shape; bench geomean 17.1 us.
+//   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
+// Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
+// four round trips for a K7168 stripe's 28 KB, 48 registers, 5 CTAs per SM; now 32 registers,
+// 8 CTAs per SM): on an H100, 1.26x geomean in a sweep with steady controls and 1.34x over two
+// whose controls drifted 7-15% (1.22-1.43x per shape; 22.2, 10.0, 10.9, 18.2-18.8 and 10.2-10.6
+// us where the old default read 27-30, 12.5-13.9, 13.9-15.2, 22.3-26.3 and 13.6-14.8), `ok` at
+// every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c}.json). Of
+// the plain stream of the same bytes (bench/stream_floor.py, an H100 in another call of the
+// session): 0.84 / 0.83 / 0.76 / 0.77-0.79 / 0.67-0.70 at G8 K7168 / G8 K2048 / G128 K2048 /
+// G16 K5120 / G128 K2880. Measured beside it
+// and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x, bimodal from call to call,
+// ahead only at K7168), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
+// for 4 or 8 scan rounds (PRE: 0.87-1.00x of BATCH 4: the scan's L2 round trips are not what
+// waits), and persistent CTAs with the next stripe's loads in flight during the stores
+// (PERSIST 2-4: 0.85-0.93x of VEC 16 alone). Git 0866be9 has PRE and PERSIST.
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
@@ -45,19 +55,13 @@
 #define TILES 64
 #endif
 #ifndef BATCH
-#define BATCH 8
+#define BATCH 4
 #endif
 #ifndef STORE_CS
 #define STORE_CS 1
 #endif
 #ifndef VEC
-#define VEC 4
-#endif
-#ifndef PERSIST
-#define PERSIST 0
-#endif
-#ifndef PRE
-#define PRE 0
+#define VEC 16
 #endif
 
 namespace {
@@ -69,8 +73,6 @@ struct Config {
   static constexpr int kStripeRows = 128;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
-  static constexpr int kPersist = PERSIST;  // CTAs per SM looping over the units; 0: one unit each
-  static constexpr int kPre = PRE;          // rounds of 32 group offsets loaded up front
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
@@ -127,30 +129,13 @@ struct StripeSource {
 
 // Which input rows stripe s holds. Warp-cooperative (all 32 lanes call, all get the answer):
 // group g covers stripes [P_g, P_g + R_g) with R_g = ceil_div(end_g - start_g, 128).
-// PRE: the first PRE rounds' offsets are loaded together, before the first scan (one L2 round
-// trip, not one per 32 groups).
 __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offsets, int G,
                                                     long long s, int lane) {
   long long stripes_before = 0;  // padded stripes of the groups of earlier rounds
   int prev_end = 0;              // end row of the group before this round's first
-  int pre[Config::kPre > 0 ? Config::kPre : 1];
-#pragma unroll
-  for (int r = 0; r < Config::kPre; ++r) {
-    const int g = 32 * r + lane;
-    pre[r] = g < G ? __ldg(offsets + g) : 0;
-  }
   for (int g0 = 0; g0 < G; g0 += 32) {
     const int g = g0 + lane;
-    int end;
-    if constexpr (Config::kPre > 0) {
-      end = g0 < 32 * Config::kPre ? 0 : g < G ? __ldg(offsets + g) : 0;
-#pragma unroll
-      for (int r = 0; r < Config::kPre; ++r) {
-        if (g0 == 32 * r) end = pre[r];  // a select: pre stays in registers
-      }
-    } else {
-      end = g < G ? __ldg(offsets + g) : 0;
-    }
+    const int end = g < G ? __ldg(offsets + g) : 0;
     int start = __shfl_up_sync(kFullMask, end, 1);
     if (lane == 0) start = prev_end;
     const int n = g < G ? end - start : 0;
@@ -294,66 +279,15 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   store_tiles(out, s, t0, nt, rows, C, pitch, smem_words);
 }
 
-// PERSIST: this CTA's units, gridDim.x apart. Where a whole stripe is one unit and fits one
-// batch of 16-byte loads, the next stripe's loads are issued before this one's tiles are stored.
-__device__ __forceinline__ void persist(const unsigned char* __restrict__ scales,
-                                       const int* __restrict__ group_offsets,
-                                       unsigned char* __restrict__ out, int M, int C, int G,
-                                       unsigned* smem_words) {
-  const int c4 = (C + 3) / 4, lane = threadIdx.x & 31;
-  const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
-  const unsigned units = (M + 96 * G + Config::kStripeRows - 1) / Config::kStripeRows * chunks;
-  if (Config::kVec != 16 || chunks != 1 ||
-      Config::kStripeRows * C > 16 * Config::kBatch * Config::kThreads) {
-    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
-      unit(scales, group_offsets, out, C, G, u, smem_words);
-      __syncthreads();  // the tiles left shared memory before the next unit's rows land there
-    }
-    return;
-  }
-  const int pitch = c4 | 1;
-  unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
-  unsigned s = blockIdx.x;
-  if (s >= units) return;
-  StripeSource cur = find_stripe(group_offsets, G, s, lane);
-  ws::Chunk v[Config::kBatch];
-  load_run16(v, scales, cur, C, 0);
-  place_run16(v, cur, C, pitch, 0, smem_bytes);
-  __syncthreads();
-  for (;;) {
-    const unsigned next = s + gridDim.x;
-    StripeSource nxt{0, 0};
-    if (next < units) {
-      nxt = find_stripe(group_offsets, G, next, lane);
-      load_run16(v, scales, nxt, C, 0);  // in flight during the stores below
-    }
-    store_tiles(out, s, 0, c4, cur.rows, C, pitch, smem_words);
-    if (next >= units) break;
-    __syncthreads();
-    place_run16(v, nxt, C, pitch, 0, smem_bytes);
-    __syncthreads();
-    s = next;
-    cur = nxt;
-  }
-}
-
 }  // namespace
 
 // scales (M,C) e8m0; group_offsets (G) i32 end rows (multiples of 32, last = M); out: stripes *
 // C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4).
-#if PERSIST > 0  // the CTAs per SM the loop was sized for
-#define WS_STB_BOUNDS __launch_bounds__(Config::kThreads, PERSIST)
-#else
-#define WS_STB_BOUNDS __launch_bounds__(Config::kThreads)
-#endif
-extern "C" __global__ void WS_STB_BOUNDS
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
     sm90_mxfp8_scales_to_blocked(const unsigned char* __restrict__ scales,
                                  const int* __restrict__ group_offsets,
                                  unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  if constexpr (Config::kPersist == 0) {
-    unit(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
-  } else {
-    persist(scales, group_offsets, out, M, C, G, smem_words);
-  }
+  (void)M;
+  unit(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
 }
