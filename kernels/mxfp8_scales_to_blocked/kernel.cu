@@ -34,10 +34,11 @@
 // 8 CTAs per SM): on an H100, 1.26x geomean in a sweep with steady controls and 1.34x over two
 // whose controls drifted 7-15% (1.22-1.43x per shape; 22.2, 10.0, 10.9, 18.2-18.8 and 10.2-10.6
 // us where the old default read 27-30, 12.5-13.9, 13.9-15.2, 22.3-26.3 and 13.6-14.8), `ok` at
-// every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c}.json). Of
-// the plain stream of the same bytes (bench/stream_floor.py, an H100 in another call of the
-// session): 0.84 / 0.83 / 0.76 / 0.77-0.79 / 0.67-0.70 at G8 K7168 / G8 K2048 / G128 K2048 /
-// G16 K5120 / G128 K2880. Measured beside it
+// every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c}.json);
+// compute-sanitizer clean at the test shapes. Beside the plain stream of the same bytes
+// (bench/stream_floor.py) and the Triton peer in one H100 call (s46c4,
+// kernels-h100-2026-12-06-session46.json): of floor 0.84 / 0.83 / 0.74 / 0.77 / 0.68 at G8
+// K7168 / G8 K2048 / G128 K2048 / G16 K5120 / G128 K2880, Triton 12.7-48.9x slower. Beside it
 // and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x, bimodal from call to call,
 // ahead only at K7168), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
 // for 4 or 8 scan rounds (PRE: 0.87-1.00x of BATCH 4: the scan's L2 round trips are not what
