@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
-              "STORE_CS": [1, 0], "VEC": [16, 4] },
+              "STORE_CS": [1, 0], "VEC": [16, 4], "ROWS": [128, 64] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "grid":  ["ceil_div(M + 96 * G, 128) * (128 / ROWS) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "4 * ROWS * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
 // MXFP8 scales to the 128x4 blocked layout, hand-tuned: scales [M,C] E8M0 rows grouped by
@@ -26,7 +26,9 @@
 //
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
-// stripe's run: 16, or 4 as first measured).
+// stripe's run: 16, or 4 as first measured), ROWS (a stripe's rows per CTA: 64 splits each
+// stripe over two CTAs, each storing its 8-byte halves of the tiles' lines: twice the CTAs for
+// the shapes under one wave).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
@@ -64,6 +66,9 @@
 #ifndef VEC
 #define VEC 16
 #endif
+#ifndef ROWS
+#define ROWS 128
+#endif
 
 namespace {
 
@@ -74,10 +79,12 @@ struct Config {
   static constexpr int kStripeRows = 128;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
+  static constexpr int kRows = ROWS;  // a stripe's rows per CTA: 128, or 64 (half a stripe)
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
 static_assert(Config::kVec == 4 || Config::kVec == 16, "VEC: 4 or 16");
+static_assert(Config::kRows == 128 || Config::kRows == 64, "ROWS: 128 or 64");
 
 using ws::kFullMask;
 
@@ -189,22 +196,29 @@ __device__ __forceinline__ void place_run16(const ws::Chunk (&v)[Config::kBatch]
 
 // The unit's tiles from shared memory. Line i of tile tt holds rows i, i+32, i+64, i+96,
 // columns 4 (t0+tt) .. +3; rows past `rows`, and columns past C, are the pad 0x00.
+// ROWS 64: shared memory holds half h of the stripe (rows 64 h ..), stored as the lines' 8-byte
+// halves.
 __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, long long s, int t0,
                                             int nt, int rows, int C, int pitch,
-                                            const unsigned* smem_words) {
+                                            const unsigned* smem_words, int h = 0) {
   const int tid = threadIdx.x, c4 = (C + 3) / 4;
   const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
   unsigned char* dst = out + (s * c4 + t0) * 512;
   for (int l = tid; l < nt * 32; l += Config::kThreads) {
     const int tt = l >> 5, i = l & 31;
     const unsigned mask = t0 + tt == c4 - 1 ? last_mask : 0xFFFFFFFFu;
-    unsigned w[4];
+    constexpr int kWords = Config::kRows / 32;  // of the line's 4
+    unsigned w[kWords];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < kWords; ++j) {
       const int r = 32 * j + i;
       w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
     }
-    ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
+    if constexpr (kWords == 4) {
+      ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
+    } else {
+      ws::store_global8<Config::kStoreCs>(dst + l * 16 + 8 * h, w[0], w[1]);
+    }
   }
 }
 
@@ -217,13 +231,19 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int tid = threadIdx.x, lane = tid & 31;
   const int c4 = (C + 3) / 4;
   const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
-  const long long s = u / chunks;
+  constexpr int kHalves = 128 / Config::kRows;
+  const long long s = u / chunks / kHalves;
+  const int h = static_cast<int>(u / chunks % kHalves);          // the stripe's half (ROWS 64)
   const int t0 = static_cast<int>(u % chunks) * Config::kTiles;  // first column tile
   const int nt = min(Config::kTiles, c4 - t0);                    // tiles of this CTA
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
 
-  const StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
+  StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
+  if constexpr (kHalves > 1) {  // this CTA's rows of the stripe
+    src.first_row += h * Config::kRows;
+    src.rows = max(0, min(src.rows - h * Config::kRows, Config::kRows));
+  }
   const int rows = src.rows;
 
   if (rows > 0) {
@@ -277,7 +297,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
     }
   }
   __syncthreads();
-  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words);
+  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words, h);
 }
 
 }  // namespace
