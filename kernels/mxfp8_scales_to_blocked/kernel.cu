@@ -1,9 +1,9 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
-              "STORE_CS": [1, 0], "VEC": [16, 4], "ROWS": [128, 64] },
+              "STORE_CS": [1, 0], "VEC": [16, 4] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "grid":  ["ceil_div(M + 96 * G, 128) * (128 / ROWS) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["THREADS"], "smem": "4 * ROWS * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
 // MXFP8 scales to the 128x4 blocked layout, hand-tuned: scales [M,C] E8M0 rows grouped by
@@ -26,26 +26,29 @@
 //
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
-// stripe's run: 16, or 4 as first measured), ROWS (a stripe's rows per CTA: 64 splits each
-// stripe over two CTAs, each storing its 8-byte halves of the tiles' lines: twice the CTAs for
-// the shapes under one wave).
+// stripe's run: 16, or 4 as first measured).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
 // four round trips for a K7168 stripe's 28 KB, 48 registers, 5 CTAs per SM; now 32 registers,
-// 8 CTAs per SM): on an H100, 1.26x geomean in a sweep with steady controls and 1.34x over two
-// whose controls drifted 7-15% (1.22-1.43x per shape; 22.2, 10.0, 10.9, 18.2-18.8 and 10.2-10.6
+// 8 CTAs per SM): on an H100, 1.26x geomean in a sweep with steady controls, 1.34x over two
+// whose controls drifted 7-15% and 1.15x over two more (s46c5, the old default as the variant)
+// (1.22-1.43x per shape in the first three; 22.2, 10.0, 10.9, 18.2-18.8 and 10.2-10.6
 // us where the old default read 27-30, 12.5-13.9, 13.9-15.2, 22.3-26.3 and 13.6-14.8), `ok` at
-// every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c}.json);
+// every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c,d}.json);
 // compute-sanitizer clean at the test shapes. Beside the plain stream of the same bytes
 // (bench/stream_floor.py) and the Triton peer in one H100 call (s46c4,
 // kernels-h100-2026-12-06-session46.json): of floor 0.84 / 0.83 / 0.74 / 0.77 / 0.68 at G8
 // K7168 / G8 K2048 / G128 K2048 / G16 K5120 / G128 K2880, Triton 12.7-48.9x slower. Beside it
-// and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x, bimodal from call to call,
-// ahead only at K7168), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
+// and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x of the old default, bimodal
+// from call to call; against the new one in s46c5 1.14x / 1.16x at K7168 / K5120, whose
+// stripes take two batches of 4, and 0.96-0.99x at the others: an instance per C is the next
+// step), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
 // for 4 or 8 scan rounds (PRE: 0.87-1.00x of BATCH 4: the scan's L2 round trips are not what
 // waits), and persistent CTAs with the next stripe's loads in flight during the stores
-// (PERSIST 2-4: 0.85-0.93x of VEC 16 alone). Git 0866be9 has PRE and PERSIST.
+// (PERSIST 2-4: 0.85-0.93x of VEC 16 alone), and half a stripe per CTA, each storing the
+// lines' 8-byte halves (ROWS 64: 0.77-0.85x, s46c5). Git 0866be9 has PRE and PERSIST, a9dae4a
+// ROWS.
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
@@ -66,9 +69,6 @@
 #ifndef VEC
 #define VEC 16
 #endif
-#ifndef ROWS
-#define ROWS 128
-#endif
 
 namespace {
 
@@ -79,12 +79,10 @@ struct Config {
   static constexpr int kStripeRows = 128;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
-  static constexpr int kRows = ROWS;  // a stripe's rows per CTA: 128, or 64 (half a stripe)
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
 static_assert(Config::kVec == 4 || Config::kVec == 16, "VEC: 4 or 16");
-static_assert(Config::kRows == 128 || Config::kRows == 64, "ROWS: 128 or 64");
 
 using ws::kFullMask;
 
@@ -196,29 +194,22 @@ __device__ __forceinline__ void place_run16(const ws::Chunk (&v)[Config::kBatch]
 
 // The unit's tiles from shared memory. Line i of tile tt holds rows i, i+32, i+64, i+96,
 // columns 4 (t0+tt) .. +3; rows past `rows`, and columns past C, are the pad 0x00.
-// ROWS 64: shared memory holds half h of the stripe (rows 64 h ..), stored as the lines' 8-byte
-// halves.
 __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, long long s, int t0,
                                             int nt, int rows, int C, int pitch,
-                                            const unsigned* smem_words, int h = 0) {
+                                            const unsigned* smem_words) {
   const int tid = threadIdx.x, c4 = (C + 3) / 4;
   const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
   unsigned char* dst = out + (s * c4 + t0) * 512;
   for (int l = tid; l < nt * 32; l += Config::kThreads) {
     const int tt = l >> 5, i = l & 31;
     const unsigned mask = t0 + tt == c4 - 1 ? last_mask : 0xFFFFFFFFu;
-    constexpr int kWords = Config::kRows / 32;  // of the line's 4
-    unsigned w[kWords];
+    unsigned w[4];
 #pragma unroll
-    for (int j = 0; j < kWords; ++j) {
+    for (int j = 0; j < 4; ++j) {
       const int r = 32 * j + i;
       w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
     }
-    if constexpr (kWords == 4) {
-      ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
-    } else {
-      ws::store_global8<Config::kStoreCs>(dst + l * 16 + 8 * h, w[0], w[1]);
-    }
+    ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
   }
 }
 
@@ -231,19 +222,13 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int tid = threadIdx.x, lane = tid & 31;
   const int c4 = (C + 3) / 4;
   const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
-  constexpr int kHalves = 128 / Config::kRows;
-  const long long s = u / chunks / kHalves;
-  const int h = static_cast<int>(u / chunks % kHalves);          // the stripe's half (ROWS 64)
+  const long long s = u / chunks;
   const int t0 = static_cast<int>(u % chunks) * Config::kTiles;  // first column tile
   const int nt = min(Config::kTiles, c4 - t0);                    // tiles of this CTA
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
 
-  StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
-  if constexpr (kHalves > 1) {  // this CTA's rows of the stripe
-    src.first_row += h * Config::kRows;
-    src.rows = max(0, min(src.rows - h * Config::kRows, Config::kRows));
-  }
+  const StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
   const int rows = src.rows;
 
   if (rows > 0) {
@@ -297,7 +282,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
     }
   }
   __syncthreads();
-  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words, h);
+  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words);
 }
 
 }  // namespace
