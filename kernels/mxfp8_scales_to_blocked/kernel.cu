@@ -1,7 +1,11 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
-              "STORE_CS": [1, 0], "VEC": [16, 4] },
-  "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
+              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [0, 128], "WIDE_BATCH": [8, 16] },
+  "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked", "when": "WIDE_C == 0 || K / 32 <= WIDE_C",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_wide", "when": "WIDE_C != 0 && K / 32 > WIDE_C",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
@@ -26,7 +30,8 @@
 //
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
-// stripe's run: 16, or 4 as first measured).
+// stripe's run: 16, or 4 as first measured), WIDE_C / WIDE_BATCH (where C > WIDE_C, a second
+// instance with WIDE_BATCH loads per thread; 0: one instance).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
@@ -69,6 +74,12 @@
 #ifndef VEC
 #define VEC 16
 #endif
+#ifndef WIDE_C
+#define WIDE_C 0  // 0: never the _wide instance
+#endif
+#ifndef WIDE_BATCH
+#define WIDE_BATCH 8
+#endif
 
 namespace {
 
@@ -79,6 +90,7 @@ struct Config {
   static constexpr int kStripeRows = 128;
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
+  static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
@@ -102,7 +114,9 @@ __device__ __forceinline__ void place_units(const ws::Chunk& v, int row, int col
     unsigned char* d = smem + row * 4 * pitch + col;
     const unsigned w = v.w[u * kUnit / 4] >> (8 * (u * kUnit % 4));
     if constexpr (kUnit == 4) *reinterpret_cast<unsigned*>(d) = w;
-    if constexpr (kUnit == 2) *reinterpret_cast<unsigned short*>(d) = static_cast<unsigned short>(w);
+    if constexpr (kUnit == 2) {
+      *reinterpret_cast<unsigned short*>(d) = static_cast<unsigned short>(w);
+    }
     if constexpr (kUnit == 1) *d = static_cast<unsigned char>(w);
     col += kUnit;
     if (col == C) {
@@ -169,24 +183,26 @@ __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offs
 
 // Batch k0 of a stripe's run in 16-byte chunks: chunk k0 + tid + j * THREADS into v[j]. rows
 // is a multiple of 32, so rows * C is one of 16 and the run (first_row * C) is 16-byte aligned.
-__device__ __forceinline__ void load_run16(ws::Chunk (&v)[Config::kBatch],
+template <int kBatch>
+__device__ __forceinline__ void load_run16(ws::Chunk (&v)[kBatch],
                                            const unsigned char* __restrict__ scales,
                                            const StripeSource& src, int C, int k0) {
   const unsigned char* base = scales + src.first_row * C;
   const int n16 = src.rows * C / 16;
 #pragma unroll
-  for (int j = 0; j < Config::kBatch; ++j) {
+  for (int j = 0; j < kBatch; ++j) {
     const int k = k0 + threadIdx.x + j * Config::kThreads;
     if (k < n16) v[j] = ws::load_global16<ws::LoadHint::kNcNoAllocate>(base + 16LL * k);
   }
 }
 
-__device__ __forceinline__ void place_run16(const ws::Chunk (&v)[Config::kBatch],
+template <int kBatch>
+__device__ __forceinline__ void place_run16(const ws::Chunk (&v)[kBatch],
                                             const StripeSource& src, int C, int pitch, int k0,
                                             unsigned char* smem_bytes) {
   const int n16 = src.rows * C / 16;
 #pragma unroll
-  for (int j = 0; j < Config::kBatch; ++j) {
+  for (int j = 0; j < kBatch; ++j) {
     const int k = k0 + threadIdx.x + j * Config::kThreads;
     if (k < n16) place16(v[j], 16 * k, C, pitch, smem_bytes);
   }
@@ -215,6 +231,7 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
+template <int kBatch>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int C, int G, unsigned u,
@@ -234,8 +251,8 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   if (rows > 0) {
     if (chunks == 1 && Config::kVec == 16) {
       // The run (below) in 16-byte chunks: rows is a multiple of 32, so rows * C is of 16.
-      for (int k0 = 0; k0 < rows * C / 16; k0 += Config::kBatch * Config::kThreads) {
-        ws::Chunk v[Config::kBatch];
+      for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * Config::kThreads) {
+        ws::Chunk v[kBatch];
         load_run16(v, scales, src, C, k0);
         place_run16(v, src, C, pitch, k0, smem_bytes);
       }
@@ -244,15 +261,15 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
       const unsigned char* base = scales + src.first_row * C;
       const int words = rows * C / 4;
       const bool word_rows = (C & 3) == 0;
-      for (int w0 = tid; w0 < words; w0 += Config::kBatch * Config::kThreads) {
-        unsigned v[Config::kBatch];
+      for (int w0 = tid; w0 < words; w0 += kBatch * Config::kThreads) {
+        unsigned v[kBatch];
 #pragma unroll
-        for (int j = 0; j < Config::kBatch; ++j) {
+        for (int j = 0; j < kBatch; ++j) {
           const int w = w0 + j * Config::kThreads;
           v[j] = w < words ? load_word(base + 4LL * w) : 0u;
         }
 #pragma unroll
-        for (int j = 0; j < Config::kBatch; ++j) {
+        for (int j = 0; j < kBatch; ++j) {
           const int w = w0 + j * Config::kThreads;
           if (w >= words) continue;
           if (word_rows) {
@@ -295,5 +312,16 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                  unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
   (void)M;
-  unit(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
+  unit<Config::kBatch>(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
+}
+
+// WIDE_C: the same kernel with WIDE_BATCH loads per thread, launched where C > WIDE_C (a
+// stripe's run longer than one batch of BATCH chunks per thread).
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_mxfp8_scales_to_blocked_wide(const unsigned char* __restrict__ scales,
+                                      const int* __restrict__ group_offsets,
+                                      unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  (void)M;
+  unit<Config::kWideBatch>(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
 }
