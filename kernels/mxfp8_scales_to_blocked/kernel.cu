@@ -47,8 +47,8 @@
 // K7168 / G8 K2048 / G128 K2048 / G16 K5120 / G128 K2880, Triton 12.7-48.9x slower. Beside it
 // and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x of the old default, bimodal
 // from call to call; against the new one in s46c5 1.14x / 1.16x at K7168 / K5120, whose
-// stripes take two batches of 4, and 0.96-0.99x at the others: an instance per C is the next
-// step), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
+// stripes take two batches of 4, and 0.96-0.99x at the others: WIDE_C gives such shapes their
+// own instance, queued), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
 // for 4 or 8 scan rounds (PRE: 0.87-1.00x of BATCH 4: the scan's L2 round trips are not what
 // waits), and persistent CTAs with the next stripe's loads in flight during the stores
 // (PERSIST 2-4: 0.85-0.93x of VEC 16 alone), and half a stripe per CTA, each storing the
