@@ -19,10 +19,10 @@
 //    stripe's group by itself: 32 groups per step, a warp scan of their padded stripe counts and
 //    a ballot (no block-wide sync, no serial walk).
 //  - The stripe's rows are contiguous in scales; when its whole width fits (C <= 4*TILES, every
-//    bench shape) they are one 32-byte aligned run of rows*C bytes: read with coalesced 4-byte
-//    loads (VEC 16: 16-byte chunks, BATCH per thread in flight; each chunk's words, halves or
-//    bytes, the widest C's alignment allows, scattered into shared memory rows of P words, P
-//    odd). Wider C: per-row segments, same layout.
+//    bench shape) they are one 32-byte aligned run of rows*C bytes: read in coalesced 16-byte
+//    chunks (VEC 4: words), BATCH per thread in flight, each chunk's words, halves or bytes
+//    (the widest units C's alignment allows) scattered into shared memory rows of P words, P
+//    odd. Wider C: per-row segments, same layout.
 //  - Output: every 16-byte line (rows i, i+32, i+64, i+96 of the stripe, 4 columns each) is four
 //    word reads at stride P (odd: conflict-free across the 32 lanes = 32 lines of a tile) and
 //    one 16-byte store; a warp writes one 512-byte tile contiguously. Pad rows, pad columns
@@ -37,9 +37,9 @@
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
 // four round trips for a K7168 stripe's 28 KB, 48 registers, 5 CTAs per SM; now 32 registers,
 // 8 CTAs per SM): on an H100, 1.26x geomean in a sweep with steady controls, 1.34x over two
-// whose controls drifted 7-15% and 1.15x over two more (s46c5, the old default as the variant)
-// (1.22-1.43x per shape in the first three; 22.2, 10.0, 10.9, 18.2-18.8 and 10.2-10.6
-// us where the old default read 27-30, 12.5-13.9, 13.9-15.2, 22.3-26.3 and 13.6-14.8), `ok` at
+// whose controls drifted 7-15%, 1.15x over two more with the old default as the variant
+// (s46c5); 1.22-1.43x per shape in the first three (22.2, 10.0, 10.9, 18.2-18.8 and 10.2-10.6
+// us where the old default read 27-30, 12.5-13.9, 13.9-15.2, 22.3-26.3 and 13.6-14.8); `ok` at
 // every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c,d}.json);
 // compute-sanitizer clean at the test shapes. Beside the plain stream of the same bytes
 // (bench/stream_floor.py) and the Triton peer in one H100 call (s46c4,
@@ -182,7 +182,8 @@ __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offs
 }
 
 // Batch k0 of a stripe's run in 16-byte chunks: chunk k0 + tid + j * THREADS into v[j]. rows
-// is a multiple of 32, so rows * C is one of 16 and the run (first_row * C) is 16-byte aligned.
+// is a multiple of 32, so rows * C is a multiple of 16 and the run (first_row * C) is 16-byte
+// aligned.
 template <int kBatch>
 __device__ __forceinline__ void load_run16(ws::Chunk (&v)[kBatch],
                                            const unsigned char* __restrict__ scales,
@@ -250,7 +251,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
 
   if (rows > 0) {
     if (chunks == 1 && Config::kVec == 16) {
-      // The run (below) in 16-byte chunks: rows is a multiple of 32, so rows * C is of 16.
+      // The run (below) in 16-byte chunks, kBatch per thread at a time.
       for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * Config::kThreads) {
         ws::Chunk v[kBatch];
         load_run16(v, scales, src, C, k0);
