@@ -1,6 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
-              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [0, 128], "WIDE_BATCH": [8, 16] },
+              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked", "when": "WIDE_C == 0 || K / 32 <= WIDE_C",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
@@ -47,13 +47,17 @@
 // K7168 / G8 K2048 / G128 K2048 / G16 K5120 / G128 K2880, Triton 12.7-48.9x slower. Beside it
 // and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x of the old default, bimodal
 // from call to call; against the new one in s46c5 1.14x / 1.16x at K7168 / K5120, whose
-// stripes take two batches of 4, and 0.96-0.99x at the others: WIDE_C gives such shapes their
-// own instance, queued), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
+// stripes take two batches of 4, and 0.96-0.99x at the others, but 0.84-0.97x everywhere in
+// s46c6), THREADS 128 or 512, STORE_CS 0, the group offsets loaded up front
 // for 4 or 8 scan rounds (PRE: 0.87-1.00x of BATCH 4: the scan's L2 round trips are not what
 // waits), and persistent CTAs with the next stripe's loads in flight during the stores
 // (PERSIST 2-4: 0.85-0.93x of VEC 16 alone), and half a stripe per CTA, each storing the
 // lines' 8-byte halves (ROWS 64: 0.77-0.85x, s46c5). Git 0866be9 has PRE and PERSIST, a9dae4a
-// ROWS.
+// ROWS. WIDE_C 128 (the default since s46c6: where C > 128, K7168 and K5120 among the bench
+// shapes, a second instance with 8 loads per thread reads the stripe in one batch): 21.2 us at
+// G8 K7168 against controls of 22.2-22.4 in two sweeps of one call (1.05x), within the
+// controls' drift at K5120 (18.05-18.21 against 18.29-18.40), `ok` at every test and hidden
+// shape (sweeps-h100-2026-12-06-session46e.json); WIDE_BATCH 16 there 0.98x / 0.90x.
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
@@ -75,7 +79,7 @@
 #define VEC 16
 #endif
 #ifndef WIDE_C
-#define WIDE_C 0  // 0: never the _wide instance
+#define WIDE_C 128  // 0: never the _wide instance
 #endif
 #ifndef WIDE_BATCH
 #define WIDE_BATCH 8
