@@ -42,7 +42,7 @@
 // us where the old default read 27-30, 12.5-13.9, 13.9-15.2, 22.3-26.3 and 13.6-14.8); `ok` at
 // every test and hidden shape (bench/results/sweeps-h100-2026-12-06-session46{,b,c,d}.json);
 // compute-sanitizer clean at the test shapes. Beside the plain stream of the same bytes
-// (bench/stream_floor.py) and the Triton peer in one H100 call (s46c4,
+// (bench/stream_floor.py) and the Triton peer in one H100 call (s46c4, before WIDE_C,
 // kernels-h100-2026-12-06-session46.json): of floor 0.84 / 0.83 / 0.74 / 0.77 / 0.68 at G8
 // K7168 / G8 K2048 / G128 K2048 / G16 K5120 / G128 K2880, Triton 12.7-48.9x slower. Beside it
 // and dropped: BATCH 8 (64 registers, 4 CTAs per SM; 1.07-1.33x of the old default, bimodal
