@@ -1,7 +1,6 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
-              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
-              "FIND": [0, 1] },
+              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked", "when": "WIDE_C == 0 || K / 32 <= WIDE_C",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
@@ -59,6 +58,17 @@
 // G8 K7168 against controls of 22.2-22.4 in two sweeps of one call (1.05x), within the
 // controls' drift at K5120 (18.05-18.21 against 18.29-18.40), `ok` at every test and hidden
 // shape (sweeps-h100-2026-12-06-session46e.json); WIDE_BATCH 16 there 0.98x / 0.90x.
+// Beside the floors and Triton with WIDE_C (s47c1, kernels-h100-2026-12-06-session47.json): of
+// floor 0.89 / 0.82 / 0.77 / 0.78 / 0.68 in the shape order above, compute-sanitizer clean.
+// Where the time goes (bench/profile/scales_phases.py, per-CTA %globaltimer stamps, H100 s47c2
+// and s47c5, phases-h100-2026-12-06-session47.json): finding the stripe's group takes one DRAM
+// round trip per 32 groups, 1.2-3 us at G8 and up to 5.6 us at G128, every warp of every CTA
+// reading the same lines of group_offsets; the data loads wait on it. Warp 0 alone reading 128
+// groups per round (FIND 1, git b8dd347) cut that to 1.3-2.1 us, but the load phase took as much
+// longer and the kernel gained 2-5% at G128 only, losing 3-16% elsewhere (0.954x geomean over two
+// sweeps, sweeps-h100-2026-12-06-session47.json). What stays: one dependent round trip (~1.2 us
+// under load) before any data load, absent from the plain stream, and ~3.3 us from the last
+// store issued to the end event, as in the stream.
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
@@ -85,9 +95,6 @@
 #ifndef WIDE_BATCH
 #define WIDE_BATCH 8
 #endif
-#ifndef FIND
-#define FIND 0  // 1: warp 0 alone finds the stripe's group, 128 groups per load round
-#endif
 
 namespace {
 
@@ -99,7 +106,6 @@ struct Config {
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
-  static constexpr bool kFindOne = FIND != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
@@ -190,67 +196,6 @@ __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offs
   return {0, 0};  // after the last group: all pad
 }
 
-// find_stripe by warp 0 alone (FIND 1), each lane taking 4 groups per round: one 16-byte load
-// per lane reads 128 group ends at once. Every warp of every CTA reading the same few lines of
-// group_offsets is a hot spot in one L2 slice; this asks for them once per CTA and once per
-// 128 groups, not once per warp and 32 groups.
-__device__ __forceinline__ StripeSource find_stripe4(const int* __restrict__ offsets, int G,
-                                                     long long s, int lane) {
-  const int last_end = __ldg(offsets + G - 1);  // ends past G repeat it: empty groups
-  long long stripes_before = 0;
-  int prev_end = 0;
-  for (int g0 = 0; g0 < G; g0 += 128) {
-    const int g = g0 + 4 * lane;
-    int e[4];
-    if (g + 3 < G) {
-      const int4 v = __ldg(reinterpret_cast<const int4*>(offsets + g));  // g % 4 == 0
-      e[0] = v.x, e[1] = v.y, e[2] = v.z, e[3] = v.w;
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) e[j] = g + j < G ? __ldg(offsets + g + j) : last_end;
-    }
-    int start = __shfl_up_sync(kFullMask, e[3], 1);
-    if (lane == 0) start = prev_end;
-    int r[4], sum = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      r[j] = (e[j] - (j == 0 ? start : e[j - 1]) + Config::kStripeRows - 1) / Config::kStripeRows;
-      sum += r[j];
-    }
-    int incl = sum;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int v = __shfl_up_sync(kFullMask, incl, d);
-      if (lane >= d) incl += v;
-    }
-    const unsigned hit = __ballot_sync(kFullMask, s < stripes_before + incl);
-    if (hit != 0) {
-      const int f = __ffs(hit) - 1;
-      long long first = 0;
-      int avail = 0;
-      if (lane == f) {  // the stripe lies in one of this lane's 4 groups
-        long long excl = stripes_before + incl - sum;
-        int begin = start;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (avail == 0 && s < excl + r[j]) {
-            const long long rel = (s - excl) * Config::kStripeRows;
-            first = begin + rel;
-            avail = static_cast<int>(min(static_cast<long long>(e[j] - begin) - rel,
-                                         static_cast<long long>(Config::kStripeRows)));
-          }
-          excl += r[j];
-          begin = e[j];
-        }
-      }
-      return {__shfl_sync(kFullMask, first, f), __shfl_sync(kFullMask, avail, f)};
-    }
-    stripes_before += __shfl_sync(kFullMask, incl, 31);
-    prev_end = __shfl_sync(kFullMask, e[3], 31);
-  }
-  return {0, 0};  // after the last group: all pad
-}
-
 // Batch k0 of a stripe's run in 16-byte chunks: chunk k0 + tid + j * THREADS into v[j]. rows
 // is a multiple of 32, so rows * C is a multiple of 16 and the run (first_row * C) is 16-byte
 // aligned.
@@ -316,18 +261,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
 
-  StripeSource src;
-  if constexpr (Config::kFindOne) {
-    __shared__ StripeSource found;
-    if (tid < 32) {
-      const StripeSource f = find_stripe4(group_offsets, G, s, lane);
-      if (tid == 0) found = f;
-    }
-    __syncthreads();
-    src = found;
-  } else {
-    src = find_stripe(group_offsets, G, s, lane);  // same in every warp
-  }
+  const StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
   const int rows = src.rows;
 
   if (rows > 0) {
