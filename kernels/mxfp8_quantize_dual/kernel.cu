@@ -2,7 +2,7 @@
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
               "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
-              "STEP_ADDR": [1, 0], "PREFETCH": [0, 4, 8, 2] },
+              "STEP_ADDR": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_dual",
@@ -169,9 +169,6 @@
 #ifndef SCALE_TILES
 #define SCALE_TILES 1  // 1: scales through the workspace and a gather launch (SCALE_WORDS too)
 #endif
-#ifndef PREFETCH
-#define PREFETCH 0  // > 0: L2 prefetch of the x tile PREFETCH CTAs per SM ahead in launch order
-#endif
 #if SCALE_TILES != 0 && SCALE_WORDS == 0  // knob precedence: the tiles' scales are words
 #undef SCALE_WORDS
 #define SCALE_WORDS 1
@@ -201,20 +198,6 @@ extern "C" __global__ void __launch_bounds__(Tile::kThreads)
   const long long tiles_m = (M + Tile::kBM - 1) / Tile::kBM;
   const long long tiles_k = (K + Tile::kBK - 1) / Tile::kBK;
   long long tm, tk;  // GROUP_K > 0: x rows and q rows in GROUP_K-tile runs
-#if PREFETCH
-  // The CTA that takes this one's slot a wave later finds its x tile in L2: the slots' load
-  // phases stop waiting on DRAM latency without fewer CTAs per SM (a persistent ring's cost).
-  if (const unsigned ahead = blockIdx.x + ws::sm_id_bound() * PREFETCH;
-      ahead < gridDim.x && threadIdx.x < Tile::kBM) {
-    unsigned pm, pk;
-    ws::mx::grouped_tile<GROUP_K, ORDER != 0>(ahead, static_cast<unsigned>(tiles_m),
-                                              static_cast<unsigned>(tiles_k), pm, pk);
-    const int row = pm * Tile::kBM + threadIdx.x, k0 = pk * Tile::kBK;
-    if (row < M) {  // K % 32 == 0: a 64-byte multiple
-      ws::l2_prefetch_bulk(x + static_cast<long long>(row) * K + k0, 2 * min(Tile::kBK, K - k0));
-    }
-  }
-#endif
   ws::mx::tile_of<GROUP_K, ORDER != 0, STEP_ADDR != 0>(blockIdx.x, tiles_m, tiles_k, tm, tk);
 #if SCALE_TILES
   scales = ws + (tm * tiles_k + tk) * Tile::kScaleTileBytes;

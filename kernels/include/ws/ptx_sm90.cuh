@@ -135,17 +135,6 @@ __device__ __forceinline__ void red_release_gpu_add(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
 
-/// The L2 fetches bytes (a multiple of 16, from a 16-byte aligned p) ahead of their first use.
-__device__ __forceinline__ void l2_prefetch_bulk(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-/// %nsmid: at least the SM count (SM ids may have gaps).
-__device__ __forceinline__ uint32_t sm_id_bound() {
-  uint32_t n;
-  asm volatile("mov.u32 %0, %%nsmid;\n" : "=r"(n));
-  return n;
-}
-
 /// Named barrier id (1..15) over count threads (a multiple of 32).
 __device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
