@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "SCALE_TILES": [1, 0], "GATHER": [1, 0, 2],
+              "SCALE_TILES": [1, 0], "GATHER": [1, 0],
               "STEP_ADDR": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * ceil_div(M, 32 * RB) * RB * 64 * ceil_div(K, 64 * KT) * KT",
                  "zero": false },
@@ -152,8 +152,7 @@ struct Colwise {
                                 SCALE_WORDS != 0, false, LOAD_PATH == 3, SCALE_TILES != 0,
                                 STEP_ADDR != 0>;
   // SCALE_TILES' second launch: each tile column's run of blocks into scales_t rows.
-  using Gather =
-      ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0, GATHER == 2>;
+  using Gather = ws::mx::ScaleGather<Tile::kBK, Tile::kTileScaleCol, GATHER != 0>;
 
   static __device__ __forceinline__ void quantize(const unsigned short* __restrict__ x,
                                                   unsigned char* __restrict__ q_t,

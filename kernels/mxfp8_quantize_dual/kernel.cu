@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [0, 1], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0, 2],
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
               "STEP_ADDR": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * 2 * ceil_div(M, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
@@ -180,8 +180,7 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               ws::mx::use_bulk_loads(LOAD_PATH), STORE_CS != 0,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0, STEP_ADDR != 0>;
-// SCALE_TILES' second launch (GATHER 2: its loads batched)
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0, GATHER == 2>;
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;  // SCALE_TILES' second launch
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "RB": [4, 2, 8], "KT": [2, 1, 4, 3], "ORDER": [0, 1], "LOAD_PATH": [0, 1, 2, 3],
               "STORE_CS": [1, 0], "GROUP_K": [8, 0, 2, 4, 16, 5], "SCALE_WORDS": [1, 0],
-              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0, 2],
+              "ROW16": [1, 0], "SCALE_TILES": [1, 0], "GATHER": [1, 0],
               "STEP_ADDR": [0, 1] },
   "workspace": { "bytes": "SCALE_TILES * 2 * E * ceil_div(N, 32 * RB) * ceil_div(K, 64 * KT) * 64 * RB * KT",
                  "zero": false },
@@ -137,7 +137,7 @@ using Tile = ws::mx::DualTile<RB, KT, WS_ROUNDING == WS_ROUNDING_FLOOR,
                               SCALE_WORDS != 0, ROW16 != 0 && KT % 2 == 0, LOAD_PATH == 3,
                               SCALE_TILES != 0, STEP_ADDR != 0>;
 // SCALE_TILES' second launch, per expert
-using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0, GATHER == 2>;
+using Gather = ws::mx::DualScaleGather<Tile, GATHER != 0>;
 
 }  // namespace
 

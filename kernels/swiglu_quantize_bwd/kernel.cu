@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0, 2], "LEAN": [1, 0] },
+              "GATHER": [1, 0], "LEAN": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -160,8 +160,8 @@ constexpr bool kClamped = WS_VARIANT == WS_VARIANT_CLAMPED;
 // (Without SCALE_TILES: 64 x 64 stand-ins, never run.)
 constexpr int kGatherM = Config::kScaleTiles ? Config::kBlockM : 64;
 constexpr int kGatherI = Config::kScaleTiles ? Config::kBlockI : 64;
-using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32, GATHER != 0, GATHER == 2>;
-using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32, GATHER != 0, GATHER == 2>;
+using RowGather = ws::mx::ScaleGather<kGatherM, kGatherI / 32, GATHER != 0>;
+using ColGather = ws::mx::ScaleGather<kGatherI, kGatherM / 32, GATHER != 0>;
 
 using ws::bf16_hi;
 using ws::bf16_lo;

@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 128], "THREADS": [256, 128, 512],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [1, 0], "LEAN": [1, 0], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0, 2] },
+              "GATHER": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 2 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_swiglu_mxfp8_quantize_dual",
@@ -158,8 +158,7 @@ struct GatherTile {
   static constexpr int kTileScaleRow = kBK / 32, kTileScaleCol = kBM / 32;
   static constexpr int kScaleTileBytes = kBM * kBK / 32;
 };
-// SCALE_TILES' second launch (GATHER 2: its loads batched)
-using Gather = ws::mx::DualScaleGather<GatherTile, GATHER != 0, GATHER == 2>;
+using Gather = ws::mx::DualScaleGather<GatherTile, GATHER != 0>;  // SCALE_TILES' second launch
 using ws::bf16_hi;
 using ws::bf16_lo;
 using ws::Chunk;

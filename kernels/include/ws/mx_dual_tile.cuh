@@ -553,7 +553,7 @@ struct DualTile {
 /// tile, or two tiles' (p 2).
 constexpr bool wide_gather_fits(int p) { return p == 2 || p % 4 == 0; }
 
-template <int R, int P, bool kWide = false, bool kBatch = false>
+template <int R, int P, bool kWide = false>
 struct ScaleGather {
   static constexpr int kTiles = 32, kThreads = 256;
   static constexpr int kTileBytes = R * P, kStride = kTileBytes + 4;
@@ -598,38 +598,26 @@ struct ScaleGather {
     const int nt = static_cast<int>(min(static_cast<long long>(kTiles), T - t0));
     const uint4* in = reinterpret_cast<const uint4*>(src + (g * T + t0) * kTileBytes);
     constexpr int kChunks = kTileBytes / 16;  // 16-byte chunks per tile
-    if constexpr (kBatch) {
-      // Every load of the run issued before the first shared-memory store: one round trip.
-      // (The loop below runs 1-3 times per thread at small grids, each load waiting on the
-      // last: its stores may alias `in` for the compiler.)
-      constexpr int kPerThread = (kTiles * kChunks + kThreads - 1) / kThreads;
-      uint4 v[kPerThread];
+    // Every load of the run issued before the first shared-memory store: one round trip. (A
+    // strided loop ran 1-3 times per thread at small grids, each load waiting on the last,
+    // since the stores may alias `in` for the compiler; 1.01-1.02x at 16384x2880, session 47.)
+    constexpr int kPerThread = (kTiles * kChunks + kThreads - 1) / kThreads;
+    uint4 v[kPerThread];
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
-        const int i = threadIdx.x + j * kThreads;
-        if (i < nt * kChunks) v[j] = in[i];
-      }
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      if (i < nt * kChunks) v[j] = in[i];  // written by the previous launch
+    }
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
-        const int i = threadIdx.x + j * kThreads;
-        if (i < nt * kChunks) {
-          unsigned* d =
-              reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
-          d[0] = v[j].x;
-          d[1] = v[j].y;
-          d[2] = v[j].z;
-          d[3] = v[j].w;
-        }
-      }
-    } else {
-      for (int i = threadIdx.x; i < nt * kChunks; i += kThreads) {
-        const uint4 v = in[i];  // written by the previous launch: a plain (coherent) load
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      if (i < nt * kChunks) {
         unsigned* d =
             reinterpret_cast<unsigned*>(smem + (i / kChunks) * kStride + (i % kChunks) * 16);
-        d[0] = v.x;
-        d[1] = v.y;
-        d[2] = v.z;
-        d[3] = v.w;
+        d[0] = v[j].x;
+        d[1] = v[j].y;
+        d[2] = v[j].z;
+        d[3] = v[j].w;
       }
     }
     __syncthreads();
@@ -708,12 +696,12 @@ struct ScaleGather {
 /// kThreads with kSmemBytes each; CTA b runs one ScaleGather run of either part. kWide: both
 /// parts take ScaleGather's kWide form where both parts' tile rows fit it (KT 3's 6-byte rows do
 /// not), else the word loop.
-template <class Tile, bool kWide = false, bool kBatch = false>
+template <class Tile, bool kWide = false>
 struct DualScaleGather {
   static constexpr bool kBothWide = kWide && wide_gather_fits(Tile::kTileScaleRow) &&
                                     wide_gather_fits(Tile::kTileScaleCol);
-  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide, kBatch>;  // rows of x
-  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide, kBatch>;  // columns of x
+  using Row = ScaleGather<Tile::kBM, Tile::kTileScaleRow, kBothWide>;  // scales: rows of x
+  using Col = ScaleGather<Tile::kBK, Tile::kTileScaleCol, kBothWide>;  // scales_t: columns of x
   static constexpr int kThreads = Row::kThreads, kSmemBytes = Row::kSmemBytes;
   static_assert(Row::kSmemBytes == Col::kSmemBytes, "one shared-memory size for both parts");
 
