@@ -178,20 +178,35 @@ bool IsBookkeeping(const std::string& header) {
   return false;
 }
 
-// The kernel a report is about: the first "at NAME" naming a function (not an address space).
+// The function a report is about: the first "at NAME" naming a function (not an address space).
+// A device function prints demangled, "at void ws::mx::F<(int)4>::run<(bool)0>(args)+0x750":
+// the name is then the qualified one, without the return type, the arguments or the offset.
 std::string ReportKernel(const Report& r) {
-  static const std::regex kAt(R"((?:^|\s)at\s+([A-Za-z_$][A-Za-z0-9_$]*))");
+  static const std::regex kAt(R"((?:^|\s)at\s+(?:void\s+)?([A-Za-z_$][A-Za-z0-9_$]*))");
   std::vector<const std::string*> lines = {&r.header};
   for (const auto& b : r.body) lines.push_back(&b);
   for (const std::string* l : lines) {
     for (std::sregex_iterator it(l->begin(), l->end(), kAt), end; it != end; ++it) {
       std::string name = (*it)[1];
       if (name == "__shared__" || name == "__global__" || name == "__local__") continue;
+      // The rest of a qualified or templated name, up to its arguments or offset.
+      int depth = 0;
+      for (size_t i = static_cast<size_t>(it->position(1) + it->length(1)); i < l->size(); ++i) {
+        const char c = (*l)[i];
+        if (c == '<') ++depth;
+        if (c == '>') --depth;
+        if (depth == 0 && (c == '(' || c == '+' || c == ' ')) break;
+        name += c;
+      }
       return name;
     }
   }
   return "";
 }
+
+// Device-library code (ws::, kernels/include/ws) runs inlined in the candidate's kernels; the
+// runner's own kernels are extern "C" ws_* functions.
+bool InCandidateLibrary(const std::string& function) { return function.rfind("ws::", 0) == 0; }
 
 std::string OneLine(const Report& r) {
   std::string s = r.header;
@@ -251,7 +266,7 @@ SanitizerOutcome ParseSanitizerOutput(SanitizerTool tool, bool exited, int exit_
       // A report that names no kernel (an API call's) is the runner's under initcheck, which
       // checks every kernel and API call; memcheck and racecheck only instrument the plan's.
       const std::string k = ReportKernel(r);
-      const bool theirs = kernels.empty() || kernels.count(k) > 0 ||
+      const bool theirs = kernels.empty() || kernels.count(k) > 0 || InCandidateLibrary(k) ||
                           (k.empty() && tool != SanitizerTool::kInitcheck);
       (theirs ? mine : foreign).push_back(&r);
     }

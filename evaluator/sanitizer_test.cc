@@ -161,6 +161,17 @@ constexpr char kInitcheckHelper[] = R"(========= COMPUTE-SANITIZER
 ========= ERROR SUMMARY: 1 error
 )";
 
+// A device-library function inlined in a candidate's kernel prints demangled, with its return
+// type: the candidate's finding, not the evaluator's.
+constexpr char kInitcheckLibrary[] = R"(========= COMPUTE-SANITIZER
+========= Uninitialized __global__ memory read of size 16 bytes
+=========     at void ws::mx::ScaleGather<(int)128, (int)4, (bool)1>::run<(bool)0>(const unsigned char *, unsigned char *, long long, long long)+0x750 in mx_dual_tile.cuh:609
+=========     by thread (0,0,0) in block (5,0,0)
+=========     Address 0x7f1c8e200000
+=========
+========= ERROR SUMMARY: 1 error
+)";
+
 // An uninitialized read through a runner API call (a copy of a dump) names no kernel.
 constexpr char kInitcheckApiCopy[] = R"(========= COMPUTE-SANITIZER
 ========= Host API uninitialized memory access
@@ -210,6 +221,8 @@ TEST(ParseSanitizerOutputTest, TableOfRealisticOutputs) {
        "initcheck: 1 error: Uninitialized __global__ memory read of size 4 bytes at quantize"},
       {"initcheck in a helper kernel", init, true, 99, kInitcheckHelper, S::kUnavailable,
        "unavailable: initcheck flagged the evaluator's own code", "at ws_hash+0x90"},
+      {"initcheck in an inlined library function", init, true, 99, kInitcheckLibrary,
+       S::kFindings, "1 error", "at void ws::mx::ScaleGather<(int)128"},
       {"initcheck in a runner API call", init, true, 99, kInitcheckApiCopy, S::kUnavailable,
        "unavailable: initcheck flagged the evaluator's own code", "Host API"},
       {"no attach", mem, true, 0, kNoAttach, S::kUnavailable,
