@@ -601,10 +601,10 @@ struct ScaleGather {
     // Every load of the run issued before the first shared-memory store: one round trip. (A
     // strided loop ran 1-3 times per thread at small grids, each load waiting on the last,
     // since the stores may alias `in` for the compiler; 1.01-1.02x at 16384x2880, session 47.)
-    // Chunks of rows past `rows` are skipped: their producers need not write them, and the
-    // stores below never read them (rows end on 32-row blocks, whole chunks: 16 / P <= 8 rows).
+    // Chunks holding only rows past `rows` are skipped: their producers need not write them,
+    // and the stores below never read those rows.
     constexpr int kPerThread = (kTiles * kChunks + kThreads - 1) / kThreads;
-    const long long chunk_rows = (rows - g * R) * P / 16;  // chunks of a tile holding rows
+    const long long chunk_rows = ((rows - g * R) * P + 15) / 16;  // a tile's chunks with rows
     const int live = static_cast<int>(min(static_cast<long long>(kChunks), chunk_rows));
     uint4 v[kPerThread];
 #pragma unroll
