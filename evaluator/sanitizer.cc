@@ -178,25 +178,38 @@ bool IsBookkeeping(const std::string& header) {
   return false;
 }
 
-// The function a report is about: the first "at NAME" naming a function (not an address space).
-// A device function prints demangled, "at void ws::mx::F<(int)4>::run<(bool)0>(args)+0x750":
-// the name is then the qualified one, without the return type, the arguments or the offset.
+// The function of a frame (the text after "at "): "quantize+0x1b0 in k.cu:40", "reduce()+0x130",
+// or a demangled device function, "unsigned int ws::F<(int)4, 2>::run(float)+0x40 in f.cuh:9":
+// the qualified name before the arguments, offset or file, without the return type.
+std::string FrameFunction(const std::string& frame) {
+  int angle = 0;
+  size_t token = 0;  // where the last word at angle depth 0 starts
+  size_t i = 0;
+  for (; i < frame.size(); ++i) {
+    const char c = frame[i];
+    if (c == '<') ++angle;
+    if (c == '>') --angle;
+    if (angle != 0) continue;
+    if (c == '(' || c == '+') break;
+    if (c == ' ') {
+      if (frame.compare(i, 4, " in ") == 0) break;
+      token = i + 1;
+    }
+  }
+  return frame.substr(token, i - token);
+}
+
+// The function a report is about: the first "at FRAME" naming a function (not an address space).
 std::string ReportKernel(const Report& r) {
-  static const std::regex kAt(R"((?:^|\s)at\s+(?:void\s+)?([A-Za-z_$][A-Za-z0-9_$]*))");
+  static const std::regex kAt(R"((?:^|\s)at\s+(?=[A-Za-z_$]))");
   std::vector<const std::string*> lines = {&r.header};
   for (const auto& b : r.body) lines.push_back(&b);
   for (const std::string* l : lines) {
     for (std::sregex_iterator it(l->begin(), l->end(), kAt), end; it != end; ++it) {
-      std::string name = (*it)[1];
-      if (name == "__shared__" || name == "__global__" || name == "__local__") continue;
-      // The rest of a qualified or templated name, up to its arguments or offset.
-      int depth = 0;
-      for (size_t i = static_cast<size_t>(it->position(1) + it->length(1)); i < l->size(); ++i) {
-        const char c = (*l)[i];
-        if (c == '<') ++depth;
-        if (c == '>') --depth;
-        if (depth == 0 && (c == '(' || c == '+' || c == ' ')) break;
-        name += c;
+      const std::string name =
+          FrameFunction(l->substr(static_cast<size_t>(it->position(0) + it->length(0))));
+      if (name.empty() || name == "__shared__" || name == "__global__" || name == "__local__") {
+        continue;
       }
       return name;
     }

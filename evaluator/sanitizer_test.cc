@@ -163,14 +163,25 @@ constexpr char kInitcheckHelper[] = R"(========= COMPUTE-SANITIZER
 
 // A device-library function inlined in a candidate's kernel prints demangled, with its return
 // type: the candidate's finding, not the evaluator's.
-constexpr char kInitcheckLibrary[] = R"(========= COMPUTE-SANITIZER
-========= Uninitialized __global__ memory read of size 16 bytes
-=========     at void ws::mx::ScaleGather<(int)128, (int)4, (bool)1>::run<(bool)0>(const unsigned char *, unsigned char *, long long, long long)+0x750 in mx_dual_tile.cuh:609
-=========     by thread (0,0,0) in block (5,0,0)
-=========     Address 0x7f1c8e200000
-=========
-========= ERROR SUMMARY: 1 error
-)";
+constexpr char kInitcheckLibrary[] =
+    "========= COMPUTE-SANITIZER\n"
+    "========= Uninitialized __global__ memory read of size 16 bytes\n"
+    "=========     at void ws::mx::ScaleGather<(int)128, (int)4, (bool)1>::run<(bool)0>"
+    "(const unsigned char *, unsigned char *, long long, long long)+0x750 in mx_dual_tile.cuh:609\n"
+    "=========     by thread (0,0,0) in block (5,0,0)\n"
+    "=========     Address 0x7f1c8e200000\n"
+    "=========\n"
+    "========= ERROR SUMMARY: 1 error\n";
+
+// Racecheck in a library function that returns a value: the return type is not the name.
+constexpr char kRacecheckLibrary[] =
+    "========= COMPUTE-SANITIZER\n"
+    "========= Error: Race reported between Write access at unsigned int "
+    "ws::mx::pack<(int)2, 4>(float, float)+0x40 in mx.cuh:9\n"
+    "=========     and Read access at unsigned int ws::mx::pack<(int)2, 4>(float, float)+0x60 "
+    "in mx.cuh:9 [2 hazards]\n"
+    "=========\n"
+    "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n";
 
 // An uninitialized read through a runner API call (a copy of a dump) names no kernel.
 constexpr char kInitcheckApiCopy[] = R"(========= COMPUTE-SANITIZER
@@ -223,6 +234,8 @@ TEST(ParseSanitizerOutputTest, TableOfRealisticOutputs) {
        "unavailable: initcheck flagged the evaluator's own code", "at ws_hash+0x90"},
       {"initcheck in an inlined library function", init, true, 99, kInitcheckLibrary,
        S::kFindings, "1 error", "at void ws::mx::ScaleGather<(int)128"},
+      {"racecheck in a library function", race, true, 99, kRacecheckLibrary, S::kFindings,
+       "1 hazard", "at unsigned int ws::mx::pack"},
       {"initcheck in a runner API call", init, true, 99, kInitcheckApiCopy, S::kUnavailable,
        "unavailable: initcheck flagged the evaluator's own code", "Host API"},
       {"no attach", mem, true, 0, kNoAttach, S::kUnavailable,
