@@ -1,6 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
-              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16] },
+              "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
+              "WARM": [0, 1] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked", "when": "WIDE_C == 0 || K / 32 <= WIDE_C",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
@@ -31,7 +32,9 @@
 // Knobs: THREADS, TILES (column tiles per CTA: shared memory 512*(TILES+1) bytes at most),
 // BATCH (loads in flight per thread), STORE_CS (st.global.cs), VEC (bytes per load of the
 // stripe's run: 16, or 4 as first measured), WIDE_C / WIDE_BATCH (where C > WIDE_C, a second
-// instance with WIDE_BATCH loads per thread; 0: one instance).
+// instance with WIDE_BATCH loads per thread; 0: one instance), WARM (1: L2 prefetches at entry
+// of the stripe's likely input and first output line, so their address translations overlap
+// the group offsets' round trip; queued, not yet measured).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
@@ -95,6 +98,9 @@
 #ifndef WIDE_BATCH
 #define WIDE_BATCH 8
 #endif
+#ifndef WARM
+#define WARM 0  // 1: at entry, L2 prefetches of the stripe's likely input and its first output line
+#endif
 
 namespace {
 
@@ -106,6 +112,7 @@ struct Config {
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
+  static constexpr bool kWarm = WARM != 0;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
@@ -250,8 +257,8 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 template <int kBatch>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
-                                     unsigned char* __restrict__ out, int C, int G, unsigned u,
-                                     unsigned* smem_words) {
+                                     unsigned char* __restrict__ out, int M, int C, int G,
+                                     unsigned u, unsigned* smem_words) {
   const int tid = threadIdx.x, lane = tid & 31;
   const int c4 = (C + 3) / 4;
   const int chunks = (c4 + Config::kTiles - 1) / Config::kTiles;
@@ -261,6 +268,16 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
 
+  if constexpr (Config::kWarm) {
+    // While the group offsets come (a DRAM round trip), the address translations and first
+    // lines of the stripe's run (its rows start at or before row 128 s) and of its output.
+    if (tid == 32) {
+      ws::prefetch_l2(scales + min(s * Config::kStripeRows, static_cast<long long>(M) - 1) * C);
+      ws::prefetch_l2(out + (s * c4 + t0) * 512);
+    }
+  } else {
+    (void)M;
+  }
   const StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
   const int rows = src.rows;
 
@@ -327,8 +344,7 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                  const int* __restrict__ group_offsets,
                                  unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  (void)M;
-  unit<Config::kBatch>(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
+  unit<Config::kBatch>(scales, group_offsets, out, M, C, G, blockIdx.x, smem_words);
 }
 
 // WIDE_C: the same kernel with WIDE_BATCH loads per thread, launched where C > WIDE_C (a
@@ -338,6 +354,5 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                       const int* __restrict__ group_offsets,
                                       unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  (void)M;
-  unit<Config::kWideBatch>(scales, group_offsets, out, C, G, blockIdx.x, smem_words);
+  unit<Config::kWideBatch>(scales, group_offsets, out, M, C, G, blockIdx.x, smem_words);
 }
