@@ -87,12 +87,12 @@ __device__ __forceinline__ unsigned load_global_u8_no_l1(const unsigned char* p)
   return v;
 }
 
-/// 16 bytes to global memory; kStreaming adds .cs (evict first: bytes written once, not re-read).
 /// The L2 fetches p's line (and the address translation is made) ahead of a first use.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+/// 16 bytes to global memory; kStreaming adds .cs (evict first: bytes written once, not re-read).
 template <bool kStreaming>
 __device__ __forceinline__ void store_global16(void* p, unsigned a, unsigned b, unsigned c,
                                                unsigned d) {
