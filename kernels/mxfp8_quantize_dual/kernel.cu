@@ -121,6 +121,11 @@
 // it was for, and 0.990-1.002x at the large shapes on an H100 (session 44): removed; git 9a34b94
 // has it.
 //
+// At 16384x2880 under ncu (H100, session 47): the quantize launch 65-66 us at 77-79% of DRAM
+// peak, the gather launch 7.8 us at 12% (its loads then waited on each other; now batched in
+// ws::mx::ScaleGather: 1.014x there). An L2 prefetch of the tile one wave ahead (PREFETCH, one
+// bulk prefetch per tile row) ran 0.74-0.85x at every shape and was removed (git e340112).
+//
 // Evaluate: build/warpsmith eval mxfp8_quantize_dual kernels/mxfp8_quantize_dual/kernel.cu
 //   [--set rounding=floor] [--knob RB=8 ...]
 //
