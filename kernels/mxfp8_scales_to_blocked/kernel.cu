@@ -271,7 +271,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   if constexpr (Config::kWarm) {
     // While the group offsets come (a DRAM round trip), the address translations and first
     // lines of the stripe's run (its rows start at or before row 128 s) and of its output.
-    if (tid == 32) {
+    if (tid == 0) {
       ws::prefetch_l2(scales + min(s * Config::kStripeRows, static_cast<long long>(M) - 1) * C);
       ws::prefetch_l2(out + (s * c4 + t0) * 512);
     }
