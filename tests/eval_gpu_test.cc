@@ -341,6 +341,36 @@ TEST_F(EvalGpuTest, HandTunedKernelPassesDeepMode) {
   for (const auto& [tool, state] : r->deep) EXPECT_EQ(state, "clean") << tool;
 }
 
+// The scale gathers (ws::mx::ScaleGather, the second launch of the transposing quantizers) read
+// a workspace the first launch wrote: initcheck, not only memcheck and racecheck, stays clean, and
+// a finding inside the device library counts against the kernel (a dual-tile gather and the
+// SwiGLU backward's row-part gather, the two forms).
+TEST_F(EvalGpuTest, HandTunedScaleGathersPassDeepMode) {
+  auto cs = FindComputeSanitizer();
+  if (!cs.ok()) GTEST_SKIP() << "deep mode needs compute-sanitizer: " << cs.status().message();
+  const std::pair<const char*, std::map<std::string, std::string>> cases[] = {
+      {"mxfp8_quantize_dual", {{"rounding", "rceil"}}},
+      {"swiglu_quantize_bwd", {{"rounding", "rceil"}, {"variant", "standard"}}}};
+  for (const auto& [problem, params] : cases) {
+    SCOPED_TRACE(problem);
+    const std::string dir = std::string(WS_SOURCE_DIR);
+    auto spec = LoadProblem(dir + "/problems/" + problem + "/spec.json");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    EvalRequest req = Request(ReadText(dir + "/kernels/" + problem + "/kernel.cu"));
+    req.spec = &*spec;
+    req.params = params;
+    req.time_bench = false;
+    req.include_bench = false;
+    req.deep = true;
+    auto r = Evaluate(req, opts_);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+    EXPECT_EQ(DeepModeFailure(*r), "") << r->message;
+    ASSERT_EQ(r->deep.size(), 3u);
+    for (const auto& [tool, state] : r->deep) EXPECT_EQ(state, "clean") << tool;
+  }
+}
+
 // A kernel correct by luck: two threads of different warps write one shared scale byte with
 // different values and no barrier between them; the later write (delayed by a spin) is the right
 // one, so every normal run passes. racecheck sees the write-after-write hazard.
