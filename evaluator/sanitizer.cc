@@ -179,9 +179,11 @@ bool IsBookkeeping(const std::string& header) {
 }
 
 // The function of a frame (the text after "at "): "quantize+0x1b0 in k.cu:40", "reduce()+0x130",
-// or a demangled device function, "unsigned int ws::F<(int)4, 2>::run(float)+0x40 in f.cuh:9":
-// the qualified name before the arguments, offset or file, without the return type.
+// or a demangled device function, "unsigned int ws::F<(int)4, 2>::run(float)+0x40 in f.cuh:9",
+// "void (anonymous namespace)::unit<(int)4>(int)+0x10": the qualified name before the
+// arguments, offset or file, without the return type.
 std::string FrameFunction(const std::string& frame) {
+  static const std::string kAnonymous = "(anonymous namespace)";
   int angle = 0;
   size_t token = 0;  // where the last word at angle depth 0 starts
   size_t i = 0;
@@ -190,6 +192,10 @@ std::string FrameFunction(const std::string& frame) {
     if (c == '<') ++angle;
     if (c == '>') --angle;
     if (angle != 0) continue;
+    if (frame.compare(i, kAnonymous.size(), kAnonymous) == 0) {
+      i += kAnonymous.size() - 1;  // a part of the name, spaces and all
+      continue;
+    }
     if (c == '(' || c == '+') break;
     if (c == ' ') {
       if (frame.compare(i, 4, " in ") == 0) break;
@@ -217,9 +223,12 @@ std::string ReportKernel(const Report& r) {
   return "";
 }
 
-// Device-library code (ws::, kernels/include/ws) runs inlined in the candidate's kernels; the
-// runner's own kernels are extern "C" ws_* functions.
-bool InCandidateLibrary(const std::string& function) { return function.rfind("ws::", 0) == 0; }
+// The runner's own kernels (evaluator/runner/runner_kernels.cu) are extern "C" ws_* functions.
+// Every other function a report names is the candidate's: its kernels, and what they inline
+// (its helpers, in any namespace, and the device library's ws:: code).
+bool IsRunnerKernel(const std::string& function) {
+  return function.rfind("ws_", 0) == 0 && function.find("::") == std::string::npos;
+}
 
 std::string OneLine(const Report& r) {
   std::string s = r.header;
@@ -279,8 +288,8 @@ SanitizerOutcome ParseSanitizerOutput(SanitizerTool tool, bool exited, int exit_
       // A report that names no kernel (an API call's) is the runner's under initcheck, which
       // checks every kernel and API call; memcheck and racecheck only instrument the plan's.
       const std::string k = ReportKernel(r);
-      const bool theirs = kernels.empty() || kernels.count(k) > 0 || InCandidateLibrary(k) ||
-                          (k.empty() && tool != SanitizerTool::kInitcheck);
+      const bool theirs = kernels.empty() || kernels.count(k) > 0 ||
+                          (k.empty() ? tool != SanitizerTool::kInitcheck : !IsRunnerKernel(k));
       (theirs ? mine : foreign).push_back(&r);
     }
     if (mine.empty() && !foreign.empty()) {

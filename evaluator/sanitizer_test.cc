@@ -183,6 +183,16 @@ constexpr char kRacecheckLibrary[] =
     "=========\n"
     "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n";
 
+// A helper in the candidate's anonymous namespace, inlined in its kernel: the candidate's.
+constexpr char kInitcheckAnonymousHelper[] =
+    "========= COMPUTE-SANITIZER\n"
+    "========= Uninitialized __global__ memory read of size 4 bytes\n"
+    "=========     at void (anonymous namespace)::unit<(int)4>(const unsigned char *, int)"
+    "+0x1c0 in kernel.cu:270\n"
+    "=========     by thread (0,0,0) in block (1,0,0)\n"
+    "=========\n"
+    "========= ERROR SUMMARY: 1 error\n";
+
 // An uninitialized read through a runner API call (a copy of a dump) names no kernel.
 constexpr char kInitcheckApiCopy[] = R"(========= COMPUTE-SANITIZER
 ========= Host API uninitialized memory access
@@ -236,6 +246,8 @@ TEST(ParseSanitizerOutputTest, TableOfRealisticOutputs) {
        S::kFindings, "1 error", "at void ws::mx::ScaleGather<(int)128"},
       {"racecheck in a library function", race, true, 99, kRacecheckLibrary, S::kFindings,
        "1 hazard", "at unsigned int ws::mx::pack"},
+      {"initcheck in an anonymous-namespace helper", init, true, 99, kInitcheckAnonymousHelper,
+       S::kFindings, "1 error", "(anonymous namespace)::unit"},
       {"initcheck in a runner API call", init, true, 99, kInitcheckApiCopy, S::kUnavailable,
        "unavailable: initcheck flagged the evaluator's own code", "Host API"},
       {"no attach", mem, true, 0, kNoAttach, S::kUnavailable,
