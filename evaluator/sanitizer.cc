@@ -178,45 +178,17 @@ bool IsBookkeeping(const std::string& header) {
   return false;
 }
 
-// The function of a frame (the text after "at "): "quantize+0x1b0 in k.cu:40", "reduce()+0x130",
-// or a demangled device function, "unsigned int ws::F<(int)4, 2>::run(float)+0x40 in f.cuh:9",
-// "void (anonymous namespace)::unit<(int)4>(int)+0x10": the qualified name before the
-// arguments, offset or file, without the return type.
-std::string FrameFunction(const std::string& frame) {
-  static const std::string kAnonymous = "(anonymous namespace)";
-  int angle = 0;
-  size_t token = 0;  // where the last word at angle depth 0 starts
-  size_t i = 0;
-  for (; i < frame.size(); ++i) {
-    const char c = frame[i];
-    if (c == '<') ++angle;
-    if (c == '>') --angle;
-    if (angle != 0) continue;
-    if (frame.compare(i, kAnonymous.size(), kAnonymous) == 0) {
-      i += kAnonymous.size() - 1;  // a part of the name, spaces and all
-      continue;
-    }
-    if (c == '(' || c == '+') break;
-    if (c == ' ') {
-      if (frame.compare(i, 4, " in ") == 0) break;
-      token = i + 1;
-    }
-  }
-  return frame.substr(token, i - token);
-}
-
-// The function a report is about: the first "at FRAME" naming a function (not an address space).
+// The kernel a report is about: the first "at NAME" naming a function (not an address space).
+// A demangled device function ("at void ws::mx::F<(int)4>::run(...)+0x40") gives its return
+// type's word: only the runner's extern "C" kernel names matter below, and none looks like that.
 std::string ReportKernel(const Report& r) {
-  static const std::regex kAt(R"((?:^|\s)at\s+(?=[A-Za-z_$]))");
+  static const std::regex kAt(R"((?:^|\s)at\s+([A-Za-z_$][A-Za-z0-9_$]*))");
   std::vector<const std::string*> lines = {&r.header};
   for (const auto& b : r.body) lines.push_back(&b);
   for (const std::string* l : lines) {
     for (std::sregex_iterator it(l->begin(), l->end(), kAt), end; it != end; ++it) {
-      const std::string name =
-          FrameFunction(l->substr(static_cast<size_t>(it->position(0) + it->length(0))));
-      if (name.empty() || name == "__shared__" || name == "__global__" || name == "__local__") {
-        continue;
-      }
+      std::string name = (*it)[1];
+      if (name == "__shared__" || name == "__global__" || name == "__local__") continue;
       return name;
     }
   }
@@ -226,9 +198,7 @@ std::string ReportKernel(const Report& r) {
 // The runner's own kernels (evaluator/runner/runner_kernels.cu) are extern "C" ws_* functions.
 // Every other function a report names is the candidate's: its kernels, and what they inline
 // (its helpers, in any namespace, and the device library's ws:: code).
-bool IsRunnerKernel(const std::string& function) {
-  return function.rfind("ws_", 0) == 0 && function.find("::") == std::string::npos;
-}
+bool IsRunnerKernel(const std::string& name) { return name.rfind("ws_", 0) == 0; }
 
 std::string OneLine(const Report& r) {
   std::string s = r.header;

@@ -162,7 +162,7 @@ constexpr char kInitcheckHelper[] = R"(========= COMPUTE-SANITIZER
 )";
 
 // A device-library function inlined in a candidate's kernel prints demangled, with its return
-// type: the candidate's finding, not the evaluator's.
+// type, and names no plan kernel: still the candidate's finding, not the evaluator's.
 constexpr char kInitcheckLibrary[] =
     "========= COMPUTE-SANITIZER\n"
     "========= Uninitialized __global__ memory read of size 16 bytes\n"
@@ -173,7 +173,7 @@ constexpr char kInitcheckLibrary[] =
     "=========\n"
     "========= ERROR SUMMARY: 1 error\n";
 
-// Racecheck in a library function that returns a value: the return type is not the name.
+// Racecheck in a library function that returns a value: the candidate's hazard.
 constexpr char kRacecheckLibrary[] =
     "========= COMPUTE-SANITIZER\n"
     "========= Error: Race reported between Write access at unsigned int "
