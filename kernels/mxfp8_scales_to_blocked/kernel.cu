@@ -1,7 +1,7 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
-              "WARM": [0, 1] },
+              "WARM": [0, 1], "FIND_PER": [1, 4] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked", "when": "WIDE_C == 0 || K / 32 <= WIDE_C",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
@@ -34,7 +34,9 @@
 // stripe's run: 16, or 4 as first measured), WIDE_C / WIDE_BATCH (where C > WIDE_C, a second
 // instance with WIDE_BATCH loads per thread; 0: one instance), WARM (1: L2 prefetches at entry
 // of the stripe's likely input and first output line, so their address translations overlap
-// the group offsets' round trip; queued, not yet measured).
+// the group offsets' round trip; queued, not yet measured), FIND_PER (groups each lane reads per
+// round of the group search: 4 takes G128's four dependent rounds down to one, every warp still
+// finding alone, unlike FIND 1 below; queued, not yet measured).
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
@@ -98,6 +100,9 @@
 #ifndef WIDE_BATCH
 #define WIDE_BATCH 8
 #endif
+#ifndef FIND_PER
+#define FIND_PER 1  // groups per lane in each round of the stripe's group search
+#endif
 #ifndef WARM
 #define WARM 0  // 1: at entry, L2 prefetches of the stripe's likely input and its first output line
 #endif
@@ -113,10 +118,12 @@ struct Config {
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
   static constexpr bool kWarm = WARM != 0;
+  static constexpr int kFindPer = FIND_PER;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
 static_assert(Config::kVec == 4 || Config::kVec == 16, "VEC: 4 or 16");
+static_assert(Config::kFindPer >= 1 && Config::kFindPer <= 8, "FIND_PER: 1 to 8");
 
 using ws::kFullMask;
 
@@ -170,35 +177,64 @@ struct StripeSource {
 };
 
 // Which input rows stripe s holds. Warp-cooperative (all 32 lanes call, all get the answer):
-// group g covers stripes [P_g, P_g + R_g) with R_g = ceil_div(end_g - start_g, 128).
+// group g covers stripes [P_g, P_g + R_g) with R_g = ceil_div(end_g - start_g, 128). Each round
+// reads 32 * kFindPer groups, lane l the kFindPer consecutive groups from g0 + l * kFindPer, all
+// its loads issued before the first use: one dependent round trip per round.
 __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offsets, int G,
                                                     long long s, int lane) {
+  constexpr int kPer = Config::kFindPer;
   long long stripes_before = 0;  // padded stripes of the groups of earlier rounds
   int prev_end = 0;              // end row of the group before this round's first
-  for (int g0 = 0; g0 < G; g0 += 32) {
-    const int g = g0 + lane;
-    const int end = g < G ? __ldg(offsets + g) : 0;
-    int start = __shfl_up_sync(kFullMask, end, 1);
+  for (int g0 = 0; g0 < G; g0 += 32 * kPer) {
+    const int g1 = g0 + lane * kPer;  // this lane's first group
+    int end[kPer];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) end[j] = g1 + j < G ? __ldg(offsets + g1 + j) : 0;
+    int start = __shfl_up_sync(kFullMask, end[kPer - 1], 1);
     if (lane == 0) start = prev_end;
-    const int n = g < G ? end - start : 0;
-    const int r = (n + Config::kStripeRows - 1) / Config::kStripeRows;
-    int incl = r;  // inclusive scan of stripe counts
+    int n[kPer], r[kPer], sum = 0;  // rows, padded stripes of each group; stripes of the lane
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      n[j] = g1 + j < G ? end[j] - (j == 0 ? start : end[j - 1]) : 0;
+      r[j] = (n[j] + Config::kStripeRows - 1) / Config::kStripeRows;
+      sum += r[j];
+    }
+    int incl = sum;  // inclusive scan of the lanes' stripe counts
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const int v = __shfl_up_sync(kFullMask, incl, d);
       if (lane >= d) incl += v;
     }
-    const unsigned hit = __ballot_sync(kFullMask, g < G && s < stripes_before + incl);
-    if (hit != 0) {
+    const unsigned hit = __ballot_sync(kFullMask, g1 < G && s < stripes_before + incl);
+    if (hit != 0 && kPer == 1) {
       const int f = __ffs(hit) - 1;
-      const long long excl = stripes_before + __shfl_sync(kFullMask, incl - r, f);
+      const long long excl = stripes_before + __shfl_sync(kFullMask, incl - r[0], f);
       const long long rel = (s - excl) * Config::kStripeRows;
       const long long first = __shfl_sync(kFullMask, start, f) + rel;
-      const long long avail = __shfl_sync(kFullMask, n, f) - rel;
+      const long long avail = __shfl_sync(kFullMask, n[0], f) - rel;
+      return {first, static_cast<int>(min(avail, static_cast<long long>(Config::kStripeRows)))};
+    }
+    if (hit != 0) {
+      // Each lane resolves s among its own groups as if it held the hit; lane f's answer counts.
+      long long cum = stripes_before + incl - sum, first = 0, avail = 0;
+      bool found = false;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (!found && s < cum + r[j]) {
+          const long long rel = (s - cum) * Config::kStripeRows;
+          first = (j == 0 ? start : end[j - 1]) + rel;
+          avail = n[j] - rel;
+          found = true;
+        }
+        cum += r[j];
+      }
+      const int f = __ffs(hit) - 1;
+      first = __shfl_sync(kFullMask, first, f);
+      avail = __shfl_sync(kFullMask, avail, f);
       return {first, static_cast<int>(min(avail, static_cast<long long>(Config::kStripeRows)))};
     }
     stripes_before += __shfl_sync(kFullMask, incl, 31);
-    prev_end = __shfl_sync(kFullMask, end, 31);
+    prev_end = __shfl_sync(kFullMask, end[kPer - 1], 31);
   }
   return {0, 0};  // after the last group: all pad
 }
