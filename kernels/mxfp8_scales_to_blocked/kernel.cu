@@ -34,9 +34,11 @@
 // stripe's run: 16, or 4 as first measured), WIDE_C / WIDE_BATCH (where C > WIDE_C, a second
 // instance with WIDE_BATCH loads per thread; 0: one instance), WARM (1: L2 prefetches at entry
 // of the stripe's likely input and first output line, so their address translations overlap
-// the group offsets' round trip; queued, not yet measured), FIND_PER (groups each lane reads per
-// round of the group search: 4 takes G128's four dependent rounds down to one, every warp still
-// finding alone, unlike FIND 1 below; queued, not yet measured).
+// the group offsets' round trip), FIND_PER (groups each lane reads per round of the group
+// search: 4 takes G128's four dependent rounds down to one, every warp still finding alone,
+// unlike FIND 1 below). Both ran once on an H200 (s48c1, sweeps-h200-2026-12-06-session48.json,
+// `ok` at every test and hidden shape), in a sweep whose two controls drifted 10-22% apart:
+// 0.92-1.04x of the first control, undecided; queued again.
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took

@@ -290,14 +290,16 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       if (in) {
         const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
         ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-        if ((tid & 3) == 0) {
-          if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
-            unsigned char* dst =
-                row_tile + h * part + r * (Config::kBlockI / 32) + col / 32;
-            *dst = static_cast<unsigned char>(s);
-          } else {
-            scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
-          }
+        if constexpr (!Config::kScaleTiles) {
+          if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
+        }
+      }
+      // The tile's block [BLOCK_M][BLOCK_I / 32] whole, pad rows and columns too (zeros'
+      // scale): the gather's 16-byte loads then read no workspace byte left unwritten.
+      if constexpr (Config::kScaleTiles) {
+        if ((tid & 3) == 0 && k < Config::kTileChunks) {
+          const int b = r * (Config::kBlockI / 32) + col / 32;  // the byte within the block
+          row_tile[h * part + b] = static_cast<unsigned char>(s);
         }
       }
       if (k < Config::kTileChunks) {

@@ -261,12 +261,15 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     if (in) {
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-      if ((tid & 3) == 0) {
-        if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
-          row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
-        } else {
-          scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
-        }
+      if constexpr (!Config::kScaleTiles) {
+        if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
+      }
+    }
+    // The tile's block [BLOCK_M][BLOCK_I / 32] whole, pad rows and columns too (zeros' scale):
+    // the gather's 16-byte loads then read no workspace byte left unwritten.
+    if constexpr (Config::kScaleTiles) {
+      if ((tid & 3) == 0 && k < Config::kTileChunks) {
+        row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
       }
     }
     if (k < Config::kTileChunks) {
