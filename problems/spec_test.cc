@@ -73,7 +73,7 @@ TEST(ProblemSetTest, Mxfp8QuantizeRowwiseSpec) {
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->name, "mxfp8_quantize_rowwise");
   EXPECT_EQ(spec->symbols, (std::vector<std::string>{"M", "K"}));
-  EXPECT_EQ(spec->test_shapes.size(), 8u);
+  EXPECT_EQ(spec->test_shapes.size(), 9u);
   EXPECT_EQ(spec->bench_shapes.size(), 4u);
   EXPECT_EQ(spec->hidden_shapes.size(), 5u);
   EXPECT_EQ(spec->bench_shapes[0].symbols.at("M"), 131072);
