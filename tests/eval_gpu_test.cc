@@ -267,12 +267,16 @@ extern "C" __global__ void ws_test_spin(volatile unsigned char* q) {
 // not at the whole run's limit: the cases before it keep their verdicts, the evaluation ends
 // well within startup + 3 allowances, and the GPU is usable by the next evaluation.
 TEST_F(EvalGpuTest, AHangCostsItsCaseAllowanceNotTheWholeRun) {
-  // Only the last test shape has M >= 1025 (bench shapes too, but they come after it).
+  // Only the last test shape has the largest M (bench shapes too, but they come after it).
+  const int64_t m_last = spec_->test_shapes.back().symbols.at("M");
+  for (size_t i = 0; i + 1 < spec_->test_shapes.size(); ++i) {
+    ASSERT_LT(spec_->test_shapes[i].symbols.at("M"), m_last) << "test shape " << i;
+  }
   std::string src = WithExtraLaunch(
       Baseline(),
       R"({ "kernel": "ws_test_spin_big", "grid": [1], "block": [32], "args": ["q", {"i64": "M"}] })",
       "extern \"C\" __global__ void ws_test_spin_big(volatile unsigned char* q, long long m) {\n"
-      "  if (m < 1025) return;\n"
+      "  if (m < " + std::to_string(m_last) + ") return;\n"
       "  while (q[0] != 0xAB || q[0] == 0xAB) { }\n}\n");
   EvaluatorOptions quick = opts_;
   quick.startup_timeout_s = 15;
