@@ -27,12 +27,12 @@ class BenchWhereTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(opts_.workspace); }
 
-  // A candidate whose one launch exists only at M <= 20000: of the bench shapes (M 131072,
+  // A candidate whose one launch exists only at M <= 30000: of the bench shapes (M 131072,
   // 131072, 65536, 16384) only the last has a launch, so any other one taken is a plan error
   // before anything compiles.
   EvalRequest Request() {
     const std::string source = R"src(/* warpsmith:plan
-{ "launch": [ { "kernel": "quantize_small", "when": "M <= 20000",
+{ "launch": [ { "kernel": "quantize_small", "when": "M <= 30000",
                 "grid": ["ceil_div(M * K, 256)"], "block": ["256"], "smem": "0",
                 "args": ["x", "q", "scales", "M", "K"] } ] }
 */
@@ -64,7 +64,7 @@ TEST_F(BenchWhereTest, EveryBenchShapeWithoutIt) {
 
 TEST_F(BenchWhereTest, OnlyTheShapesWhereItHolds) {
   EvalRequest req = Request();
-  req.bench_where = "M <= 20000";
+  req.bench_where = "M <= 30000";
   auto r = Evaluate(req, opts_);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->verdict, Verdict::kNotRun) << r->message;  // compiled, plan valid everywhere taken
