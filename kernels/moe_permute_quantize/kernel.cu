@@ -131,6 +131,11 @@
 // graphs keep the programmatic overlap. EARLY_SMEM (24576, the default since session 45): each
 // early warp holds as many tokens as that budget of slots per CTA allows (2 at H2048, 1 at the
 // longer bench rows), at the _early kernel below.
+// The H100 choices held on an H200 (s49c1, one sweep per rounding, controls within 0.8%,
+// sweeps-h200-2026-12-06-session49.json): against the defaults, the old quantize (EARLY=0
+// STORE_CS=1) 0.950x / 0.953x geomean (rceil / floor; 0.89-0.92x at E16 K1 and E8 K2),
+// EARLY_SMEM=0 0.976x / 0.995x, EARLY_SMEM=33792 EARLY_TPW=2 0.961x / 0.966x, EARLY_CHUNKS=2
+// 0.963x / 0.986x; `ok` everywhere.
 //
 // SASS claims (scripts/check_sass.py): the packed e4m3 conversion on both; sm_100a's rceil scale
 //  is the ue8m0 conversion.

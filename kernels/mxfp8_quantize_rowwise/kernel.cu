@@ -4,7 +4,7 @@
               "RCEIL_SELECT": [0, 1], "LANE_PAIRS": [0, 1],
               "CTAS_PER_SM": [1048576, 4, 3, 2, 16, 8],
               "SMALL_THREADS": [128, 0, 256], "SMALL_ELEMS": [67108864, 33554432, 134217728],
-              "SMALL_CHUNKS": [4, 2, 8], "SMALL_PAIRS": [1, 0], "SMALL_MIN_CTAS": [12, 0, 9],
+              "SMALL_CHUNKS": [4, 2, 8], "SMALL_PAIRS": [1, 0], "SMALL_MIN_CTAS": [12, 0, 9, 6],
               "SMALL_STORE_CS": [0, 1], "MIN_CTAS": [0, 9, 12, 6] },
   "launch": [ { "kernel": "sm90_bf16_mxfp8_quantize_rowwise",
                 "when":  "SMALL_THREADS == 0 || M * K > SMALL_ELEMS",
@@ -49,7 +49,9 @@
 // THREADS, CHUNKS, LANE_PAIRS, MIN_CTAS and STORE_CS; SMALL_THREADS=0, one kernel everywhere.
 // Its default, 128 threads x 4 chunks in lane pairs at 12 CTAs per SM with plain q stores, the
 // Triton peer's occupancy, ran 1.021x (floor) / 1.023x (rceil) over the large form at 16384x2880
-// on the H200 in session 48 and lost up to 0.9% at the large shapes; NOTES.md), RCEIL_SELECT
+// on the H200 in session 48 and lost up to 0.9% at the large shapes; as its own kernel in
+// session 49, 1.018x / 1.017x (floor / rceil) over the earlier small launch, 0.966-0.969 of the
+// probe at 16384x2880 and 0.99x Triton floor there; NOTES.md), RCEIL_SELECT
 // (sm_90a's rceil scale from selects, not branches), LANE_PAIRS (2 lanes per block with 16
 // adjacent elements each: one amax shuffle, 16-byte q stores; the Triton peer's layout),
 // CTAS_PER_SM (grid cap: uncapped = one tile per warp; a cap that fits on an SM = one resident

@@ -38,7 +38,12 @@
 // search: 4 takes G128's four dependent rounds down to one, every warp still finding alone,
 // unlike FIND 1 below). Both ran once on an H200 (s48c1, sweeps-h200-2026-12-06-session48.json,
 // `ok` at every test and hidden shape), in a sweep whose two controls drifted 10-22% apart:
-// 0.92-1.04x of the first control, undecided; queued again.
+// 0.92-1.04x of the first control, undecided. Then in two sweeps on one H200 whose controls
+// held within 2.3% (s49c1, s49c3, sweeps-h200-2026-12-06-session49.json): FIND_PER=4 WARM=1
+// 1.020x / 1.050x / 1.043x / 0.922x / 1.001x at G128 K2048 / G128 K2880 / G16 K5120 / G8 K2048 /
+// G8 K7168 (the loss at G8 K2048 in both sweeps; FIND_PER=4 alone 0.922x there too), 1.006x
+// geomean; WARM=1 alone 0.989x. Neither is the default; the gains are where G >= 16, so a plan
+// route by G to a FIND_PER=4 WARM=1 instance is the next thing to try.
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
