@@ -1,12 +1,25 @@
 /* warpsmith:plan
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
-              "WARM": [0, 1], "FIND_PER": [1, 4] },
-  "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked", "when": "WIDE_C == 0 || K / 32 <= WIDE_C",
+              "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
+              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0] },
+  "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_wide", "when": "WIDE_C != 0 && K / 32 > WIDE_C",
+              { "kernel": "sm90_mxfp8_scales_to_blocked_wide",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G)",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_many",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
@@ -42,8 +55,12 @@
 // held within 2.3% (s49c1, s49c3, sweeps-h200-2026-12-06-session49.json): FIND_PER=4 WARM=1
 // 1.020x / 1.050x / 1.043x / 0.922x / 1.001x at G128 K2048 / G128 K2880 / G16 K5120 / G8 K2048 /
 // G8 K7168 (the loss at G8 K2048 in both sweeps; FIND_PER=4 alone 0.922x there too), 1.006x
-// geomean; WARM=1 alone 0.989x. Neither is the default; the gains are where G >= 16, so a plan
-// route by G to a FIND_PER=4 WARM=1 instance is the next thing to try.
+// geomean; WARM=1 alone 0.989x. Neither is the default for all G: the gains are where G >= 16.
+// MANY_G (16 by default since session 49; 0: never): from MANY_G groups up the plan launches
+// the _many instances, built with MANY_FIND_PER and MANY_WARM (4 and 1 by default). Their
+// sm_90a and sm_100a SASS, per kernel, is the measured FIND_PER=4 WARM=1 build's, and the
+// other two kernels' is the measured default's: so G8 keeps the default (the loss at G8 K2048
+// is gone) and G >= 16 gets the 1.020x / 1.050x / 1.043x above. Not yet timed as one plan.
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
@@ -113,6 +130,15 @@
 #ifndef WARM
 #define WARM 0  // 1: at entry, L2 prefetches of the stripe's likely input and its first output line
 #endif
+#ifndef MANY_G
+#define MANY_G 16  // nonzero: from this many groups up, the _many instances (0: never)
+#endif
+#ifndef MANY_FIND_PER
+#define MANY_FIND_PER 4  // the _many instances' FIND_PER
+#endif
+#ifndef MANY_WARM
+#define MANY_WARM 1  // the _many instances' WARM
+#endif
 
 namespace {
 
@@ -124,13 +150,12 @@ struct Config {
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
-  static constexpr bool kWarm = WARM != 0;
-  static constexpr int kFindPer = FIND_PER;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
 static_assert(Config::kVec == 4 || Config::kVec == 16, "VEC: 4 or 16");
-static_assert(Config::kFindPer >= 1 && Config::kFindPer <= 8, "FIND_PER: 1 to 8");
+static_assert(FIND_PER >= 1 && FIND_PER <= 8 && MANY_FIND_PER >= 1 && MANY_FIND_PER <= 8,
+              "FIND_PER: 1 to 8");
 
 using ws::kFullMask;
 
@@ -187,9 +212,9 @@ struct StripeSource {
 // group g covers stripes [P_g, P_g + R_g) with R_g = ceil_div(end_g - start_g, 128). Each round
 // reads 32 * kFindPer groups, lane l the kFindPer consecutive groups from g0 + l * kFindPer, all
 // its loads issued before the first use: one dependent round trip per round.
+template <int kPer>
 __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offsets, int G,
                                                     long long s, int lane) {
-  constexpr int kPer = Config::kFindPer;
   long long stripes_before = 0;  // padded stripes of the groups of earlier rounds
   int prev_end = 0;              // end row of the group before this round's first
   for (int g0 = 0; g0 < G; g0 += 32 * kPer) {
@@ -299,7 +324,7 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
-template <int kBatch>
+template <int kBatch, int kFindPer, bool kWarm>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int M, int C, int G,
@@ -313,7 +338,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
 
-  if constexpr (Config::kWarm) {
+  if constexpr (kWarm) {
     // While the group offsets come (a DRAM round trip), the address translations and first
     // lines of the stripe's run (its rows start at or before row 128 s) and of its output.
     if (tid == 0) {
@@ -323,7 +348,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   } else {
     (void)M;
   }
-  const StripeSource src = find_stripe(group_offsets, G, s, lane);  // same in every warp
+  const StripeSource src = find_stripe<kFindPer>(group_offsets, G, s, lane);  // same in every warp
   const int rows = src.rows;
 
   if (rows > 0) {
@@ -389,7 +414,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                  const int* __restrict__ group_offsets,
                                  unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch>(scales, group_offsets, out, M, C, G, blockIdx.x, smem_words);
+  unit<Config::kBatch, FIND_PER, WARM != 0>(scales, group_offsets, out, M, C, G, blockIdx.x,
+                                            smem_words);
 }
 
 // WIDE_C: the same kernel with WIDE_BATCH loads per thread, launched where C > WIDE_C (a
@@ -399,5 +425,26 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                       const int* __restrict__ group_offsets,
                                       unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kWideBatch>(scales, group_offsets, out, M, C, G, blockIdx.x, smem_words);
+  unit<Config::kWideBatch, FIND_PER, WARM != 0>(scales, group_offsets, out, M, C, G, blockIdx.x,
+                                                smem_words);
+}
+
+// MANY_G: the two kernels above with MANY_FIND_PER and MANY_WARM, launched where G >= MANY_G
+// (G128's group search takes one round instead of four).
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_mxfp8_scales_to_blocked_many(const unsigned char* __restrict__ scales,
+                                      const int* __restrict__ group_offsets,
+                                      unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  unit<Config::kBatch, MANY_FIND_PER, MANY_WARM != 0>(scales, group_offsets, out, M, C, G,
+                                                      blockIdx.x, smem_words);
+}
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_mxfp8_scales_to_blocked_wide_many(const unsigned char* __restrict__ scales,
+                                           const int* __restrict__ group_offsets,
+                                           unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  unit<Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0>(scales, group_offsets, out, M, C, G,
+                                                          blockIdx.x, smem_words);
 }
