@@ -76,7 +76,7 @@
 // _by_input instances instead: CTAs by 128 input rows, so the data loads go out at entry while
 // warp 0 reads the offsets (design at by_input below; IN_MIN_CTAS / IN_WIDE_MIN_CTAS cap their
 // registers, IN_STORE_CS is their STORE_CS). Its index arithmetic was checked on the CPU against
-// the layout (a Python model of the CTAs' pieces, every test and hidden shape); not yet run.
+// the layout (bench/models/scales_by_input_model.py, a ctest); not yet run on a GPU.
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
