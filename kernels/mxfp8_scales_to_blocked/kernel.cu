@@ -2,37 +2,26 @@
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
-              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "BY_INPUT": [0, 1],
-              "IN_STORE_CS": [0, 1], "IN_MIN_CTAS": [8, 0, 6], "IN_WIDE_MIN_CTAS": [5, 0, 4] },
+              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (BY_INPUT == 0 || ceil_div(K / 32, 4) > TILES)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G) && (BY_INPUT == 0 || ceil_div(K / 32, 4) > TILES)",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_many",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (BY_INPUT == 0 || ceil_div(K / 32, 4) > TILES)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G && (BY_INPUT == 0 || ceil_div(K / 32, 4) > TILES)",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
-                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_by_input",
-                "when": "BY_INPUT != 0 && ceil_div(K / 32, 4) <= TILES && (WIDE_C == 0 || K / 32 <= WIDE_C)",
-                "grid":  ["ceil_div(M + 96 * G, 128)"],
-                "block": ["THREADS"], "smem": "512 * (ceil_div(K / 32, 4) + 1)",
-                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_by_input_wide",
-                "when": "BY_INPUT != 0 && ceil_div(K / 32, 4) <= TILES && WIDE_C != 0 && K / 32 > WIDE_C",
-                "grid":  ["ceil_div(M + 96 * G, 128)"],
-                "block": ["THREADS"], "smem": "512 * (ceil_div(K / 32, 4) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
 // MXFP8 scales to the 128x4 blocked layout, hand-tuned: scales [M,C] E8M0 rows grouped by
@@ -71,12 +60,17 @@
 // the _many instances, built with MANY_FIND_PER and MANY_WARM (4 and 1 by default). Their
 // sm_90a and sm_100a SASS, per kernel, is the measured FIND_PER=4 WARM=1 build's, and the
 // other two kernels' is the measured default's: so G8 keeps the default (the loss at G8 K2048
-// is gone) and G >= 16 gets the 1.020x / 1.050x / 1.043x above. Not yet timed as one plan.
-// BY_INPUT (0 by default; 1: where a stripe's columns fit one CTA, C <= 4*TILES) launches the
-// _by_input instances instead: CTAs by 128 input rows, so the data loads go out at entry while
-// warp 0 reads the offsets (design at by_input below; IN_MIN_CTAS / IN_WIDE_MIN_CTAS cap their
-// registers, IN_STORE_CS is their STORE_CS). Its index arithmetic was checked on the CPU against
-// the layout (bench/models/scales_by_input_model.py, a ctest); not yet run on a GPU.
+// is gone) and G >= 16 gets the 1.020x / 1.050x / 1.043x above. As one plan against MANY_G=0,
+// on an H100 (s50c1, s50c2, sweeps-h100-2026-12-07-session50.json), three sweeps whose controls
+// drifted 8-20%, 1-5% and 0-3%: MANY_G=0 1.040x geomean, but as much at the G8 shapes, whose
+// kernels are the same in both; against that, G128 reads 1-2% the other way. Undecided there;
+// the default stands on the H200 sweeps above.
+// Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
+// data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
+// written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
+// CTAs), pads by the CTA holding a group's last block. `ok` at every test and hidden shape and
+// checked on the CPU by a model of its pieces, but 0.65-0.77x geomean in four variants (register
+// caps, .cs stores), 0.52-0.86x per shape: the partial-line stores cost more than the round trip.
 // Measured on the H200 (2026-11-30, bench/results/kernels-first-run-h200-2026-11-30.md):
 //   ok at every shape; bench geomean 17.1 us; 13-31 us in session 26 (0.21-0.45 of SOL).
 // Since session 46 the default is VEC 16 BATCH 4 (before: 4-byte loads, BATCH 8, which took
@@ -154,18 +148,6 @@
 #endif
 #ifndef MANY_WARM
 #define MANY_WARM 1  // the _many instances' WARM
-#endif
-#ifndef BY_INPUT
-#define BY_INPUT 0  // 1: CTAs by input rows where a stripe's columns fit one CTA (_by_input)
-#endif
-#ifndef IN_MIN_CTAS
-#define IN_MIN_CTAS 8  // the _by_input instance's CTAs per SM (register cap; 0: none)
-#endif
-#ifndef IN_WIDE_MIN_CTAS
-#define IN_WIDE_MIN_CTAS 5  // the _by_input_wide instance's
-#endif
-#ifndef IN_STORE_CS
-#define IN_STORE_CS 0  // the _by_input instances' STORE_CS
 #endif
 
 namespace {
@@ -433,197 +415,6 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   store_tiles(out, s, t0, nt, rows, C, pitch, smem_words);
 }
 
-
-// BY_INPUT: CTA j owns input rows [128 j, 128 j + 128), four 32-row blocks, so its loads need no
-// group offsets and go out at entry, beside warp 0's search of where each block lands (the
-// output-stripe kernels above wait one DRAM round trip on the offsets before any load). Groups
-// and their padding are whole 32-row blocks, so block b lands whole in quarter q (rows 32 q ..
-// 32 q + 31) of one stripe: bytes 4 q .. 4 q + 3 of each 16-byte tile line. The CTA holding a
-// group's last block also writes the group's pad quarters after it; CTAs past the last input
-// block zero the stripes after the last group. Lines shared by two CTAs take 4- or 8-byte stores.
-struct BlockDest {
-  int stripe, quarter;
-  bool last;  // the block ends its group: the quarters after it in its stripe are pad
-};
-
-// Warp-cooperative: where blocks b < nb (input rows row0 + 32 b) land, in dest (all lanes), and
-// the stripes of the groups searched: all of them when all_groups. Padded rows fit an int.
-template <int kPer>
-__device__ __forceinline__ int locate_blocks(const int* __restrict__ offsets, int G, int row0,
-                                             int nb, bool all_groups, int lane,
-                                             BlockDest (&dest)[4]) {
-  int stripes_before = 0, prev_end = 0;
-  unsigned pending = (1u << nb) - 1u;
-  for (int g0 = 0; g0 < G && (pending != 0 || all_groups); g0 += 32 * kPer) {
-    const int g1 = g0 + lane * kPer;
-    int end[kPer];
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) end[j] = g1 + j < G ? __ldg(offsets + g1 + j) : 0;
-    int start = __shfl_up_sync(kFullMask, end[kPer - 1], 1);
-    if (lane == 0) start = prev_end;
-    int r[kPer], sum = 0;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const int n = g1 + j < G ? end[j] - (j == 0 ? start : end[j - 1]) : 0;
-      r[j] = (n + Config::kStripeRows - 1) / Config::kStripeRows;
-      sum += r[j];
-    }
-    int incl = sum;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int v = __shfl_up_sync(kFullMask, incl, d);
-      if (lane >= d) incl += v;
-    }
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      if (((pending >> b) & 1u) == 0) continue;
-      // The block's group is the first with end > row (ends are non-decreasing, so its start,
-      // the end before it, is <= row); the lowest lane holding such a group has it.
-      const int row = row0 + 32 * b;
-      int cum = stripes_before + incl - sum, padded = 0;
-      bool mine = false, last = false;
-#pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        if (!mine && g1 + j < G && end[j] > row) {
-          padded = cum * Config::kStripeRows + (row - (j == 0 ? start : end[j - 1]));
-          last = end[j] == row + 32;
-          mine = true;
-        }
-        cum += r[j];
-      }
-      const unsigned hit = __ballot_sync(kFullMask, mine);
-      if (hit != 0) {
-        const int f = __ffs(hit) - 1;
-        padded = __shfl_sync(kFullMask, padded, f);
-        dest[b] = {padded / Config::kStripeRows, (padded % Config::kStripeRows) / 32,
-                   __shfl_sync(kFullMask, static_cast<int>(last), f) != 0};
-        pending &= ~(1u << b);
-      }
-    }
-    stripes_before += __shfl_sync(kFullMask, incl, 31);
-    prev_end = __shfl_sync(kFullMask, end[kPer - 1], 31);
-  }
-  return stripes_before;
-}
-
-// A run of quarters of one line, stored as one 4-, 8- or 16-byte access: quarter qa + k comes
-// from block (src >> 4 k) & 15 of the CTA, or is pad where that is 15.
-struct Piece {
-  int stripe, qa, nq, src;
-};
-constexpr int kMaxPieces = 8;  // at most two per stripe, and four blocks touch <= 4 stripes
-
-// The pieces of quarters qa .. qz of a stripe, data from block b0 up to quarter qd, pad after:
-// the widest aligned accesses, at most two.
-__device__ __forceinline__ void add_pieces(int stripe, int qa, int qd, int qz, int b0,
-                                           Piece* pieces, int& np) {
-  for (int q = qa; q <= qz;) {
-    const int w = q == 0 && qz == 3 ? 4 : (q & 1) == 0 && q < qz ? 2 : 1;
-    int src = 0;
-    for (int k = 0; k < w; ++k) src |= (q + k <= qd ? b0 + q + k - qa : 15) << (4 * k);
-    pieces[np++] = {stripe, q, w, src};
-    q += w;
-  }
-}
-
-// Data loads for by_input: chunk k0 + idx + j * stride of the run into v[j].
-template <int kBatch>
-__device__ __forceinline__ void load_chunks(ws::Chunk (&v)[kBatch],
-                                            const unsigned char* __restrict__ run, int n16,
-                                            int k0, int idx, int stride) {
-#pragma unroll
-  for (int j = 0; j < kBatch; ++j) {
-    const int k = k0 + idx + j * stride;
-    if (k < n16) v[j] = ws::load_global16<ws::LoadHint::kNcNoAllocate>(run + 16LL * k);
-  }
-}
-
-template <int kBatch>
-__device__ __forceinline__ void place_chunks(const ws::Chunk (&v)[kBatch], int n16, int k0,
-                                             int idx, int stride, int C, int pitch,
-                                             unsigned char* smem_bytes) {
-#pragma unroll
-  for (int j = 0; j < kBatch; ++j) {
-    const int k = k0 + idx + j * stride;
-    if (k < n16) place16(v[j], 16 * k, C, pitch, smem_bytes);
-  }
-}
-
-// Warp 0 finds where the CTA's blocks land while the other warps load them: the two round trips
-// overlap, and the search's registers are not live beside the loaded chunks.
-template <int kBatch>
-__device__ __forceinline__ void by_input(const unsigned char* __restrict__ scales,
-                                         const int* __restrict__ group_offsets,
-                                         unsigned char* __restrict__ out, int M, int C, int G,
-                                         unsigned* smem_words) {
-  __shared__ Piece pieces[kMaxPieces];
-  __shared__ int n_pieces;
-  const int tid = threadIdx.x, lane = tid & 31;
-  const int c4 = (C + 3) / 4, pitch = c4 | 1;
-  const int in_ctas = (M + Config::kStripeRows - 1) / Config::kStripeRows;
-  const int j = blockIdx.x, row0 = j * Config::kStripeRows;
-  const int rows = j < in_ctas ? min(Config::kStripeRows, M - row0) : 0;
-  if (tid < 32) {
-    BlockDest dest[4];
-    const int nb = rows / 32;
-    const int used = locate_blocks<MANY_FIND_PER>(group_offsets, G, row0, nb, nb == 0, lane, dest);
-    if (lane == 0) {
-      int np = 0;
-      if (nb > 0) {
-        // Runs of blocks in one stripe (consecutive quarters), each with its group's pad
-        // quarters where its last block ends the group.
-        int b0 = 0, qa = dest[0].quarter;  // the run's first block and quarter
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          const int next = b + 1 < 4 ? b + 1 : b;
-          if (b < nb && (b + 1 == nb || dest[next].stripe != dest[b].stripe)) {
-            add_pieces(dest[b].stripe, qa, dest[b].quarter, dest[b].last ? 3 : dest[b].quarter,
-                       b0, pieces, np);
-            b0 = b + 1;
-            qa = dest[next].quarter;
-          }
-        }
-      } else if (used + j - in_ctas < (M + 96 * G + Config::kStripeRows - 1) / Config::kStripeRows) {
-        // Past the input: zero stripe used + j - in_ctas (the stripes after the last group
-        // number at most the CTAs past the input).
-        pieces[np++] = {used + j - in_ctas, 0, 4, 0xFFFF};
-      }
-      n_pieces = np;
-    }
-  } else if (rows > 0) {
-    const unsigned char* run = scales + static_cast<long long>(row0) * C;
-    const int n16 = rows * C / 16, stride = Config::kThreads - 32;
-    for (int k0 = 0; k0 < n16; k0 += kBatch * stride) {
-      ws::Chunk v[kBatch];
-      load_chunks(v, run, n16, k0, tid - 32, stride);
-      place_chunks(v, n16, k0, tid - 32, stride, C, pitch,
-                   reinterpret_cast<unsigned char*>(smem_words));
-    }
-  }
-  __syncthreads();
-  const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
-  const int lines = c4 * 32;
-  for (int l = tid; l < n_pieces * lines; l += Config::kThreads) {
-    const Piece p = pieces[l / lines];
-    const int t = (l % lines) >> 5, i = l & 31;
-    const unsigned mask = t == c4 - 1 ? last_mask : 0xFFFFFFFFu;
-    unsigned w[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int b = (p.src >> (4 * k)) & 15;
-      w[k] = k < p.nq && b != 15 ? smem_words[(32 * b + i) * pitch + t] & mask : 0u;
-    }
-    unsigned char* dst = out + (static_cast<long long>(p.stripe) * c4 + t) * 512 + i * 16 + 4 * p.qa;
-    if (p.nq == 4) {
-      ws::store_global16<IN_STORE_CS != 0>(dst, w[0], w[1], w[2], w[3]);
-    } else if (p.nq == 2) {
-      ws::store_global8<IN_STORE_CS != 0>(dst, w[0], w[1]);
-    } else {
-      ws::store_global4<IN_STORE_CS != 0>(dst, w[0]);
-    }
-  }
-}
-
 }  // namespace
 
 // scales (M,C) e8m0; group_offsets (G) i32 end rows (multiples of 32, last = M); out: stripes *
@@ -666,23 +457,4 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
   unit<Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0>(scales, group_offsets, out, M, C, G,
                                                           blockIdx.x, smem_words);
-}
-
-// BY_INPUT (where a stripe's columns fit one CTA): CTAs by input rows, above; _wide where
-// C > WIDE_C, as for the kernels by stripe.
-extern "C" __global__ void __launch_bounds__(Config::kThreads, IN_MIN_CTAS)
-    sm90_mxfp8_scales_to_blocked_by_input(const unsigned char* __restrict__ scales,
-                                          const int* __restrict__ group_offsets,
-                                          unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  by_input<Config::kBatch>(scales, group_offsets, out, M, C, G, smem_words);
-}
-
-extern "C" __global__ void __launch_bounds__(Config::kThreads, IN_WIDE_MIN_CTAS)
-    sm90_mxfp8_scales_to_blocked_by_input_wide(const unsigned char* __restrict__ scales,
-                                               const int* __restrict__ group_offsets,
-                                               unsigned char* __restrict__ out, int M, int C,
-                                               int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  by_input<Config::kWideBatch>(scales, group_offsets, out, M, C, G, smem_words);
 }

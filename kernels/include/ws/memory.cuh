@@ -121,16 +121,6 @@ __device__ __forceinline__ void store_global8(void* p, unsigned lo, unsigned hi)
   }
 }
 
-/// 4 bytes to global memory; kStreaming adds .cs.
-template <bool kStreaming>
-__device__ __forceinline__ void store_global4(void* p, unsigned v) {
-  if constexpr (kStreaming) {
-    asm volatile("st.global.cs.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  } else {
-    asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  }
-}
-
 /// Shared-memory accesses by 32-bit shared address (__cvta_generic_to_shared). The "memory"
 /// clobber orders them against the other shared accesses around them.
 __device__ __forceinline__ void store_shared16(unsigned addr, unsigned a, unsigned b, unsigned c,
