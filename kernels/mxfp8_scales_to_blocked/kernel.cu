@@ -2,7 +2,7 @@
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
-              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0] },
+              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [0, 1] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
@@ -65,6 +65,10 @@
 // drifted 8-20%, 1-5% and 0-3%: MANY_G=0 1.040x geomean, but as much at the G8 shapes, whose
 // kernels are the same in both; against that, G128 reads 1-2% the other way. Undecided there;
 // the default stands on the H200 sweeps above.
+// RAW_RUN (0 by default; 1: rows of C = 2 mod 4 bytes, K2880's 90, go into shared memory as
+// they lie, one 16-byte store per chunk, where the pitch layout takes eight 2-byte stores; the
+// line reads then take two words and a funnel shift where a row starts mid-word). The default's
+// SASS is unchanged by it. Not yet run.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -148,6 +152,9 @@
 #endif
 #ifndef MANY_WARM
 #define MANY_WARM 1  // the _many instances' WARM
+#endif
+#ifndef RAW_RUN
+#define RAW_RUN 0  // 1: rows of C = 2 mod 4 bytes go into shared memory as they lie (store_tiles)
 #endif
 
 namespace {
@@ -311,11 +318,28 @@ __device__ __forceinline__ void place_run16(const ws::Chunk (&v)[kBatch],
   }
 }
 
+// RAW_RUN: chunk k of the run at byte 16 k of shared memory.
+template <int kBatch>
+__device__ __forceinline__ void place_raw16(const ws::Chunk (&v)[kBatch], const StripeSource& src,
+                                            int C, int k0, unsigned* smem_words) {
+  const int n16 = src.rows * C / 16;
+#pragma unroll
+  for (int j = 0; j < kBatch; ++j) {
+    const int k = k0 + threadIdx.x + j * Config::kThreads;
+    if (k < n16) {
+      ws::store_shared16(static_cast<unsigned>(__cvta_generic_to_shared(smem_words + 4 * k)),
+                         v[j].w[0], v[j].w[1], v[j].w[2], v[j].w[3]);
+    }
+  }
+}
+
 // The unit's tiles from shared memory. Line i of tile tt holds rows i, i+32, i+64, i+96,
 // columns 4 (t0+tt) .. +3; rows past `rows`, and columns past C, are the pad 0x00.
+// raw: shared memory holds the run as it lies in scales (RAW_RUN), row r's word tt at byte
+// r * C + 4 tt, two bytes past a word boundary where r * C is (C % 4 == 2, so r * C is even).
 __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, long long s, int t0,
                                             int nt, int rows, int C, int pitch,
-                                            const unsigned* smem_words) {
+                                            const unsigned* smem_words, bool raw = false) {
   const int tid = threadIdx.x, c4 = (C + 3) / 4;
   const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
   unsigned char* dst = out + (s * c4 + t0) * 512;
@@ -326,7 +350,14 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int r = 32 * j + i;
-      w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
+      if (raw) {
+        const int a = r * C + 4 * tt;
+        const unsigned* p = smem_words + (a >> 2);
+        const unsigned v = (a & 2) != 0 ? __funnelshift_r(p[0], p[1], 16) : p[0];
+        w[j] = r < rows ? v & mask : 0u;
+      } else {
+        w[j] = r < rows ? smem_words[r * pitch + tt] & mask : 0u;
+      }
     }
     ws::store_global16<Config::kStoreCs>(dst + l * 16, w[0], w[1], w[2], w[3]);
   }
@@ -347,6 +378,10 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int nt = min(Config::kTiles, c4 - t0);                    // tiles of this CTA
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
+  // RAW_RUN, rows of C = 2 mod 4 bytes (K2880): the run goes into shared memory as it lies, one
+  // 16-byte store per chunk instead of eight 2-byte ones (C / 2 is odd, so the 32 rows a warp's
+  // lines read start in 32 different half-words: at most 2-way bank conflicts).
+  const bool raw = RAW_RUN != 0 && Config::kVec == 16 && chunks == 1 && (C & 3) == 2;
 
   if constexpr (kWarm) {
     // While the group offsets come (a DRAM round trip), the address translations and first
@@ -367,7 +402,11 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
       for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * Config::kThreads) {
         ws::Chunk v[kBatch];
         load_run16(v, scales, src, C, k0);
-        place_run16(v, src, C, pitch, k0, smem_bytes);
+        if (raw) {
+          place_raw16(v, src, C, k0, smem_words);
+        } else {
+          place_run16(v, src, C, pitch, k0, smem_bytes);
+        }
       }
     } else if (chunks == 1) {
       // The stripe's rows are one contiguous, 32-byte aligned run of rows * C bytes.
@@ -412,7 +451,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
     }
   }
   __syncthreads();
-  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words);
+  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words, raw);
 }
 
 }  // namespace
