@@ -306,29 +306,20 @@ __device__ __forceinline__ void load_run16(ws::Chunk (&v)[kBatch],
   }
 }
 
+// raw (RAW_RUN): chunk k at byte 16 k of shared memory, the run as it lies; else place16's rows.
 template <int kBatch>
 __device__ __forceinline__ void place_run16(const ws::Chunk (&v)[kBatch],
                                             const StripeSource& src, int C, int pitch, int k0,
-                                            unsigned char* smem_bytes) {
+                                            bool raw, unsigned char* smem_bytes) {
   const int n16 = src.rows * C / 16;
 #pragma unroll
   for (int j = 0; j < kBatch; ++j) {
     const int k = k0 + threadIdx.x + j * Config::kThreads;
-    if (k < n16) place16(v[j], 16 * k, C, pitch, smem_bytes);
-  }
-}
-
-// RAW_RUN: chunk k of the run at byte 16 k of shared memory.
-template <int kBatch>
-__device__ __forceinline__ void place_raw16(const ws::Chunk (&v)[kBatch], const StripeSource& src,
-                                            int C, int k0, unsigned* smem_words) {
-  const int n16 = src.rows * C / 16;
-#pragma unroll
-  for (int j = 0; j < kBatch; ++j) {
-    const int k = k0 + threadIdx.x + j * Config::kThreads;
-    if (k < n16) {
-      ws::store_shared16(static_cast<unsigned>(__cvta_generic_to_shared(smem_words + 4 * k)),
+    if (k < n16 && raw) {
+      ws::store_shared16(static_cast<unsigned>(__cvta_generic_to_shared(smem_bytes + 16 * k)),
                          v[j].w[0], v[j].w[1], v[j].w[2], v[j].w[3]);
+    } else if (k < n16) {
+      place16(v[j], 16 * k, C, pitch, smem_bytes);
     }
   }
 }
@@ -339,7 +330,7 @@ __device__ __forceinline__ void place_raw16(const ws::Chunk (&v)[kBatch], const 
 // r * C + 4 tt, two bytes past a word boundary where r * C is (C % 4 == 2, so r * C is even).
 __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, long long s, int t0,
                                             int nt, int rows, int C, int pitch,
-                                            const unsigned* smem_words, bool raw = false) {
+                                            const unsigned* smem_words, bool raw) {
   const int tid = threadIdx.x, c4 = (C + 3) / 4;
   const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
   unsigned char* dst = out + (s * c4 + t0) * 512;
@@ -402,11 +393,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
       for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * Config::kThreads) {
         ws::Chunk v[kBatch];
         load_run16(v, scales, src, C, k0);
-        if (raw) {
-          place_raw16(v, src, C, k0, smem_words);
-        } else {
-          place_run16(v, src, C, pitch, k0, smem_bytes);
-        }
+        place_run16(v, src, C, pitch, k0, raw, smem_bytes);
       }
     } else if (chunks == 1) {
       // The stripe's rows are one contiguous, 32-byte aligned run of rows * C bytes.
