@@ -2,9 +2,9 @@
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
-              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [0, 1] },
+              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
@@ -14,12 +14,22 @@
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_many",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many",
                 "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_raw",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && RAW_RUN != 0 && (K / 32) % 4 == 2",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_many_raw",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && RAW_RUN != 0 && (K / 32) % 4 == 2",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
@@ -64,11 +74,16 @@
 // on an H100 (s50c1, s50c2, sweeps-h100-2026-12-07-session50.json), three sweeps whose controls
 // drifted 8-20%, 1-5% and 0-3%: MANY_G=0 1.040x geomean, but as much at the G8 shapes, whose
 // kernels are the same in both; against that, G128 reads 1-2% the other way. Undecided there;
-// the default stands on the H200 sweeps above.
-// RAW_RUN (0 by default; 1: rows of C = 2 mod 4 bytes, K2880's 90, go into shared memory as
-// they lie, one 16-byte store per chunk, where the pitch layout takes eight 2-byte stores; the
-// line reads then take two words and a funnel shift where a row starts mid-word). The default's
-// SASS is unchanged by it. Not yet run.
+// the default stands on the H200 sweeps above; on an H100 again in s51c1 (two sweeps, controls
+// within 1-4%) MANY_G=0 read 0.998x geomean.
+// RAW_RUN (1 by default since session 51; 0: never): where C = 2 mod 4 (K2880's 90) and
+// C <= WIDE_C, the plan launches the _raw instances, whose rows go into shared memory as they
+// lie, one 16-byte store per chunk where the pitch layout takes eight 2-byte stores; the line
+// reads then take two words and a funnel shift where a row starts mid-word. Built into every
+// kernel (s51c1, H100, two sweeps, sweeps-h100-2026-12-07-session51.json), it ran 1.025x
+// [1.019-1.031] at G128 K2880 but 0.95-0.99x at the other shapes, whose code it changed too; so
+// it is two instances of its own now, their SASS (both architectures) the measured build's
+// _many and first kernels, and the four other kernels' SASS unchanged. Not yet run on an H200.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -154,7 +169,7 @@
 #define MANY_WARM 1  // the _many instances' WARM
 #endif
 #ifndef RAW_RUN
-#define RAW_RUN 0  // 1: rows of C = 2 mod 4 bytes go into shared memory as they lie (store_tiles)
+#define RAW_RUN 1  // 1: where C = 2 mod 4 (<= WIDE_C), the _raw instances (store_tiles' raw)
 #endif
 
 namespace {
@@ -356,7 +371,7 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
-template <int kBatch, int kFindPer, bool kWarm>
+template <int kBatch, int kFindPer, bool kWarm, bool kRaw>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int M, int C, int G,
@@ -369,10 +384,11 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int nt = min(Config::kTiles, c4 - t0);                    // tiles of this CTA
   const int pitch = min(c4, Config::kTiles) | 1;  // words per smem row; odd: conflict-free reads
   unsigned char* smem_bytes = reinterpret_cast<unsigned char*>(smem_words);
-  // RAW_RUN, rows of C = 2 mod 4 bytes (K2880): the run goes into shared memory as it lies, one
-  // 16-byte store per chunk instead of eight 2-byte ones (C / 2 is odd, so the 32 rows a warp's
-  // lines read start in 32 different half-words: at most 2-way bank conflicts).
-  const bool raw = RAW_RUN != 0 && Config::kVec == 16 && chunks == 1 && (C & 3) == 2;
+  // kRaw (the _raw instances), rows of C = 2 mod 4 bytes (K2880): the run goes into shared
+  // memory as it lies, one 16-byte store per chunk instead of eight 2-byte ones (C / 2 is odd, so
+  // the 32 rows a warp's lines read start in 32 different half-words: at most 2-way bank
+  // conflicts).
+  const bool raw = kRaw && Config::kVec == 16 && chunks == 1 && (C & 3) == 2;
 
   if constexpr (kWarm) {
     // While the group offsets come (a DRAM round trip), the address translations and first
@@ -450,8 +466,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                  const int* __restrict__ group_offsets,
                                  unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch, FIND_PER, WARM != 0>(scales, group_offsets, out, M, C, G, blockIdx.x,
-                                            smem_words);
+  unit<Config::kBatch, FIND_PER, WARM != 0, false>(scales, group_offsets, out, M, C, G,
+                                                   blockIdx.x, smem_words);
 }
 
 // WIDE_C: the same kernel with WIDE_BATCH loads per thread, launched where C > WIDE_C (a
@@ -461,8 +477,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                       const int* __restrict__ group_offsets,
                                       unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kWideBatch, FIND_PER, WARM != 0>(scales, group_offsets, out, M, C, G, blockIdx.x,
-                                                smem_words);
+  unit<Config::kWideBatch, FIND_PER, WARM != 0, false>(scales, group_offsets, out, M, C, G,
+                                                       blockIdx.x, smem_words);
 }
 
 // MANY_G: the two kernels above with MANY_FIND_PER and MANY_WARM, launched where G >= MANY_G
@@ -472,8 +488,8 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                       const int* __restrict__ group_offsets,
                                       unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch, MANY_FIND_PER, MANY_WARM != 0>(scales, group_offsets, out, M, C, G,
-                                                      blockIdx.x, smem_words);
+  unit<Config::kBatch, MANY_FIND_PER, MANY_WARM != 0, false>(scales, group_offsets, out, M, C, G,
+                                                             blockIdx.x, smem_words);
 }
 
 extern "C" __global__ void __launch_bounds__(Config::kThreads)
@@ -481,6 +497,26 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
                                            const int* __restrict__ group_offsets,
                                            unsigned char* __restrict__ out, int M, int C, int G) {
   extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0>(scales, group_offsets, out, M, C, G,
-                                                          blockIdx.x, smem_words);
+  unit<Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false>(scales, group_offsets, out, M,
+                                                                 C, G, blockIdx.x, smem_words);
+}
+
+// RAW_RUN: the first and third kernels with the raw run (store_tiles), launched where
+// C = 2 mod 4 and C <= WIDE_C; compiled apart so the other shapes' kernels stay as measured.
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_mxfp8_scales_to_blocked_raw(const unsigned char* __restrict__ scales,
+                                     const int* __restrict__ group_offsets,
+                                     unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  unit<Config::kBatch, FIND_PER, WARM != 0, true>(scales, group_offsets, out, M, C, G,
+                                                  blockIdx.x, smem_words);
+}
+
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
+    sm90_mxfp8_scales_to_blocked_many_raw(const unsigned char* __restrict__ scales,
+                                          const int* __restrict__ group_offsets,
+                                          unsigned char* __restrict__ out, int M, int C, int G) {
+  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
+  unit<Config::kBatch, MANY_FIND_PER, MANY_WARM != 0, true>(scales, group_offsets, out, M, C, G,
+                                                            blockIdx.x, smem_words);
 }
