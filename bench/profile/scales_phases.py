@@ -39,9 +39,11 @@ POINTS = [
      "  ws_stamp(0, 0);\n  const int tid = threadIdx.x, lane = tid & 31;\n"
      "  const int c4 = (C + 3) / 4;\n"),
     ("  const int rows = src.rows;\n", "  const int rows = src.rows;\n  ws_stamp(1, rows);\n"),
-    ("  __syncthreads();\n  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words, raw);\n",
+    ("  __syncthreads();\n"
+     "  store_tiles<kThreads>(out, s, t0, nt, rows, C, pitch, smem_words, raw);\n",
      "  __syncthreads();\n  ws_stamp(2, smem_words[0]);\n"
-     "  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words, raw);\n  ws_stamp(3, 0);\n"),
+     "  store_tiles<kThreads>(out, s, t0, nt, rows, C, pitch, smem_words, raw);\n"
+     "  ws_stamp(3, 0);\n"),
 ]
 
 

@@ -2,7 +2,8 @@
 { "knobs":  { "THREADS": [256, 128, 512], "TILES": [64, 32, 128], "BATCH": [4, 8, 16],
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
-              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0] },
+              "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0],
+              "MANY_THREADS": [256, 128] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
@@ -16,7 +17,7 @@
               { "kernel": "sm90_mxfp8_scales_to_blocked_many",
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "block": ["MANY_THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many",
                 "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G",
@@ -84,6 +85,10 @@
 // [1.019-1.031] at G128 K2880 but 0.95-0.99x at the other shapes, whose code it changed too; so
 // it is two instances of its own now, their SASS (both architectures) the measured build's
 // _many and first kernels, and the four other kernels' SASS unchanged. Not yet run on an H200.
+// MANY_THREADS (256 by default; 128: not yet run): the narrow _many instance's CTA size. At
+// G128 K2048 the grid is 1120 stripes, past the 1056 CTAs of 256 threads resident at once (8
+// per SM), so 64 stripes wait a whole CTA's chain (offsets, search, loads, stores); 128-thread
+// CTAs (32 registers, 16 per SM) hold them all, each thread with 4 chunks of a C <= 64 run.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -168,6 +173,9 @@
 #ifndef MANY_WARM
 #define MANY_WARM 1  // the _many instances' WARM
 #endif
+#ifndef MANY_THREADS
+#define MANY_THREADS 256  // the narrow _many instance's THREADS
+#endif
 #ifndef RAW_RUN
 #define RAW_RUN 1  // 1: where C = 2 mod 4 (<= WIDE_C), the _raw instances (store_tiles' raw)
 #endif
@@ -176,6 +184,7 @@ namespace {
 
 struct Config {
   static constexpr int kThreads = THREADS;
+  static constexpr int kManyThreads = MANY_THREADS;  // the narrow _many instance's CTA size
   static constexpr int kTiles = TILES;  // column tiles (4 scale columns each) per CTA
   static constexpr int kBatch = BATCH;
   static constexpr int kStripeRows = 128;
@@ -183,7 +192,9 @@ struct Config {
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
 };
-static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024, "whole warps");
+static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024 &&
+                  Config::kManyThreads % 32 == 0 && Config::kManyThreads <= 1024,
+              "whole warps");
 static_assert(Config::kTiles >= 1 && Config::kBatch >= 1, "positive");
 static_assert(Config::kVec == 4 || Config::kVec == 16, "VEC: 4 or 16");
 static_assert(FIND_PER >= 1 && FIND_PER <= 8 && MANY_FIND_PER >= 1 && MANY_FIND_PER <= 8,
@@ -308,7 +319,7 @@ __device__ __forceinline__ StripeSource find_stripe(const int* __restrict__ offs
 // Batch k0 of a stripe's run in 16-byte chunks: chunk k0 + tid + j * THREADS into v[j]. rows
 // is a multiple of 32, so rows * C is a multiple of 16 and the run (first_row * C) is 16-byte
 // aligned.
-template <int kBatch>
+template <int kBatch, int kThreads>
 __device__ __forceinline__ void load_run16(ws::Chunk (&v)[kBatch],
                                            const unsigned char* __restrict__ scales,
                                            const StripeSource& src, int C, int k0) {
@@ -316,20 +327,20 @@ __device__ __forceinline__ void load_run16(ws::Chunk (&v)[kBatch],
   const int n16 = src.rows * C / 16;
 #pragma unroll
   for (int j = 0; j < kBatch; ++j) {
-    const int k = k0 + threadIdx.x + j * Config::kThreads;
+    const int k = k0 + threadIdx.x + j * kThreads;
     if (k < n16) v[j] = ws::load_global16<ws::LoadHint::kNcNoAllocate>(base + 16LL * k);
   }
 }
 
 // raw (RAW_RUN): chunk k at byte 16 k of shared memory, the run as it lies; else place16's rows.
-template <int kBatch>
+template <int kBatch, int kThreads>
 __device__ __forceinline__ void place_run16(const ws::Chunk (&v)[kBatch],
                                             const StripeSource& src, int C, int pitch, int k0,
                                             bool raw, unsigned char* smem_bytes) {
   const int n16 = src.rows * C / 16;
 #pragma unroll
   for (int j = 0; j < kBatch; ++j) {
-    const int k = k0 + threadIdx.x + j * Config::kThreads;
+    const int k = k0 + threadIdx.x + j * kThreads;
     if (k < n16 && raw) {
       ws::store_shared16(static_cast<unsigned>(__cvta_generic_to_shared(smem_bytes + 16 * k)),
                          v[j].w[0], v[j].w[1], v[j].w[2], v[j].w[3]);
@@ -343,13 +354,14 @@ __device__ __forceinline__ void place_run16(const ws::Chunk (&v)[kBatch],
 // columns 4 (t0+tt) .. +3; rows past `rows`, and columns past C, are the pad 0x00.
 // raw: shared memory holds the run as it lies in scales (RAW_RUN), row r's word tt at byte
 // r * C + 4 tt, two bytes past a word boundary where r * C is (C % 4 == 2, so r * C is even).
+template <int kThreads>
 __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, long long s, int t0,
                                             int nt, int rows, int C, int pitch,
                                             const unsigned* smem_words, bool raw) {
   const int tid = threadIdx.x, c4 = (C + 3) / 4;
   const unsigned last_mask = (C & 3) == 0 ? 0xFFFFFFFFu : (1u << (8 * (C & 3))) - 1u;
   unsigned char* dst = out + (s * c4 + t0) * 512;
-  for (int l = tid; l < nt * 32; l += Config::kThreads) {
+  for (int l = tid; l < nt * 32; l += kThreads) {
     const int tt = l >> 5, i = l & 31;
     const unsigned mask = t0 + tt == c4 - 1 ? last_mask : 0xFFFFFFFFu;
     unsigned w[4];
@@ -371,7 +383,7 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
-template <int kBatch, int kFindPer, bool kWarm, bool kRaw>
+template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int M, int C, int G,
@@ -406,26 +418,26 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   if (rows > 0) {
     if (chunks == 1 && Config::kVec == 16) {
       // The run (below) in 16-byte chunks, kBatch per thread at a time.
-      for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * Config::kThreads) {
+      for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * kThreads) {
         ws::Chunk v[kBatch];
-        load_run16(v, scales, src, C, k0);
-        place_run16(v, src, C, pitch, k0, raw, smem_bytes);
+        load_run16<kBatch, kThreads>(v, scales, src, C, k0);
+        place_run16<kBatch, kThreads>(v, src, C, pitch, k0, raw, smem_bytes);
       }
     } else if (chunks == 1) {
       // The stripe's rows are one contiguous, 32-byte aligned run of rows * C bytes.
       const unsigned char* base = scales + src.first_row * C;
       const int words = rows * C / 4;
       const bool word_rows = (C & 3) == 0;
-      for (int w0 = tid; w0 < words; w0 += kBatch * Config::kThreads) {
+      for (int w0 = tid; w0 < words; w0 += kBatch * kThreads) {
         unsigned v[kBatch];
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
-          const int w = w0 + j * Config::kThreads;
+          const int w = w0 + j * kThreads;
           v[j] = w < words ? load_word(base + 4LL * w) : 0u;
         }
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
-          const int w = w0 + j * Config::kThreads;
+          const int w = w0 + j * kThreads;
           if (w >= words) continue;
           if (word_rows) {
             const int cw = C / 4;
@@ -447,76 +459,47 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
     } else {
       // Wider than the CTA: row segments of columns [4 t0, min(C, 4 (t0 + nt))).
       const int c0 = 4 * t0, cols = min(C - c0, 4 * nt);
-      for (int e = tid; e < rows * cols; e += Config::kThreads) {
+      for (int e = tid; e < rows * cols; e += kThreads) {
         const int r = e / cols, c = e - r * cols;
         smem_bytes[r * 4 * pitch + c] = __ldg(scales + (src.first_row + r) * C + c0 + c);
       }
     }
   }
   __syncthreads();
-  store_tiles(out, s, t0, nt, rows, C, pitch, smem_words, raw);
+  store_tiles<kThreads>(out, s, t0, nt, rows, C, pitch, smem_words, raw);
 }
 
 }  // namespace
 
 // scales (M,C) e8m0; group_offsets (G) i32 end rows (multiples of 32, last = M); out: stripes *
-// C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4).
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked(const unsigned char* __restrict__ scales,
-                                 const int* __restrict__ group_offsets,
-                                 unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch, FIND_PER, WARM != 0, false>(scales, group_offsets, out, M, C, G,
-                                                   blockIdx.x, smem_words);
-}
+// C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4). The plan picks
+// one instance per shape; each is `unit` built with its own constants, so the instances a shape
+// does not launch leave its kernel's code as measured.
+#define WS_SCALES_TO_BLOCKED(NAME, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_)                  \
+  extern "C" __global__ void __launch_bounds__(THREADS_)                                       \
+      NAME(const unsigned char* __restrict__ scales, const int* __restrict__ group_offsets,    \
+           unsigned char* __restrict__ out, int M, int C, int G) {                             \
+    extern __shared__ __align__(16) unsigned smem_words[]; /* (128, P) words */                \
+    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_>(scales, group_offsets, out, M, C, G,        \
+                                                   blockIdx.x, smem_words);                    \
+  }
 
-// WIDE_C: the same kernel with WIDE_BATCH loads per thread, launched where C > WIDE_C (a
-// stripe's run longer than one batch of BATCH chunks per thread).
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked_wide(const unsigned char* __restrict__ scales,
-                                      const int* __restrict__ group_offsets,
-                                      unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kWideBatch, FIND_PER, WARM != 0, false>(scales, group_offsets, out, M, C, G,
-                                                       blockIdx.x, smem_words);
-}
-
-// MANY_G: the two kernels above with MANY_FIND_PER and MANY_WARM, launched where G >= MANY_G
-// (G128's group search takes one round instead of four).
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked_many(const unsigned char* __restrict__ scales,
-                                      const int* __restrict__ group_offsets,
-                                      unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch, MANY_FIND_PER, MANY_WARM != 0, false>(scales, group_offsets, out, M, C, G,
-                                                             blockIdx.x, smem_words);
-}
-
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked_wide_many(const unsigned char* __restrict__ scales,
-                                           const int* __restrict__ group_offsets,
-                                           unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false>(scales, group_offsets, out, M,
-                                                                 C, G, blockIdx.x, smem_words);
-}
-
-// RAW_RUN: the first and third kernels with the raw run (store_tiles), launched where
-// C = 2 mod 4 and C <= WIDE_C; compiled apart so the other shapes' kernels stay as measured.
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked_raw(const unsigned char* __restrict__ scales,
-                                     const int* __restrict__ group_offsets,
-                                     unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch, FIND_PER, WARM != 0, true>(scales, group_offsets, out, M, C, G,
-                                                  blockIdx.x, smem_words);
-}
-
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
-    sm90_mxfp8_scales_to_blocked_many_raw(const unsigned char* __restrict__ scales,
-                                          const int* __restrict__ group_offsets,
-                                          unsigned char* __restrict__ out, int M, int C, int G) {
-  extern __shared__ __align__(16) unsigned smem_words[];  // (128, P) words
-  unit<Config::kBatch, MANY_FIND_PER, MANY_WARM != 0, true>(scales, group_offsets, out, M, C, G,
-                                                            blockIdx.x, smem_words);
-}
+// The first kernel: C <= WIDE_C and G < MANY_G.
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked, Config::kThreads, Config::kBatch, FIND_PER,
+                     WARM != 0, false)
+// WIDE_C: WIDE_BATCH loads per thread, where C > WIDE_C (a stripe's run longer than one batch
+// of BATCH chunks per thread).
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide, Config::kThreads, Config::kWideBatch,
+                     FIND_PER, WARM != 0, false)
+// MANY_G: the two above with MANY_FIND_PER and MANY_WARM (G128's group search takes one round
+// instead of four), where G >= MANY_G; the narrow one with MANY_THREADS threads.
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many, Config::kManyThreads, Config::kBatch,
+                     MANY_FIND_PER, MANY_WARM != 0, false)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many, Config::kThreads,
+                     Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false)
+// RAW_RUN: the first and the narrow MANY_G kernel with the raw run (store_tiles), where
+// C = 2 mod 4 and C <= WIDE_C.
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_raw, Config::kThreads, Config::kBatch,
+                     FIND_PER, WARM != 0, true)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_raw, Config::kThreads, Config::kBatch,
+                     MANY_FIND_PER, MANY_WARM != 0, true)
