@@ -3,7 +3,7 @@
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
               "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0],
-              "MANY_THREADS": [256, 128], "WIDE_ASYNC": [0, 1] },
+              "MANY_THREADS": [128, 256] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
@@ -85,15 +85,17 @@
 // [1.019-1.031] at G128 K2880 but 0.95-0.99x at the other shapes, whose code it changed too; so
 // it is two instances of its own now, their SASS (both architectures) the measured build's
 // _many and first kernels, and the four other kernels' SASS unchanged. Not yet run on an H200.
-// MANY_THREADS (256 by default; 128: not yet run): the narrow _many instance's CTA size. At
+// MANY_THREADS (128 by default since session 51): the narrow _many instance's CTA size. At
 // G128 K2048 the grid is 1120 stripes, past the 1056 CTAs of 256 threads resident at once (8
 // per SM), so 64 stripes wait a whole CTA's chain (offsets, search, loads, stores); 128-thread
-// CTAs (32 registers, 16 per SM) hold them all, each thread with 4 chunks of a C <= 64 run.
-// WIDE_ASYNC (0 by default; 1: not yet run): the _wide instances (C > WIDE_C: K7168, K5120)
-// copy a run of C % 4 == 0 bytes word by word with cp.async into the pitch rows, no load held in
-// registers. Their 8 loads per thread now take 64 registers, so 4 CTAs per SM (528 at once for
-// the 1030-1036 stripes of G8 K7168 and G16 K5120: two waves, each a whole chain); with
-// cp.async they take 32 (capped), and shared memory (29 KB per K7168 stripe) allows 7 or 8.
+// CTAs (32 registers, 16 per SM) hold them all, each thread with 4 chunks of a C <= 64 run. On
+// an H100 (s51c3-c4, five sweeps, sweeps-h100-2026-12-07-session51.json) 1.06-1.08x at G128
+// K2048 against the warm controls in four of them (the fifth ran its whole evaluation slow),
+// the other shapes' kernels the same; `ok` at every test and hidden shape and clean under
+// compute-sanitizer at the test shapes. Its SASS is the measured build's. Not yet on an H200.
+// Dropped: the _wide instances' runs copied by 4-byte cp.async into the pitch rows, no loads in
+// registers, capped at 32 registers so that shared memory alone (7-8 CTAs per SM, not 4) limits
+// them (WIDE_ASYNC, s51c3, git ae3a557): 0.96x at G8 K7168, 0.93-0.95x at G16 K5120.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -178,11 +180,8 @@
 #ifndef MANY_WARM
 #define MANY_WARM 1  // the _many instances' WARM
 #endif
-#ifndef WIDE_ASYNC
-#define WIDE_ASYNC 0  // 1: the _wide instances copy a run of C = 0 mod 4 bytes by cp.async
-#endif
 #ifndef MANY_THREADS
-#define MANY_THREADS 256  // the narrow _many instance's THREADS
+#define MANY_THREADS 128  // the narrow _many instance's THREADS
 #endif
 #ifndef RAW_RUN
 #define RAW_RUN 1  // 1: where C = 2 mod 4 (<= WIDE_C), the _raw instances (store_tiles' raw)
@@ -199,8 +198,6 @@ struct Config {
   static constexpr bool kStoreCs = STORE_CS != 0;
   static constexpr int kVec = VEC;  // bytes per load of a whole stripe's run
   static constexpr int kWideBatch = WIDE_BATCH;  // the _wide instance's BATCH
-  // The _wide instances' batch: with WIDE_ASYNC only rows of C % 4 != 0 take loads, BATCH's.
-  static constexpr int kWideLoadBatch = WIDE_ASYNC != 0 ? BATCH : WIDE_BATCH;
 };
 static_assert(Config::kThreads % 32 == 0 && Config::kThreads <= 1024 &&
                   Config::kManyThreads % 32 == 0 && Config::kManyThreads <= 1024,
@@ -393,7 +390,7 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
 
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
-template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw, bool kAsync>
+template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int M, int C, int G,
@@ -426,19 +423,7 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
   const int rows = src.rows;
 
   if (rows > 0) {
-    if (kAsync && chunks == 1 && (C & 3) == 0) {
-      // WIDE_ASYNC: the run's words straight into their shared-memory rows, a warp per row at a
-      // time (128 contiguous bytes per instruction), all in flight at once without registers.
-      const unsigned char* base = scales + src.first_row * C;
-      const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem_words));
-      const int cw = C / 4;
-      for (int r = tid >> 5; r < rows; r += kThreads / 32) {
-        for (int c = lane; c < cw; c += 32) {
-          ws::copy_async4(sbase + 4 * (r * pitch + c), base + r * C + 4 * c);
-        }
-      }
-      ws::copy_async_wait_all();
-    } else if (chunks == 1 && Config::kVec == 16) {
+    if (chunks == 1 && Config::kVec == 16) {
       // The run (below) in 16-byte chunks, kBatch per thread at a time.
       for (int k0 = 0; k0 < rows * C / 16; k0 += kBatch * kThreads) {
         ws::Chunk v[kBatch];
@@ -497,40 +482,31 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
 // C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4). The plan picks
 // one instance per shape; each is `unit` built with its own constants, so the instances a shape
 // does not launch leave its kernel's code as measured.
-#define WS_SCALES_TO_BLOCKED(NAME, BOUNDS_, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_, ASYNC_) \
-  extern "C" __global__ void __launch_bounds__ BOUNDS_                                         \
+#define WS_SCALES_TO_BLOCKED(NAME, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_)                  \
+  extern "C" __global__ void __launch_bounds__(THREADS_)                                       \
       NAME(const unsigned char* __restrict__ scales, const int* __restrict__ group_offsets,    \
            unsigned char* __restrict__ out, int M, int C, int G) {                             \
     extern __shared__ __align__(16) unsigned smem_words[]; /* (128, P) words */                \
-    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_, ASYNC_>(scales, group_offsets, out, M, C, G, \
-                                                           blockIdx.x, smem_words);            \
+    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_>(scales, group_offsets, out, M, C, G,        \
+                                                   blockIdx.x, smem_words);                    \
   }
 
-// WIDE_ASYNC holds no loads in registers: the _wide instances are capped at 32 registers (8 CTAs
-// per SM) so shared memory alone limits them.
-#if WIDE_ASYNC
-#define WS_WIDE_BOUNDS (Config::kThreads, 2048 / Config::kThreads)
-#else
-#define WS_WIDE_BOUNDS (Config::kThreads)
-#endif
-
 // The first kernel: C <= WIDE_C and G < MANY_G.
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked, (Config::kThreads), Config::kThreads,
-                     Config::kBatch, FIND_PER, WARM != 0, false, false)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked, Config::kThreads, Config::kBatch, FIND_PER,
+                     WARM != 0, false)
 // WIDE_C: WIDE_BATCH loads per thread, where C > WIDE_C (a stripe's run longer than one batch
-// of BATCH chunks per thread); with WIDE_ASYNC, cp.async (and BATCH where C % 4 != 0).
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide, WS_WIDE_BOUNDS, Config::kThreads,
-                     Config::kWideLoadBatch, FIND_PER, WARM != 0, false, WIDE_ASYNC != 0)
+// of BATCH chunks per thread).
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide, Config::kThreads, Config::kWideBatch,
+                     FIND_PER, WARM != 0, false)
 // MANY_G: the two above with MANY_FIND_PER and MANY_WARM (G128's group search takes one round
 // instead of four), where G >= MANY_G; the narrow one with MANY_THREADS threads.
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many, (Config::kManyThreads),
-                     Config::kManyThreads, Config::kBatch, MANY_FIND_PER, MANY_WARM != 0, false,
-                     false)
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many, WS_WIDE_BOUNDS, Config::kThreads,
-                     Config::kWideLoadBatch, MANY_FIND_PER, MANY_WARM != 0, false, WIDE_ASYNC != 0)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many, Config::kManyThreads, Config::kBatch,
+                     MANY_FIND_PER, MANY_WARM != 0, false)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many, Config::kThreads,
+                     Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false)
 // RAW_RUN: the first and the narrow MANY_G kernel with the raw run (store_tiles), where
 // C = 2 mod 4 and C <= WIDE_C.
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_raw, (Config::kThreads), Config::kThreads,
-                     Config::kBatch, FIND_PER, WARM != 0, true, false)
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_raw, (Config::kThreads), Config::kThreads,
-                     Config::kBatch, MANY_FIND_PER, MANY_WARM != 0, true, false)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_raw, Config::kThreads, Config::kBatch,
+                     FIND_PER, WARM != 0, true)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_raw, Config::kThreads, Config::kBatch,
+                     MANY_FIND_PER, MANY_WARM != 0, true)

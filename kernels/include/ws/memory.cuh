@@ -160,15 +160,4 @@ __device__ __forceinline__ unsigned char load_shared1(unsigned addr) {
   return static_cast<unsigned char>(v);
 }
 
-/// 4 bytes from global to shared memory (shared address addr) with no register in between
-/// (cp.async.ca): a CTA can have its whole input in flight whatever its register count. The
-/// copies are complete for this thread after copy_async_wait_all, for the CTA after a barrier.
-__device__ __forceinline__ void copy_async4(unsigned addr, const void* p) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(addr), "l"(p) : "memory");
-}
-
-__device__ __forceinline__ void copy_async_wait_all() {
-  asm volatile("cp.async.wait_all;" ::: "memory");
-}
-
 }  // namespace ws
