@@ -84,7 +84,10 @@
 // kernel (s51c1, H100, two sweeps, sweeps-h100-2026-12-07-session51.json), it ran 1.025x
 // [1.019-1.031] at G128 K2880 but 0.95-0.99x at the other shapes, whose code it changed too; so
 // it is two instances of its own now, their SASS (both architectures) the measured build's
-// _many and first kernels, and the four other kernels' SASS unchanged. Not yet run on an H200.
+// _many and first kernels, and the four other kernels' SASS unchanged. So built, on the same
+// H100 (s51c3-c4, five sweeps), RAW_RUN=0 ran 2-3% slower at G128 K2880 than the warm controls;
+// compute-sanitizer clean at the test shapes (two of them, C = 90 at G24 and C = 2, reach the
+// _raw instances). Not yet run on an H200.
 // MANY_THREADS (128 by default since session 51): the narrow _many instance's CTA size. At
 // G128 K2048 the grid is 1120 stripes, past the 1056 CTAs of 256 threads resident at once (8
 // per SM), so 64 stripes wait a whole CTA's chain (offsets, search, loads, stores); 128-thread
