@@ -99,6 +99,10 @@
 // Dropped: the _wide instances' runs copied by 4-byte cp.async into the pitch rows, no loads in
 // registers, capped at 32 registers so that shared memory alone (7-8 CTAs per SM, not 4) limits
 // them (WIDE_ASYNC, s51c3, git ae3a557): 0.96x at G8 K7168, 0.93-0.95x at G16 K5120.
+// Next, for the wide shapes (G8 K7168 and G16 K5120 run two waves: 4 CTAs of 256 threads per
+// SM at 64 registers; a register cap spills the loads): one 1-D bulk copy of the run into
+// shared memory as it lies, and lanes mapped 8 tiles x 4 lines, whose words fall in distinct
+// banks where C / 4 = 8 or 24 mod 32 (K5120, K7168) and whose stores are whole sectors.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
