@@ -85,14 +85,14 @@
 // [1.019-1.031] at G128 K2880 but 0.95-0.99x at the other shapes, whose code it changed too; so
 // it is two instances of its own now, their SASS (both architectures) the measured build's
 // _many and first kernels, and the four other kernels' SASS unchanged. So built, on the same
-// H100 (s51c3-c4, five sweeps), RAW_RUN=0 ran 2-3% slower at G128 K2880 than the warm controls;
-// compute-sanitizer clean at the test shapes (two of them, C = 90 at G24 and C = 2, reach the
-// _raw instances). Not yet run on an H200.
+// H100 (s51c3-c4, five sweeps, -51b.json), RAW_RUN=0 ran 2-3% slower at G128 K2880 than the
+// warm controls; compute-sanitizer clean at the test shapes (two of them, C = 90 at G24 and
+// C = 2, reach the _raw instances). Not yet run on an H200.
 // MANY_THREADS (128 by default since session 51): the narrow _many instance's CTA size. At
 // G128 K2048 the grid is 1120 stripes, past the 1056 CTAs of 256 threads resident at once (8
 // per SM), so 64 stripes wait a whole CTA's chain (offsets, search, loads, stores); 128-thread
 // CTAs (32 registers, 16 per SM) hold them all, each thread with 4 chunks of a C <= 64 run. On
-// an H100 (s51c3-c4, five sweeps, sweeps-h100-2026-12-07-session51.json) 1.06-1.08x at G128
+// an H100 (s51c3-c4, five sweeps, sweeps-h100-2026-12-07-session51b.json) 1.06-1.08x at G128
 // K2048 against the warm controls in four of them (the fifth ran its whole evaluation slow),
 // the other shapes' kernels the same; `ok` at every test and hidden shape and clean under
 // compute-sanitizer at the test shapes. Its SASS is the measured build's. Not yet on an H200.
