@@ -3,14 +3,14 @@
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
               "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0],
-              "MANY_THREADS": [128, 256] },
+              "MANY_THREADS": [128, 256], "WIDE_BULK": [0, 1] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G)",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G) && !(WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
@@ -20,7 +20,7 @@
                 "block": ["MANY_THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G && !(WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
@@ -31,6 +31,16 @@
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_many_raw",
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && RAW_RUN != 0 && (K / 32) % 4 == 2",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_wide_bulk",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G) && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many_bulk",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
@@ -99,10 +109,13 @@
 // Dropped: the _wide instances' runs copied by 4-byte cp.async into the pitch rows, no loads in
 // registers, capped at 32 registers so that shared memory alone (7-8 CTAs per SM, not 4) limits
 // them (WIDE_ASYNC, s51c3, git ae3a557): 0.96x at G8 K7168, 0.93-0.95x at G16 K5120.
-// Next, for the wide shapes (G8 K7168 and G16 K5120 run two waves: 4 CTAs of 256 threads per
-// SM at 64 registers; a register cap spills the loads): one 1-D bulk copy of the run into
-// shared memory as it lies, and lanes mapped 8 tiles x 4 lines, whose words fall in distinct
-// banks where C / 4 = 8 or 24 mod 32 (K5120, K7168) and whose stores are whole sectors.
+// WIDE_BULK (0 by default: not yet measured; session 52): where C > WIDE_C, C % 4 == 0 and the
+// stripe is one unit (C <= 4 TILES), the _bulk instances. One thread copies the stripe's run into
+// shared memory as it lies by one 1-D bulk copy (TMA, an mbarrier), so no registers wait on
+// loads: 27-32 registers, CTAs per SM bounded by shared memory (7 at G8 K7168, where 64
+// registers held the _wide kernel to 4 and two waves; 8 at G16 K5120, one wave). The stores
+// read it in lanes of 32 / L tiles x L lines, L = 32 >> min(ctz(C / 4), 4) (4 at C 224 and 160):
+// conflict-free word reads, whole-sector 16-byte stores (store_tiles_bulk).
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -149,6 +162,7 @@
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
+#include "ws/bulk_copy.cuh"
 #include "ws/memory.cuh"
 
 #ifndef THREADS
@@ -192,6 +206,9 @@
 #endif
 #ifndef RAW_RUN
 #define RAW_RUN 1  // 1: where C = 2 mod 4 (<= WIDE_C), the _raw instances (store_tiles' raw)
+#endif
+#ifndef WIDE_BULK
+#define WIDE_BULK 0  // 1: the _wide instances' run by one bulk copy (the _bulk instances)
 #endif
 
 namespace {
@@ -395,9 +412,37 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
   }
 }
 
+// The unit's tiles from a run laid in shared memory as it lies in scales (the _bulk instances:
+// C % 4 == 0, one unit per stripe): row r's word tt at word r * C / 4 + tt. A warp store covers
+// 32 / L tiles x L lines, L = 32 >> min(ctz(C / 4), 4): the lane words of one row step fall in
+// distinct banks (C / 4 = 2^a * odd: L rows at stride 2^a banks, the 32 / L tiles fill the gaps),
+// and each tile's L lines are L * 16 contiguous bytes, whole sectors.
+template <int kThreads>
+__device__ __forceinline__ void store_tiles_bulk(unsigned char* __restrict__ out, long long s,
+                                                 int nt, int rows, int C,
+                                                 const unsigned* smem_words) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, cw = C / 4;
+  const int log_l = 5 - min(__ffs(cw) - 1, 4), l_mask = (1 << log_l) - 1;
+  const int log_tpi = 5 - log_l;  // tiles per warp store: 32 / L
+  const int slots = ((nt + (1 << log_tpi) - 1) >> log_tpi) << log_tpi;  // groups x line groups
+  unsigned char* dst = out + s * nt * 512;
+  for (int w = warp; w < slots; w += kThreads / 32) {
+    const int tt = ((w >> log_tpi) << log_tpi) + (lane >> log_l);
+    const int i = ((w & ((1 << log_tpi) - 1)) << log_l) + (lane & l_mask);
+    if (tt >= nt) continue;
+    unsigned v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = 32 * j + i;
+      v[j] = r < rows ? smem_words[r * cw + tt] : 0u;
+    }
+    ws::store_global16<Config::kStoreCs>(dst + tt * 512 + i * 16, v[0], v[1], v[2], v[3]);
+  }
+}
+
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
-template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw>
+template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw, bool kBulk>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int M, int C, int G,
@@ -425,6 +470,22 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
     }
   } else {
     (void)M;
+  }
+  if constexpr (kBulk) {
+    // WIDE_BULK (the plan: C % 4 == 0, C <= 4 * TILES): the run in one bulk copy, no registers
+    // held for loads; CTAs per SM are then bounded by shared memory alone (7 at C 224, not 4).
+    const unsigned bar = ws::smem_u32(smem_bytes + 512 * c4);  // past the run's 128 C <= 512 c4
+    if (tid == 0) ws::mbar_init_fenced(bar, 1);
+    const StripeSource src = find_stripe<kFindPer>(group_offsets, G, s, lane);
+    const unsigned bytes = static_cast<unsigned>(src.rows * C);
+    if (tid == 0 && bytes != 0) {
+      ws::mbar_expect_tx(bar, bytes);
+      ws::bulk_load_1d(ws::smem_u32(smem_bytes), scales + src.first_row * C, bytes, bar);
+    }
+    __syncthreads();  // the barrier's init before any wait
+    if (bytes != 0) ws::mbar_wait(bar, 0);
+    store_tiles_bulk<kThreads>(out, s, c4, src.rows, C, smem_words);
+    return;
   }
   const StripeSource src = find_stripe<kFindPer>(group_offsets, G, s, lane);  // same in every warp
   const int rows = src.rows;
@@ -489,31 +550,37 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
 // C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4). The plan picks
 // one instance per shape; each is `unit` built with its own constants, so the instances a shape
 // does not launch leave its kernel's code as measured.
-#define WS_SCALES_TO_BLOCKED(NAME, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_)                  \
+#define WS_SCALES_TO_BLOCKED(NAME, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_, BULK_)           \
   extern "C" __global__ void __launch_bounds__(THREADS_)                                       \
       NAME(const unsigned char* __restrict__ scales, const int* __restrict__ group_offsets,    \
            unsigned char* __restrict__ out, int M, int C, int G) {                             \
     extern __shared__ __align__(16) unsigned smem_words[]; /* (128, P) words */                \
-    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_>(scales, group_offsets, out, M, C, G,        \
-                                                   blockIdx.x, smem_words);                    \
+    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_, BULK_>(scales, group_offsets, out, M, C, G, \
+                                                          blockIdx.x, smem_words);             \
   }
 
 // The first kernel: C <= WIDE_C and G < MANY_G.
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked, Config::kThreads, Config::kBatch, FIND_PER,
-                     WARM != 0, false)
+                     WARM != 0, false, false)
 // WIDE_C: WIDE_BATCH loads per thread, where C > WIDE_C (a stripe's run longer than one batch
 // of BATCH chunks per thread).
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide, Config::kThreads, Config::kWideBatch,
-                     FIND_PER, WARM != 0, false)
+                     FIND_PER, WARM != 0, false, false)
 // MANY_G: the two above with MANY_FIND_PER and MANY_WARM (G128's group search takes one round
 // instead of four), where G >= MANY_G; the narrow one with MANY_THREADS threads.
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many, Config::kManyThreads, Config::kBatch,
-                     MANY_FIND_PER, MANY_WARM != 0, false)
+                     MANY_FIND_PER, MANY_WARM != 0, false, false)
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many, Config::kThreads,
-                     Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false)
+                     Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false, false)
 // RAW_RUN: the first and the narrow MANY_G kernel with the raw run (store_tiles), where
 // C = 2 mod 4 and C <= WIDE_C.
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_raw, Config::kThreads, Config::kBatch,
-                     FIND_PER, WARM != 0, true)
+                     FIND_PER, WARM != 0, true, false)
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_raw, Config::kThreads, Config::kBatch,
-                     MANY_FIND_PER, MANY_WARM != 0, true)
+                     MANY_FIND_PER, MANY_WARM != 0, true, false)
+// WIDE_BULK: the two _wide kernels with the run by one bulk copy, where C > WIDE_C, C % 4 == 0
+// and C <= 4 * TILES.
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_bulk, Config::kThreads, 1, FIND_PER,
+                     WARM != 0, false, true)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many_bulk, Config::kThreads, 1,
+                     MANY_FIND_PER, MANY_WARM != 0, false, true)
