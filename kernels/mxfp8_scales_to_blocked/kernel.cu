@@ -3,9 +3,10 @@
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
               "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0],
-              "MANY_THREADS": [128, 256], "WIDE_BULK": [0, 1] },
+              "MANY_THREADS": [128, 256], "WIDE_BULK": [0, 1],
+              "NARROW_BULK": [0, 1] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2) && !(NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
@@ -15,7 +16,7 @@
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_many",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (RAW_RUN == 0 || (K / 32) % 4 != 2) && !(NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["MANY_THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
@@ -34,15 +35,20 @@
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_wide_bulk",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G) && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
-                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
-                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many_bulk",
                 "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_bulk",
+                "when": "(MANY_G == 0 || G < MANY_G) && ((WIDE_C != 0 && K / 32 > WIDE_C && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES) || ((WIDE_C == 0 || K / 32 <= WIDE_C) && NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES))",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
+                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
+              { "kernel": "sm90_mxfp8_scales_to_blocked_many_bulk",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
+                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
+                "block": ["MANY_THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
 // MXFP8 scales to the 128x4 blocked layout, hand-tuned: scales [M,C] E8M0 rows grouped by
@@ -115,7 +121,9 @@
 // loads: 27-32 registers, CTAs per SM bounded by shared memory (7 at G8 K7168, where 64
 // registers held the _wide kernel to 4 and two waves; 8 at G16 K5120, one wave). The stores
 // read it in lanes of 32 / L tiles x L lines, L = 32 >> min(ctz(C / 4), 4) (4 at C 224 and 160):
-// conflict-free word reads, whole-sector 16-byte stores (store_tiles_bulk).
+// conflict-free word reads, whole-sector 16-byte stores (store_tiles_bulk). NARROW_BULK (0 by
+// default, not yet measured): the same for the first and the narrow _many kernels where C % 4 ==
+// 0 (K2048's C 64: L 2), to learn whether the loads' instructions cost anything there.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -209,6 +217,9 @@
 #endif
 #ifndef WIDE_BULK
 #define WIDE_BULK 0  // 1: the _wide instances' run by one bulk copy (the _bulk instances)
+#endif
+#ifndef NARROW_BULK
+#define NARROW_BULK 0  // 1: the first and narrow _many kernels' run by one bulk copy, C % 4 == 0
 #endif
 
 namespace {
@@ -578,9 +589,11 @@ WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_raw, Config::kThreads, Config:
                      FIND_PER, WARM != 0, true, false)
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_raw, Config::kThreads, Config::kBatch,
                      MANY_FIND_PER, MANY_WARM != 0, true, false)
-// WIDE_BULK: the two _wide kernels with the run by one bulk copy, where C > WIDE_C, C % 4 == 0
-// and C <= 4 * TILES.
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_bulk, Config::kThreads, 1, FIND_PER,
-                     WARM != 0, false, true)
+// WIDE_BULK and NARROW_BULK: the run by one bulk copy, where C % 4 == 0 and C <= 4 * TILES; the
+// narrow MANY_G kernel's form with MANY_THREADS threads, the others' with THREADS.
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_bulk, Config::kThreads, 1, FIND_PER, WARM != 0,
+                     false, true)
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many_bulk, Config::kThreads, 1,
+                     MANY_FIND_PER, MANY_WARM != 0, false, true)
+WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_bulk, Config::kManyThreads, 1,
                      MANY_FIND_PER, MANY_WARM != 0, false, true)
