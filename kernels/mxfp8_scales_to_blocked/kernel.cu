@@ -3,25 +3,24 @@
               "STORE_CS": [1, 0], "VEC": [16, 4], "WIDE_C": [128, 0], "WIDE_BATCH": [8, 16],
               "WARM": [0, 1], "FIND_PER": [1, 4], "MANY_G": [16, 0, 32],
               "MANY_FIND_PER": [4, 1], "MANY_WARM": [1, 0], "RAW_RUN": [1, 0],
-              "MANY_THREADS": [128, 256], "WIDE_BULK": [0, 1],
-              "NARROW_BULK": [0, 1] },
+              "MANY_THREADS": [128, 256] },
   "launch": [ { "kernel": "sm90_mxfp8_scales_to_blocked",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2) && !(NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && (MANY_G == 0 || G < MANY_G) && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G) && !(WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && (MANY_G == 0 || G < MANY_G)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_many",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (RAW_RUN == 0 || (K / 32) % 4 != 2) && !(NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
+                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && (RAW_RUN == 0 || (K / 32) % 4 != 2)",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["MANY_THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
               { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G && !(WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES)",
+                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
@@ -34,21 +33,6 @@
                 "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && RAW_RUN != 0 && (K / 32) % 4 == 2",
                 "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
                 "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
-                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_wide_many_bulk",
-                "when": "WIDE_C != 0 && K / 32 > WIDE_C && MANY_G != 0 && G >= MANY_G && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
-                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
-                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_bulk",
-                "when": "(MANY_G == 0 || G < MANY_G) && ((WIDE_C != 0 && K / 32 > WIDE_C && WIDE_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES) || ((WIDE_C == 0 || K / 32 <= WIDE_C) && NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES))",
-                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
-                "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] },
-              { "kernel": "sm90_mxfp8_scales_to_blocked_many_bulk",
-                "when": "(WIDE_C == 0 || K / 32 <= WIDE_C) && MANY_G != 0 && G >= MANY_G && NARROW_BULK != 0 && (K / 32) % 4 == 0 && ceil_div(K / 32, 4) <= TILES",
-                "grid":  ["ceil_div(M + 96 * G, 128) * ceil_div(ceil_div(K / 32, 4), TILES)"],
-                "block": ["MANY_THREADS"], "smem": "512 * (min(ceil_div(K / 32, 4), TILES) + 1)",
                 "args":  ["scales", "group_offsets", "scales_blocked", "M", "K / 32", "G"] } ] }
 */
 // MXFP8 scales to the 128x4 blocked layout, hand-tuned: scales [M,C] E8M0 rows grouped by
@@ -115,15 +99,16 @@
 // Dropped: the _wide instances' runs copied by 4-byte cp.async into the pitch rows, no loads in
 // registers, capped at 32 registers so that shared memory alone (7-8 CTAs per SM, not 4) limits
 // them (WIDE_ASYNC, s51c3, git ae3a557): 0.96x at G8 K7168, 0.93-0.95x at G16 K5120.
-// WIDE_BULK (0 by default: not yet measured; session 52): where C > WIDE_C, C % 4 == 0 and the
-// stripe is one unit (C <= 4 TILES), the _bulk instances. One thread copies the stripe's run into
-// shared memory as it lies by one 1-D bulk copy (TMA, an mbarrier), so no registers wait on
-// loads: 27-32 registers, CTAs per SM bounded by shared memory (7 at G8 K7168, where 64
-// registers held the _wide kernel to 4 and two waves; 8 at G16 K5120, one wave). The stores
-// read it in lanes of 32 / L tiles x L lines, L = 32 >> min(ctz(C / 4), 4) (4 at C 224 and 160):
-// conflict-free word reads, whole-sector 16-byte stores (store_tiles_bulk). NARROW_BULK (0 by
-// default, not yet measured): the same for the first and the narrow _many kernels where C % 4 ==
-// 0 (K2048's C 64: L 2), to learn whether the loads' instructions cost anything there.
+// Dropped: the run by one 1-D bulk copy into shared memory as it lies (no registers held for
+// loads: 27-32, CTAs per SM bounded by shared memory, 7 at G8 K7168 against the _wide kernels'
+// 4), stores in lanes of 32 / L tiles x L lines, L = 32 >> min(ctz(C / 4), 4), conflict-free
+// (WIDE_BULK, and NARROW_BULK for the C % 4 == 0 narrow shapes; git b5cdccc). On an H100 (s52c1,
+// three sweeps whose controls drifted 7-16%, sweeps-h100-2026-12-07-session52.json), `ok` at
+// every shape: WIDE_BULK 0.931x at G8 K7168 [0.849-0.979], 0.995x at G16 K5120; with 128
+// threads 0.962x and 1.053x [1.002-1.086]; NARROW_BULK 0.957x geomean. Racecheck reported
+// hazards between the barrier's init and its expect_tx (one thread; unexplained). So more CTAs
+// per SM did not pay at G8 K7168 with this load path; whether the single 28 KB copy per CTA is
+// slower than 8 loads per thread, or the second wave costs little, these runs do not tell apart.
 // Dropped (s50c1, s50c2; git 18d79d0 has it): CTAs by 128 input rows (BY_INPUT), whose
 // data loads need no offsets and go out at entry beside warp 0's search, each 32-row block
 // written into its quarter of the output lines (4-, 8- or 16-byte stores; lines shared by two
@@ -170,7 +155,6 @@
 //
 // Evaluate: build/warpsmith eval mxfp8_scales_to_blocked kernels/mxfp8_scales_to_blocked/kernel.cu
 
-#include "ws/bulk_copy.cuh"
 #include "ws/memory.cuh"
 
 #ifndef THREADS
@@ -214,12 +198,6 @@
 #endif
 #ifndef RAW_RUN
 #define RAW_RUN 1  // 1: where C = 2 mod 4 (<= WIDE_C), the _raw instances (store_tiles' raw)
-#endif
-#ifndef WIDE_BULK
-#define WIDE_BULK 0  // 1: the _wide instances' run by one bulk copy (the _bulk instances)
-#endif
-#ifndef NARROW_BULK
-#define NARROW_BULK 0  // 1: the first and narrow _many kernels' run by one bulk copy, C % 4 == 0
 #endif
 
 namespace {
@@ -423,37 +401,9 @@ __device__ __forceinline__ void store_tiles(unsigned char* __restrict__ out, lon
   }
 }
 
-// The unit's tiles from a run laid in shared memory as it lies in scales (the _bulk instances:
-// C % 4 == 0, one unit per stripe): row r's word tt at word r * C / 4 + tt. A warp store covers
-// 32 / L tiles x L lines, L = 32 >> min(ctz(C / 4), 4): the lane words of one row step fall in
-// distinct banks (C / 4 = 2^a * odd: L rows at stride 2^a banks, the 32 / L tiles fill the gaps),
-// and each tile's L lines are L * 16 contiguous bytes, whole sectors.
-template <int kThreads>
-__device__ __forceinline__ void store_tiles_bulk(unsigned char* __restrict__ out, long long s,
-                                                 int nt, int rows, int C,
-                                                 const unsigned* smem_words) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, cw = C / 4;
-  const int log_l = 5 - min(__ffs(cw) - 1, 4), l_mask = (1 << log_l) - 1;
-  const int log_tpi = 5 - log_l;  // tiles per warp store: 32 / L
-  const int slots = ((nt + (1 << log_tpi) - 1) >> log_tpi) << log_tpi;  // groups x line groups
-  unsigned char* dst = out + s * nt * 512;
-  for (int w = warp; w < slots; w += kThreads / 32) {
-    const int tt = ((w >> log_tpi) << log_tpi) + (lane >> log_l);
-    const int i = ((w & ((1 << log_tpi) - 1)) << log_l) + (lane & l_mask);
-    if (tt >= nt) continue;
-    unsigned v[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int r = 32 * j + i;
-      v[j] = r < rows ? smem_words[r * cw + tt] : 0u;
-    }
-    ws::store_global16<Config::kStoreCs>(dst + tt * 512 + i * 16, v[0], v[1], v[2], v[3]);
-  }
-}
-
 // Unit u (stripe u / chunks, column tiles from (u % chunks) * TILES): its rows into shared
 // memory, then its tiles out.
-template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw, bool kBulk>
+template <int kThreads, int kBatch, int kFindPer, bool kWarm, bool kRaw>
 __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
                                      const int* __restrict__ group_offsets,
                                      unsigned char* __restrict__ out, int M, int C, int G,
@@ -481,22 +431,6 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
     }
   } else {
     (void)M;
-  }
-  if constexpr (kBulk) {
-    // WIDE_BULK (the plan: C % 4 == 0, C <= 4 * TILES): the run in one bulk copy, no registers
-    // held for loads; CTAs per SM are then bounded by shared memory alone (7 at C 224, not 4).
-    const unsigned bar = ws::smem_u32(smem_bytes + 512 * c4);  // past the run's 128 C <= 512 c4
-    if (tid == 0) ws::mbar_init_fenced(bar, 1);
-    const StripeSource src = find_stripe<kFindPer>(group_offsets, G, s, lane);
-    const unsigned bytes = static_cast<unsigned>(src.rows * C);
-    if (tid == 0 && bytes != 0) {
-      ws::mbar_expect_tx(bar, bytes);
-      ws::bulk_load_1d(ws::smem_u32(smem_bytes), scales + src.first_row * C, bytes, bar);
-    }
-    __syncthreads();  // the barrier's init before any wait
-    if (bytes != 0) ws::mbar_wait(bar, 0);
-    store_tiles_bulk<kThreads>(out, s, c4, src.rows, C, smem_words);
-    return;
   }
   const StripeSource src = find_stripe<kFindPer>(group_offsets, G, s, lane);  // same in every warp
   const int rows = src.rows;
@@ -561,39 +495,31 @@ __device__ __forceinline__ void unit(const unsigned char* __restrict__ scales,
 // C4 tiles of 512 bytes, stripes = ceil_div(M + 96 G, 128), C4 = ceil_div(C, 4). The plan picks
 // one instance per shape; each is `unit` built with its own constants, so the instances a shape
 // does not launch leave its kernel's code as measured.
-#define WS_SCALES_TO_BLOCKED(NAME, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_, BULK_)           \
+#define WS_SCALES_TO_BLOCKED(NAME, THREADS_, BATCH_, FIND_PER_, WARM_, RAW_)                  \
   extern "C" __global__ void __launch_bounds__(THREADS_)                                       \
       NAME(const unsigned char* __restrict__ scales, const int* __restrict__ group_offsets,    \
            unsigned char* __restrict__ out, int M, int C, int G) {                             \
     extern __shared__ __align__(16) unsigned smem_words[]; /* (128, P) words */                \
-    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_, BULK_>(scales, group_offsets, out, M, C, G, \
-                                                          blockIdx.x, smem_words);             \
+    unit<THREADS_, BATCH_, FIND_PER_, WARM_, RAW_>(scales, group_offsets, out, M, C, G,        \
+                                                   blockIdx.x, smem_words);                    \
   }
 
 // The first kernel: C <= WIDE_C and G < MANY_G.
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked, Config::kThreads, Config::kBatch, FIND_PER,
-                     WARM != 0, false, false)
+                     WARM != 0, false)
 // WIDE_C: WIDE_BATCH loads per thread, where C > WIDE_C (a stripe's run longer than one batch
 // of BATCH chunks per thread).
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide, Config::kThreads, Config::kWideBatch,
-                     FIND_PER, WARM != 0, false, false)
+                     FIND_PER, WARM != 0, false)
 // MANY_G: the two above with MANY_FIND_PER and MANY_WARM (G128's group search takes one round
 // instead of four), where G >= MANY_G; the narrow one with MANY_THREADS threads.
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many, Config::kManyThreads, Config::kBatch,
-                     MANY_FIND_PER, MANY_WARM != 0, false, false)
+                     MANY_FIND_PER, MANY_WARM != 0, false)
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many, Config::kThreads,
-                     Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false, false)
+                     Config::kWideBatch, MANY_FIND_PER, MANY_WARM != 0, false)
 // RAW_RUN: the first and the narrow MANY_G kernel with the raw run (store_tiles), where
 // C = 2 mod 4 and C <= WIDE_C.
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_raw, Config::kThreads, Config::kBatch,
-                     FIND_PER, WARM != 0, true, false)
+                     FIND_PER, WARM != 0, true)
 WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_raw, Config::kThreads, Config::kBatch,
-                     MANY_FIND_PER, MANY_WARM != 0, true, false)
-// WIDE_BULK and NARROW_BULK: the run by one bulk copy, where C % 4 == 0 and C <= 4 * TILES; the
-// narrow MANY_G kernel's form with MANY_THREADS threads, the others' with THREADS.
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_bulk, Config::kThreads, 1, FIND_PER, WARM != 0,
-                     false, true)
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_wide_many_bulk, Config::kThreads, 1,
-                     MANY_FIND_PER, MANY_WARM != 0, false, true)
-WS_SCALES_TO_BLOCKED(sm90_mxfp8_scales_to_blocked_many_bulk, Config::kManyThreads, 1,
-                     MANY_FIND_PER, MANY_WARM != 0, false, true)
+                     MANY_FIND_PER, MANY_WARM != 0, true)
