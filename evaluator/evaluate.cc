@@ -16,6 +16,7 @@
 #include "evaluator/gpu_lock.h"
 #include "evaluator/internal.h"
 #include "evaluator/runner/commands.h"
+#include "evaluator/runner/job.h"
 #include "evaluator/runner/watchdog.h"
 #include "evaluator/sanitizer.h"
 #include "sandbox/sandbox.h"
@@ -162,6 +163,21 @@ struct PlannedCase {
   std::vector<uint64_t> seeds;
   json timing;            // null for correctness-only cases
   int audit_set = 0, last_set = 0;
+  // The input seeds of the audited and the last timed run (fresh inputs: runner::FreshRunSeed).
+  uint64_t audit_seed = 0, last_seed = 0;
+  // The reference runs this case is checked against: (run tag, reference case suffix, seed).
+  struct CheckedRun {
+    std::string tag, ref;
+    uint64_t seed;
+  };
+  std::vector<CheckedRun> CheckedRuns() const {
+    std::vector<CheckedRun> runs = {{"check", "0", seeds[0]}};
+    if (!timing.is_null()) {
+      runs.push_back({"audit", "audit", audit_seed});
+      runs.push_back({"last", "last", last_seed});
+    }
+    return runs;
+  }
   // Test and hidden shapes run a second time, on other inputs and under another output poison
   // (a case of its own, "<id>#2", right after the first): a result that depends on what the
   // outputs held before the run (an uninitialised read, a race against the poison) or on state
@@ -756,11 +772,18 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       int audit = static_cast<int>(SecureRandom64() % static_cast<uint64_t>(iters - 1));
       pc.audit_set = audit % static_cast<int>(sets);
       pc.last_set = (iters - 1) % static_cast<int>(sets);
+      // Fresh inputs for every run (runner::TimingJob::fresh_seed): a kernel that caches outputs
+      // by input pointer or content across runs replays wrong ones in the checked runs.
+      const uint64_t fresh = req.input_seed ? DerivedInputSeed(*req.input_seed, pc.id, -2)
+                                            : SecureRandom64();
+      pc.audit_seed = runner::FreshRunSeed(fresh, audit);
+      pc.last_seed = runner::FreshRunSeed(fresh, iters - 1);
       pc.timing = {{"warmup", 3},
                    {"warmup_ms", kWarmupMs},
                    {"iterations", iters},
                    {"l2_flush_bytes", std::max<int64_t>(4 * device->l2_bytes, 256 << 20)},
                    {"audit_iteration", audit},
+                   {"fresh_seed", fmt::format("{:016x}", fresh)},
                    // Several launches, or one short one: replay a CUDA graph so launch gaps and
                    // CPU overhead stay out of the kernel's time.
                    {"graph", pc.plan.launches.size() > 1 || est_us < kGraphBelowUs}};
@@ -858,18 +881,16 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
            {"dump_inputs", false},
            {"budget_s", opts.case_timeout_s}});
     }
-    std::set<int> sets = {0};
-    if (!pc.timing.is_null()) sets.insert({pc.audit_set, pc.last_set});
-    for (int s : sets) {
+    for (const auto& run : pc.CheckedRuns()) {
       ref_job["cases"].push_back(
-          {{"id", fmt::format("{}@{}", pc.id, s)},
+          {{"id", fmt::format("{}@{}", pc.id, run.ref)},
            {"launches", LaunchesJson(*rp)},
            {"workspace", {{"bytes", rp->workspace_bytes}, {"zero", rp->workspace_zero}}},
            {"tensors", tensors},
-           {"input_seeds", {pc.seeds[s]}},
+           {"input_seeds", {run.seed}},
            {"poison", (poison + 1) % 256},
            {"timing", nullptr},
-           {"dump", fs::absolute(fmt::format("{}/ref-{}@{}", scratch, pc.id, s)).string()},
+           {"dump", fs::absolute(fmt::format("{}/ref-{}@{}", scratch, pc.id, run.ref)).string()},
            {"digest", pc.digested},
            {"dump_inputs", false},
            {"budget_s", pc.ref_budget_s}});
@@ -943,9 +964,10 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
   // A digest mismatch: the case again in both runners with every output dumped, so the message can
   // name coordinates. Returns the byte comparison of run `tag`, or "" when the re-run did not show
   // a difference or could not run (the digests have decided the verdict already).
-  auto rerun_with_dumps = [&](const PlannedCase& pc, const std::string& tag,
-                              int set) -> std::string {
-    const std::string ref_id = fmt::format("{}@{}", pc.id, set);
+  auto rerun_with_dumps = [&](const PlannedCase& pc,
+                              const PlannedCase::CheckedRun& run) -> std::string {
+    const std::string& tag = run.tag;
+    const std::string ref_id = fmt::format("{}@{}", pc.id, run.ref);
     json cc, rc;
     for (const auto& c : cand_job["cases"]) {
       if (c["id"] == pc.id) cc = c;
@@ -977,7 +999,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     if (!cr.ok() || !cr->cases.count(pc.id) || cr->cases[pc.id].value("status", "") != "ok") {
       return "";
     }
-    auto diff = CompareDumps(spec, pc.symbols, req.params, pc.seeds[set], cand_prefix, tag,
+    auto diff = CompareDumps(spec, pc.symbols, req.params, run.seed, cand_prefix, tag,
                              ref_prefix, {});
     return diff.ok() ? *diff : "";
   };
@@ -1024,16 +1046,12 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     const json& c = it->second;
     if (runner_findings_clean(c, "", pc.budget_s)) {
       std::string cand_prefix = scratch + "/cand-" + pc.id;
-      std::vector<std::pair<std::string, int>> runs = {{"check", 0}};
-      if (!pc.timing.is_null()) {
-        runs.emplace_back("audit", pc.audit_set);
-        runs.emplace_back("last", pc.last_set);
-      }
-      for (const auto& [tag, set] : runs) {
-        // Digested outputs first (the reference's case for this input set ran its check run).
+      for (const auto& run : pc.CheckedRuns()) {
+        const std::string& tag = run.tag;
+        // Digested outputs first (the reference's case for this run's inputs ran its check run).
         std::string diff;
         if (!pc.digested.empty()) {
-          auto want = ref.cases.find(fmt::format("{}@{}", pc.id, set));
+          auto want = ref.cases.find(fmt::format("{}@{}", pc.id, run.ref));
           WS_ASSIGN_OR_RETURN(
               diff, CompareDigests(pc.digested, RunDigests(c, tag),
                                    want == ref.cases.end() ? std::map<std::string, std::string>()
@@ -1041,16 +1059,17 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
         }
         const bool by_digest = !diff.empty();
         if (diff.empty()) {
-          WS_ASSIGN_OR_RETURN(diff, CompareDumps(spec, pc.symbols, req.params, pc.seeds[set],
+          WS_ASSIGN_OR_RETURN(diff, CompareDumps(spec, pc.symbols, req.params, run.seed,
                                                  cand_prefix, tag,
-                                                 fmt::format("{}/ref-{}@{}", scratch, pc.id, set),
+                                                 fmt::format("{}/ref-{}@{}", scratch, pc.id,
+                                                             run.ref),
                                                  pc.digested));
         }
         if (diff.empty()) continue;
         // Only for the failure that decides the verdict: the others keep the digest's word.
         if (by_digest && res.verdict == Verdict::kOk) {
           phase("check");
-          const std::string bytes = rerun_with_dumps(pc, tag, set);
+          const std::string bytes = rerun_with_dumps(pc, run);
           phase("digest_rerun");
           diff = bytes.empty() ? diff + "; a re-run with every output written back did not show "
                                         "the difference, so no coordinates"

@@ -310,6 +310,8 @@ Result<LibraryJob> ParseLibrary(const json& j, const std::string& path,
   return l;
 }
 
+Result<uint64_t> Hex64Field(const json& j, const char* key, const std::string& path);
+
 Result<CaseJob> ParseCase(const json& j, const std::string& path) {
   CaseJob c;
   WS_ASSIGN_OR_RETURN(c.id, StringField(j, "id", path));
@@ -389,6 +391,9 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
       tj.audit_iteration = static_cast<int>(audit);
     }
     WS_ASSIGN_OR_RETURN(tj.graph, BoolField(t, "graph", tp, false));
+    if (t.contains("fresh_seed") && !t["fresh_seed"].is_null()) {
+      WS_ASSIGN_OR_RETURN(tj.fresh_seed, Hex64Field(t, "fresh_seed", tp));
+    }
     c.timing = tj;
   }
   if (j.contains("dump") && !j["dump"].is_null()) {

@@ -62,7 +62,20 @@ struct TimingJob {
   int64_t l2_flush_bytes = 0;
   int audit_iteration = 0;
   bool graph = false;  // time replays of a CUDA graph of the plan's launches
+  // Fresh inputs: before every warm-up and timed run the runner regenerates the run's input set
+  // (its buffers, so addresses still rotate) from FreshRunSeed(fresh_seed, run), so no two runs
+  // see the same inputs and a cache keyed by pointer or content replays wrong outputs; the
+  // orchestrator checks the audited and the last run against references on their run seeds.
+  std::optional<uint64_t> fresh_seed;
 };
+
+/// The input seed of run `run` under fresh inputs: timed iteration i is run i, warm-up run w is
+/// run -1 - w. Shared by the runner and the orchestrator (which asks the reference for the audited
+/// and the last run's inputs).
+inline uint64_t FreshRunSeed(uint64_t fresh_seed, int64_t run) {
+  return ws_mix64(fresh_seed ^ ws_mix64(static_cast<uint64_t>(run) * 0x9E3779B97F4A7C15ull +
+                                        0x632BE59BD9B4E019ull));
+}
 
 /// A library call in place of the plan's launches: a library baseline ("cublaslt:<op>", see
 /// evaluator/runner/library_baselines.h). The runner allocates the workspace as usual.

@@ -1,5 +1,6 @@
 #include "evaluator/runner/job.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ constexpr const char* kExample = R"({
     "input_seeds": [11, 12, 18446744073709551615],
     "poison": 165,
     "timing": { "warmup": 5, "warmup_ms": 250, "iterations": 100, "l2_flush_bytes": 125829120,
-                "audit_iteration": 37 },
+                "audit_iteration": 37, "fresh_seed": "5c1f0e2b9a774d13" },
     "dump": "/abs/path/scratch/test-0",
     "dump_inputs": false
   }]
@@ -66,6 +67,18 @@ TEST(JobTest, ParsesTheProtocolExample) {
   EXPECT_EQ(c.timing->l2_flush_bytes, 125829120);
   EXPECT_EQ(c.timing->warmup, 5);
   EXPECT_EQ(c.timing->warmup_ms, 250);
+  EXPECT_EQ(c.timing->fresh_seed, std::optional<uint64_t>(0x5c1f0e2b9a774d13ull));
+}
+
+// Fresh inputs: every warm-up and timed run of a case gets a seed of its own, none the fresh seed
+// itself, and another case's fresh seed gives other seeds.
+TEST(JobTest, FreshRunSeedsDifferPerRunAndPerCase) {
+  std::set<uint64_t> seen;
+  for (uint64_t fresh : {uint64_t{0}, uint64_t{0x5c1f0e2b9a774d13ull}}) {
+    for (int64_t run = -50; run < 1000; ++run) seen.insert(FreshRunSeed(fresh, run));
+    EXPECT_EQ(seen.count(fresh), 0u);
+  }
+  EXPECT_EQ(seen.size(), 2u * 1050u);
 }
 
 TEST(JobTest, RejectsBadJobsNamingTheField) {
@@ -88,6 +101,8 @@ TEST(JobTest, RejectsBadJobsNamingTheField) {
       {R"("grid": [1024,1,1])", R"("grid": [1024,1,1,1])", "launches[0].grid"},
       {R"("cubin")", R"("cubi")", "job.cubin: missing"},
       {R"("iterations": 100)", R"("iterations": 0)", "timing.iterations"},
+      {R"("5c1f0e2b9a774d13")", R"("5c1f0e2b9a774d1")", "timing.fresh_seed"},
+      {R"("5c1f0e2b9a774d13")", R"("5c1f0e2b9a774d1g")", "timing.fresh_seed"},
   };
   for (const Case& c : cases) {
     std::string text = kExample;

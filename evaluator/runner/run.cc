@@ -166,6 +166,9 @@ class CaseRun {
   Status Allocate(int64_t bytes, std::string label, GuardedBuffer* out);
   Status PrepareLaunches();
   Result<std::vector<uint64_t>> HashInputs();
+  Status GenerateSet(int set, uint64_t seed);
+  Result<std::vector<uint64_t>> HashSet(int set);
+  void CompareInputHashes(const std::vector<uint64_t>& after, ojson* input_hashes);
   Status BeforeRun();
   bool RunPlan(int set, const std::string& where, bool sync_each);
   bool RunLibrary(int set, const std::string& where, bool sync_each);
@@ -343,6 +346,45 @@ Result<std::vector<uint64_t>> CaseRun::HashInputs() {
     }
   }
   return hashes;
+}
+
+// Input set `set`'s buffers filled from `seed` (fresh inputs: before every timed run).
+Status CaseRun::GenerateSet(int set, uint64_t seed) {
+  for (size_t t = 0; t < c_.tensors.size(); ++t) {
+    const TensorJob& tj = c_.tensors[t];
+    if (!tj.input) continue;
+    WS_RETURN_IF_ERROR(Generate(h_, dc_.stream, inputs_[set][t].ptr, tj.numel, tj.dtype,
+                                tj.init(), seed, tj.tensor_index));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<uint64_t>> CaseRun::HashSet(int set) {
+  std::vector<uint64_t> hashes(c_.tensors.size(), 0);
+  for (size_t t = 0; t < c_.tensors.size(); ++t) {
+    if (!c_.tensors[t].input) continue;
+    WS_ASSIGN_OR_RETURN(hashes[t], HashDevice(h_, dc_.stream, inputs_[set][t].ptr,
+                                              inputs_[set][t].bytes, hash_scratch_));
+  }
+  return hashes;
+}
+
+// The setup's input hashes against `after` (every set): a change is a finding.
+void CaseRun::CompareInputHashes(const std::vector<uint64_t>& after, ojson* input_hashes) {
+  for (int set = 0; set < sets_; ++set) {
+    for (size_t t = 0; t < c_.tensors.size(); ++t) {
+      if (!c_.tensors[t].input) continue;
+      size_t i = set * c_.tensors.size() + t;
+      (*input_hashes)[c_.tensors[t].name].push_back(Hex64(hashes_before_[i]));
+      if (after[i] != hashes_before_[i]) {
+        if (inputs_unchanged_ && status_ == "ok") {
+          message_ = fmt::format("input '{}' (set {}) changed during the case",
+                                 c_.tensors[t].name, set);
+        }
+        inputs_unchanged_ = false;
+      }
+    }
+  }
 }
 
 Status CaseRun::PrepareLaunches() {
@@ -695,7 +737,18 @@ void CaseRun::Timing() {
     const int set = (it >= 0 ? it : run) % sets_;
     const std::string where = it >= 0 ? fmt::format(", timed run {}", it)
                                       : fmt::format(", warm-up run {}", run);
-    Status s = BeforeRun();
+    const bool checked = it == tj.audit_iteration || it == last;
+    Status s = Status::Ok();
+    std::vector<uint64_t> fresh_hashes;  // a checked run's fresh inputs, before it
+    if (tj.fresh_seed) {
+      s = GenerateSet(set, FreshRunSeed(*tj.fresh_seed, it >= 0 ? it : -1 - run));
+      if (s.ok() && checked) {
+        auto h = HashSet(set);
+        if (h.ok()) fresh_hashes = std::move(*h);
+        s = h.status();
+      }
+    }
+    if (s.ok()) s = BeforeRun();
     if (s.ok() && flush_words > 0) {
       // Reading several times the L2 evicts whatever the previous run left there.
       s = LaunchHelper(h_.l2_flush, dc_.stream, flush_n, flush_params);
@@ -730,13 +783,25 @@ void CaseRun::Timing() {
     if (s.ok()) s = LaunchGuardCheck();
     // Checked runs (the audited and the last) and the last warm-up run of a time-based warm-up
     // wait for the stream.
-    const bool checked = it == tj.audit_iteration || it == last;
     const bool warm_end = it < 0 && run == warm_runs - 1 && tj.warmup_ms > 0;
     if (s.ok() && (checked || warm_end)) {
       CUresult r = cuStreamSynchronize(dc_.stream);
       if (r != CUDA_SUCCESS) {
         Fail("crashed", fmt::format("{} during{}", CuErrorName(r), where.substr(1)));
         return destroy();
+      }
+    }
+    if (s.ok() && checked && !fresh_hashes.empty()) {
+      // Fresh inputs: the run's own inputs must be as generated (the setup's hashes no longer
+      // describe the sets).
+      auto after = HashSet(set);
+      s = after.status();
+      for (size_t t = 0; s.ok() && t < fresh_hashes.size(); ++t) {
+        if ((*after)[t] == fresh_hashes[t]) continue;
+        if (inputs_unchanged_ && status_ == "ok") {
+          message_ = fmt::format("input '{}' changed during{}", c_.tensors[t].name, where);
+        }
+        inputs_unchanged_ = false;
       }
     }
     if (s.ok() && checked) {
@@ -816,36 +881,32 @@ ojson CaseRun::Run() {
         lap("dump");
       }
     }
-    // 4. Timing, only for a case whose check run went cleanly.
-    if (status_ == "ok" && c_.timing) {
-      Timing();
-      lap("timing");
-    }
   }
-  // 5. Inputs re-hashed (whenever the context still works).
+  // 5. Inputs re-hashed (whenever the context still works): after the timing, or before it where
+  // the timing regenerates them (fresh inputs; it checks its checked runs' own inputs).
   ojson input_hashes = ojson::object();
-  if (!crashed() && hashes_before_.size() == static_cast<size_t>(sets_) * c_.tensors.size()) {
-    auto after = HashInputs();
-    if (!after.ok()) {
-      FailOrCrash(after.status(), "re-hashing the inputs");
-    } else {
-      for (int set = 0; set < sets_; ++set) {
-        for (size_t t = 0; t < c_.tensors.size(); ++t) {
-          if (!c_.tensors[t].input) continue;
-          size_t i = set * c_.tensors.size() + t;
-          input_hashes[c_.tensors[t].name].push_back(Hex64(hashes_before_[i]));
-          if ((*after)[i] != hashes_before_[i]) {
-            if (inputs_unchanged_ && status_ == "ok") {
-              message_ = fmt::format("input '{}' (set {}) changed during the case",
-                                     c_.tensors[t].name, set);
-            }
-            inputs_unchanged_ = false;
-          }
-        }
-      }
+  const bool fresh = c_.timing && c_.timing->fresh_seed;
+  auto rehash = [&] {
+    if (crashed() || hashes_before_.size() != static_cast<size_t>(sets_) * c_.tensors.size()) {
+      return;
     }
+    auto after = HashInputs();
+    if (!after.ok()) return FailOrCrash(after.status(), "re-hashing the inputs");
+    CompareInputHashes(*after, &input_hashes);
+  };
+  if (fresh) {
+    rehash();
+    lap("rehash");
   }
-  lap("rehash");
+  // 4. Timing, only for a case whose check run went cleanly.
+  if (status_ == "ok" && c_.timing && !crashed()) {
+    Timing();
+    lap("timing");
+  }
+  if (!fresh) {
+    rehash();
+    lap("rehash");
+  }
   ojson out = {{"id", c_.id},
                {"status", status_},
                {"message", message_},
