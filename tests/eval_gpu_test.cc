@@ -152,13 +152,14 @@ TEST_F(EvalGpuTest, OneWrongByteIsAWrongAnswerNamingTheElement) {
 // there) is a wrong answer naming the bench shape, the output and the run, and the re-run with
 // full dumps names the element.
 TEST_F(EvalGpuTest, OneWrongByteOnABenchShapeIsCaughtByTheDigest) {
-  // Every bench shape has M * K > 2^25; no test or hidden shape does.
+  // The bench shapes: 16384 x 2880, and the three with M * K > 2^27; no test or hidden shape is
+  // either (the largest test shape, 23302 x 2880, is 64M elements and a bit).
   std::string src = WithExtraLaunch(
       Baseline(),
       R"({ "kernel": "ws_test_flip_big", "grid": [1], "block": [1],
            "args": ["q", {"i64": "M * K"}] })",
       "extern \"C\" __global__ void ws_test_flip_big(unsigned char* q, long long n) {\n"
-      "  if (n > (1ll << 25)) q[n / 2 + 7] ^= 1;\n}\n");
+      "  if (n == 16384ll * 2880 || n > (1ll << 27)) q[n / 2 + 7] ^= 1;\n}\n");
   EvalRequest req = Request(src);
   req.time_bench = false;
   auto r = Evaluate(req, opts_);
