@@ -799,7 +799,8 @@ void CaseRun::Timing() {
       for (size_t t = 0; s.ok() && t < fresh_hashes.size(); ++t) {
         if ((*after)[t] == fresh_hashes[t]) continue;
         if (inputs_unchanged_ && status_ == "ok") {
-          message_ = fmt::format("input '{}' changed during{}", c_.tensors[t].name, where);
+          message_ = fmt::format("input '{}' changed during {}", c_.tensors[t].name,
+                                 where.substr(2));
         }
         inputs_unchanged_ = false;
       }
