@@ -2,7 +2,7 @@
 // to PTX with NVRTC) on outputs that differ by one byte, and the keyed digests it reports match
 // the host reference (digest.h) on the dumped bytes, agree on identical outputs in every run
 // (check, audited, last), and differ for a flipped first, middle, last-word or tail byte and for
-// another key. Skips where there is no GPU.
+// another key. Also the timing's fresh inputs, through a copy kernel. Skips where there is no GPU.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +20,8 @@
 
 #include "base/status.h"
 #include "evaluator/runner/digest.h"
+#include "evaluator/runner/job.h"
+#include "problems/init.h"
 
 namespace ws::runner {
 namespace {
@@ -37,6 +39,12 @@ extern "C" __global__ void ws_test_pattern(unsigned char* out, long long n, long
        i += (long long)gridDim.x * blockDim.x) {
     unsigned char v = (unsigned char)((i * 131 + 7) ^ (i >> 8));
     out[i] = i == flip ? (unsigned char)(v ^ 0x10) : v;
+  }
+}
+extern "C" __global__ void ws_test_copy(const float* x, float* y, long long n) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    y[i] = x[i];
   }
 }
 )";
@@ -196,6 +204,56 @@ TEST_F(DigestGpuTest, ADigestWithoutAKeyIsABadJob) {
   const int rc = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(rc));
   EXPECT_EQ(WEXITSTATUS(rc), 2);  // kExitBadJob
+}
+
+// Fresh inputs (timing.fresh_seed): the check run sees input set 0 as its seed generates it, and
+// the audited and the last timed run see their own inputs, generated from FreshRunSeed(fresh,
+// iteration), which the orchestrator gives the reference for those two runs.
+TEST_F(DigestGpuTest, FreshInputsGiveEveryTimedRunItsOwnInputs) {
+  constexpr int64_t kN = 5000;
+  constexpr uint64_t kFresh = 0x5c1f0e2b9a774d13ull;
+  const std::string d = dir_ + "/fresh";
+  json c = {{"id", "fresh"},
+            {"launches",
+             {{{"kernel", "ws_test_copy"},
+               {"grid", {8}},
+               {"block", {256}},
+               {"args", {{{"tensor", "x"}}, {{"tensor", "y"}}, {{"i64", kN}}}}}}},
+            {"tensors",
+             {{{"name", "x"}, {"dtype", "f32"}, {"numel", kN}, {"role", "input"},
+               {"init", {{"dist", "normal"}, {"mean", 0}, {"stddev", 1}}}},
+              {{"name", "y"}, {"dtype", "f32"}, {"numel", kN}, {"role", "output"}}}},
+            {"input_seeds", {11, 12}},
+            {"poison", 0x5A},
+            {"timing",
+             {{"warmup", 2}, {"iterations", 6}, {"l2_flush_bytes", 1 << 20},
+              {"audit_iteration", 3}, {"fresh_seed", fmt::format("{:016x}", kFresh)}}},
+            {"dump", d}};
+  auto got = Run("fresh", kKey, json::array({c}));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got["fresh"]["inputs_unchanged"].get<bool>());
+  auto dumped = [&](const std::string& tag) {
+    std::ifstream in(d + "." + tag + ".y.bin", std::ios::binary);
+    std::vector<uint32_t> v(kN);
+    in.read(reinterpret_cast<char*>(v.data()), kN * 4);
+    EXPECT_EQ(in.gcount(), kN * 4) << tag;
+    return v;
+  };
+  auto generated = [&](uint64_t seed) {
+    std::vector<uint32_t> v(kN);
+    for (int64_t i = 0; i < kN; ++i) {
+      v[i] = static_cast<uint32_t>(ws_init_element(kWsDtypeF32, kWsDistNormal, 0, 1, seed, 0, i));
+    }
+    return v;
+  };
+  const auto check = dumped("check"), audit = dumped("audit"), last = dumped("last");
+  EXPECT_EQ(check, generated(11));
+  EXPECT_EQ(audit, generated(FreshRunSeed(kFresh, 3)));
+  EXPECT_EQ(last, generated(FreshRunSeed(kFresh, 5)));
+  // Not the sets' own inputs, which rotation alone would have given.
+  EXPECT_NE(audit, generated(12));
+  EXPECT_NE(last, generated(12));
+  EXPECT_NE(audit, last);
 }
 
 }  // namespace
