@@ -162,7 +162,6 @@ struct PlannedCase {
   Cost cost;
   std::vector<uint64_t> seeds;
   json timing;            // null for correctness-only cases
-  int audit_set = 0, last_set = 0;
   // The input seeds of the audited and the last timed run (fresh inputs: runner::FreshRunSeed).
   uint64_t audit_seed = 0, last_seed = 0;
   // The reference runs this case is checked against: (run tag, reference case suffix, seed).
@@ -770,8 +769,6 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
       // check run's inputs or outputs (by pointer or in a global) then fails the last run's check.
       if ((iters - 1) % sets == 0) ++iters;
       int audit = static_cast<int>(SecureRandom64() % static_cast<uint64_t>(iters - 1));
-      pc.audit_set = audit % static_cast<int>(sets);
-      pc.last_set = (iters - 1) % static_cast<int>(sets);
       // Fresh inputs for every run (runner::TimingJob::fresh_seed): a kernel that caches outputs
       // by input pointer or content across runs replays wrong ones in the checked runs.
       const uint64_t fresh = req.input_seed ? DerivedInputSeed(*req.input_seed, pc.id, -2)

@@ -320,35 +320,23 @@ Status CaseRun::Setup() {
     WS_RETURN_IF_ERROR(LaunchHelper(h_.guard_fill, dc_.stream, kGuardBytes, params,
                                     static_cast<unsigned>(n)));
   }
-  for (int s = 0; s < sets_; ++s) {
-    for (size_t t = 0; t < nt; ++t) {
-      const TensorJob& tj = c_.tensors[t];
-      if (!tj.input) continue;
-      WS_RETURN_IF_ERROR(Generate(h_, dc_.stream, inputs_[s][t].ptr, tj.numel, tj.dtype,
-                                  tj.init(), c_.input_seeds[s], tj.tensor_index));
-    }
-  }
+  for (int s = 0; s < sets_; ++s) WS_RETURN_IF_ERROR(GenerateSet(s, c_.input_seeds[s]));
   WS_ASSIGN_OR_RETURN(hashes_before_, HashInputs());
   WS_CUDA_TRY(cuStreamSynchronize(dc_.stream));
   return Status::Ok();
 }
 
+// Every set's input hashes, set-major ([set * tensors + tensor]; 0 for outputs).
 Result<std::vector<uint64_t>> CaseRun::HashInputs() {
   std::vector<uint64_t> hashes;
   for (int s = 0; s < sets_; ++s) {
-    for (size_t t = 0; t < c_.tensors.size(); ++t) {
-      uint64_t hash = 0;
-      if (c_.tensors[t].input) {
-        WS_ASSIGN_OR_RETURN(hash, HashDevice(h_, dc_.stream, inputs_[s][t].ptr,
-                                             inputs_[s][t].bytes, hash_scratch_));
-      }
-      hashes.push_back(hash);
-    }
+    WS_ASSIGN_OR_RETURN(std::vector<uint64_t> set, HashSet(s));
+    hashes.insert(hashes.end(), set.begin(), set.end());
   }
   return hashes;
 }
 
-// Input set `set`'s buffers filled from `seed` (fresh inputs: before every timed run).
+// Input set `set`'s buffers filled from `seed` (at setup; with fresh inputs, before every run).
 Status CaseRun::GenerateSet(int set, uint64_t seed) {
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
     const TensorJob& tj = c_.tensors[t];
