@@ -254,26 +254,28 @@ WS_HD inline double ws_log(double x) {
   return ws_dadd(ws_dmul(static_cast<double>(e), 0.6931471805599453), ln_m);
 }
 
-// cos(2 pi u) for u in [0, 1): quadrant from u, then Taylor series on [0, pi/2].
+// cos(2 pi u) for u in [0, 1): quadrant q and fraction f from u; odd quadrants use
+// sin(f pi/2) = cos((1 - f) pi/2) (1 - f is exact), so one Taylor series on [0, pi/2] serves all,
+// by Horner on x^2 with 1/n! as constants: no division, as input generation runs before every
+// timed run.
 WS_HD inline double ws_cos_2pi(double u) {
   double t = ws_dmul(u, 4.0);  // exact
   int q = static_cast<int>(t);
-  double x = ws_dmul(ws_dadd(t, -static_cast<double>(q)), 1.5707963267948966);
+  double f = ws_dadd(t, -static_cast<double>(q));
+  if (q & 1) f = ws_dadd(1.0, -f);
+  double x = ws_dmul(f, 1.5707963267948966);
   double x2 = ws_dmul(x, x);
-  // cos to x^20, sin to x^21: truncation below 2e-17 on [0, pi/2].
-  double c = 1.0;
-  double s = 1.0;
-  for (int k = 10; k >= 1; --k) {
-    c = ws_dadd(1.0, -ws_ddiv(ws_dmul(c, x2), static_cast<double>((2 * k - 1) * (2 * k))));
-    s = ws_dadd(1.0, -ws_ddiv(ws_dmul(s, x2), static_cast<double>((2 * k) * (2 * k + 1))));
-  }
-  s = ws_dmul(s, x);
-  switch (q & 3) {
-    case 0: return c;
-    case 1: return -s;
-    case 2: return -c;
-    default: return s;
-  }
+  // To x^20: truncation below 2e-17 on [0, pi/2]. n! is exact in a double up to 22!, so each
+  // constant is 1/n! correctly rounded.
+  const double coef[10] = {
+      1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0, 1.0 / 20922789888000.0,
+      -1.0 / 87178291200.0,        1.0 / 479001600.0,         -1.0 / 3628800.0,
+      1.0 / 40320.0,               -1.0 / 720.0,              1.0 / 24.0,
+      -1.0 / 2.0};
+  double c = coef[0];
+  for (int k = 1; k < 10; ++k) c = ws_dadd(ws_dmul(c, x2), coef[k]);
+  c = ws_dadd(ws_dmul(c, x2), 1.0);
+  return (q == 1 || q == 2) ? -c : c;
 }
 
 /// N(0, 1) by Box-Muller from two draws.
@@ -445,10 +447,16 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
   const bool at_pos = lane.lane == pos;
   const unsigned long long e2 = ws_draw(seed, tensor_index, i, 2);  // per-element choices
   const unsigned int neg = static_cast<unsigned int>(e2 & 1u) << 31;
-  const double normal = ws_dadd(static_cast<double>(mean),
-                                ws_dmul(static_cast<double>(stddev),
-                                        ws_normal(ws_draw(seed, tensor_index, i, 0),
-                                                  ws_draw(seed, tensor_index, i, 1))));
+  // Zeros, powers of two and the E4M3 boundary draw no normal value: a whole block (a warp of
+  // the generation kernel) skips its cost.
+  const bool draws_normal =
+      kind != kWsMxZeros && kind != kWsMxPowersOfTwo && kind != kWsMxE4M3Boundary;
+  const double normal =
+      draws_normal ? ws_dadd(static_cast<double>(mean),
+                             ws_dmul(static_cast<double>(stddev),
+                                     ws_normal(ws_draw(seed, tensor_index, i, 0),
+                                               ws_draw(seed, tensor_index, i, 1))))
+                   : 0.0;
   switch (kind) {
     case kWsMxScaledNormal: {
       int e = static_cast<int>(p % 61u) - 30;
@@ -540,8 +548,18 @@ WS_HD inline double ws_exp(double x) {
   double k = ws_rint(ws_dmul(x, 1.4426950408889634));
   double r = ws_dadd(ws_dadd(x, -ws_dmul(k, 6.93147180369123816490e-01)),
                      -ws_dmul(k, 1.90821492927058770002e-10));
-  double p = 1.0;
-  for (int n = 20; n >= 1; --n) p = ws_dadd(1.0, ws_ddiv(ws_dmul(p, r), static_cast<double>(n)));
+  // Horner with 1/n! as constants (n! exact in a double up to 22!).
+  const double inv_fact[20] = {
+      1.0 / 2432902008176640000.0, 1.0 / 121645100408832000.0, 1.0 / 6402373705728000.0,
+      1.0 / 355687428096000.0,     1.0 / 20922789888000.0,     1.0 / 1307674368000.0,
+      1.0 / 87178291200.0,         1.0 / 6227020800.0,         1.0 / 479001600.0,
+      1.0 / 39916800.0,            1.0 / 3628800.0,            1.0 / 362880.0,
+      1.0 / 40320.0,               1.0 / 5040.0,               1.0 / 720.0,
+      1.0 / 120.0,                 1.0 / 24.0,                 1.0 / 6.0,
+      1.0 / 2.0,                   1.0};
+  double p = inv_fact[0];
+  for (int n = 1; n < 20; ++n) p = ws_dadd(ws_dmul(p, r), inv_fact[n]);
+  p = ws_dadd(ws_dmul(p, r), 1.0);
   int ki = static_cast<int>(k);
   // 2^k in two steps keeps each factor normal for k down to -1010.
   int k1 = ki / 2;
