@@ -5,10 +5,10 @@
 // This header is self-contained on purpose: the runner hands its text to NVRTC with no include
 // path, and host code (tests) includes it as plain C++. Nothing here may include another file.
 //
-// Bit-exactness between host and device: every floating-point step goes through the ws_d* helpers,
-// which use the explicitly rounded intrinsics on the device (never contracted into FMAs) and plain
-// IEEE double arithmetic on the host (ISO C++ mode does not contract across these calls). Division
-// and square root are correctly rounded on both sides.
+// Bit-exactness between host and device: every floating-point step goes through the ws_d* and ws_f*
+// helpers, which use the explicitly rounded intrinsics on the device (never contracted into FMAs)
+// and plain IEEE double or float arithmetic on the host (ISO C++ mode does not contract across
+// these calls). Division and square root are correctly rounded on both sides.
 //
 // Dtype codes follow ws::DType's order; dist codes are kWsDist*.
 //
@@ -173,6 +173,38 @@ WS_HD inline float ws_d2f(double d) {
 #endif
 }
 
+WS_HD inline float ws_fadd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+WS_HD inline float ws_fmul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+WS_HD inline float ws_fdiv(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+WS_HD inline float ws_fsqrt(float a) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(a);
+#else
+  return __builtin_sqrtf(a);
+#endif
+}
+
 // 2^e as a double, for e in [-1022, 1023].
 WS_HD inline double ws_pow2(int e) {
   return ws_f64_from_bits(static_cast<unsigned long long>(e + 1023) << 52);
@@ -215,7 +247,8 @@ WS_HD inline unsigned long long ws_draw(unsigned long long seed, int tensor_inde
                           0x9E3779B97F4A7C15ull +
                       static_cast<unsigned long long>(stream) * 0xE7037ED1A0B428DBull +
                       0xA0761D6478BD642Full));
-  return ws_mix64(ws_mix64(key ^ (i * 0xD6E8FEB86659FD93ull)) ^ 0x8EBC6AF09C88C6E3ull);
+  // One finalizer per element: the key is already a full-avalanche function of its inputs.
+  return ws_mix64(key ^ (i * 0xD6E8FEB86659FD93ull));
 }
 
 /// 64 random bits for element i of tensor `tensor_index` under `seed`.
@@ -254,35 +287,59 @@ WS_HD inline double ws_log(double x) {
   return ws_dadd(ws_dmul(static_cast<double>(e), 0.6931471805599453), ln_m);
 }
 
-// cos(2 pi u) for u in [0, 1): quadrant q and fraction f from u; odd quadrants use
-// sin(f pi/2) = cos((1 - f) pi/2) (1 - f is exact), so one Taylor series on [0, pi/2] serves all,
-// by Horner on x^2 with 1/n! as constants: no division, as input generation runs before every
-// timed run.
-WS_HD inline double ws_cos_2pi(double u) {
-  double t = ws_dmul(u, 4.0);  // exact
+// The normal draw is in float: input generation runs before every timed run (fresh inputs), and
+// float arithmetic runs at full rate on every GPU. Each step is a correctly rounded float
+// operation on both sides, so the host still replays it bit for bit.
+
+// ln(x) for finite float x > 0, to about 2 float ulps: x = m * 2^e with m in [sqrt(1/2), sqrt(2)),
+// ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.1716, as an odd series to s^9.
+WS_HD inline float ws_logf(float x) {
+  unsigned int b = ws_f32_bits(x);
+  int e = static_cast<int>((b >> 23) & 0xFFu) - 127;
+  float m = ws_f32_from_bits((b & 0x007FFFFFu) | 0x3F800000u);
+  if (m > 1.41421356f) {
+    m = ws_fmul(m, 0.5f);
+    e += 1;
+  }
+  float s = ws_fdiv(ws_fadd(m, -1.0f), ws_fadd(m, 1.0f));
+  float s2 = ws_fmul(s, s);
+  float p = 1.0f / 9.0f;
+  p = ws_fadd(ws_fmul(p, s2), 1.0f / 7.0f);
+  p = ws_fadd(ws_fmul(p, s2), 1.0f / 5.0f);
+  p = ws_fadd(ws_fmul(p, s2), 1.0f / 3.0f);
+  p = ws_fadd(ws_fmul(p, s2), 1.0f);
+  return ws_fadd(ws_fmul(static_cast<float>(e), 0.693147181f), ws_fmul(ws_fmul(2.0f, s), p));
+}
+
+// cos(2 pi u) for u in [0, 1) on a 2^-24 grid: quadrant q and fraction f from u; odd quadrants
+// use sin(f pi/2) = cos((1 - f) pi/2) (1 - f is exact), so one Taylor series on [0, pi/2], to
+// x^14 (truncation below 1e-10), by Horner on x^2, serves all four.
+WS_HD inline float ws_cos_2pif(float u) {
+  float t = ws_fmul(u, 4.0f);  // exact
   int q = static_cast<int>(t);
-  double f = ws_dadd(t, -static_cast<double>(q));
-  if (q & 1) f = ws_dadd(1.0, -f);
-  double x = ws_dmul(f, 1.5707963267948966);
-  double x2 = ws_dmul(x, x);
-  // To x^20: truncation below 2e-17 on [0, pi/2]. n! is exact in a double up to 22!, so each
-  // constant is 1/n! correctly rounded.
-  const double coef[10] = {
-      1.0 / 2432902008176640000.0, -1.0 / 6402373705728000.0, 1.0 / 20922789888000.0,
-      -1.0 / 87178291200.0,        1.0 / 479001600.0,         -1.0 / 3628800.0,
-      1.0 / 40320.0,               -1.0 / 720.0,              1.0 / 24.0,
-      -1.0 / 2.0};
-  double c = coef[0];
-  for (int k = 1; k < 10; ++k) c = ws_dadd(ws_dmul(c, x2), coef[k]);
-  c = ws_dadd(ws_dmul(c, x2), 1.0);
+  float f = ws_fadd(t, -static_cast<float>(q));
+  if (q & 1) f = ws_fadd(1.0f, -f);
+  float x = ws_fmul(f, 1.57079633f);
+  float x2 = ws_fmul(x, x);
+  float c = -1.0f / 87178291200.0f;
+  c = ws_fadd(ws_fmul(c, x2), 1.0f / 479001600.0f);
+  c = ws_fadd(ws_fmul(c, x2), -1.0f / 3628800.0f);
+  c = ws_fadd(ws_fmul(c, x2), 1.0f / 40320.0f);
+  c = ws_fadd(ws_fmul(c, x2), -1.0f / 720.0f);
+  c = ws_fadd(ws_fmul(c, x2), 1.0f / 24.0f);
+  c = ws_fadd(ws_fmul(c, x2), -0.5f);
+  c = ws_fadd(ws_fmul(c, x2), 1.0f);
   return (q == 1 || q == 2) ? -c : c;
 }
 
-/// N(0, 1) by Box-Muller from two draws.
-WS_HD inline double ws_normal(unsigned long long bits1, unsigned long long bits2) {
-  double u1 = ws_dmul(static_cast<double>((bits1 >> 11) + 1), 1.0 / 9007199254740992.0);  // (0,1]
-  double r = ws_dsqrt(ws_dmul(-2.0, ws_log(u1)));
-  return ws_dmul(r, ws_cos_2pi(ws_uniform01(bits2)));
+/// N(0, 1) by Box-Muller from one 64-bit draw: u1 in (0, 1] from the high 32 bits (tails to
+/// 6.7 sigma), u2 from 24 of the low bits.
+WS_HD inline double ws_normal(unsigned long long bits) {
+  const unsigned int hi = static_cast<unsigned int>(bits >> 32) | 1u;
+  float u1 = ws_fmul(static_cast<float>(hi), 1.0f / 4294967296.0f);  // hi rounds to 24 bits
+  float r = ws_fsqrt(ws_fmul(-2.0f, ws_logf(u1)));
+  float u2 = ws_fmul(static_cast<float>(static_cast<unsigned int>(bits) >> 8), 1.0f / 16777216.0f);
+  return static_cast<double>(ws_fmul(r, ws_cos_2pif(u2)));
 }
 
 // ---- Conversions to raw bits --------------------------------------------------------------------
@@ -454,8 +511,7 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
   const double normal =
       draws_normal ? ws_dadd(static_cast<double>(mean),
                              ws_dmul(static_cast<double>(stddev),
-                                     ws_normal(ws_draw(seed, tensor_index, i, 0),
-                                               ws_draw(seed, tensor_index, i, 1))))
+                                     ws_normal(ws_draw(seed, tensor_index, i, 0))))
                    : 0.0;
   switch (kind) {
     case kWsMxScaledNormal: {
@@ -516,7 +572,7 @@ WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, f
     double lo = static_cast<double>(p0);
     v = ws_d2f(ws_dadd(lo, ws_dmul(ws_dadd(static_cast<double>(p1), -lo), u)));
   } else {
-    double z = ws_normal(ws_draw(seed, tensor_index, i, 0), ws_draw(seed, tensor_index, i, 1));
+    double z = ws_normal(ws_draw(seed, tensor_index, i, 0));
     v = ws_d2f(ws_dadd(static_cast<double>(p0), ws_dmul(static_cast<double>(p1), z)));
   }
   return ws_to_dtype_bits(v, dtype);
@@ -689,7 +745,7 @@ WS_HD inline long long ws_group_end(unsigned long long seed, int tensor_index, l
 /// Element i of a normal_outliers tensor, as a float.
 WS_HD inline float ws_normal_outliers_value(const WsInitParams& p, unsigned long long seed,
                                             int tensor_index, unsigned long long i, int dtype) {
-  const double z = ws_normal(ws_draw(seed, tensor_index, i, 0), ws_draw(seed, tensor_index, i, 1));
+  const double z = ws_normal(ws_draw(seed, tensor_index, i, 0));
   double v = ws_dadd(static_cast<double>(p.p0), ws_dmul(static_cast<double>(p.p1), z));
   if (ws_uniform01(ws_draw(seed, tensor_index, i, 2)) < static_cast<double>(p.p2)) {
     v = ws_dmul(v, static_cast<double>(p.p3));
