@@ -68,8 +68,8 @@ TEST(LintTest, LooseTolerances) {
   t.rtol = 1.0 / 64;
   t.atol = 1e30;  // swamps every value
   p.tolerance["y"] = t;
-  EXPECT_TRUE(
-      HasFinding(LintProblem(p), "tolerance.y: atol 1e+30 is over 0.01 of the output's rms"));
+  EXPECT_TRUE(HasFinding(LintProblem(p),
+                         "tolerance.y: atol 1e+30 is over 0.01 of the output's median |value|"));
 
   t = Tolerance{};
   t.kind = ToleranceKind::kGemm;
