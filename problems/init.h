@@ -463,17 +463,29 @@ struct WsMxLane {
 WS_HD inline WsMxLane ws_mx_lane(unsigned long long i, long long tile_cols) {
   if (tile_cols <= 0) return {i >> 5, static_cast<unsigned int>(i & 31u)};
   const unsigned long long cols = static_cast<unsigned long long>(tile_cols);
-  const unsigned long long row = i / cols, col = i % cols;
+  unsigned long long row, col;
+  if (i <= 0xFFFFFFFFull && cols <= 0xFFFFFFFFull) {  // 32-bit division: a fraction of 64-bit's
+    const unsigned int i32 = static_cast<unsigned int>(i), c32 = static_cast<unsigned int>(cols);
+    row = i32 / c32;
+    col = i32 - static_cast<unsigned int>(row) * c32;
+  } else {
+    row = i / cols;
+    col = i % cols;
+  }
   const unsigned long long tiles_per_row = (cols + 31) / 32;
   return {(row >> 5) * tiles_per_row + (col >> 5),
           static_cast<unsigned int>(((row & 31u) + (col & 31u)) & 31u)};
 }
 
-/// The mx_blocks kind of the block (see ws_mx_lane) holding element i.
-WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i,
-                                  long long tile_cols = 0) {
-  unsigned int roll = static_cast<unsigned int>(
-      (ws_draw(seed, tensor_index, ws_mx_lane(i, tile_cols).block, kWsStreamBlock) >> 32) % 100u);
+/// The one draw of the block holding element i (see ws_mx_lane): its high 32 bits choose the
+/// kind, its low 32 bits the block's parameters (ws_mx_blocks_value).
+WS_HD inline unsigned long long ws_mx_block_draw(unsigned long long seed, int tensor_index,
+                                                 unsigned long long i, long long tile_cols) {
+  return ws_draw(seed, tensor_index, ws_mx_lane(i, tile_cols).block, kWsStreamBlock);
+}
+
+WS_HD inline int ws_mx_kind_of_draw(unsigned long long block_draw) {
+  const unsigned int roll = static_cast<unsigned int>(block_draw >> 32) % 100u;
   if (roll < 58) return kWsMxScaledNormal;
   if (roll < 66) return kWsMxExtreme;
   if (roll < 72) return kWsMxZeros;
@@ -483,6 +495,12 @@ WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, uns
   if (roll < 96) return kWsMxNaN;
   if (roll < 98) return kWsMxBf16Max;
   return kWsMxPlainNormal;
+}
+
+/// The mx_blocks kind of the block (see ws_mx_lane) holding element i.
+WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i,
+                                  long long tile_cols = 0) {
+  return ws_mx_kind_of_draw(ws_mx_block_draw(seed, tensor_index, i, tile_cols));
 }
 
 WS_HD inline float ws_clamp_finite(double v, int dtype) {
@@ -496,13 +514,18 @@ WS_HD inline float ws_clamp_finite(double v, int dtype) {
 WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long long seed,
                                       int tensor_index, unsigned long long i, int dtype,
                                       long long tile_cols = 0) {
+  // Two draws per element, the cost of generation (it is issue-bound on the hashing): one for
+  // the block, one for the element. The block's high 32 bits pick its kind; of its low 32, bits
+  // 0-4 its special lane and bits 5-31 its other parameters. The element's draw feeds the normal
+  // (bits 8-63, ws_normal) and its own choices: the sign (bit 0) and bits 1-3 where a normal is
+  // drawn too, any bits in the kinds without one (zeros, powers of two, the E4M3 boundary).
   const WsMxLane lane = ws_mx_lane(i, tile_cols);
-  const int kind = ws_mx_block_kind(seed, tensor_index, i, tile_cols);
-  const unsigned long long hb = ws_draw(seed, tensor_index, lane.block, kWsStreamBlock + 1);
+  const unsigned long long hb = ws_draw(seed, tensor_index, lane.block, kWsStreamBlock);
+  const int kind = ws_mx_kind_of_draw(hb);
   const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special lane
-  const unsigned long long p = hb >> 5;                           // more block parameters
+  const unsigned int p = static_cast<unsigned int>(hb) >> 5;     // 27 bits of block parameters
   const bool at_pos = lane.lane == pos;
-  const unsigned long long e2 = ws_draw(seed, tensor_index, i, 2);  // per-element choices
+  const unsigned long long e2 = ws_draw(seed, tensor_index, i, 0);
   const unsigned int neg = static_cast<unsigned int>(e2 & 1u) << 31;
   // Zeros, powers of two and the E4M3 boundary draw no normal value: a whole block (a warp of
   // the generation kernel) skips its cost.
@@ -510,8 +533,7 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
       kind != kWsMxZeros && kind != kWsMxPowersOfTwo && kind != kWsMxE4M3Boundary;
   const double normal =
       draws_normal ? ws_dadd(static_cast<double>(mean),
-                             ws_dmul(static_cast<double>(stddev),
-                                     ws_normal(ws_draw(seed, tensor_index, i, 0))))
+                             ws_dmul(static_cast<double>(stddev), ws_normal(e2)))
                    : 0.0;
   switch (kind) {
     case kWsMxScaledNormal: {
@@ -526,7 +548,7 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
     case kWsMxZeros:
       return ws_f32_from_bits(neg);
     case kWsMxPowersOfTwo: {
-      int e = static_cast<int>((e2 >> 1) % 61u) - 30;
+      int e = static_cast<int>(static_cast<unsigned int>(e2 >> 1) % 61u) - 30;
       return ws_f32_from_bits(neg | ws_f32_bits(ws_d2f(ws_pow2(e))));
     }
     case kWsMxE4M3Boundary: {
