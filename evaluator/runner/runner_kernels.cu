@@ -3,21 +3,54 @@
 // evaluator/runner/digest.h, then this file (all embedded at build time) and compiles it once at
 // start for the device's architecture.
 
+// One thread per pair of elements (ws_init_pair_p shares their normal's radius and block draw).
 extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype,
                                        WsInitParams init, unsigned long long seed,
                                        int tensor_index) {
   const int size = ws_dtype_size(dtype);
+  const long long pairs = (numel + 1) / 2;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
-       i += stride) {
-    unsigned long long bits = ws_init_element_p(dtype, init, seed, tensor_index,
-                                                static_cast<unsigned long long>(i));
-    // Allocations are 256-byte aligned and elements are naturally aligned within them.
+  for (long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < pairs;
+       j += stride) {
+    const long long i = 2 * j;
+    unsigned long long bits[2];
+    const bool both = i + 1 < numel;
+    if (both) {
+      ws_init_pair_p(dtype, init, seed, tensor_index, static_cast<unsigned long long>(i), bits);
+    } else {
+      bits[0] = ws_init_element_p(dtype, init, seed, tensor_index,
+                                  static_cast<unsigned long long>(i));
+    }
+    // Allocations are 256-byte aligned, so a pair of elements is aligned to twice their size.
     switch (size) {
-      case 1: out[i] = static_cast<unsigned char>(bits); break;
-      case 2: reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits); break;
-      case 4: reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits); break;
-      default: reinterpret_cast<unsigned long long*>(out)[i] = bits; break;
+      case 1:
+        if (both) {
+          reinterpret_cast<unsigned short*>(out)[j] =
+              static_cast<unsigned short>((bits[0] & 0xFFu) | ((bits[1] & 0xFFu) << 8));
+        } else {
+          out[i] = static_cast<unsigned char>(bits[0]);
+        }
+        break;
+      case 2:
+        if (both) {
+          reinterpret_cast<unsigned int*>(out)[j] =
+              static_cast<unsigned int>((bits[0] & 0xFFFFu) | ((bits[1] & 0xFFFFu) << 16));
+        } else {
+          reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits[0]);
+        }
+        break;
+      case 4:
+        if (both) {
+          reinterpret_cast<unsigned long long*>(out)[j] =
+              (bits[0] & 0xFFFFFFFFull) | ((bits[1] & 0xFFFFFFFFull) << 32);
+        } else {
+          reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits[0]);
+        }
+        break;
+      default:
+        reinterpret_cast<unsigned long long*>(out)[i] = bits[0];
+        if (both) reinterpret_cast<unsigned long long*>(out)[i + 1] = bits[1];
+        break;
     }
   }
 }
