@@ -134,20 +134,20 @@ Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& sym
     }
     for (auto& th : pool) th.join();
   };
-  // By pairs, as the device generates them (ws_init_pair_p shares a pair's normal and block).
-  const auto one = [&](int64_t i) {
-    put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
-  };
-  parallel(numel, 1 << 16, [&](int64_t i0, int64_t i1) {
-    int64_t i = i0;
-    if (i < i1 && i % 2 != 0) one(i++);
-    for (; i + 1 < i1; i += 2) {
-      unsigned long long pair[2];
-      ws_init_pair_p(dtype, p, seed, ti, static_cast<unsigned long long>(i), pair);
-      put(i, pair[0]);
-      put(i + 1, pair[1]);
+  // By pairs (elements i and i + 32, ws_init_pair_p), as the device generates them: the cores
+  // split the 64-element groups.
+  parallel((numel + 63) / 64, 1 << 10, [&](int64_t g0, int64_t g1) {
+    for (int64_t i = g0 * 64; i < std::min(g1 * 64, numel); ++i) {
+      if (ws_pair_half(static_cast<unsigned long long>(i)) != 0)
+        continue;  // written with its pair
+      if (i + 32 < numel) {
+        const WsPairBits b = ws_init_pair_p(dtype, p, seed, ti, static_cast<unsigned long long>(i));
+        put(i, b.first);
+        put(i + 32, b.second);
+      } else {
+        put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
+      }
     }
-    if (i < i1) one(i);
   });
   return out;
 }

@@ -332,9 +332,19 @@ WS_HD inline float ws_cos_2pif(float u) {
   return (q == 1 || q == 2) ? -c : c;
 }
 
-/// What Box-Muller shares between elements 2j and 2j + 1 of a normal stream: the radius from the
-/// pair's draw (element 2j's stream-0 draw: u1 in (0, 1] from the high 32 bits, tails to 6.7
-/// sigma) and the angle's 24-bit grid index (bits 8-31).
+// Normal values come in pairs: elements i and i + 32 (i with bit 5 clear), so a warp of the
+// generation kernel, a thread per pair, covers two whole 32-element blocks, one per half of each
+// pair, and stays on one mx_blocks kind in each.
+enum : unsigned long long { kWsPairBit = 32 };
+
+/// The pair partner's role: 1 for the element with bit 5 set.
+WS_HD inline unsigned int ws_pair_half(unsigned long long i) {
+  return static_cast<unsigned int>((i / kWsPairBit) & 1u);
+}
+
+/// What Box-Muller shares between the two elements of a pair: the radius from the pair's draw
+/// (the first element's stream-0 draw: u1 in (0, 1] from the high 32 bits, tails to 6.7 sigma)
+/// and the angle's 24-bit grid index (bits 8-31).
 struct WsNormalPair {
   float r;
   unsigned int k;
@@ -346,18 +356,18 @@ WS_HD inline WsNormalPair ws_normal_pair(unsigned long long bits) {
   return {ws_fsqrt(ws_fmul(-2.0f, ws_logf(u1))), static_cast<unsigned int>(bits) >> 8};
 }
 
-/// N(0, 1): the pair's even element r cos(2 pi u), the odd one r sin(2 pi u) = r cos(2 pi (u +
-/// 3/4)), the angle shifted on the grid (exact), so the two are independent normals.
-WS_HD inline double ws_normal_of_pair(const WsNormalPair& p, unsigned int odd) {
-  const unsigned int k = odd ? (p.k + 0xC00000u) & 0xFFFFFFu : p.k;
+/// N(0, 1): the pair's first element r cos(2 pi u), the second (`half` 1) r sin(2 pi u) =
+/// r cos(2 pi (u + 3/4)), the angle shifted on the grid (exact): two independent normals.
+WS_HD inline double ws_normal_of_pair(const WsNormalPair& p, unsigned int half) {
+  const unsigned int k = half ? (p.k + 0xC00000u) & 0xFFFFFFu : p.k;
   const float u = ws_fmul(static_cast<float>(k), 1.0f / 16777216.0f);  // exact
   return static_cast<double>(ws_fmul(p.r, ws_cos_2pif(u)));
 }
 
 /// N(0, 1) for element i of tensor `tensor_index`, from its pair's draw.
 WS_HD inline double ws_normal_at(unsigned long long seed, int tensor_index, unsigned long long i) {
-  return ws_normal_of_pair(ws_normal_pair(ws_draw(seed, tensor_index, i & ~1ull, 0)),
-                           static_cast<unsigned int>(i & 1u));
+  return ws_normal_of_pair(ws_normal_pair(ws_draw(seed, tensor_index, i & ~kWsPairBit, 0)),
+                           ws_pair_half(i));
 }
 
 // ---- Conversions to raw bits --------------------------------------------------------------------
@@ -549,18 +559,18 @@ WS_HD inline bool ws_mx_kind_draws_normal(int kind) {
   return kind != kWsMxZeros && kind != kWsMxPowersOfTwo && kind != kWsMxE4M3Boundary;
 }
 
-/// An mx_blocks element from its draws (ws_mx_draws) and, where its kind draws a normal, its
-/// pair's WsNormalPair (`odd`: i is the pair's odd element).
+/// An mx_blocks element from its draws (ws_mx_draws), its block's kind (ws_mx_kind_of_draw of
+/// the block draw) and, where the kind draws a normal, its pair's WsNormalPair (`half`:
+/// ws_pair_half of the element).
 ///
 /// Two draws per element, the cost of generation (it is issue-bound on the hashing): the block's
 /// high 32 bits pick its kind; of its low 32, bits 0-4 its special lane and bits 5-31 its other
 /// parameters. The element's own draw gives its choices: the sign (bit 0) and bits 1-3 in the
 /// kinds with a normal value (the normal, from the pair's draw, uses bits 8-63: independent of
 /// them), any bits in the others.
-WS_HD inline float ws_mx_blocks_value_of(float mean, float stddev, const WsMxDraws& d,
-                                         const WsNormalPair& np, unsigned int odd, int dtype) {
+WS_HD inline float ws_mx_blocks_value_of(float mean, float stddev, const WsMxDraws& d, int kind,
+                                         const WsNormalPair& np, unsigned int half, int dtype) {
   const unsigned long long hb = d.block, e2 = d.elem;
-  const int kind = ws_mx_kind_of_draw(hb);
   const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special lane
   const unsigned int p = static_cast<unsigned int>(hb) >> 5;     // 27 bits of block parameters
   const bool at_pos = d.lane == pos;
@@ -568,7 +578,7 @@ WS_HD inline float ws_mx_blocks_value_of(float mean, float stddev, const WsMxDra
   const double normal =
       ws_mx_kind_draws_normal(kind)
           ? ws_dadd(static_cast<double>(mean),
-                    ws_dmul(static_cast<double>(stddev), ws_normal_of_pair(np, odd)))
+                    ws_dmul(static_cast<double>(stddev), ws_normal_of_pair(np, half)))
           : 0.0;
   switch (kind) {
     case kWsMxScaledNormal: {
@@ -621,11 +631,13 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
                                       int tensor_index, unsigned long long i, int dtype,
                                       long long tile_cols = 0) {
   const WsMxDraws d = ws_mx_draws(seed, tensor_index, i, tile_cols);
+  const int kind = ws_mx_kind_of_draw(d.block);
+  const unsigned int half = ws_pair_half(i);
   WsNormalPair np{0.0f, 0u};
-  if (ws_mx_kind_draws_normal(ws_mx_kind_of_draw(d.block))) {
-    np = ws_normal_pair((i & 1u) ? ws_draw(seed, tensor_index, i - 1, 0) : d.elem);
+  if (ws_mx_kind_draws_normal(kind)) {
+    np = ws_normal_pair(half ? ws_draw(seed, tensor_index, i - kWsPairBit, 0) : d.elem);
   }
-  return ws_mx_blocks_value_of(mean, stddev, d, np, static_cast<unsigned int>(i & 1u), dtype);
+  return ws_mx_blocks_value_of(mean, stddev, d, kind, np, half, dtype);
 }
 
 /// Element i of tensor `tensor_index` as raw bits of `dtype` (the low ws_dtype_size bytes).
@@ -856,41 +868,42 @@ WS_HD inline unsigned long long ws_init_element_p(int dtype, const WsInitParams&
   return ws_init_element(dtype, p.dist, p.p0, p.p1, seed, tensor_index, i);
 }
 
-/// Elements i and i + 1 (i even) as ws_init_element_p gives them, sharing what neighbours share:
-/// the normal pair's radius and, within one block, the mx_blocks block draw. The generation
-/// kernel's unit of work; init_test holds it to ws_init_element_p.
-WS_HD inline void ws_init_pair_p(int dtype, const WsInitParams& p, unsigned long long seed,
-                                 int tensor_index, unsigned long long i,
-                                 unsigned long long out[2]) {
+/// Raw bits of the two elements of a pair.
+struct WsPairBits {
+  unsigned long long first, second;
+};
+
+/// Elements i and i + 32 (i with bit 5 clear: a pair) as ws_init_element_p gives them, sharing
+/// the normal's radius: the generation kernel's unit of work. init_test holds it to
+/// ws_init_element_p.
+WS_HD inline WsPairBits ws_init_pair_p(int dtype, const WsInitParams& p, unsigned long long seed,
+                                       int tensor_index, unsigned long long i) {
+  const unsigned long long i2 = i + kWsPairBit;
   if (p.dist == kWsDistMxBlocks) {
     const long long tile_cols = p.n0 > 0 ? p.n0 : 0;
-    const WsMxLane l0 = ws_mx_lane(i, tile_cols), l1 = ws_mx_lane(i + 1, tile_cols);
-    const unsigned long long b0 = ws_draw(seed, tensor_index, l0.block, kWsStreamBlock);
-    const WsMxDraws d0 = {b0, l0.lane, ws_draw(seed, tensor_index, i, 0)};
-    const WsMxDraws d1 = {
-        l1.block == l0.block ? b0 : ws_draw(seed, tensor_index, l1.block, kWsStreamBlock),
-        l1.lane, ws_draw(seed, tensor_index, i + 1, 0)};
+    const WsMxDraws d0 = ws_mx_draws(seed, tensor_index, i, tile_cols);
+    const WsMxDraws d1 = ws_mx_draws(seed, tensor_index, i2, tile_cols);
+    const int k0 = ws_mx_kind_of_draw(d0.block), k1 = ws_mx_kind_of_draw(d1.block);
     WsNormalPair np{0.0f, 0u};
-    if (ws_mx_kind_draws_normal(ws_mx_kind_of_draw(d0.block)) ||
-        ws_mx_kind_draws_normal(ws_mx_kind_of_draw(d1.block))) {
-      np = ws_normal_pair(d0.elem);
-    }
-    out[0] = ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d0, np, 0, dtype), dtype);
-    out[1] = ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d1, np, 1, dtype), dtype);
-  } else if (p.dist == kWsDistNormal || p.dist == kWsDistNormalOutliers) {
-    const WsNormalPair np = ws_normal_pair(ws_draw(seed, tensor_index, i, 0));
-    for (unsigned int k = 0; k < 2; ++k) {
-      const double z = ws_normal_of_pair(np, k);
-      out[k] = p.dist == kWsDistNormal
-                   ? ws_to_dtype_bits(ws_normal_value(p.p0, p.p1, z), dtype)
-                   : ws_to_dtype_bits(ws_normal_outliers_of(
-                                          p, z, ws_draw(seed, tensor_index, i + k, 2), dtype),
-                                      dtype);
-    }
-  } else {
-    out[0] = ws_init_element_p(dtype, p, seed, tensor_index, i);
-    out[1] = ws_init_element_p(dtype, p, seed, tensor_index, i + 1);
+    if (ws_mx_kind_draws_normal(k0) || ws_mx_kind_draws_normal(k1)) np = ws_normal_pair(d0.elem);
+    return {ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d0, k0, np, 0, dtype), dtype),
+            ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d1, k1, np, 1, dtype), dtype)};
   }
+  if (p.dist == kWsDistNormal) {
+    const WsNormalPair np = ws_normal_pair(ws_draw(seed, tensor_index, i, 0));
+    return {ws_to_dtype_bits(ws_normal_value(p.p0, p.p1, ws_normal_of_pair(np, 0)), dtype),
+            ws_to_dtype_bits(ws_normal_value(p.p0, p.p1, ws_normal_of_pair(np, 1)), dtype)};
+  }
+  if (p.dist == kWsDistNormalOutliers) {
+    const WsNormalPair np = ws_normal_pair(ws_draw(seed, tensor_index, i, 0));
+    const float v0 = ws_normal_outliers_of(p, ws_normal_of_pair(np, 0),
+                                           ws_draw(seed, tensor_index, i, 2), dtype);
+    const float v1 = ws_normal_outliers_of(p, ws_normal_of_pair(np, 1),
+                                           ws_draw(seed, tensor_index, i2, 2), dtype);
+    return {ws_to_dtype_bits(v0, dtype), ws_to_dtype_bits(v1, dtype)};
+  }
+  return {ws_init_element_p(dtype, p, seed, tensor_index, i),
+          ws_init_element_p(dtype, p, seed, tensor_index, i2)};
 }
 
 // ---- Checksums ----------------------------------------------------------------------------------

@@ -3,55 +3,44 @@
 // evaluator/runner/digest.h, then this file (all embedded at build time) and compiles it once at
 // start for the device's architecture.
 
-// One thread per pair of elements (ws_init_pair_p shares their normal's radius and block draw).
+// A thread per pair (elements i and i + 32, ws_init_pair_p): lane t of a warp takes t and t + 32
+// of one 64-element group, so each of the warp's two stores covers 32 consecutive elements.
+template <typename T>
+__device__ void ws_generate_as(T* out, long long numel, int dtype, const WsInitParams& init,
+                               unsigned long long seed, int tensor_index) {
+  const long long lanes = static_cast<long long>(gridDim.x) * blockDim.x;  // a multiple of 32
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       t < (numel + 63) / 64 * 32; t += lanes) {
+    const long long i = t / 32 * 64 + t % 32;
+    if (i + 32 < numel) {
+      const WsPairBits b = ws_init_pair_p(dtype, init, seed, tensor_index,
+                                          static_cast<unsigned long long>(i));
+      out[i] = static_cast<T>(b.first);
+      out[i + 32] = static_cast<T>(b.second);
+    } else if (i < numel) {
+      out[i] = static_cast<T>(
+          ws_init_element_p(dtype, init, seed, tensor_index, static_cast<unsigned long long>(i)));
+    }
+  }
+}
+
 extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype,
                                        WsInitParams init, unsigned long long seed,
                                        int tensor_index) {
-  const int size = ws_dtype_size(dtype);
-  const long long pairs = (numel + 1) / 2;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long j = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < pairs;
-       j += stride) {
-    const long long i = 2 * j;
-    unsigned long long bits[2];
-    const bool both = i + 1 < numel;
-    if (both) {
-      ws_init_pair_p(dtype, init, seed, tensor_index, static_cast<unsigned long long>(i), bits);
-    } else {
-      bits[0] = ws_init_element_p(dtype, init, seed, tensor_index,
-                                  static_cast<unsigned long long>(i));
-    }
-    // Allocations are 256-byte aligned, so a pair of elements is aligned to twice their size.
-    switch (size) {
-      case 1:
-        if (both) {
-          reinterpret_cast<unsigned short*>(out)[j] =
-              static_cast<unsigned short>((bits[0] & 0xFFu) | ((bits[1] & 0xFFu) << 8));
-        } else {
-          out[i] = static_cast<unsigned char>(bits[0]);
-        }
-        break;
-      case 2:
-        if (both) {
-          reinterpret_cast<unsigned int*>(out)[j] =
-              static_cast<unsigned int>((bits[0] & 0xFFFFu) | ((bits[1] & 0xFFFFu) << 16));
-        } else {
-          reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits[0]);
-        }
-        break;
-      case 4:
-        if (both) {
-          reinterpret_cast<unsigned long long*>(out)[j] =
-              (bits[0] & 0xFFFFFFFFull) | ((bits[1] & 0xFFFFFFFFull) << 32);
-        } else {
-          reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits[0]);
-        }
-        break;
-      default:
-        reinterpret_cast<unsigned long long*>(out)[i] = bits[0];
-        if (both) reinterpret_cast<unsigned long long*>(out)[i + 1] = bits[1];
-        break;
-    }
+  // Allocations are 256-byte aligned and elements are naturally aligned within them.
+  switch (ws_dtype_size(dtype)) {
+    case 1: ws_generate_as(out, numel, dtype, init, seed, tensor_index); break;
+    case 2:
+      ws_generate_as(reinterpret_cast<unsigned short*>(out), numel, dtype, init, seed,
+                     tensor_index);
+      break;
+    case 4:
+      ws_generate_as(reinterpret_cast<unsigned int*>(out), numel, dtype, init, seed, tensor_index);
+      break;
+    default:
+      ws_generate_as(reinterpret_cast<unsigned long long*>(out), numel, dtype, init, seed,
+                     tensor_index);
+      break;
   }
 }
 
