@@ -26,9 +26,9 @@ __device__ void ws_generate_as(T* out, long long numel, int dtype, const WsInitP
 
 // Four 256-thread blocks per SM (64 registers): the pair path alone would take 74, and the
 // kernel is issue-bound, so the warps to hide latency matter more than a few spilled registers.
-extern "C" __global__ void __launch_bounds__(256, 4) ws_generate(unsigned char* out, long long numel, int dtype,
-                                       WsInitParams init, unsigned long long seed,
-                                       int tensor_index) {
+extern "C" __global__ void __launch_bounds__(256, 4)
+    ws_generate(unsigned char* out, long long numel, int dtype, WsInitParams init,
+                unsigned long long seed, int tensor_index) {
   // Allocations are 256-byte aligned and elements are naturally aligned within them.
   switch (ws_dtype_size(dtype)) {
     case 1: ws_generate_as(out, numel, dtype, init, seed, tensor_index); break;
