@@ -43,7 +43,6 @@ double MaxRtol(DType t) {
   }
 }
 
-// Root mean square of a float output's finite values; nullopt for other dtypes.
 // The median |value| of the finite nonzero elements: the output's typical magnitude, which a few
 // huge values (quantizer inputs reach 2^127) do not move, unlike the rms. nullopt for other dtypes
 // or when no element is finite and nonzero.
@@ -258,7 +257,7 @@ std::vector<std::string> LintProblem(const ProblemSpec& spec) {
   std::stable_sort(shapes.begin(), shapes.end(), [&](const Shape* a, const Shape* b) {
     return ShapeBytes(spec, *a) < ShapeBytes(spec, *b);
   });
-  std::optional<RunPair> small;
+  std::optional<RunPair> largest;  // the largest shape's runs, where the loop reached it
   std::map<std::string, std::string> bad;
   for (const Shape* s : shapes) {
     auto runs = RunTwice(spec, *s);
@@ -268,13 +267,14 @@ std::vector<std::string> LintProblem(const ProblemSpec& spec) {
       return f;
     }
     const std::map<std::string, std::string> here = Degenerate(spec, *runs);
-    if (!small) {
+    if (s == shapes.front()) {
       bad = here;
-      small = std::move(*runs);
     } else {
       std::erase_if(bad, [&](const auto& kv) { return !here.contains(kv.first); });
       for (auto& [name, why] : bad) why = here.at(name);  // as the larger shape shows it
     }
+    if (s == shapes.back())
+      largest = std::move(*runs);
     if (bad.empty())
       break;
   }
@@ -292,13 +292,19 @@ std::vector<std::string> LintProblem(const ProblemSpec& spec) {
   }
   if (!has_atol)
     return f;
-  auto large = RunTwice(spec, *shapes.back());
-  if (!large.ok())
-    return f;  // the loop above ran it already, or reported the failure at a smaller shape
+  if (!largest) {
+    auto runs = RunTwice(spec, *shapes.back());
+    if (!runs.ok()) {
+      f.push_back(fmt::format("the CPU reference fails at test shape {}: {}",
+                              ShapeText(spec, *shapes.back()), runs.status().message()));
+      return f;
+    }
+    largest = std::move(*runs);
+  }
   for (const auto& [name, tol] : spec.tolerance) {
-    if (tol.kind != ToleranceKind::kClose || tol.atol == 0 || !large->a.contains(name))
+    if (tol.kind != ToleranceKind::kClose || tol.atol == 0 || !largest->a.contains(name))
       continue;
-    const auto typical = TypicalMagnitude(large->a.at(name));
+    const auto typical = TypicalMagnitude(largest->a.at(name));
     if (typical && tol.atol > kMaxAtolOfTypical * *typical) {
       f.push_back(fmt::format(
           "tolerance.{}: atol {} is over {} of the output's median |value| {:.4g} at test shape {}",

@@ -477,13 +477,8 @@ WS_HD inline WsMxLane ws_mx_lane(unsigned long long i, long long tile_cols) {
           static_cast<unsigned int>(((row & 31u) + (col & 31u)) & 31u)};
 }
 
-/// The one draw of the block holding element i (see ws_mx_lane): its high 32 bits choose the
-/// kind, its low 32 bits the block's parameters (ws_mx_blocks_value).
-WS_HD inline unsigned long long ws_mx_block_draw(unsigned long long seed, int tensor_index,
-                                                 unsigned long long i, long long tile_cols) {
-  return ws_draw(seed, tensor_index, ws_mx_lane(i, tile_cols).block, kWsStreamBlock);
-}
-
+/// The kind a block's draw picks (its high 32 bits; the low 32 are its parameters, see
+/// ws_mx_blocks_value).
 WS_HD inline int ws_mx_kind_of_draw(unsigned long long block_draw) {
   const unsigned int roll = static_cast<unsigned int>(block_draw >> 32) % 100u;
   if (roll < 58) return kWsMxScaledNormal;
@@ -500,7 +495,8 @@ WS_HD inline int ws_mx_kind_of_draw(unsigned long long block_draw) {
 /// The mx_blocks kind of the block (see ws_mx_lane) holding element i.
 WS_HD inline int ws_mx_block_kind(unsigned long long seed, int tensor_index, unsigned long long i,
                                   long long tile_cols = 0) {
-  return ws_mx_kind_of_draw(ws_mx_block_draw(seed, tensor_index, i, tile_cols));
+  return ws_mx_kind_of_draw(
+      ws_draw(seed, tensor_index, ws_mx_lane(i, tile_cols).block, kWsStreamBlock));
 }
 
 WS_HD inline float ws_clamp_finite(double v, int dtype) {
