@@ -134,9 +134,19 @@ Result<HostTensor> GenerateInput(const ProblemSpec& spec, const SymbolTable& sym
     }
     for (auto& th : pool) th.join();
   };
-  parallel(numel, 1 << 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
+  // By pairs (elements i and i + 32, ws_init_pair_p), as the device generates them: the cores
+  // split the 64-element groups.
+  parallel((numel + 63) / 64, 1 << 10, [&](int64_t g0, int64_t g1) {
+    for (int64_t i = g0 * 64; i < std::min(g1 * 64, numel); ++i) {
+      if (ws_pair_half(static_cast<unsigned long long>(i)) != 0)
+        continue;  // written with its pair
+      if (i + 32 < numel) {
+        const WsPairBits b = ws_init_pair_p(dtype, p, seed, ti, static_cast<unsigned long long>(i));
+        put(i, b.first);
+        put(i + 32, b.second);
+      } else {
+        put(i, ws_init_element_p(dtype, p, seed, ti, static_cast<unsigned long long>(i)));
+      }
     }
   });
   return out;

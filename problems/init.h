@@ -332,14 +332,42 @@ WS_HD inline float ws_cos_2pif(float u) {
   return (q == 1 || q == 2) ? -c : c;
 }
 
-/// N(0, 1) by Box-Muller from one 64-bit draw: u1 in (0, 1] from the high 32 bits (tails to
-/// 6.7 sigma), u2 from 24 of the low bits.
-WS_HD inline double ws_normal(unsigned long long bits) {
+// Normal values come in pairs: elements i and i + 32 (i with bit 5 clear), so a warp of the
+// generation kernel, a thread per pair, covers two whole 32-element blocks, one per half of each
+// pair, and stays on one mx_blocks kind in each.
+enum : unsigned long long { kWsPairBit = 32 };
+
+/// The pair partner's role: 1 for the element with bit 5 set.
+WS_HD inline unsigned int ws_pair_half(unsigned long long i) {
+  return static_cast<unsigned int>((i / kWsPairBit) & 1u);
+}
+
+/// What Box-Muller shares between the two elements of a pair: the radius from the pair's draw
+/// (the first element's stream-0 draw: u1 in (0, 1] from the high 32 bits, tails to 6.7 sigma)
+/// and the angle's 24-bit grid index (bits 8-31).
+struct WsNormalPair {
+  float r;
+  unsigned int k;
+};
+
+WS_HD inline WsNormalPair ws_normal_pair(unsigned long long bits) {
   const unsigned int hi = static_cast<unsigned int>(bits >> 32) | 1u;
   float u1 = ws_fmul(static_cast<float>(hi), 1.0f / 4294967296.0f);  // hi rounds to 24 bits
-  float r = ws_fsqrt(ws_fmul(-2.0f, ws_logf(u1)));
-  float u2 = ws_fmul(static_cast<float>(static_cast<unsigned int>(bits) >> 8), 1.0f / 16777216.0f);
-  return static_cast<double>(ws_fmul(r, ws_cos_2pif(u2)));
+  return {ws_fsqrt(ws_fmul(-2.0f, ws_logf(u1))), static_cast<unsigned int>(bits) >> 8};
+}
+
+/// N(0, 1): the pair's first element r cos(2 pi u), the second (`half` 1) r sin(2 pi u) =
+/// r cos(2 pi (u + 3/4)), the angle shifted on the grid (exact): two independent normals.
+WS_HD inline double ws_normal_of_pair(const WsNormalPair& p, unsigned int half) {
+  const unsigned int k = half ? (p.k + 0xC00000u) & 0xFFFFFFu : p.k;
+  const float u = ws_fmul(static_cast<float>(k), 1.0f / 16777216.0f);  // exact
+  return static_cast<double>(ws_fmul(p.r, ws_cos_2pif(u)));
+}
+
+/// N(0, 1) for element i of tensor `tensor_index`, from its pair's draw.
+WS_HD inline double ws_normal_at(unsigned long long seed, int tensor_index, unsigned long long i) {
+  return ws_normal_of_pair(ws_normal_pair(ws_draw(seed, tensor_index, i & ~kWsPairBit, 0)),
+                           ws_pair_half(i));
 }
 
 // ---- Conversions to raw bits --------------------------------------------------------------------
@@ -506,31 +534,48 @@ WS_HD inline float ws_clamp_finite(double v, int dtype) {
   return ws_d2f(v);
 }
 
-/// Element i of an mx_blocks tensor, as a float (see the table at the top).
-WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long long seed,
-                                      int tensor_index, unsigned long long i, int dtype,
-                                      long long tile_cols = 0) {
-  // Two draws per element, the cost of generation (it is issue-bound on the hashing): one for
-  // the block, one for the element. The block's high 32 bits pick its kind; of its low 32, bits
-  // 0-4 its special lane and bits 5-31 its other parameters. The element's draw feeds the normal
-  // (bits 8-63, ws_normal) and its own choices: the sign (bit 0) and bits 1-3 where a normal is
-  // drawn too, any bits in the kinds without one (zeros, powers of two, the E4M3 boundary).
+/// What element i of an mx_blocks tensor draws: its block's draw, its lane in the block, and
+/// its own stream-0 draw.
+struct WsMxDraws {
+  unsigned long long block;
+  unsigned int lane;
+  unsigned long long elem;
+};
+
+WS_HD inline WsMxDraws ws_mx_draws(unsigned long long seed, int tensor_index, unsigned long long i,
+                                   long long tile_cols) {
   const WsMxLane lane = ws_mx_lane(i, tile_cols);
-  const unsigned long long hb = ws_draw(seed, tensor_index, lane.block, kWsStreamBlock);
-  const int kind = ws_mx_kind_of_draw(hb);
+  return {ws_draw(seed, tensor_index, lane.block, kWsStreamBlock), lane.lane,
+          ws_draw(seed, tensor_index, i, 0)};
+}
+
+// Zeros, powers of two and the E4M3 boundary draw no normal value: a whole block (a warp of the
+// generation kernel) skips its cost.
+WS_HD inline bool ws_mx_kind_draws_normal(int kind) {
+  return kind != kWsMxZeros && kind != kWsMxPowersOfTwo && kind != kWsMxE4M3Boundary;
+}
+
+/// An mx_blocks element from its draws (ws_mx_draws), its block's kind (ws_mx_kind_of_draw of
+/// the block draw) and, where the kind draws a normal, its pair's WsNormalPair (`half`:
+/// ws_pair_half of the element).
+///
+/// Two draws per element, the cost of generation (it is issue-bound on the hashing): the block's
+/// high 32 bits pick its kind; of its low 32, bits 0-4 its special lane and bits 5-31 its other
+/// parameters. The element's own draw gives its choices: the sign (bit 0) and bits 1-3 in the
+/// kinds with a normal value (the normal, from the pair's draw, uses bits 8-63: independent of
+/// them), any bits in the others.
+WS_HD inline float ws_mx_blocks_value_of(float mean, float stddev, const WsMxDraws& d, int kind,
+                                         const WsNormalPair& np, unsigned int half, int dtype) {
+  const unsigned long long hb = d.block, e2 = d.elem;
   const unsigned int pos = static_cast<unsigned int>(hb & 31u);  // the block's special lane
   const unsigned int p = static_cast<unsigned int>(hb) >> 5;     // 27 bits of block parameters
-  const bool at_pos = lane.lane == pos;
-  const unsigned long long e2 = ws_draw(seed, tensor_index, i, 0);
+  const bool at_pos = d.lane == pos;
   const unsigned int neg = static_cast<unsigned int>(e2 & 1u) << 31;
-  // Zeros, powers of two and the E4M3 boundary draw no normal value: a whole block (a warp of
-  // the generation kernel) skips its cost.
-  const bool draws_normal =
-      kind != kWsMxZeros && kind != kWsMxPowersOfTwo && kind != kWsMxE4M3Boundary;
   const double normal =
-      draws_normal ? ws_dadd(static_cast<double>(mean),
-                             ws_dmul(static_cast<double>(stddev), ws_normal(e2)))
-                   : 0.0;
+      ws_mx_kind_draws_normal(kind)
+          ? ws_dadd(static_cast<double>(mean),
+                    ws_dmul(static_cast<double>(stddev), ws_normal_of_pair(np, half)))
+          : 0.0;
   switch (kind) {
     case kWsMxScaledNormal: {
       int e = static_cast<int>(p % 61u) - 30;
@@ -577,7 +622,26 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
   return ws_clamp_finite(normal, dtype);
 }
 
+/// Element i of an mx_blocks tensor, as a float (see the table at the top).
+WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long long seed,
+                                      int tensor_index, unsigned long long i, int dtype,
+                                      long long tile_cols = 0) {
+  const WsMxDraws d = ws_mx_draws(seed, tensor_index, i, tile_cols);
+  const int kind = ws_mx_kind_of_draw(d.block);
+  const unsigned int half = ws_pair_half(i);
+  WsNormalPair np{0.0f, 0u};
+  if (ws_mx_kind_draws_normal(kind)) {
+    np = ws_normal_pair(half ? ws_draw(seed, tensor_index, i - kWsPairBit, 0) : d.elem);
+  }
+  return ws_mx_blocks_value_of(mean, stddev, d, kind, np, half, dtype);
+}
+
 /// Element i of tensor `tensor_index` as raw bits of `dtype` (the low ws_dtype_size bytes).
+/// mean + stddev * z, as a float.
+WS_HD inline float ws_normal_value(float mean, float stddev, double z) {
+  return ws_d2f(ws_dadd(static_cast<double>(mean), ws_dmul(static_cast<double>(stddev), z)));
+}
+
 /// dist: kWsDist*; p0, p1: mean/stddev (normal, mx_blocks) or lo/hi (uniform).
 WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, float p1,
                                                 unsigned long long seed, int tensor_index,
@@ -590,8 +654,7 @@ WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, f
     double lo = static_cast<double>(p0);
     v = ws_d2f(ws_dadd(lo, ws_dmul(ws_dadd(static_cast<double>(p1), -lo), u)));
   } else {
-    double z = ws_normal(ws_draw(seed, tensor_index, i, 0));
-    v = ws_d2f(ws_dadd(static_cast<double>(p0), ws_dmul(static_cast<double>(p1), z)));
+    v = ws_normal_value(p0, p1, ws_normal_at(seed, tensor_index, i));
   }
   return ws_to_dtype_bits(v, dtype);
 }
@@ -760,15 +823,21 @@ WS_HD inline long long ws_group_end(unsigned long long seed, int tensor_index, l
   return u * align;
 }
 
-/// Element i of a normal_outliers tensor, as a float.
-WS_HD inline float ws_normal_outliers_value(const WsInitParams& p, unsigned long long seed,
-                                            int tensor_index, unsigned long long i, int dtype) {
-  const double z = ws_normal(ws_draw(seed, tensor_index, i, 0));
+/// A normal_outliers element from its N(0, 1) value and its stream-2 draw.
+WS_HD inline float ws_normal_outliers_of(const WsInitParams& p, double z, unsigned long long draw2,
+                                         int dtype) {
   double v = ws_dadd(static_cast<double>(p.p0), ws_dmul(static_cast<double>(p.p1), z));
-  if (ws_uniform01(ws_draw(seed, tensor_index, i, 2)) < static_cast<double>(p.p2)) {
+  if (ws_uniform01(draw2) < static_cast<double>(p.p2)) {
     v = ws_dmul(v, static_cast<double>(p.p3));
   }
   return ws_clamp_finite(v, dtype);
+}
+
+/// Element i of a normal_outliers tensor, as a float.
+WS_HD inline float ws_normal_outliers_value(const WsInitParams& p, unsigned long long seed,
+                                            int tensor_index, unsigned long long i, int dtype) {
+  return ws_normal_outliers_of(p, ws_normal_at(seed, tensor_index, i),
+                               ws_draw(seed, tensor_index, i, 2), dtype);
 }
 
 /// Element i of tensor `tensor_index` as raw bits of `dtype`, for any distribution.
@@ -793,6 +862,44 @@ WS_HD inline unsigned long long ws_init_element_p(int dtype, const WsInitParams&
         ws_mx_blocks_value(p.p0, p.p1, seed, tensor_index, i, dtype, p.n0), dtype);
   }
   return ws_init_element(dtype, p.dist, p.p0, p.p1, seed, tensor_index, i);
+}
+
+/// Raw bits of the two elements of a pair.
+struct WsPairBits {
+  unsigned long long first, second;
+};
+
+/// Elements i and i + 32 (i with bit 5 clear: a pair) as ws_init_element_p gives them, sharing
+/// the normal's radius: the generation kernel's unit of work. init_test holds it to
+/// ws_init_element_p.
+WS_HD inline WsPairBits ws_init_pair_p(int dtype, const WsInitParams& p, unsigned long long seed,
+                                       int tensor_index, unsigned long long i) {
+  const unsigned long long i2 = i + kWsPairBit;
+  if (p.dist == kWsDistMxBlocks) {
+    const long long tile_cols = p.n0 > 0 ? p.n0 : 0;
+    const WsMxDraws d0 = ws_mx_draws(seed, tensor_index, i, tile_cols);
+    const WsMxDraws d1 = ws_mx_draws(seed, tensor_index, i2, tile_cols);
+    const int k0 = ws_mx_kind_of_draw(d0.block), k1 = ws_mx_kind_of_draw(d1.block);
+    WsNormalPair np{0.0f, 0u};
+    if (ws_mx_kind_draws_normal(k0) || ws_mx_kind_draws_normal(k1)) np = ws_normal_pair(d0.elem);
+    return {ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d0, k0, np, 0, dtype), dtype),
+            ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d1, k1, np, 1, dtype), dtype)};
+  }
+  if (p.dist == kWsDistNormal) {
+    const WsNormalPair np = ws_normal_pair(ws_draw(seed, tensor_index, i, 0));
+    return {ws_to_dtype_bits(ws_normal_value(p.p0, p.p1, ws_normal_of_pair(np, 0)), dtype),
+            ws_to_dtype_bits(ws_normal_value(p.p0, p.p1, ws_normal_of_pair(np, 1)), dtype)};
+  }
+  if (p.dist == kWsDistNormalOutliers) {
+    const WsNormalPair np = ws_normal_pair(ws_draw(seed, tensor_index, i, 0));
+    const float v0 = ws_normal_outliers_of(p, ws_normal_of_pair(np, 0),
+                                           ws_draw(seed, tensor_index, i, 2), dtype);
+    const float v1 = ws_normal_outliers_of(p, ws_normal_of_pair(np, 1),
+                                           ws_draw(seed, tensor_index, i2, 2), dtype);
+    return {ws_to_dtype_bits(v0, dtype), ws_to_dtype_bits(v1, dtype)};
+  }
+  return {ws_init_element_p(dtype, p, seed, tensor_index, i),
+          ws_init_element_p(dtype, p, seed, tensor_index, i2)};
 }
 
 // ---- Checksums ----------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, in
   unsigned long long sd = seed;
   WsInitParams p = init;
   void* params[] = {&out, &n, &dtype, &p, &sd, &tensor_index};
-  return LaunchHelper(h.generate, s, numel, params);
+  return LaunchHelper(h.generate, s, (numel + 63) / 64 * 32, params);  // a thread per pair
 }
 
 Status Generate(const Helpers& h, CUstream s, CUdeviceptr out, int64_t numel, int dtype, int dist,

@@ -548,6 +548,55 @@ TEST(InitTest, NormalOutliers) {
   }
 }
 
+TEST(InitTest, PairsAreTheElementsOneByOne) {
+  // The generation kernel's unit (ws_init_pair_p) against the host's element-wise replay, for
+  // every distribution, in every dtype size, with row blocks and with tiles of odd widths.
+  const std::vector<WsInitParams> dists = {
+      {kWsDistNormal, 0.5f, 2, 0, 0, 0, 0, 0},
+      {kWsDistUniform, -1, 3, 0, 0, 0, 0, 0},
+      {kWsDistMxBlocks, 0, 1, 0, 0, 0, 0, 0},
+      {kWsDistMxBlocks, 0, 1, 0, 0, 96, 0, 0},
+      {kWsDistMxBlocks, 0, 1, 0, 0, 33, 0, 0},
+      {kWsDistMxBlocks, 0, 1, 0, 0, 7, 0, 0},
+      {kWsDistNormalOutliers, 0, 2, 0.05f, 100, 0, 0, 0},
+      {kWsDistTopkIds, 0, 0, 0, 0, 64, 4, 0},
+      {kWsDistGroupOffsets, 0.5f, 0.2f, 0, 0, 65536, 16, 64},
+  };
+  const int dtypes[] = {kWsDtypeBF16, kWsDtypeF32, kWsDtypeFP8E4M3, kWsDtypeE8M0, kWsDtypeI32,
+                        kWsDtypeI64};
+  int checked = 0;
+  for (const WsInitParams& p : dists) {
+    const bool ints = p.dist == kWsDistTopkIds || p.dist == kWsDistGroupOffsets;
+    for (int dtype : dtypes) {
+      if (ints != (dtype == kWsDtypeI32 || dtype == kWsDtypeI64)) continue;
+      const unsigned long long n = p.dist == kWsDistGroupOffsets ? 64 : 4096;
+      for (unsigned long long i = 0; i + 32 < n; ++i) {
+        if (ws_pair_half(i) != 0) continue;
+        const WsPairBits b = ws_init_pair_p(dtype, p, 21, 2, i);
+        ASSERT_EQ(b.first, ws_init_element_p(dtype, p, 21, 2, i))
+            << p.dist << " " << dtype << " " << i;
+        ASSERT_EQ(b.second, ws_init_element_p(dtype, p, 21, 2, i + 32))
+            << p.dist << " " << dtype << " " << i + 32;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 15000);
+  // The pair's two normals (cosine and sine of one angle) are uncorrelated, as are their squares.
+  constexpr int kPairs = 100000;
+  double xy = 0, x2y2 = 0, x2 = 0;
+  for (int j = 0; j < kPairs; ++j) {
+    const unsigned long long i = j / 32 * 64 + j % 32;  // a pair's first element
+    const double x = ws_normal_at(8, 0, i), y = ws_normal_at(8, 0, i + 32);
+    xy += x * y;
+    x2y2 += x * x * y * y;
+    x2 += x * x;
+  }
+  EXPECT_NEAR(xy / kPairs, 0.0, 0.02);
+  EXPECT_NEAR(x2 / kPairs, 1.0, 0.02);
+  EXPECT_NEAR(x2y2 / kPairs, 1.0, 0.05);  // E[x^2 y^2] = 1 for independent N(0, 1)
+}
+
 TEST(InitTest, HashWordIsABijectionPerIndex) {
   // Distinct words at one index give distinct terms (checked on a sample), and moving a word to
   // another index changes its term.

@@ -3,22 +3,46 @@
 // evaluator/runner/digest.h, then this file (all embedded at build time) and compiles it once at
 // start for the device's architecture.
 
-extern "C" __global__ void ws_generate(unsigned char* out, long long numel, int dtype,
-                                       WsInitParams init, unsigned long long seed,
-                                       int tensor_index) {
-  const int size = ws_dtype_size(dtype);
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
-       i += stride) {
-    unsigned long long bits = ws_init_element_p(dtype, init, seed, tensor_index,
-                                                static_cast<unsigned long long>(i));
-    // Allocations are 256-byte aligned and elements are naturally aligned within them.
-    switch (size) {
-      case 1: out[i] = static_cast<unsigned char>(bits); break;
-      case 2: reinterpret_cast<unsigned short*>(out)[i] = static_cast<unsigned short>(bits); break;
-      case 4: reinterpret_cast<unsigned int*>(out)[i] = static_cast<unsigned int>(bits); break;
-      default: reinterpret_cast<unsigned long long*>(out)[i] = bits; break;
+// A thread per pair (elements i and i + 32, ws_init_pair_p): lane t of a warp takes t and t + 32
+// of one 64-element group, so each of the warp's two stores covers 32 consecutive elements.
+template <typename T>
+__device__ void ws_generate_as(T* out, long long numel, int dtype, const WsInitParams& init,
+                               unsigned long long seed, int tensor_index) {
+  const long long lanes = static_cast<long long>(gridDim.x) * blockDim.x;  // a multiple of 32
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       t < (numel + 63) / 64 * 32; t += lanes) {
+    const long long i = t / 32 * 64 + t % 32;
+    if (i + 32 < numel) {
+      const WsPairBits b = ws_init_pair_p(dtype, init, seed, tensor_index,
+                                          static_cast<unsigned long long>(i));
+      out[i] = static_cast<T>(b.first);
+      out[i + 32] = static_cast<T>(b.second);
+    } else if (i < numel) {
+      out[i] = static_cast<T>(
+          ws_init_element_p(dtype, init, seed, tensor_index, static_cast<unsigned long long>(i)));
     }
+  }
+}
+
+// Four 256-thread blocks per SM (64 registers): the pair path alone would take 74, and the
+// kernel is issue-bound, so the warps to hide latency matter more than a few spilled registers.
+extern "C" __global__ void __launch_bounds__(256, 4)
+    ws_generate(unsigned char* out, long long numel, int dtype, WsInitParams init,
+                unsigned long long seed, int tensor_index) {
+  // Allocations are 256-byte aligned and elements are naturally aligned within them.
+  switch (ws_dtype_size(dtype)) {
+    case 1: ws_generate_as(out, numel, dtype, init, seed, tensor_index); break;
+    case 2:
+      ws_generate_as(reinterpret_cast<unsigned short*>(out), numel, dtype, init, seed,
+                     tensor_index);
+      break;
+    case 4:
+      ws_generate_as(reinterpret_cast<unsigned int*>(out), numel, dtype, init, seed, tensor_index);
+      break;
+    default:
+      ws_generate_as(reinterpret_cast<unsigned long long*>(out), numel, dtype, init, seed,
+                     tensor_index);
+      break;
   }
 }
 
