@@ -246,9 +246,13 @@ TEST(KernelPathsTest, PermuteEarlyTokensPerWarp) {
       ASSERT_EQ(l.kernel, "sm90_bf16_moe_permute_mxfp8_quantize_early") << ShapeText(*spec, s);
       int64_t tpw = std::max<int64_t>(1, budget / (4 * pitch));
       if (cap != 0) tpw = std::min(tpw, cap);
-      if (h == 2048) EXPECT_EQ(tpw, budget == 0 ? 1 : budget == 32768 ? 3 : 2);
-      if (h == 4096) EXPECT_EQ(tpw, cap != 0 ? 2 : 1);
-      if (h == 7168) EXPECT_EQ(tpw, 1);
+      if (h == 2048) {
+        EXPECT_EQ(tpw, budget == 0 ? 1 : budget == 32768 ? 3 : 2);
+      } else if (h == 4096) {
+        EXPECT_EQ(tpw, cap != 0 ? 2 : 1);
+      } else if (h == 7168) {
+        EXPECT_EQ(tpw, 1);
+      }
       if (tpw > 1) ++multi;
       ASSERT_FALSE(l.args.empty());
       EXPECT_EQ(l.args.back().value, tpw) << ShapeText(*spec, s);
