@@ -869,6 +869,16 @@ struct WsPairBits {
   unsigned long long first, second;
 };
 
+/// An mx_blocks pair (elements i and i + 32) from their draws and their blocks' kinds: the
+/// normal's radius is drawn once, from element i's draw.
+WS_HD inline WsPairBits ws_mx_pair_of_draws(const WsInitParams& p, int dtype, const WsMxDraws& d0,
+                                            int k0, const WsMxDraws& d1, int k1) {
+  WsNormalPair np{0.0f, 0u};
+  if (ws_mx_kind_draws_normal(k0) || ws_mx_kind_draws_normal(k1)) np = ws_normal_pair(d0.elem);
+  return {ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d0, k0, np, 0, dtype), dtype),
+          ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d1, k1, np, 1, dtype), dtype)};
+}
+
 /// Elements i and i + 32 (i with bit 5 clear: a pair) as ws_init_element_p gives them, sharing
 /// the normal's radius: the generation kernel's unit of work. init_test holds it to
 /// ws_init_element_p.
@@ -879,11 +889,8 @@ WS_HD inline WsPairBits ws_init_pair_p(int dtype, const WsInitParams& p, unsigne
     const long long tile_cols = p.n0 > 0 ? p.n0 : 0;
     const WsMxDraws d0 = ws_mx_draws(seed, tensor_index, i, tile_cols);
     const WsMxDraws d1 = ws_mx_draws(seed, tensor_index, i2, tile_cols);
-    const int k0 = ws_mx_kind_of_draw(d0.block), k1 = ws_mx_kind_of_draw(d1.block);
-    WsNormalPair np{0.0f, 0u};
-    if (ws_mx_kind_draws_normal(k0) || ws_mx_kind_draws_normal(k1)) np = ws_normal_pair(d0.elem);
-    return {ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d0, k0, np, 0, dtype), dtype),
-            ws_to_dtype_bits(ws_mx_blocks_value_of(p.p0, p.p1, d1, k1, np, 1, dtype), dtype)};
+    return ws_mx_pair_of_draws(p, dtype, d0, ws_mx_kind_of_draw(d0.block), d1,
+                               ws_mx_kind_of_draw(d1.block));
   }
   if (p.dist == kWsDistNormal) {
     const WsNormalPair np = ws_normal_pair(ws_draw(seed, tensor_index, i, 0));

@@ -1,5 +1,5 @@
 // The runner's input generation kernel (ws_generate) timed alone, as the runner launches it:
-// elements per second for a bf16 mx_blocks tensor and a bf16 normal one. Built by
+// elements per second for bf16 tensors: mx_blocks in row blocks and in tiles, and normal. Built by
 // bench/profile/generate_rate.sh against the generator sources of any commit (GEN_SOURCES: the
 // text of problems/init.h, evaluator/runner/digest.h and evaluator/runner/runner_kernels.cu, as
 // the runner hands them to NVRTC), so two generators compare in one run.
@@ -23,9 +23,10 @@ int main(int argc, char** argv) {
   const struct { const char* name; WsInitParams p; } dists[] = {
       {"mx_blocks", {kWsDistMxBlocks, 0, 1, 0, 0, 0, 0, 0}},
       {"normal", {kWsDistNormal, 0, 1, 0, 0, 0, 0, 0}},
+      {"mx_tiles", {kWsDistMxBlocks, 0, 1, 0, 0, 7168, 0, 0}},  // 32x32 tiles of 7168 columns
   };
   std::printf("{\"numel\": %lld, \"blocks\": %u, \"rates\": {", numel, blocks);
-  for (int d = 0; d < 2; ++d) {
+  for (int d = 0; d < 3; ++d) {
     std::vector<float> ms;
     for (int run = 0; run < 6; ++run) {  // the first warms up
       CHECK(cudaEventRecord(a));

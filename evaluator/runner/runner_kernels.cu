@@ -3,11 +3,54 @@
 // evaluator/runner/digest.h, then this file (all embedded at build time) and compiles it once at
 // start for the device's architecture.
 
+// mx_blocks where every aligned 32-element run lies in one block (row blocks, or tiles of a
+// multiple of 32 columns): a warp takes a span of 32 runs (1024 elements), each lane draws one
+// run's block and finds its lane offset, and the 16 pairs of runs take theirs by shuffles, so a
+// block's draw is made once per warp, not once per element. The values are ws_init_pair_p's.
+template <typename T>
+__device__ void ws_generate_mx_spans(T* out, long long numel, int dtype, const WsInitParams& init,
+                                     unsigned long long seed, int tensor_index) {
+  const long long tile_cols = init.n0 > 0 ? init.n0 : 0;
+  const unsigned int t = threadIdx.x & 31u;
+  const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
+  for (long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       w < (numel + 1023) / 1024; w += warps) {
+    const unsigned long long span = static_cast<unsigned long long>(w) * 1024u;
+    // Run t of the span starts at a block lane of 0 (row blocks) or row % 32 (tiles: its column
+    // is a multiple of 32); element t of a run sits t lanes on.
+    const WsMxLane run = ws_mx_lane(span + 32u * t, tile_cols);
+    const unsigned long long run_draw = ws_draw(seed, tensor_index, run.block, kWsStreamBlock);
+    const int run_kind = ws_mx_kind_of_draw(run_draw);
+    for (unsigned int j = 0; j < 16; ++j) {
+      const unsigned long long i = span + 64u * j + t;
+      const unsigned long long b0 = __shfl_sync(0xFFFFFFFFu, run_draw, 2 * j);
+      const unsigned long long b1 = __shfl_sync(0xFFFFFFFFu, run_draw, 2 * j + 1);
+      const int k0 = __shfl_sync(0xFFFFFFFFu, run_kind, 2 * j);
+      const int k1 = __shfl_sync(0xFFFFFFFFu, run_kind, 2 * j + 1);
+      const unsigned int l0 = (__shfl_sync(0xFFFFFFFFu, run.lane, 2 * j) + t) & 31u;
+      const unsigned int l1 = (__shfl_sync(0xFFFFFFFFu, run.lane, 2 * j + 1) + t) & 31u;
+      if (static_cast<long long>(i) + 32 < numel) {
+        const WsPairBits b = ws_mx_pair_of_draws(
+            init, dtype, WsMxDraws{b0, l0, ws_draw(seed, tensor_index, i, 0)}, k0,
+            WsMxDraws{b1, l1, ws_draw(seed, tensor_index, i + 32, 0)}, k1);
+        out[i] = static_cast<T>(b.first);
+        out[i + 32] = static_cast<T>(b.second);
+      } else if (static_cast<long long>(i) < numel) {
+        out[i] = static_cast<T>(ws_init_element_p(dtype, init, seed, tensor_index, i));
+      }
+    }
+  }
+}
+
 // A thread per pair (elements i and i + 32, ws_init_pair_p): lane t of a warp takes t and t + 32
 // of one 64-element group, so each of the warp's two stores covers 32 consecutive elements.
 template <typename T>
 __device__ void ws_generate_as(T* out, long long numel, int dtype, const WsInitParams& init,
                                unsigned long long seed, int tensor_index) {
+  if (init.dist == kWsDistMxBlocks && (init.n0 <= 0 || init.n0 % 32 == 0)) {
+    ws_generate_mx_spans(out, numel, dtype, init, seed, tensor_index);
+    return;
+  }
   const long long lanes = static_cast<long long>(gridDim.x) * blockDim.x;  // a multiple of 32
   for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
        t < (numel + 63) / 64 * 32; t += lanes) {
