@@ -597,6 +597,24 @@ TEST(InitTest, PairsAreTheElementsOneByOne) {
   EXPECT_NEAR(x2y2 / kPairs, 1.0, 0.05);  // E[x^2 y^2] = 1 for independent N(0, 1)
 }
 
+TEST(InitTest, MxRunsShareTheirBlockAndOffsetTheirLanes) {
+  // What the generation kernel's spans rely on (ws_generate_mx_spans): with row blocks, or tiles
+  // of a multiple of 32 columns, every aligned 32-element run lies in one block, and element t of
+  // a run sits t lanes (mod 32) after the run's first element.
+  for (long long cols : {0LL, 32LL, 96LL, 2880LL, 7168LL}) {
+    for (unsigned long long run = 0; run < 4096; run += (run < 512 ? 1 : 37)) {
+      const WsMxLane first = ws_mx_lane(run * 32, cols);
+      for (unsigned int t = 0; t < 32; ++t) {
+        const WsMxLane e = ws_mx_lane(run * 32 + t, cols);
+        ASSERT_EQ(e.block, first.block) << cols << " " << run << " " << t;
+        ASSERT_EQ(e.lane, (first.lane + t) & 31u) << cols << " " << run << " " << t;
+      }
+    }
+  }
+  // A width that is not a multiple of 32 breaks it (the kernel then generates by pairs).
+  EXPECT_NE(ws_mx_lane(32, 33).block, ws_mx_lane(33, 33).block);
+}
+
 TEST(InitTest, HashWordIsABijectionPerIndex) {
   // Distinct words at one index give distinct terms (checked on a sample), and moving a word to
   // another index changes its term.
