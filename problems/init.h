@@ -636,12 +636,12 @@ WS_HD inline float ws_mx_blocks_value(float mean, float stddev, unsigned long lo
   return ws_mx_blocks_value_of(mean, stddev, d, kind, np, half, dtype);
 }
 
-/// Element i of tensor `tensor_index` as raw bits of `dtype` (the low ws_dtype_size bytes).
 /// mean + stddev * z, as a float.
 WS_HD inline float ws_normal_value(float mean, float stddev, double z) {
   return ws_d2f(ws_dadd(static_cast<double>(mean), ws_dmul(static_cast<double>(stddev), z)));
 }
 
+/// Element i of tensor `tensor_index` as raw bits of `dtype` (the low ws_dtype_size bytes).
 /// dist: kWsDist*; p0, p1: mean/stddev (normal, mx_blocks) or lo/hi (uniform).
 WS_HD inline unsigned long long ws_init_element(int dtype, int dist, float p0, float p1,
                                                 unsigned long long seed, int tensor_index,
