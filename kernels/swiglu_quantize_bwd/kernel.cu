@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "LEAN": [1, 0] },
+              "GATHER": [1, 0], "LEAN": [1, 0], "MIN_CTAS": [0, 3, 4] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -139,6 +139,9 @@
 #ifndef LEAN
 #define LEAN 1  // 1: the clamped gradient's clamps as min / max, its pass tests folded into them
 #endif
+#ifndef MIN_CTAS
+#define MIN_CTAS 0  // __launch_bounds__'s CTAs per SM for the main launch (0: the compiler's)
+#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -216,7 +219,7 @@ __device__ __forceinline__ void grad_chunk(const Chunk& g, const Chunk& u, const
 // hpre (M,2I), da (M,I) bf16 bits; q (M,2I), scales (M,2I/32); q_t (2I,M), scales_t (2I,M/32).
 // CTA: one tile of I. Shared memory (dynamic but for WS_FIRST_FORM): the dg, du tiles, then
 // (QT_STAGE) the staged scales.
-extern "C" __global__ void __launch_bounds__(Config::kThreads)
+extern "C" __global__ void __launch_bounds__(Config::kThreads, MIN_CTAS)
     sm90_bf16_dswiglu_mxfp8_quantize_dual(const unsigned short* __restrict__ hpre,
                                           const unsigned short* __restrict__ da,
                                           unsigned char* __restrict__ q,
@@ -290,16 +293,14 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
       if (in) {
         const long long e = static_cast<long long>(m0 + r) * two_i + h * I + i0 + col;
         ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-        if constexpr (!Config::kScaleTiles) {
-          if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
-        }
-      }
-      // The tile's block [BLOCK_M][BLOCK_I / 32] whole, pad rows and columns too (zeros'
-      // scale): the gather's 16-byte loads then read no workspace byte left unwritten.
-      if constexpr (Config::kScaleTiles) {
-        if ((tid & 3) == 0 && k < Config::kTileChunks) {
-          const int b = r * (Config::kBlockI / 32) + col / 32;  // the byte within the block
-          row_tile[h * part + b] = static_cast<unsigned char>(s);
+        if ((tid & 3) == 0) {
+          if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
+            unsigned char* dst =
+                row_tile + h * part + r * (Config::kBlockI / 32) + col / 32;
+            *dst = static_cast<unsigned char>(s);
+          } else {
+            scales[e >> 5] = static_cast<unsigned char>(s);  // (M,2I/32): e/32
+          }
         }
       }
       if (k < Config::kTileChunks) {
@@ -383,6 +384,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
         unsigned char* dst = col_tile + (c / kChunks) * part + 16 * (c % kChunks);
         *reinterpret_cast<uint4*>(dst) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+      }
+      if (m0 + Config::kBlockM > M || i0 + Config::kBlockI > I) {  // ragged: pad scales
+        Config::zero_pad_row_scales(row_tile, part, M - m0, I - i0);
       }
       return;
     }

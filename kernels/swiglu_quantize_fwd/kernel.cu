@@ -261,15 +261,12 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
     if (in) {
       const long long e = static_cast<long long>(m0 + r) * I + i0 + col;
       ws::store_global8<Config::kStoreCsQ>(q + e, lo, hi);
-      if constexpr (!Config::kScaleTiles) {
-        if ((tid & 3) == 0) scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
-      }
-    }
-    // The tile's block [BLOCK_M][BLOCK_I / 32] whole, pad rows and columns too (zeros' scale):
-    // the gather's 16-byte loads then read no workspace byte left unwritten.
-    if constexpr (Config::kScaleTiles) {
-      if ((tid & 3) == 0 && k < Config::kTileChunks) {
-        row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
+      if ((tid & 3) == 0) {
+        if constexpr (Config::kScaleTiles) {  // the tile's block [BLOCK_M][BLOCK_I / 32]
+          row_tile[r * (Config::kBlockI / 32) + col / 32] = static_cast<unsigned char>(s);
+        } else {
+          scales[e >> 5] = static_cast<unsigned char>(s);  // (M,I/32): e/32
+        }
       }
     }
     if (k < Config::kTileChunks) {
@@ -341,6 +338,9 @@ extern "C" __global__ void __launch_bounds__(Config::kThreads)
         const ws::Chunk v = ws::load_shared16(
             static_cast<unsigned>(__cvta_generic_to_shared(st_stage)) + 16 * c);
         *reinterpret_cast<uint4*>(col_tile + 16 * c) = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+      }
+      if (m0 + Config::kBlockM > M || i0 + Config::kBlockI > I) {  // ragged: pad scales
+        Config::zero_pad_row_scales(row_tile, 0, M - m0, I - i0);
       }
       return;
     }
