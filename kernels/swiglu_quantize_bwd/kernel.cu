@@ -2,7 +2,7 @@
 { "knobs":  { "BLOCK_M": [128, 64, 32, 256], "BLOCK_I": [64, 32, 128], "THREADS": [256, 512, 1024, 128],
               "FAST_EXP": [2, 1, 0], "STORE_CS": [2, 1, 0], "QT_STAGE": [1, 0], "GROUP_I": [0, 16, 8, 32],
               "RSEL": [0, 1], "SCALE_TILES": [1, 0],
-              "GATHER": [1, 0], "LEAN": [1, 0], "MIN_CTAS": [0, 3, 4] },
+              "GATHER": [1, 0], "LEAN": [1, 0] },
   "workspace": { "bytes": "SCALE_TILES * QT_STAGE * (BLOCK_M % 64 == 0) * (BLOCK_I % 64 == 0) * 4 * ceil_div(M, BLOCK_M) * ceil_div(I, BLOCK_I) * BLOCK_M * BLOCK_I / 32",
                  "zero": false },
   "launch": [ { "kernel": "sm90_bf16_dswiglu_mxfp8_quantize_dual",
@@ -139,9 +139,6 @@
 #ifndef LEAN
 #define LEAN 1  // 1: the clamped gradient's clamps as min / max, its pass tests folded into them
 #endif
-#ifndef MIN_CTAS
-#define MIN_CTAS 0  // __launch_bounds__'s CTAs per SM for the main launch (0: the compiler's)
-#endif
 // WS_FIRST_FORM: the first form's shape (QT_STAGE 0, GROUP_I 0, BLOCK_M 64, BLOCK_I 64, THREADS
 // 256; any FAST_EXP, STORE_CS): its static tile and CTA index expression, so its machine code is
 // the H200-verified kernel's. Every other setting is the staged form's code: the tile in dynamic
@@ -219,7 +216,7 @@ __device__ __forceinline__ void grad_chunk(const Chunk& g, const Chunk& u, const
 // hpre (M,2I), da (M,I) bf16 bits; q (M,2I), scales (M,2I/32); q_t (2I,M), scales_t (2I,M/32).
 // CTA: one tile of I. Shared memory (dynamic but for WS_FIRST_FORM): the dg, du tiles, then
 // (QT_STAGE) the staged scales.
-extern "C" __global__ void __launch_bounds__(Config::kThreads, MIN_CTAS)
+extern "C" __global__ void __launch_bounds__(Config::kThreads)
     sm90_bf16_dswiglu_mxfp8_quantize_dual(const unsigned short* __restrict__ hpre,
                                           const unsigned short* __restrict__ da,
                                           unsigned char* __restrict__ q,
