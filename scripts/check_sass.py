@@ -18,6 +18,15 @@ cuobjdump comes from $CUOBJDUMP, PATH, /usr/local/cuda/bin, or else PyPI (nvidia
 nvidia-cuda-nvdisasm, which cuobjdump needs for -sass) installed into a venv under --work. When none
 of these works, the check skips (exit 77) unless WARPSMITH_REQUIRE_SASS=1 (CI), where it fails.
 
+A kernel may also bound its registers, where its occupancy is part of what was measured:
+
+    // warpsmith:regs ARCH [PARAM=VALUE ...]: FUNCTION<=N FUNCTION<=N ...
+
+Each named kernel function (as the compile's resource report names it) must use at most N
+registers per thread and spill nothing, read from `warpsmith eval --compile-only --json`
+(no cuobjdump needed: these claims are checked even where the SASS claims skip). A change that
+costs a memory-bound kernel a resident CTA per SM fails here, not silently on the next GPU run.
+
 With --references, no claims are checked: the trusted GPU references (problems/*/reference.cu),
 compiled by the evaluator's own reference path (`warpsmith problems verify --compile-only`), have
 their SASS written to --sass-dir, every parameter setting and both architectures, to diff an edit
@@ -40,6 +49,8 @@ import sys
 
 SKIP = 77
 CLAIM = re.compile(r"^\s*//\s*warpsmith:sass\s+(sm_\d+a?)((?:\s+[A-Za-z_]\w*=\S+)*)\s*:\s*(.*)$")
+REGS_CLAIM = re.compile(r"^\s*//\s*warpsmith:regs\s+(sm_\d+a?)((?:\s+[A-Za-z_]\w*=\S+)*)\s*:\s*(.*)$")
+REGS_BOUND = re.compile(r"^([A-Za-z_]\w*)<=(\d+)$")
 # A SASS line: /*0740*/  @!P3 F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP R27, RZ, R27, RZ ;
 SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*)$")
 # An instruction without its address: @!P3 F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP R27, ...
@@ -60,6 +71,39 @@ def parse_claims(path):
             filters = dict(kv.split("=", 1) for kv in m.group(2).split())
             claims.append((m.group(1), filters, m.group(3).split()))
     return claims
+
+
+def parse_regs_claims(path):
+    """[(arch, {param: value}, {function: max registers})] from the file's warpsmith:regs lines."""
+    claims = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if "warpsmith:regs" not in line:
+                continue
+            m = REGS_CLAIM.match(line)
+            bounds = [REGS_BOUND.match(w) for w in m.group(3).split()] if m else []
+            if not bounds or not all(bounds):
+                raise ValueError(f"{path}:{n}: expected "
+                                 "'// warpsmith:regs ARCH [P=V ...]: FUNCTION<=N ...'")
+            filters = dict(kv.split("=", 1) for kv in m.group(2).split())
+            claims.append((m.group(1), filters, {b.group(1): int(b.group(2)) for b in bounds}))
+    return claims
+
+
+def regs_failures(resources, bounds):
+    """What breaks the bounds {function: max registers} in a compile's resource report."""
+    by_name = {r["name"]: r for r in resources}
+    out = []
+    for name, most in bounds.items():
+        r = by_name.get(name)
+        if r is None:
+            out.append(f"{name}: no such kernel in the compile (has: {' '.join(sorted(by_name))})")
+        elif r["registers"] > most:
+            out.append(f"{name}: {r['registers']} registers, claimed <= {most}")
+        elif r.get("spill_stores") or r.get("spill_loads"):
+            out.append(f"{name}: spills ({r['spill_stores']} bytes stored, "
+                       f"{r['spill_loads']} loaded)")
+    return out
 
 
 def find_cuobjdump(work):
@@ -131,8 +175,8 @@ def write_sass(args, problem, chosen, arch, lines, suffix=".sass"):
         f.write("\n".join(lines) + "\n")
 
 
-def compile_cubin(args, problem, kernel, arch, setting, knobs=None):
-    """The cubin path of one compile, or raises with warpsmith's message."""
+def compile_kernel(args, problem, kernel, arch, setting, knobs=None):
+    """(cubin path, warpsmith's JSON) of one compile, or raises with warpsmith's message."""
     cmd = warpsmith_cmd(args, "eval", problem, kernel, "--compile-only", "--arch", arch, "--json",
                         setting=setting)
     for name, value in (knobs or {}).items():
@@ -149,7 +193,7 @@ def compile_cubin(args, problem, kernel, arch, setting, knobs=None):
     cubin = os.path.join(args.work, "ws", "cache", out["compile"]["hash"] + ".cubin")
     if not os.path.isfile(cubin):
         raise RuntimeError(f"{' '.join(cmd)}: no cubin at {cubin}")
-    return cubin
+    return cubin, out
 
 
 def settings_of(root, problem):
@@ -216,18 +260,26 @@ def main():
         if not kernels:
             print(f"check_sass: no kernels/<problem>/kernel.cu for {' '.join(args.only)}")
             return 1
-    jobs, unclaimed, failures = [], [], []
+    jobs, regs_jobs, unclaimed, failures = [], [], [], []
     for kernel in kernels:
         problem = os.path.basename(os.path.dirname(kernel))
         try:
             claims = parse_claims(kernel)
+            regs_claims = parse_regs_claims(kernel)
             settings = settings_of(args.root, problem)
         except (ValueError, OSError, json.JSONDecodeError) as e:
             failures.append(str(e))
             continue
+        params = set(settings[0]) if settings else set()
+        for arch, filters, bounds in regs_claims:
+            covered = [s for s in settings if all(s.get(k) == v for k, v in filters.items())]
+            unknown = [k for k in filters if k not in params]
+            if unknown or not covered:
+                failures.append(f"{kernel}: the regs claim for {arch} {filters} matches no "
+                                "parameter setting")
+            regs_jobs += [(problem, kernel, arch, s, bounds) for s in covered]
         if not any(arch == "sm_100a" for arch, _, _ in claims):
             unclaimed.append(problem)
-        params = set(settings[0]) if settings else set()
         for arch, filters, ops in claims:
             knobs = {k: v for k, v in filters.items() if k not in params}
             covered = [s for s in settings
@@ -238,18 +290,35 @@ def main():
     for p in unclaimed:
         print(f"check_sass: note: kernels/{p}/kernel.cu claims nothing for sm_100a (no warpsmith:sass line)")
 
+    for problem, kernel, arch, setting, bounds in regs_jobs:
+        where = " ".join([f"kernels/{problem}/kernel.cu {arch}",
+                          *(f"{k}={v}" for k, v in setting.items())])
+        try:
+            _, out = compile_kernel(args, problem, kernel, arch, setting)
+        except RuntimeError as e:
+            failures.append(f"{where}: {e}")
+            continue
+        broken = regs_failures(out.get("resources", []), bounds)
+        if broken:
+            failures.append(f"{where}: register claim broken: {'; '.join(broken)}")
+        else:
+            print(f"check_sass: ok: {where}: "
+                  f"{' '.join(f'{k}<={v}' for k, v in bounds.items())}, no spills")
+
     cuobjdump = find_cuobjdump(args.work) if jobs else None
     if jobs and not cuobjdump:
         msg = "check_sass: no cuobjdump (not in CUDA's bin, and PyPI unreachable): SASS claims not checked"
         print(msg + ("; WARPSMITH_REQUIRE_SASS=1, so this fails" if require else "; skipping"))
-        return 1 if require else SKIP
+        for f in failures:
+            print(f"check_sass: FAIL: {f}")
+        return 1 if require or failures else SKIP
 
     checked = 0
     for problem, kernel, arch, setting, knobs, claimed in jobs:
         chosen = {**setting, **knobs}
         where = f"kernels/{problem}/kernel.cu {arch} {' '.join(f'{k}={v}' for k, v in chosen.items())}"
         try:
-            cubin = compile_cubin(args, problem, kernel, arch, setting, knobs)
+            cubin, _ = compile_kernel(args, problem, kernel, arch, setting, knobs)
             lines = disassemble(cuobjdump, cubin)
             ops = sass_opcodes(lines, cubin)
         except RuntimeError as e:
@@ -267,7 +336,8 @@ def main():
 
     for f in failures:
         print(f"check_sass: FAIL: {f}")
-    print(f"check_sass: {checked} compiles checked over {len(kernels)} kernels; {len(failures)} failures")
+    print(f"check_sass: {checked} compiles checked over {len(kernels)} kernels, "
+          f"{len(regs_jobs)} register bounds; {len(failures)} failures")
     return 1 if failures else 0
 
 

@@ -40,6 +40,9 @@
 //  convert to bf16 with the packed cvt.
 // warpsmith:sass sm_100a: STG.E.ENL2.256 F2FP.BF16
 // warpsmith:sass sm_90a: F2FP.BF16
+// Registers at the 256-thread defaults (8 CTAs per SM by registers at <= 32):
+// warpsmith:regs sm_90a: sm90_mxfp8_bf16_dequantize<=32
+// warpsmith:regs sm_100a: sm90_mxfp8_bf16_dequantize<=32
 
 #include "ws/memory.cuh"
 #include "ws/mx.cuh"

@@ -85,6 +85,9 @@
 // warpsmith:sass sm_100a: UBLKCP SYNCS.PHASECHK F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
+// Registers at the 256-thread defaults (4 CTAs per SM by registers at <= 64):
+// warpsmith:regs sm_90a: sm90_bf16_mxfp8_quantize_expert_weights<=64
+// warpsmith:regs sm_100a: sm90_bf16_mxfp8_quantize_expert_weights<=64
 
 #include "ws/mx_dual_tile.cuh"
 #include "ws/ptx_sm90.cuh"

@@ -96,6 +96,9 @@
 // The .ftz exponent and reciprocal:
 // warpsmith:sass sm_90a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
+// Registers at the 256-thread defaults (CTAs per SM by registers: 4 at <= 64, 5 at <= 48):
+// warpsmith:regs sm_90a: sm90_bf16_swiglu_mxfp8_quantize_dual<=64
+// warpsmith:regs sm_100a: sm90_bf16_swiglu_mxfp8_quantize_dual<=48
 
 #include "ws/mx_dual_tile.cuh"
 #include "ws/swiglu.cuh"
