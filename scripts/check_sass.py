@@ -58,36 +58,38 @@ OPCODE = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)")
 PYPI_PACKAGES = ["nvidia-cuda-cuobjdump>=13,<14", "nvidia-cuda-nvdisasm>=13,<14"]
 
 
-def parse_claims(path):
-    """[(arch, {param: value}, [opcode])] from the file's warpsmith:sass lines."""
+def _claim_lines(path, kind, pattern, parse_words, usage):
+    """[(arch, {param: value}, parse_words(words))] from the file's `warpsmith:KIND` lines;
+    parse_words returns None for words that do not parse."""
     claims = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            if "warpsmith:sass" not in line:
+            if f"warpsmith:{kind}" not in line:
                 continue
-            m = CLAIM.match(line)
-            if not m or not m.group(3).split():
-                raise ValueError(f"{path}:{n}: expected '// warpsmith:sass ARCH [P=V ...]: OPCODE ...'")
+            m = pattern.match(line)
+            parsed = parse_words(m.group(3).split()) if m else None
+            if not parsed:
+                raise ValueError(f"{path}:{n}: expected '// warpsmith:{kind} ARCH [P=V ...]: {usage}'")
             filters = dict(kv.split("=", 1) for kv in m.group(2).split())
-            claims.append((m.group(1), filters, m.group(3).split()))
+            claims.append((m.group(1), filters, parsed))
     return claims
+
+
+def parse_claims(path):
+    """[(arch, {param: value}, [opcode])] from the file's warpsmith:sass lines."""
+    return _claim_lines(path, "sass", CLAIM, lambda words: words, "OPCODE ...")
+
+
+def _regs_bounds(words):
+    bounds = [REGS_BOUND.match(w) for w in words]
+    if not bounds or not all(bounds):
+        return None
+    return {b.group(1): int(b.group(2)) for b in bounds}
 
 
 def parse_regs_claims(path):
     """[(arch, {param: value}, {function: max registers})] from the file's warpsmith:regs lines."""
-    claims = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if "warpsmith:regs" not in line:
-                continue
-            m = REGS_CLAIM.match(line)
-            bounds = [REGS_BOUND.match(w) for w in m.group(3).split()] if m else []
-            if not bounds or not all(bounds):
-                raise ValueError(f"{path}:{n}: expected "
-                                 "'// warpsmith:regs ARCH [P=V ...]: FUNCTION<=N ...'")
-            filters = dict(kv.split("=", 1) for kv in m.group(2).split())
-            claims.append((m.group(1), filters, {b.group(1): int(b.group(2)) for b in bounds}))
-    return claims
+    return _claim_lines(path, "regs", REGS_CLAIM, _regs_bounds, "FUNCTION<=N ...")
 
 
 def regs_failures(resources, bounds):
