@@ -99,7 +99,7 @@
 // warpsmith:sass sm_90a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 // warpsmith:sass sm_100a FAST_EXP=2: F2FP.SATFINITE.E4M3 MUFU.EX2 MUFU.RCP
 // Registers at the 256-thread defaults (3 CTAs per SM by registers at <= 80; bc010e0 took rceil
-// clamped to 91, 2 CTAs, and 0.86x on the H200, unnoticed for eight sessions):
+// clamped to 91, 2 CTAs, and 0.86-0.87x on the H200, unnoticed for eight sessions):
 // warpsmith:regs sm_90a: sm90_bf16_dswiglu_mxfp8_quantize_dual<=80
 // warpsmith:regs sm_100a: sm90_bf16_dswiglu_mxfp8_quantize_dual<=80
 

@@ -188,7 +188,7 @@ struct Tile {
   /// (>= cols) of its rowwise scale blocks [kBlockM][kBlockI / 32], one per output, `part`
   /// bytes apart, so the gather's 16-byte loads read no workspace byte left unwritten. Called
   /// once the tile is done, and not inlined: a store beside each quad's (in or not) took the
-  /// sm_90a backward kernel from 80 registers to 91 at rceil clamped (2 CTAs per SM, 0.85x on
+  /// sm_90a backward kernel from 80 registers to 91 at rceil clamped (2 CTAs per SM, 0.86-0.87x on
   /// the H200 in s56c3), and this loop inlined at the end to 93.
   static __device__ __noinline__ void zero_pad_row_scales(unsigned char* blocks, long long part,
                                                           int rows, int cols) {
