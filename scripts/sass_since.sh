@@ -4,6 +4,7 @@
 # setting its SASS claims cover, both architectures (scripts/check_sass.py --sass-dir on a
 # worktree at REV and on this tree, then a diff of the normalized listings).
 # Usage: scripts/sass_since.sh REV [build/warpsmith]   (from anywhere in the checkout)
+# Last line: KERNELS=problem,... for `scripts/gpu_session.sh kernels`.
 set -euo pipefail
 rev=${1:?usage: scripts/sass_since.sh REV [WARPSMITH]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,12 +19,18 @@ for side in old new; do
     --sass-dir "$work/$side" >"$work/$side.log" 2>&1 ||
     { echo "sass_since: check_sass.py failed on the $side tree:"; tail -5 "$work/$side.log"; exit 1; }
 done
-changed=0
+changed=0 problems=()
 for f in "$work"/new/*.sass; do
   b=$(basename "$f")
-  if [[ ! -f $work/old/$b ]]; then echo "new      ${b%.sass}"; changed=$((changed + 1))
+  if [[ ! -f $work/old/$b ]]; then echo "new      ${b%.sass}"
   elif ! cmp -s "$f" "$work/old/$b"; then
-    echo "changed  ${b%.sass} ($(wc -l <"$work/old/$b") -> $(wc -l <"$f") lines)"; changed=$((changed + 1))
+    echo "changed  ${b%.sass} ($(wc -l <"$work/old/$b") -> $(wc -l <"$f") lines)"
+  else continue
   fi
+  changed=$((changed + 1))
+  p=${b%%__*}
+  [[ " ${problems[*]} " == *" $p "* ]] || problems+=("$p")
 done
 echo "sass_since: $changed of $(ls "$work"/new/*.sass | wc -l) kernel builds differ from $rev"
+# The gpu_session.sh kernels stage's list for the next GPU call.
+echo "KERNELS=$(IFS=,; echo "${problems[*]}")"
