@@ -86,6 +86,12 @@
 // warpsmith:sass sm_100a: F2FP.SATFINITE.E4M3
 // warpsmith:sass sm_100a rounding=rceil: F2FP.SATFINITE.E8
 // warpsmith:sass sm_90a: F2FP.SATFINITE.E4M3
+// Registers (the launch bounds cap them; a spill would be the cost): at sm_90a 4 CTAs of 512
+// threads per SM need <= 32, the small launch's 12 CTAs of 128 threads <= 40:
+// warpsmith:regs sm_90a: sm90_bf16_mxfp8_quantize_rowwise<=32
+// warpsmith:regs sm_90a: sm90_bf16_mxfp8_quantize_rowwise_small<=40
+// warpsmith:regs sm_100a: sm90_bf16_mxfp8_quantize_rowwise<=48
+// warpsmith:regs sm_100a: sm90_bf16_mxfp8_quantize_rowwise_small<=40
 
 #include "ws/mx_block.cuh"
 
