@@ -177,8 +177,18 @@ def write_sass(args, problem, chosen, arch, lines, suffix=".sass"):
         f.write("\n".join(lines) + "\n")
 
 
+_compiled = {}  # (kernel, arch, setting, knobs) -> (cubin, JSON): register and SASS claims share
+
+
 def compile_kernel(args, problem, kernel, arch, setting, knobs=None):
     """(cubin path, warpsmith's JSON) of one compile, or raises with warpsmith's message."""
+    key = (kernel, arch, tuple(sorted(setting.items())), tuple(sorted((knobs or {}).items())))
+    if key not in _compiled:
+        _compiled[key] = _compile_kernel(args, problem, kernel, arch, setting, knobs)
+    return _compiled[key]
+
+
+def _compile_kernel(args, problem, kernel, arch, setting, knobs):
     cmd = warpsmith_cmd(args, "eval", problem, kernel, "--compile-only", "--arch", arch, "--json",
                         setting=setting)
     for name, value in (knobs or {}).items():
