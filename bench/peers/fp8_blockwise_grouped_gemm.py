@@ -16,9 +16,9 @@ import torch
 
 from common import header, time_peer
 from gemm_peers import group_offsets
+from spec_shapes import bench_shapes
 
-SHAPES = [(32768, 4, 4096, 7168), (32768, 4, 7168, 2048), (32768, 8, 4096, 7168),
-          (32768, 8, 7168, 2048), (256, 2, 7168, 2048)]  # spec bench (M, E, N, K)
+SHAPES = bench_shapes("fp8_blockwise_grouped_gemm", "M", "E", "N", "K")
 
 
 def cost_bytes(m, e, n, k):

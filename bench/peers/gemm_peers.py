@@ -19,19 +19,7 @@ import json, os, re, sys
 import torch
 
 from common import header, protocol_time_us
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-
-
-def spec_of(problem):
-    with open(os.path.join(ROOT, "problems", problem, "spec.json")) as f:
-        return json.load(f)
-
-
-def bench_shapes(spec):
-    shapes = spec["shapes"]
-    shapes = shapes["bench"] if isinstance(shapes, dict) else [s for s in shapes if s.get("bench")]
-    return [{k: v for k, v in s.items() if isinstance(v, int)} for s in shapes]
+from spec_shapes import bench_shapes, spec_of
 
 
 def cost(expr, syms):
@@ -168,7 +156,7 @@ def main(problem, out_path):
     if where:
         res["where"] = where
     for form in forms:
-        for s in bench_shapes(spec):
+        for s in bench_shapes(problem):
             if where and not eval(where, {}, dict(s)):
                 continue
             syms = dict(s, form=FORM_CODE[form])

@@ -11,12 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from common import header, protocol_time_us, time_peer, write
+from spec_shapes import bench_shapes
 
 
 # (T, E, K, H, I), the spec's bench shapes in order.
-SHAPES = [(1, 128, 8, 2048, 768), (8, 128, 8, 2048, 768), (32, 128, 8, 2048, 768),
-          (64, 128, 8, 2048, 768), (1, 8, 2, 4096, 14336), (8, 8, 2, 4096, 14336),
-          (1, 32, 8, 7168, 2048), (32, 128, 4, 2880, 2880)]
+SHAPES = bench_shapes("moe_decode_fused", "T", "E", "TOPK", "H", "I")
 
 
 def spec_bytes(T, E, K, H, I):

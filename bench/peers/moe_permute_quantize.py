@@ -7,10 +7,10 @@
 import torch
 
 from common import header, mx_rows, time_peer, write
+from spec_shapes import bench_shapes
 
 
-SHAPES = [(16384, 7168, 256, 8, 128), (16384, 2048, 128, 8, 32), (16384, 4096, 8, 2, 128),
-          (16384, 5120, 16, 1, 32)]
+SHAPES = bench_shapes("moe_permute_quantize", "T", "H", "E", "K", "A")
 
 
 def permute_quantize(x, idx, E, A, MP):

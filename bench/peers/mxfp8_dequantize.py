@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from common import best_triton, header, report, torch_peers
+from spec_shapes import bench_shapes
 
 
 @triton.jit
@@ -29,7 +30,7 @@ def mx_dequant_rows(q_ptr, s_ptr, y_ptr, n_blocks, BLOCKS: tl.constexpr):
     tl.store(y_ptr + offs, y.to(tl.bfloat16), mask=mask)
 
 
-SHAPES = [(131072, 7168), (16384, 4096), (131072, 2048), (65536, 2880)]  # spec bench (M, K)
+SHAPES = bench_shapes("mxfp8_dequantize", "M", "K")
 
 
 def eager(q, s):

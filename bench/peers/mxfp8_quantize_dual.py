@@ -15,9 +15,10 @@ import triton
 
 from common import best_triton, header, report, torch_peers
 from mx_tile import mx_quant_tile, mx_rows_torch, triton_configs
+from spec_shapes import bench_shapes
 
 
-SHAPES = [(131072, 7168), (131072, 2048), (65536, 5120), (65536, 4096), (16384, 2880)]  # (M, K)
+SHAPES = bench_shapes("mxfp8_quantize_dual", "M", "K")
 
 
 def eager(x, rceil):

@@ -15,10 +15,10 @@ import triton
 
 from common import best_triton, header, report, torch_peers
 from mx_tile import mx_quant_tile, mx_rows_torch, triton_configs
+from spec_shapes import bench_shapes
 
 
-SHAPES = [(8, 4096, 7168), (8, 7168, 2048), (128, 1536, 2048), (16, 3072, 4096),
-          (128, 5760, 2880)]  # spec bench (E, N, K)
+SHAPES = bench_shapes("mxfp8_quantize_expert_weights", "E", "N", "K")
 
 
 def eager(w, rceil):

@@ -17,8 +17,9 @@ import triton.language as tl
 from triton.testing import do_bench
 
 from common import protocol_time_us
+from spec_shapes import bench_shapes
 
-SHAPES = [(131072, 7168), (131072, 2048), (65536, 5120), (16384, 2880)]
+SHAPES = bench_shapes("mxfp8_quantize_rowwise", "M", "K")
 
 
 @triton.jit

@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from common import best_triton, header, report, torch_peers
+from spec_shapes import bench_shapes
 
 
 def stripe_sources(offsets, m, g):
@@ -82,8 +83,7 @@ def group_offsets(m, g, seed):
     return (torch.cumsum(sizes, 0) * 32).int().cuda()
 
 
-SHAPES = [(131072, 7168, 8), (131072, 2048, 8), (131072, 2048, 128), (131072, 5120, 16),
-          (65536, 2880, 128)]  # spec bench (M, K, G)
+SHAPES = bench_shapes("mxfp8_scales_to_blocked", "M", "K", "G")
 
 
 def main():

@@ -6,9 +6,10 @@
 import torch
 
 from common import header, mx_rows, time_peer, write
+from spec_shapes import bench_shapes
 
 
-SHAPES = [(16384, 7168), (131072, 4096), (16384, 5120), (16384, 2880)]
+SHAPES = bench_shapes("rmsnorm_quantize", "M", "H")
 
 
 def rmsnorm_quantize(x, w, rceil):

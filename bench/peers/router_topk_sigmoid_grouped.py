@@ -11,10 +11,11 @@ import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from router_common import measure  # noqa: E402
+from spec_shapes import bench_shapes
 
-# (T, E, K, NG, TG, scale)
-SHAPES = [(16384, 256, 8, 8, 4, 2.5), (16384, 384, 8, 1, 1, 2.827), (16384, 160, 8, 1, 1, 2.5),
-          (64, 256, 8, 8, 4, 2.5), (64, 384, 8, 1, 1, 2.827)]
+# (T, E, K, NG, TG, scale); the spec gives the scale in thousandths.
+SHAPES = [(t, e, k, ng, tg, milli / 1000) for t, e, k, ng, tg, milli in
+          bench_shapes("router_topk_sigmoid_grouped", "T", "E", "K", "NG", "TG", "SCALE_MILLI")]
 
 
 def make_route(k, ng, tg, scale):

@@ -10,8 +10,9 @@ import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from router_common import measure  # noqa: E402
+from spec_shapes import bench_shapes
 
-SHAPES = [(16384, 128, 8), (16384, 128, 4), (16384, 512, 10), (16384, 8, 2), (64, 128, 8)]
+SHAPES = bench_shapes("router_topk_softmax", "T", "E", "K")
 
 
 def make_route(k, renormalize):

@@ -6,9 +6,10 @@
 import torch
 
 from common import header, mx_rows, time_peer, write
+from spec_shapes import bench_shapes
 
 
-SHAPES = [(131072, 2048), (65536, 1536), (131072, 8192), (65536, 2880)]
+SHAPES = bench_shapes("swiglu_quantize_fwd", "M", "I")
 
 
 def swiglu_fwd_quantize(h, clamped):
