@@ -101,11 +101,15 @@ def setting_text(r):
 
 
 def variant_text(r, control):
+    # A variant of another kernel file (sweep variant @file=PATH) is named by that file first.
+    f = f"file={os.path.basename(r['kernel_file'])}" if r.get("kernel_file") else ""
     if control is None:
-        return " ".join(f"{k}={v}" for k, v in sorted((r.get("knobs") or {}).items()))
+        knobs = " ".join(f"{k}={v}" for k, v in sorted((r.get("knobs") or {}).items()))
+        return " ".join(x for x in (f, knobs) if x)
     ck = control.get("knobs") or {}
     diff = {k: v for k, v in (r.get("knobs") or {}).items() if ck.get(k) != v}
-    return " ".join(f"{k}={v}" for k, v in sorted(diff.items())) or "default"
+    return " ".join(x for x in (f, *(f"{k}={v}" for k, v in sorted(diff.items()))) if x) or \
+        "default"
 
 
 def geomean(xs):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests of bench/sweep_table.py on a synthetic sweep: the control is the file gpu_session.sh names
 <problem><setting>_.json (and _again.json, the control timed after the variants), variants show
-only the knobs they change, the ratio's direction, an archive and its extracted copy count once, a
+only the knobs they change (a variant of another kernel file, its file first), the ratio's
+direction, an archive and its extracted copy count once, a
 failed variant shows its verdict, and where one run holds two sweeps of the same problem each
 variant is held to its own sweep's controls, and a variant repeated over sweeps gets one line over
 all of them. Exit 1 on a failure."""
@@ -45,9 +46,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         sweep = os.path.join(tmp, "sweep")
         os.makedirs(sweep)
+        # An @file variant (another kernel file, the control's knobs): named by its file.
+        old_file = dict(result("d", {"X": 1, "Y": 2}, 125.0), kernel_file="plans/old_kernel.cu")
         files = {"prounding-rceil_.json": result("a", {"X": 1, "Y": 2}, 100.0),
                  "prounding-rceil_X-2.json": result("b", {"X": 2, "Y": 2}, 80.0),
-                 "prounding-rceil_Y-3.json": result("c", {"X": 1, "Y": 3}, 0, verdict="crashed")}
+                 "prounding-rceil_Y-3.json": result("c", {"X": 1, "Y": 3}, 0, verdict="crashed"),
+                 "prounding-rceil_@file-plans-old_kernel.cu.json": old_file}
         for name, obj in files.items():
             with open(os.path.join(sweep, name), "w") as f:
                 json.dump(obj, f)
@@ -61,10 +65,12 @@ def main():
             return 1
         table = json.load(open(out))["sweeps"]
         variants = {v["knobs"]: v for v in table[0]["variants"]}
-        if len(table) != 1 or len(table[0]["variants"]) != 3:
-            failures.append(f"one setting, three variants expected: {table}")
-        if set(variants) != {"default", "X=2", "Y=3"}:
+        if len(table) != 1 or len(table[0]["variants"]) != 4:
+            failures.append(f"one setting, four variants expected: {table}")
+        if set(variants) != {"default", "X=2", "Y=3", "file=old_kernel.cu"}:
             failures.append(f"variants named by what they change: {sorted(variants)}")
+        if variants.get("file=old_kernel.cu", {}).get("geomean_control_over_this") != 0.8:
+            failures.append("the other file's variant is held to the control (100 over 125 us)")
         ratio = variants.get("X=2", {}).get("geomean_control_over_this")
         if ratio != 1.25:
             failures.append(f"control 100 us over variant 80 us is 1.25, got {ratio}")

@@ -327,6 +327,8 @@ print(json.dumps({'gpus': sys.argv[2], 'wall_s': float(sys.argv[4]) - float(sys.
       # by +: "rounding=rceil+variant=clamped"). SWEEP_CONTROL=0 leaves out the default knobs;
       # SWEEP_HIDDEN=1 adds the hidden shapes (a setting about to become the default);
       # SWEEP_WHERE="M <= 128" takes only the bench shapes where it holds (eval --bench-where).
+      # A variant "@file=PATH [KNOB=V ...]" evaluates another kernel file (an earlier commit's
+      # kernel saved in the tree: a regression check against the controls of the same call).
       sp=${SWEEP_PROBLEM:-mxfp8_quantize_rowwise}
       run_sweep "$sp" "${SWEEP_SETS:--}" "${SWEEP:-}" "${SWEEP_HIDDEN:-0}" "sweep-$sp" \
         "${SWEEP_KERNEL:-}" "${SWEEP_WHERE:--}" ;;

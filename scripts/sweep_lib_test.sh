@@ -39,6 +39,21 @@ check "the repeat's file" \
   "$(tar tzf "$OUT/all.tgz" | grep -c 'prounding-rceil__variant-clamped_again\.json$')" 1
 check "not cut" "$sweep_cut" 0
 
+# @file=PATH: that kernel file, the rest of the words as knobs, the file named in its JSON; the
+# controls keep the problem's kernel.
+rm -f "$OUT/calls.log"
+run_sweep p - "@file=old/k.cu;@file=old/k.cu A=2" 0 files >/dev/null
+check "the file's evaluation" "$(sed -n 2p "$OUT/calls.log")" \
+  "eval p old/k.cu --no-hidden --json"
+check "the file with a knob" "$(sed -n 3p "$OUT/calls.log")" \
+  "eval p old/k.cu --knob A=2 --no-hidden --json"
+check "controls keep the kernel" "$(sed -n '1p;4p' "$OUT/calls.log" | sort -u)" \
+  "eval p kernels/p/kernel.cu --no-hidden --json"
+check "named in the JSON" "$(tar xzf "$OUT/files.tgz" -O sweep/p-_@file-old-k.cu_A-2.json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin).get("kernel_file"))')" "old/k.cu"
+check "controls unnamed" "$(tar xzf "$OUT/files.tgz" -O sweep/p-_again.json |
+  python3 -c 'import json,sys; print(json.load(sys.stdin).get("kernel_file"))')" "None"
+
 # A deadline already past: nothing starts, the cut is reported.
 rm -f "$OUT/calls.log"
 SWEEP_DEADLINE=$(($(date +%s) - 1)) run_sweep p - "A=1" 1 none >/dev/null
