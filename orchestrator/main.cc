@@ -149,7 +149,7 @@ int CmdProblems(const Globals& g, bool as_json) {
   return kExitOk;
 }
 
-std::string InitText(const InitSpec& in) {
+std::string OneInitText(const InitSpec& in) {
   if (in.dist == "uniform") return fmt::format("uniform [{}, {})", in.lo, in.hi);
   if (in.dist == "mx_blocks") return "mx_blocks";
   if (in.dist == "normal_outliers") {
@@ -164,6 +164,18 @@ std::string InitText(const InitSpec& in) {
                        in.skew, in.empty);
   }
   return fmt::format("normal (mean {}, stddev {})", in.mean, in.stddev);
+}
+
+// The init, then each parameter value's own ("; routing=balanced: group_offsets (...)").
+std::string InitText(const InitSpec& in, const ProblemSpec& spec) {
+  std::string text = OneInitText(in);
+  for (const InitSpec::ByParam& b : in.by_param) {
+    const auto p = std::find_if(spec.params.begin(), spec.params.end(),
+                                [&](const ParamSpec& ps) { return ps.name == b.param; });
+    const std::string value = p != spec.params.end() ? p->values.at(b.value) : "?";
+    text += fmt::format("; {}={}: {}", b.param, value, OneInitText(*b.init));
+  }
+  return text;
 }
 
 std::string ToleranceText(const Tolerance& t) {
@@ -224,7 +236,7 @@ int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
   for (size_t i = 0; i < p->tensors.size(); ++i) {
     const TensorSpec& t = p->tensors[i];
     if (t.role == TensorRole::kInput) {
-      j["tensors"][i]["init"] = InitText(t.init);
+      j["tensors"][i]["init"] = InitText(t.init, *p);
     } else if (auto it = p->tolerance.find(t.name); it != p->tolerance.end()) {
       j["tensors"][i]["tolerance"] = ToleranceText(it->second);
     }
@@ -297,7 +309,7 @@ int CmdProblemShow(const Globals& g, const std::string& name, bool as_json) {
     for (const auto& d : t.shape) dims += (dims.empty() ? "" : ", ") + d;
     std::string extra;
     if (t.role == TensorRole::kInput) {
-      extra = InitText(t.init);
+      extra = InitText(t.init, *p);
     } else if (auto it = p->tolerance.find(t.name); it != p->tolerance.end()) {
       extra = "tolerance: " + ToleranceText(it->second);
     }

@@ -68,8 +68,16 @@ WsInitParams Params(const std::string& dist, const InitFields& f, int64_t numel)
 
 }  // namespace
 
+const InitSpec& InitFor(const InitSpec& in, const SymbolTable& symbols) {
+  for (const InitSpec::ByParam& b : in.by_param) {
+    const auto it = symbols.find(b.param);
+    if (it != symbols.end() && it->second == b.value) return *b.init;
+  }
+  return in;
+}
+
 Result<InitFields> InitJobFields(const TensorSpec& t, const SymbolTable& symbols) {
-  const InitSpec& in = t.init;
+  const InitSpec& in = InitFor(t.init, symbols);
   InitFields f;
   const auto eval = [&](const std::string& expr, const char* key) -> Status {
     Result<int64_t> v = EvalExpr(expr, symbols);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,7 +65,19 @@ struct InitSpec {
   double skew = 0;              // topk_ids, group_offsets: 0 = uniform
   double empty = 0;             // group_offsets: about this fraction of groups is empty
   bool mx_tiles = false;        // mx_blocks: one kind per 32x32 tile (rows and columns both)
+  // Other numeric fields under one value of a parameter (spec "by_param", e.g. balanced routing
+  // where "routing" is "balanced"): the whole init for that setting, the same dist.
+  struct ByParam {
+    std::string param;
+    int64_t value = 0;  // the value's index, as expressions see the parameter
+    std::shared_ptr<const InitSpec> init;
+  };
+  std::vector<ByParam> by_param;
 };
+
+/// The init an input is drawn with under `symbols` (which bind each parameter to its value's
+/// index): its by_param entry for those values, else `in` itself.
+const InitSpec& InitFor(const InitSpec& in, const SymbolTable& symbols);
 
 struct TensorSpec {
   std::string name;

@@ -167,10 +167,9 @@ bool IsFloatDType(DType t) {
   return t == DType::kBF16 || t == DType::kF16 || t == DType::kF32;
 }
 
-Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank,
-                 const std::set<std::string, std::less<>>& known, InitSpec* init) {
-  if (!j.is_object())
-    return FieldError(field, "must be an object, not {}", JsonType(j));
+// One init's fields (no by_param).
+Status ParseInitFields(const Json& j, std::string_view field, DType dtype, size_t rank,
+                       const std::set<std::string, std::less<>>& known, InitSpec* init) {
   if (!j.contains("dist"))
     return FieldError(Sub(field, "dist"), "missing required field");
   WS_ASSIGN_OR_RETURN(init->dist, AsString(j["dist"], Sub(field, "dist")));
@@ -248,6 +247,56 @@ Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank
                       "unknown distribution '{}' (known: normal, uniform, mx_blocks, "
                       "normal_outliers, topk_ids, group_offsets)",
                       init->dist);
+  }
+  return Status::Ok();
+}
+
+// An input's init: its fields, then "by_param": {PARAM: {VALUE: {FIELD: number, ...}}}, the
+// numeric fields that differ under a parameter's value (each such init checked whole).
+Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank,
+                 const std::set<std::string, std::less<>>& known,
+                 const std::vector<ParamSpec>& params, InitSpec* init) {
+  if (!j.is_object())
+    return FieldError(field, "must be an object, not {}", JsonType(j));
+  Json base = j;
+  base.erase("by_param");
+  WS_RETURN_IF_ERROR(ParseInitFields(base, field, dtype, rank, known, init));
+  if (!j.contains("by_param"))
+    return Status::Ok();
+  static const std::set<std::string, std::less<>> kNumeric = {
+      "mean", "stddev", "lo", "hi", "outlier_fraction", "outlier_scale", "skew", "empty"};
+  const std::string by_field = Sub(field, "by_param");
+  const Json& by = j["by_param"];
+  if (!by.is_object() || by.empty())
+    return FieldError(by_field, "must be a non-empty object of parameters");
+  for (const auto& [name, per_value] : by.items()) {
+    const std::string pfield = Sub(by_field, name);
+    const auto p = std::find_if(params.begin(), params.end(),
+                                [&](const ParamSpec& ps) { return ps.name == name; });
+    if (p == params.end())
+      return FieldError(pfield, "'{}' is not a parameter of this problem", name);
+    if (!per_value.is_object() || per_value.empty())
+      return FieldError(pfield, "must be a non-empty object of the parameter's values");
+    for (const auto& [value, fields] : per_value.items()) {
+      const std::string vfield = Sub(pfield, value);
+      const auto v = std::find(p->values.begin(), p->values.end(), value);
+      if (v == p->values.end())
+        return FieldError(vfield, "'{}' is not a value of '{}'", value, name);
+      if (!fields.is_object() || fields.empty())
+        return FieldError(vfield, "must be a non-empty object of fields");
+      Json merged = base;
+      for (const auto& [key, number] : fields.items()) {
+        if (!kNumeric.count(key)) {
+          return FieldError(Sub(vfield, key),
+                            "only numeric fields (mean, stddev, lo, hi, outlier_fraction, "
+                            "outlier_scale, skew, empty) may differ by parameter");
+        }
+        merged[key] = number;
+      }
+      auto sub = std::make_shared<InitSpec>();
+      WS_RETURN_IF_ERROR(ParseInitFields(merged, vfield, dtype, rank, known, sub.get()));
+      init->by_param.push_back({name, v - p->values.begin(), std::move(sub)});
+    }
   }
   return Status::Ok();
 }
@@ -436,7 +485,8 @@ Status CheckAtShape(const ProblemSpec& spec, const SymbolTable& symbols) {
 }
 
 Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
-                               const std::set<std::string, std::less<>>& known) {
+                               const std::set<std::string, std::less<>>& known,
+                               const std::vector<ParamSpec>& params) {
   WS_RETURN_IF_ERROR(CheckKeys(j, field, {"name", "dtype", "shape", "role"}, {"init"}));
   TensorSpec t;
   WS_ASSIGN_OR_RETURN(t.name, AsString(j["name"], Sub(field, "name")));
@@ -474,7 +524,7 @@ Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
     if (t.role != TensorRole::kInput)
       return FieldError(Sub(field, "init"), "outputs take no init");
     WS_RETURN_IF_ERROR(
-        ParseInit(j["init"], Sub(field, "init"), t.dtype, t.shape.size(), known, &t.init));
+        ParseInit(j["init"], Sub(field, "init"), t.dtype, t.shape.size(), known, params, &t.init));
   }
   return t;
 }
@@ -576,7 +626,8 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
     return FieldError("tensors", "must be a non-empty array");
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
-    WS_ASSIGN_OR_RETURN(TensorSpec t, ParseTensor(tensors[i], Idx("tensors", i), known));
+    WS_ASSIGN_OR_RETURN(TensorSpec t,
+                        ParseTensor(tensors[i], Idx("tensors", i), known, spec.params));
     if (spec.FindTensor(t.name) != nullptr) {
       return FieldError(Sub(Idx("tensors", i), "name"), "duplicate tensor name '{}'", t.name);
     }

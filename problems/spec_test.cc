@@ -457,6 +457,28 @@ TEST_F(SpecTest, BadTolerancesAndInitsNameTheField) {
        "shapes.test[0]: tensors[4] (offs).init.total: 8 is not a multiple of align 16"},
       {[](Json& j) { j["tensors"][4]["shape"] = {"M - 1"}; },
        "shapes.test[0]: tensors[4] (offs).init.total: 32 rows in no groups (G = 0)"},
+      {[](Json& j) { j["tensors"][4]["init"]["by_param"] = Json::object(); },
+       "tensors[4].init.by_param: must be a non-empty object of parameters"},
+      {[](Json& j) {
+         j["tensors"][4]["init"]["by_param"] = {{"routing", {{"a", {{"skew", 0}}}}}};
+       },
+       "tensors[4].init.by_param.routing: 'routing' is not a parameter of this problem"},
+      {[](Json& j) {
+         j["tensors"][4]["init"]["by_param"] = {{"rounding", {{"up", {{"skew", 0}}}}}};
+       },
+       "tensors[4].init.by_param.rounding.up: 'up' is not a value of 'rounding'"},
+      {[](Json& j) {
+         j["tensors"][4]["init"]["by_param"] = {{"rounding", {{"floor", {{"total", "M"}}}}}};
+       },
+       "tensors[4].init.by_param.rounding.floor.total: only numeric fields"},
+      {[](Json& j) {
+         j["tensors"][4]["init"]["by_param"] = {{"rounding", {{"floor", {{"empty", 1}}}}}};
+       },
+       "tensors[4].init.by_param.rounding.floor.empty: must be in [0, 1)"},
+      {[](Json& j) {
+         j["tensors"][3]["init"]["by_param"] = {{"rounding", {{"floor", {{"empty", 0.5}}}}}};
+       },
+       "tensors[3].init.by_param.rounding.floor"},
       {[](Json& j) { j["tensors"][0]["init"].erase("outlier_scale"); },
        "tensors[0].init.outlier_scale: missing required field"},
       {[](Json& j) { j["tensors"][0]["init"]["outlier_fraction"] = 1.5; },
@@ -538,6 +560,47 @@ TEST_F(SpecTest, GenerateInputIsTheRunnersFormula) {
   ASSERT_TRUE(fields.ok());
   EXPECT_EQ(fields->ints.at("experts"), 32);
   EXPECT_EQ(fields->ints.at("k"), 4);
+}
+
+// by_param: the numeric fields an input takes under one value of a parameter (balanced routing);
+// the job's fields and the host's inputs follow the setting, the other values keep the base.
+TEST_F(SpecTest, ByParamInitFollowsTheSetting) {
+  Json j = RichSpec();
+  j["tensors"][4]["init"]["by_param"] = {{"rounding", {{"floor", {{"skew", 0}, {"empty", 0}}}}}};
+  j["tensors"][3]["init"]["by_param"] = {{"rounding", {{"floor", {{"skew", 3}}}}}};
+  const auto r = LoadProblem(WriteProblem("mxfp8_quantize_rowwise", j.dump(2)));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const InitSpec& offs = r->FindTensor("offs")->init;
+  ASSERT_EQ(offs.by_param.size(), 1u);
+  EXPECT_EQ(offs.by_param[0].param, "rounding");
+  EXPECT_DOUBLE_EQ(offs.by_param[0].init->skew, 0);
+  EXPECT_EQ(offs.by_param[0].init->total, "M * 32");  // the rest as the base
+  EXPECT_EQ(offs.by_param[0].init->align, 16);
+  const Shape shape{{{"M", 37}, {"K", 256}}, ""};
+  const SymbolTable floor = BindSymbols(*r, shape, {{"rounding", "floor"}});
+  const SymbolTable rceil = BindSymbols(*r, shape, {{"rounding", "rceil"}});
+  ASSERT_NE(floor.at("rounding"), rceil.at("rounding"));
+  const auto f = InitJobFields(*r->FindTensor("offs"), floor);
+  const auto c = InitJobFields(*r->FindTensor("offs"), rceil);
+  ASSERT_TRUE(f.ok() && c.ok());
+  EXPECT_DOUBLE_EQ(f->reals.at("skew"), 0);
+  EXPECT_DOUBLE_EQ(f->reals.at("empty"), 0);
+  EXPECT_EQ(f->ints.at("total"), 37 * 32);
+  EXPECT_DOUBLE_EQ(c->reals.at("skew"), 1);
+  EXPECT_DOUBLE_EQ(c->reals.at("empty"), 0.25);
+  EXPECT_DOUBLE_EQ(InitJobFields(*r->FindTensor("ids"), floor)->reals.at("skew"), 3);
+  EXPECT_DOUBLE_EQ(InitJobFields(*r->FindTensor("ids"), rceil)->reals.at("skew"), 1.2);
+  // The host's inputs: the runner's formula with the setting's fields.
+  const auto inputs = GenerateInputs(*r, floor, 1234);
+  ASSERT_TRUE(inputs.ok()) << inputs.status().message();
+  const HostTensor& got = inputs->at("offs");
+  const WsInitParams po{kWsDistGroupOffsets, 0, 0, 0, 0, 37 * 32, 16, 8};
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    int32_t v;
+    std::memcpy(&v, got.bytes.data() + 4 * i, 4);
+    ASSERT_EQ(static_cast<uint32_t>(v), ws_init_element_p(kWsDtypeI32, po, 1234, 4, i)) << i;
+  }
+  EXPECT_NE(GenerateInputs(*r, rceil, 1234)->at("offs").bytes, got.bytes);
 }
 
 TEST_F(SpecTest, UnmutatedCopyLoadsAndBadJsonFails) {

@@ -6,19 +6,22 @@
 #                  dequantization is not timed).
 # Both eager and under torch.compile (PEERS_NO_COMPILE=1 skips compiling), timed by warpsmith's
 # protocol and by triton.testing.do_bench (bench/peers/common.py time_peer); not checked bit for
-# bit. Groups as spec.json draws them: sizes multiples of 128 summing to M, skewed, about 15%
-# empty. Figures per shape: TB/s of the spec's cost.bytes and TFLOP/s of 2*M*N*K.
+# bit. Groups as spec.json draws them: sizes multiples of 128 summing to M, per its routing
+# (gemm_peers.group_offsets; PEERS_ROUTING=V times only that routing). Figures per shape and
+# routing: TB/s of the spec's cost.bytes and TFLOP/s of 2*M*N*K.
 # Usage: python3 fp8_blockwise_grouped_gemm.py OUT.json
 
-import json, sys
+import json, os, sys
 
 import torch
 
 from common import header, time_peer
 from gemm_peers import group_offsets
-from spec_shapes import bench_shapes
+from spec_shapes import bench_shapes, spec_of
 
 SHAPES = bench_shapes("fp8_blockwise_grouped_gemm", "M", "E", "N", "K")
+ROUTINGS = [r for r in spec_of("fp8_blockwise_grouped_gemm")["params"]["routing"]["values"]
+            if r == os.environ.get("PEERS_ROUTING", r)]
 
 
 def cost_bytes(m, e, n, k):
@@ -31,13 +34,13 @@ def e4m3(shape, gen):
     return x.clamp(-448, 448).to(torch.float8_e4m3fn)
 
 
-def make_set(m, e, n, k, seed):
+def make_set(m, e, n, k, seed, routing):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     a = e4m3((m, k), gen)
     b = e4m3((e, n, k), gen)
     a_scales = torch.rand(k // 128, m, generator=gen, device="cuda") * 3.5e-3 + 5e-4
     b_scales = torch.rand(e, n // 128, k // 128, generator=gen, device="cuda") * 1.8e-3 + 2e-4
-    offs = group_offsets(m, e, 128, seed)
+    offs = group_offsets(m, e, 128, seed, routing)
     # Rowwise stand-ins for the block scales: one per token row, one per expert column.
     sa_row = a_scales.mean(0).contiguous()                                   # [M]
     sb_col = b_scales.mean(2).repeat_interleave(128, dim=1).contiguous()     # [E, N]
@@ -60,11 +63,11 @@ def bf16(a_bf, b_bf, offs):
 
 def main():
     res = header()
-    for m, e, n, k in SHAPES:
-        key = f"{m}x{e}x{n}x{k}"
+    for routing, (m, e, n, k) in ((r, s) for r in ROUTINGS for s in SHAPES):
+        key = f"{m}x{e}x{n}x{k},routing={routing}"
         nbytes, flops = cost_bytes(m, e, n, k), 2 * m * n * k
         try:
-            sets = [make_set(m, e, n, k, seed) for seed in (0, 1)]
+            sets = [make_set(m, e, n, k, seed, routing) for seed in (0, 1)]
             out = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16)]
             r = {"fp8_rowwise": time_peer(
                      f"{key} fp8_rowwise", fp8_rowwise,

@@ -10,7 +10,9 @@
 #                            one fp32 scale per row and column ("fp8_rowwise", a coarser recipe)
 # Eager only (one library call each: torch.compile adds nothing), timed by warpsmith's protocol
 # (common.protocol_time_us); dequantization and layout changes are done once, untimed. Groups as
-# the specs draw them: skewed sizes, multiples of the spec's alignment, about 15% empty.
+# the specs draw them, multiples of the spec's alignment: under routing=skewed skewed sizes, about
+# 15% empty; under routing=balanced sizes within +-50% of the mean, none empty (PEERS_ROUTING=V
+# times only that routing).
 # Figures per shape: microseconds, TFLOP/s of 2*M*N*K, TB/s of the spec's cost.bytes.
 # Usage: python3 gemm_peers.py PROBLEM OUT.json   (the per-problem scripts call main(PROBLEM))
 
@@ -27,13 +29,17 @@ def cost(expr, syms):
     return int(eval(re.sub(r"(?<![/])/(?![/])", "//", expr), {}, dict(syms)))
 
 
-def group_offsets(m, e, align, seed):
-    """Cumulative END offsets (int32, device): multiples of `align` summing to m, skewed sizes,
-    about 15% of the groups empty (the last nonempty group takes the remainder)."""
+def group_offsets(m, e, align, seed, routing="skewed"):
+    """Cumulative END offsets (int32, device): multiples of `align` summing to m (the last
+    nonempty group takes the remainder); skewed sizes with about 15% of the groups empty, or
+    under routing "balanced" sizes within +-50% of the mean and none empty."""
     gen = torch.Generator().manual_seed(seed)
     blocks = m // align
-    w = torch.rand(e, generator=gen) ** 2 + 0.05
-    w[torch.rand(e, generator=gen) < 0.15] = 0.0
+    if routing == "balanced":
+        w = torch.rand(e, generator=gen) + 0.5
+    else:
+        w = torch.rand(e, generator=gen) ** 2 + 0.05
+        w[torch.rand(e, generator=gen) < 0.15] = 0.0
     if w.sum() == 0:
         w[-1] = 1.0
     sizes = (w / w.sum() * blocks).floor().long()
@@ -54,7 +60,7 @@ def rowscale(n):
 
 
 # Each maker returns {peer: (fn, outputs)} for one input set; fn takes no arguments.
-def make_bf16_gemm(s, form):
+def make_bf16_gemm(s, form, routing):
     a, b = randn((s["M"], s["K"])), randn((s["N"], s["K"]))
     return {"cublas_bf16": lambda: torch.mm(a, b.t())}
 
@@ -65,7 +71,7 @@ def fp8_rowwise_operands(s):
     return a, b, rowscale(s["M"])[:, None], rowscale(s["N"])[None, :]
 
 
-def make_fp8_rowwise_gemm(s, form):
+def make_fp8_rowwise_gemm(s, form, routing):
     a, b, sa, sb = fp8_rowwise_operands(s)
     return {"cublaslt_fp8_rowwise": lambda: torch._scaled_mm(a, b.t(), sa, sb,
                                                               out_dtype=torch.bfloat16)}
@@ -92,11 +98,11 @@ def fp8_rowwise_accuracy(s):
 ACCURACY = {"fp8_rowwise_gemm": fp8_rowwise_accuracy}
 
 
-def grouped(form, m, e, n, k, align, dtype_fp8):
+def grouped(form, m, e, n, k, align, dtype_fp8, routing):
     """The grouped product in the problem's form, as torch's grouped calls take it:
     fwd [M,K] x [E,N,K]^T -> [M,N]; dgrad [M,N] x [E,N,K] -> [M,K] (contraction N);
     wgrad [N,M] x [M,K] -> [E,N,K] (contraction over each group's rows)."""
-    offs = group_offsets(m, e, align, 0)
+    offs = group_offsets(m, e, align, 0, routing)
     peers = {}
     if form == "fwd":
         a, b = randn((m, k)), randn((e, n, k))
@@ -127,12 +133,12 @@ def grouped(form, m, e, n, k, align, dtype_fp8):
     return peers
 
 
-def make_bf16_grouped_gemm(s, form):
-    return grouped(form, s["M"], s["E"], s["N"], s["K"], 16, False)
+def make_bf16_grouped_gemm(s, form, routing):
+    return grouped(form, s["M"], s["E"], s["N"], s["K"], 16, False, routing)
 
 
 def make_mxfp8(form):
-    return lambda s, _: grouped(form, s["M"], s["E"], s["N"], s["K"], 32, True)
+    return lambda s, _, routing: grouped(form, s["M"], s["E"], s["N"], s["K"], 32, True, routing)
 
 
 MAKERS = {
@@ -155,39 +161,44 @@ def main(problem, out_path):
     where = os.environ.get("PEERS_WHERE")
     if where:
         res["where"] = where
-    for form in forms:
-        for s in bench_shapes(problem):
-            if where and not eval(where, {}, dict(s)):
-                continue
-            syms = dict(s, form=FORM_CODE[form])
-            key = ",".join(f"{k}={v}" for k, v in s.items()) + (f",form={form}" if form else "")
-            flops, nbytes = 2 * s["M"] * s["N"] * s["K"], cost(spec["cost"]["bytes"], syms)
-            r = {}
-            try:
-                peers = maker(s, form)
-                for name, fn in peers.items():
-                    try:
-                        fn()
-                        torch.cuda.synchronize()
-                        us = protocol_time_us(lambda i: fn(), [])
-                        r[name] = {"protocol_us": us, "TFLOPs": flops / us / 1e6,
-                                   "TBps": nbytes / us / 1e6}
-                    except Exception as ex:  # keep the other peers' figures
-                        r[name] = {"error": repr(ex)[:400]}
-            except Exception as ex:
-                r = {"error": repr(ex)[:400]}
-            print(key, json.dumps(r), flush=True)
-            res["shapes"][key] = r
-            peers = None
-            torch.cuda.empty_cache()
-            if problem in ACCURACY:  # kept apart from the timed peers: never a ratio's peer
+    # The problem's routings (its "routing" parameter), each a setting word of the key.
+    routings = (spec.get("params") or {}).get("routing", {}).get("values", [None])
+    if os.environ.get("PEERS_ROUTING"):
+        routings = [r for r in routings if r == os.environ["PEERS_ROUTING"]]
+    for form, routing, s in ((f, r, s) for f in forms for r in routings
+                             for s in bench_shapes(problem)):
+        if where and not eval(where, {}, dict(s)):
+            continue
+        syms = dict(s, form=FORM_CODE[form])
+        key = (",".join(f"{k}={v}" for k, v in s.items()) + (f",form={form}" if form else "")
+               + (f",routing={routing}" if routing else ""))
+        flops, nbytes = 2 * s["M"] * s["N"] * s["K"], cost(spec["cost"]["bytes"], syms)
+        r = {}
+        try:
+            peers = maker(s, form, routing)
+            for name, fn in peers.items():
                 try:
-                    acc = ACCURACY[problem](s)
-                except Exception as ex:
-                    acc = {"error": repr(ex)[:400]}
-                print(key, "accuracy", json.dumps(acc), flush=True)
-                res.setdefault("accuracy", {})[key] = acc
-                torch.cuda.empty_cache()
+                    fn()
+                    torch.cuda.synchronize()
+                    us = protocol_time_us(lambda i: fn(), [])
+                    r[name] = {"protocol_us": us, "TFLOPs": flops / us / 1e6,
+                               "TBps": nbytes / us / 1e6}
+                except Exception as ex:  # keep the other peers' figures
+                    r[name] = {"error": repr(ex)[:400]}
+        except Exception as ex:
+            r = {"error": repr(ex)[:400]}
+        print(key, json.dumps(r), flush=True)
+        res["shapes"][key] = r
+        peers = None
+        torch.cuda.empty_cache()
+        if problem in ACCURACY:  # kept apart from the timed peers: never a ratio's peer
+            try:
+                acc = ACCURACY[problem](s)
+            except Exception as ex:
+                acc = {"error": repr(ex)[:400]}
+            print(key, "accuracy", json.dumps(acc), flush=True)
+            res.setdefault("accuracy", {})[key] = acc
+            torch.cuda.empty_cache()
     with open(out_path, "w") as f:
         json.dump(res, f, indent=1)
 
