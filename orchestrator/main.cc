@@ -170,9 +170,8 @@ std::string OneInitText(const InitSpec& in) {
 std::string InitText(const InitSpec& in, const ProblemSpec& spec) {
   std::string text = OneInitText(in);
   for (const InitSpec::ByParam& b : in.by_param) {
-    const auto p = std::find_if(spec.params.begin(), spec.params.end(),
-                                [&](const ParamSpec& ps) { return ps.name == b.param; });
-    const std::string value = p != spec.params.end() ? p->values.at(b.value) : "?";
+    const ParamSpec* p = spec.FindParam(b.param);
+    const std::string value = p != nullptr ? p->values.at(b.value) : "?";
     text += fmt::format("; {}={}: {}", b.param, value, OneInitText(*b.init));
   }
   return text;

@@ -254,8 +254,8 @@ Status ParseInitFields(const Json& j, std::string_view field, DType dtype, size_
 // An input's init: its fields, then "by_param": {PARAM: {VALUE: {FIELD: number, ...}}}, the
 // numeric fields that differ under a parameter's value (each such init checked whole).
 Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank,
-                 const std::set<std::string, std::less<>>& known,
-                 const std::vector<ParamSpec>& params, InitSpec* init) {
+                 const std::set<std::string, std::less<>>& known, const ProblemSpec& spec,
+                 InitSpec* init) {
   if (!j.is_object())
     return FieldError(field, "must be an object, not {}", JsonType(j));
   Json base = j;
@@ -271,9 +271,8 @@ Status ParseInit(const Json& j, std::string_view field, DType dtype, size_t rank
     return FieldError(by_field, "must be a non-empty object of parameters");
   for (const auto& [name, per_value] : by.items()) {
     const std::string pfield = Sub(by_field, name);
-    const auto p = std::find_if(params.begin(), params.end(),
-                                [&](const ParamSpec& ps) { return ps.name == name; });
-    if (p == params.end())
+    const ParamSpec* p = spec.FindParam(name);
+    if (p == nullptr)
       return FieldError(pfield, "'{}' is not a parameter of this problem", name);
     if (!per_value.is_object() || per_value.empty())
       return FieldError(pfield, "must be a non-empty object of the parameter's values");
@@ -486,7 +485,7 @@ Status CheckAtShape(const ProblemSpec& spec, const SymbolTable& symbols) {
 
 Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
                                const std::set<std::string, std::less<>>& known,
-                               const std::vector<ParamSpec>& params) {
+                               const ProblemSpec& spec) {
   WS_RETURN_IF_ERROR(CheckKeys(j, field, {"name", "dtype", "shape", "role"}, {"init"}));
   TensorSpec t;
   WS_ASSIGN_OR_RETURN(t.name, AsString(j["name"], Sub(field, "name")));
@@ -524,7 +523,7 @@ Result<TensorSpec> ParseTensor(const Json& j, std::string_view field,
     if (t.role != TensorRole::kInput)
       return FieldError(Sub(field, "init"), "outputs take no init");
     WS_RETURN_IF_ERROR(
-        ParseInit(j["init"], Sub(field, "init"), t.dtype, t.shape.size(), known, params, &t.init));
+        ParseInit(j["init"], Sub(field, "init"), t.dtype, t.shape.size(), known, spec, &t.init));
   }
   return t;
 }
@@ -627,7 +626,7 @@ Result<ProblemSpec> Parse(const Json& root, const std::string& path) {
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
     WS_ASSIGN_OR_RETURN(TensorSpec t,
-                        ParseTensor(tensors[i], Idx("tensors", i), known, spec.params));
+                        ParseTensor(tensors[i], Idx("tensors", i), known, spec));
     if (spec.FindTensor(t.name) != nullptr) {
       return FieldError(Sub(Idx("tensors", i), "name"), "duplicate tensor name '{}'", t.name);
     }

@@ -11,17 +11,16 @@
 # routing: TB/s of the spec's cost.bytes and TFLOP/s of 2*M*N*K.
 # Usage: python3 fp8_blockwise_grouped_gemm.py OUT.json
 
-import json, os, sys
+import json, sys
 
 import torch
 
 from common import header, time_peer
-from gemm_peers import group_offsets
+from gemm_peers import group_offsets, routings
 from spec_shapes import bench_shapes, spec_of
 
 SHAPES = bench_shapes("fp8_blockwise_grouped_gemm", "M", "E", "N", "K")
-ROUTINGS = [r for r in spec_of("fp8_blockwise_grouped_gemm")["params"]["routing"]["values"]
-            if r == os.environ.get("PEERS_ROUTING", r)]
+ROUTINGS = routings(spec_of("fp8_blockwise_grouped_gemm"))
 
 
 def cost_bytes(m, e, n, k):

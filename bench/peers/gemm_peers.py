@@ -24,6 +24,16 @@ from common import header, protocol_time_us
 from spec_shapes import bench_shapes, spec_of
 
 
+def routings(spec):
+    """The values of the problem's routing parameter, each a setting word of a peer's key
+    (PEERS_ROUTING=V keeps only V); [None] for a problem without one."""
+    values = (spec.get("params") or {}).get("routing", {}).get("values")
+    if not values:
+        return [None]
+    only = os.environ.get("PEERS_ROUTING")
+    return [r for r in values if not only or r == only]
+
+
 def cost(expr, syms):
     """The spec's int64 cost expression (C division) under the symbols."""
     return int(eval(re.sub(r"(?<![/])/(?![/])", "//", expr), {}, dict(syms)))
@@ -161,11 +171,7 @@ def main(problem, out_path):
     where = os.environ.get("PEERS_WHERE")
     if where:
         res["where"] = where
-    # The problem's routings (its "routing" parameter), each a setting word of the key.
-    routings = (spec.get("params") or {}).get("routing", {}).get("values", [None])
-    if os.environ.get("PEERS_ROUTING"):
-        routings = [r for r in routings if r == os.environ["PEERS_ROUTING"]]
-    for form, routing, s in ((f, r, s) for f in forms for r in routings
+    for form, routing, s in ((f, r, s) for f in forms for r in routings(spec)
                              for s in bench_shapes(problem)):
         if where and not eval(where, {}, dict(s)):
             continue
