@@ -8,16 +8,16 @@
 # protocol and by triton.testing.do_bench (bench/peers/common.py time_peer); not checked bit for
 # bit. Groups as spec.json draws them: sizes multiples of 128 summing to M, per its routing
 # (gemm_peers.group_offsets; PEERS_ROUTING=V times only that routing). Figures per shape and
-# routing: TB/s of the spec's cost.bytes and TFLOP/s of 2*M*N*K.
+# routing: TB/s of the spec's cost.bytes and TFLOP/s of 2*M*N*K. PEERS_WHERE: as gemm_peers.
 # Usage: python3 fp8_blockwise_grouped_gemm.py OUT.json
 
-import json, sys
+import json, os, sys
 
 import torch
 
 from common import header, time_peer
 from gemm_peers import group_offsets, routings
-from spec_shapes import bench_shapes, spec_of
+from spec_shapes import bench_shapes, spec_of, wanted
 
 SHAPES = bench_shapes("fp8_blockwise_grouped_gemm", "M", "E", "N", "K")
 ROUTINGS = routings(spec_of("fp8_blockwise_grouped_gemm"))
@@ -62,7 +62,11 @@ def bf16(a_bf, b_bf, offs):
 
 def main():
     res = header()
+    if os.environ.get("PEERS_WHERE"):
+        res["where"] = os.environ["PEERS_WHERE"]
     for routing, (m, e, n, k) in ((r, s) for r in ROUTINGS for s in SHAPES):
+        if not wanted(dict(M=m, E=e, N=n, K=k)):
+            continue
         key = f"{m}x{e}x{n}x{k},routing={routing}"
         nbytes, flops = cost_bytes(m, e, n, k), 2 * m * n * k
         try:

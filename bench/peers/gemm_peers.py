@@ -21,7 +21,7 @@ import json, os, re, sys
 import torch
 
 from common import header, protocol_time_us
-from spec_shapes import bench_shapes, spec_of
+from spec_shapes import bench_shapes, spec_of, wanted
 
 
 def routings(spec):
@@ -167,13 +167,11 @@ def main(problem, out_path):
     maker, forms = MAKERS[problem]
     res = header()
     res["problem"] = problem
-    # PEERS_WHERE: a Python expression over the shape's symbols, e.g. "M > 16 and M <= 128".
-    where = os.environ.get("PEERS_WHERE")
-    if where:
-        res["where"] = where
+    if os.environ.get("PEERS_WHERE"):
+        res["where"] = os.environ["PEERS_WHERE"]
     for form, routing, s in ((f, r, s) for f in forms for r in routings(spec)
                              for s in bench_shapes(problem)):
-        if where and not eval(where, {}, dict(s)):
+        if not wanted(s):
             continue
         syms = dict(s, form=FORM_CODE[form])
         key = (",".join(f"{k}={v}" for k, v in s.items()) + (f",form={form}" if form else "")

@@ -23,3 +23,10 @@ def bench_shapes(problem, *symbols):
     if not symbols:
         return [{k: v for k, v in shape.items() if k in spec["symbols"]} for shape in shapes]
     return [tuple(shape[s] for s in symbols) for shape in shapes]
+
+
+def wanted(shape):
+    """Whether PEERS_WHERE (a Python expression over the shape's symbols, e.g. "M > 16 and
+    M <= 128") keeps `shape` (a dict); every shape when it is unset."""
+    where = os.environ.get("PEERS_WHERE")
+    return not where or bool(eval(where, {}, dict(shape)))
