@@ -18,9 +18,12 @@
 #include "base/files.h"
 #include "evaluator/checkers/router_topk.h"
 #include "evaluator/internal.h"
+#include "evaluator/runner/job.h"
 
 namespace ws {
 namespace {
+
+constexpr int kMaxReports = 5;  // failures named per output (the Compare* functions' default)
 
 // The table of custom checkers, by the name a spec's {"kind": "custom", "checker": NAME} uses.
 // Add a line per checker.
@@ -41,7 +44,14 @@ std::vector<NamedChecker>& TestCheckers() {
   return checkers;
 }
 
-std::string Coords(int64_t index, const std::vector<int64_t>& dims) {
+// Element `index`'s coordinates in `dims`; with `rows`, `index` counts in those rows (of the
+// last dimension) of the tensor only, back to back (a sampled write-back).
+std::string Coords(int64_t index, const std::vector<int64_t>& dims,
+                   const std::vector<int64_t>* rows = nullptr) {
+  if (rows != nullptr && !rows->empty() && !dims.empty()) {
+    const int64_t len = std::max<int64_t>(dims.back(), 1);
+    index = (*rows)[static_cast<size_t>(index / len)] * len + index % len;
+  }
   std::vector<int64_t> c(dims.size());
   for (size_t d = dims.size(); d-- > 0;) {
     int64_t n = dims[d] > 0 ? dims[d] : 1;
@@ -242,7 +252,8 @@ bool IsFloat(DType t) {
 template <typename Bad>
 std::string CompareFloats(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                           std::string_view got, std::string_view want, int max_reports,
-                          std::string_view rule, bool equal_passes, Bad bad) {
+                          std::string_view rule, bool equal_passes, Bad bad,
+                          const std::vector<int64_t>* rows) {
   if (!IsFloat(dtype)) {
     return fmt::format("{}: a {} tolerance on a {} tensor", tensor, rule, DTypeName(dtype));
   }
@@ -289,7 +300,7 @@ std::string CompareFloats(const std::string& tensor, const std::vector<int64_t>&
     double badness = 0;
     std::string why;
     judge(i, &badness, &why);
-    return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
+    return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims, rows),
                        Elem(DecodeFloat(dtype, gp + i * size), size),
                        Elem(DecodeFloat(dtype, wp + i * size), size), why);
   };
@@ -450,7 +461,7 @@ std::string CompareExact(const std::string& tensor, const std::vector<int64_t>& 
 
 std::string CompareUlp(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                        std::string_view got, std::string_view want, int64_t max_ulp,
-                       int max_reports) {
+                       int max_reports, const std::vector<int64_t>* rows) {
   return CompareFloats(
       tensor, dims, dtype, got, want, max_reports, fmt::format("{} ulp", max_ulp), max_ulp >= 0,
       [&](const FloatElem& g, const FloatElem& w, std::string* why, double* badness) {
@@ -461,12 +472,13 @@ std::string CompareUlp(const std::string& tensor, const std::vector<int64_t>& di
           *why = fmt::format("{} ulps apart (max {})", d, max_ulp);
         *badness = static_cast<double>(d);
         return true;
-      });
+      },
+      rows);
 }
 
 std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                          std::string_view got, std::string_view want, double rtol, double atol,
-                         int max_reports) {
+                         int max_reports, const std::vector<int64_t>* rows) {
   return CompareFloats(
       tensor, dims, dtype, got, want, max_reports,
       fmt::format("atol {} + rtol {} * |want|", Num(atol), Num(rtol)), atol >= 0 && rtol >= 0,
@@ -479,7 +491,8 @@ std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& 
           *why = fmt::format("|diff| {} > {}", Num(diff), Num(bound));
         *badness = bound > 0 ? diff / bound : HUGE_VAL;
         return true;
-      });
+      },
+      rows);
 }
 
 // The spacing of the float type's values at magnitude `a`: two correct kernels whose fp32 sums
@@ -498,7 +511,7 @@ double StorageUlp(DType dtype, double a) {
 
 std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                         std::string_view got, std::string_view want, const Tolerance& tol,
-                        int max_reports) {
+                        int max_reports, const std::vector<int64_t>* rows) {
   if (!IsFloat(dtype))
     return fmt::format("{}: a gemm tolerance on a {} tensor", tensor, DTypeName(dtype));
   if (got.size() != want.size()) {
@@ -596,13 +609,13 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
       bool ok = true;
       std::string why;
       if (NonFiniteDecides(ge, we, &ok, &why)) {
-        return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims),
+        return fmt::format("{}[{}]: got {}, expected {}: {}", tensor, Coords(i, dims, rows),
                            Elem(ge, size), Elem(we, size), why);
       }
       return fmt::format(
           "{}[{}]: got {} where the reference's whole row is exactly 0 (exact "
           "zeros must be written as +-0: is this row computed at all?)",
-          tensor, Coords(i, dims), Elem(ge, size));
+          tensor, Coords(i, dims, rows), Elem(ge, size));
     }
     diff2 += s.diff2;
     want2 += s.want2;
@@ -634,7 +647,7 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
     double g, w;
     values(i, &g, &w);
     first += fmt::format("{}{}[{}]: got {}, expected {} (|diff| {})", first.empty() ? "" : "; ",
-                         tensor, Coords(i, dims), Num(g), Num(w), Num(std::fabs(g - w)));
+                         tensor, Coords(i, dims, rows), Num(g), Num(w), Num(std::fabs(g - w)));
   }
   const double worst = all.worst;  // |diff| less one output spacing, at its largest
   std::string worst_text;
@@ -644,7 +657,7 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
     worst_text = fmt::format(
         "largest |diff| beyond one output spacing {} = {} rms(want) at {}[{}] (got {}, expected "
         "{})",
-        Num(worst), Num(rms > 0 ? worst / rms : HUGE_VAL), tensor, Coords(all.worst_at, dims),
+        Num(worst), Num(rms > 0 ? worst / rms : HUGE_VAL), tensor, Coords(all.worst_at, dims, rows),
         Num(g), Num(w));
   }
   if (rel > tol.rel_frobenius) {
@@ -836,7 +849,7 @@ TensorBytesMap BytesOf(const TensorMap& tensors) {
   for (const auto& [name, t] : tensors) {
     out[name] = TensorBytes{
         t.dtype, t.dims,
-        std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size())};
+        std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()), {}};
   }
   return out;
 }
@@ -865,20 +878,24 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
     if (w == want.end())
       return Status::Error("the reference produced no '{}'", t.name);
     const std::vector<int64_t>& dims = w->second.dims;
+    // A sampled write-back (SampledOutputs): the bytes are those rows only.
+    const std::vector<int64_t>* rows = w->second.rows.empty() ? nullptr : &w->second.rows;
     std::string diff;
     switch (tol.kind) {
       case ToleranceKind::kExact:
         diff = CompareExact(t.name, dims, DTypeSize(t.dtype), g->second.bytes, w->second.bytes);
         break;
       case ToleranceKind::kUlp:
-        diff = CompareUlp(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol.max_ulp);
+        diff = CompareUlp(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol.max_ulp,
+                          kMaxReports, rows);
         break;
       case ToleranceKind::kClose:
         diff = CompareClose(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol.rtol,
-                            tol.atol);
+                            tol.atol, kMaxReports, rows);
         break;
       case ToleranceKind::kGemm:
-        diff = CompareGemm(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol);
+        diff = CompareGemm(t.name, dims, t.dtype, g->second.bytes, w->second.bytes, tol,
+                           kMaxReports, rows);
         break;
       case ToleranceKind::kMxData: {
         const auto gs = got.find(tol.partner);
@@ -914,6 +931,12 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
         break;
       }
     }
+    if (!diff.empty() && rows != nullptr) {
+      int64_t all_rows = 1;
+      for (size_t d = 0; d + 1 < dims.size(); ++d) all_rows *= dims[d];
+      diff += fmt::format(" (checked on {} of its {} rows, drawn at random after the run)",
+                          rows->size(), all_rows);
+    }
     if (!diff.empty())
       return diff;
   }
@@ -928,7 +951,8 @@ Result<std::string> CompareDumps(const ProblemSpec& spec, const SymbolTable& sym
                                  const std::map<std::string, std::string>& params, uint64_t seed,
                                  const std::string& got_prefix, const std::string& got_tag,
                                  const std::string& want_prefix,
-                                 const std::vector<std::string>& digested) {
+                                 const std::vector<std::string>& digested,
+                                 const SampledOutputs* sample) {
   // Mapped, not read: the runners have exited, and a copy of gigabytes into fresh memory cost
   // more than the comparison itself.
   std::vector<MappedFile> files;
@@ -940,8 +964,26 @@ Result<std::string> CompareDumps(const ProblemSpec& spec, const SymbolTable& sym
     auto g = MappedFile::Open(DumpPath(got_prefix, got_tag, t.name));
     if (!g.ok()) return std::string(fmt::format("output '{}' was not written back", t.name));
     WS_ASSIGN_OR_RETURN(MappedFile w, MappedFile::Open(DumpPath(want_prefix, "check", t.name)));
-    got[t.name] = TensorBytes{t.dtype, dims, g->bytes()};
-    want[t.name] = TensorBytes{t.dtype, dims, w.bytes()};
+    // The reference's dump must be the whole tensor, or its sampled rows: else the comparison
+    // would judge the candidate against a misread reference.
+    WS_ASSIGN_OR_RETURN(int64_t numel, TensorNumel(t, symbols));
+    size_t expect = static_cast<size_t>(numel * DTypeSize(t.dtype));
+    std::vector<int64_t> rows;
+    const char* what = "";
+    if (sample != nullptr) {
+      if (auto it = sample->row_bytes.find(t.name); it != sample->row_bytes.end()) {
+        rows = runner::SampledRows(sample->key, static_cast<int64_t>(expect) / it->second,
+                                   sample->every);
+        expect = rows.size() * static_cast<size_t>(it->second);
+        what = "sampled rows of ";
+      }
+    }
+    if (w.bytes().size() != expect) {
+      return Status::Error("the reference wrote back {} bytes of the {}'{}', {} expected",
+                           w.bytes().size(), what, t.name, expect);
+    }
+    got[t.name] = TensorBytes{t.dtype, dims, g->bytes(), rows};
+    want[t.name] = TensorBytes{t.dtype, dims, w.bytes(), std::move(rows)};
     files.push_back(std::move(*g));
     files.push_back(std::move(w));
   }

@@ -18,6 +18,7 @@
 
 #include "base/files.h"
 #include "evaluator/internal.h"
+#include "evaluator/runner/job.h"
 #include "problems/init.h"
 
 namespace ws {
@@ -579,6 +580,76 @@ TEST(CompareDumpsTest, ComparesTheRunnersDumpFilesInPlace) {
   ASSERT_FALSE(r.ok()) << "a missing reference dump is not the candidate's fault";
   EXPECT_TRUE(Has(r.status().message(), "ref.check.z.bin")) << r.status().message();
   std::filesystem::remove_all(dir);
+}
+
+// Audited and last runs of large outputs come back as keyed samples of their rows: the checker
+// compares those rows where they lie in the dump and names the tensor's own coordinates.
+TEST(CompareDumpsTest, SampledRowsAreCheckedAsTheTensorsRows) {
+  ProblemSpec spec;
+  spec.name = "sampled";
+  spec.symbols = {"R", "L"};
+  spec.tensors = {{"x", DType::kF32, {"L"}, TensorRole::kInput, {}},
+                  {"c", DType::kF32, {"R", "L"}, TensorRole::kOutput, {}}};
+  Tolerance gemm;
+  gemm.kind = ToleranceKind::kGemm;
+  spec.tolerance["c"] = gemm;
+  const SymbolTable rl = {{"R", 64}, {"L", 4}};
+  const std::string dir = testing::TempDir() + "/ws_sampled_dumps_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string cand = dir + "/cand", ref = dir + "/ref";
+  SampledOutputs sample;
+  sample.key = 0x5eed;
+  sample.every = 4;
+  sample.row_bytes = {{"c", 16}};
+  const std::vector<int64_t> rows = runner::SampledRows(sample.key, 64, sample.every);
+  ASSERT_GE(rows.size(), 4u);
+  std::vector<float> kept;
+  for (int64_t r : rows) {
+    for (int l = 0; l < 4; ++l) kept.push_back(1.0f + 0.01f * static_cast<float>(r * 4 + l));
+  }
+  ASSERT_TRUE(WriteFileAtomic(DumpPath(ref, "check", "c"), F32(kept)).ok());
+  ASSERT_TRUE(WriteFileAtomic(DumpPath(cand, "last", "c"), F32(kept)).ok());
+  const auto compare = [&] {
+    return CompareDumps(spec, rl, {}, 1, cand, "last", ref, {}, &sample);
+  };
+  auto r = compare();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, "");
+
+  // A wrong element in the third kept row is reported at that row of c, not of the sample.
+  std::vector<float> bad = kept;
+  bad[2 * 4 + 1] = 100.0f;
+  ASSERT_TRUE(WriteFileAtomic(DumpPath(cand, "last", "c"), F32(bad)).ok());
+  r = compare();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(Has(*r, fmt::format("c[{}, 1]", rows[2]))) << *r;
+  EXPECT_TRUE(Has(*r, fmt::format("checked on {} of its 64 rows", rows.size()))) << *r;
+  // Without the sample the reference's bytes are the wrong size for c: the evaluator's error.
+  r = CompareDumps(spec, rl, {}, 1, cand, "last", ref, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status().message(), "bytes of the 'c', 1024 expected"))
+      << r.status().message();
+
+  // A whole tensor where a sample was asked is the candidate's wrong size; a reference sample of
+  // another size is the evaluator's error.
+  ASSERT_TRUE(WriteFileAtomic(DumpPath(cand, "last", "c"), F32(std::vector<float>(256, 1))).ok());
+  EXPECT_TRUE(Has(*compare(), "bytes written back")) << *compare();
+  ASSERT_TRUE(WriteFileAtomic(DumpPath(ref, "check", "c"), F32({1, 2, 3, 4})).ok());
+  r = compare();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status().message(), "sampled rows")) << r.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CompareGemmTest, RowsNameTheTensorsCoordinates) {
+  std::vector<float> want(8, 1.0f), got = want;
+  got[5] = -3;  // element 1 of the second row held: row 7 of the tensor
+  const std::vector<int64_t> rows = {2, 7};
+  const std::string msg =
+      CompareGemm("d", {9, 4}, DType::kF32, F32(got), F32(want), Tolerance{}, 5, &rows);
+  EXPECT_TRUE(Has(msg, "d[7, 1]")) << msg;
+  const std::string ulp = CompareUlp("d", {9, 4}, DType::kF32, F32(got), F32(want), 1, 5, &rows);
+  EXPECT_TRUE(Has(ulp, "d[7, 1]")) << ulp;
 }
 
 // ---- Chunked, parallel comparisons

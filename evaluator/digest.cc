@@ -48,6 +48,34 @@ std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_vi
   return out;
 }
 
+Result<std::map<std::string, int64_t>> SampledOutputRows(const ProblemSpec& spec,
+                                                         const SymbolTable& symbols,
+                                                         std::string_view kind,
+                                                         const std::vector<std::string>& digested) {
+  std::map<std::string, int64_t> out;
+  if (kind != "bench")
+    return out;
+  for (const TensorSpec& t : spec.tensors) {
+    if (t.role != TensorRole::kOutput ||
+        std::find(digested.begin(), digested.end(), t.name) != digested.end())
+      continue;
+    auto tol = spec.tolerance.find(t.name);
+    if (tol == spec.tolerance.end() ||
+        (tol->second.kind != ToleranceKind::kUlp && tol->second.kind != ToleranceKind::kClose &&
+         tol->second.kind != ToleranceKind::kGemm))
+      continue;
+    WS_ASSIGN_OR_RETURN(std::vector<int64_t> dims, TensorDims(t, symbols));
+    if (dims.size() < 2 || dims.back() <= 0)
+      continue;
+    const int64_t row_bytes = dims.back() * DTypeSize(t.dtype);
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < dims.size(); ++d) rows *= dims[d];
+    if (rows >= kSampleMinRows && rows * row_bytes >= kSampleMinBytes)
+      out[t.name] = row_bytes;
+  }
+  return out;
+}
+
 std::map<std::string, std::string> RunDigests(const nlohmann::json& case_result,
                                               const std::string& tag) {
   std::map<std::string, std::string> out;

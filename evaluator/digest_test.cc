@@ -59,6 +59,35 @@ TEST(DigestedOutputsTest, ExactOutputsOfBenchShapesOnly) {
   EXPECT_TRUE(DigestedOutputs(spec, "bench").empty());
 }
 
+// Sampled in the audited and last runs: large bench outputs under ulp, close or gemm tolerances.
+TEST(SampledOutputRowsTest, LargeNonExactBenchOutputsOnly) {
+  ProblemSpec spec;
+  spec.name = "sampled";
+  spec.symbols = {"M", "N"};
+  spec.tensors = {{"a", DType::kBF16, {"M", "N"}, TensorRole::kInput, {}},
+                  {"c", DType::kBF16, {"M", "N"}, TensorRole::kOutput, {}},
+                  {"y", DType::kF32, {"M", "N"}, TensorRole::kOutput, {}},
+                  {"q", DType::kU8, {"M", "N"}, TensorRole::kOutput, {}},
+                  {"v", DType::kF32, {"M"}, TensorRole::kOutput, {}}};
+  spec.tolerance = {{"c", Kind(ToleranceKind::kGemm)},
+                    {"y", Kind(ToleranceKind::kClose)},
+                    {"q", Kind(ToleranceKind::kExact)},
+                    {"v", Kind(ToleranceKind::kUlp)}};
+  const SymbolTable big = {{"M", 16384}, {"N", 4096}};
+  auto r = SampledOutputRows(spec, big, "bench", DigestedOutputs(spec, "bench"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // q is digested, v has one dimension: neither is sampled.
+  EXPECT_EQ(*r, (std::map<std::string, int64_t>{{"c", 8192}, {"y", 16384}}));
+  r = SampledOutputRows(spec, big, "bench", {"y"});
+  EXPECT_EQ(*r, (std::map<std::string, int64_t>{{"c", 8192}}));
+  EXPECT_TRUE(SampledOutputRows(spec, big, "test", {})->empty());
+  EXPECT_TRUE(SampledOutputRows(spec, big, "hidden", {})->empty());
+  // Under 64 MiB, or fewer than 2048 rows: whole.
+  EXPECT_EQ(*SampledOutputRows(spec, {{"M", 4096}, {"N", 4096}}, "bench", {"q"}),
+            (std::map<std::string, int64_t>{{"y", 16384}}));
+  EXPECT_TRUE(SampledOutputRows(spec, {{"M", 1024}, {"N", 1 << 16}}, "bench", {"q"})->empty());
+}
+
 TEST(CompareDigestsTest, EqualDifferentMissingMalformed) {
   const std::string a(32, 'a'), b = std::string(31, 'a') + "b";
   const std::vector<std::string> outputs = {"q", "s"};

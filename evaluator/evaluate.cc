@@ -185,6 +185,21 @@ struct PlannedCase {
   // Outputs both runners digest instead of dumping (DigestedOutputs: exact outputs of bench
   // shapes).
   std::vector<std::string> digested;
+  // Outputs written back as a keyed sample of their rows in the audited and the last run, in both
+  // runners (SampledOutputRows); the check run writes them whole.
+  SampledOutputs sample;
+  // The job's "sample" for runs `runs` of a case (null when nothing is sampled).
+  json SampleJson(std::initializer_list<const char*> runs) const {
+    if (sample.row_bytes.empty()) return nullptr;
+    json outputs = json::array();
+    for (const auto& [name, row_bytes] : sample.row_bytes) {
+      outputs.push_back({{"name", name}, {"row_bytes", row_bytes}});
+    }
+    return {{"key", fmt::format("{:016x}", sample.key)},
+            {"every", sample.every},
+            {"runs", runs},
+            {"outputs", outputs}};
+  }
   // The candidate runner's allowances (the job's budget_s) for the case and for its second run;
   // the runner's wall-clock limit is their sum over all cases plus the start-up allowance.
   double budget_s = 0;
@@ -799,17 +814,28 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     // One reference case per input set it checks, each untimed.
     ref_budget_s += pc.ref_budget_s * (pc.timing.is_null() ? 1 : 3);
     pc.digested = DigestedOutputs(spec, kind);
-    int64_t dumped = 0, all = 0;
+    if (!pc.timing.is_null()) {
+      WS_ASSIGN_OR_RETURN(pc.sample.row_bytes,
+                          SampledOutputRows(spec, pc.symbols, kind, pc.digested));
+      pc.sample.key = SecureRandom64();
+    }
+    // Bytes per run of each runner: the check run's, and the audited or last run's.
+    int64_t dumped = 0, dumped_sampled = 0, all = 0;
     for (const auto& t : spec.tensors) {
       if (t.role != TensorRole::kOutput) continue;
       WS_ASSIGN_OR_RETURN(int64_t n, TensorNumel(t, pc.symbols));
       all += n * DTypeSize(t.dtype);
       if (std::find(pc.digested.begin(), pc.digested.end(), t.name) == pc.digested.end()) {
         dumped += n * DTypeSize(t.dtype);
+        // A sample holds about 1/every of the rows; allow twice that.
+        dumped_sampled += pc.sample.row_bytes.count(t.name)
+                              ? 2 * n * DTypeSize(t.dtype) / pc.sample.every
+                              : n * DTypeSize(t.dtype);
       }
     }
-    const int runs = pc.timing.is_null() ? 2 : 6;  // candidate and reference
-    dump_bytes += dumped * (runs + (pc.second_seed ? 2 : 0));
+    // Candidate and reference: the check run (and a second seed's), then the audited and last.
+    dump_bytes += 2 * dumped * (1 + (pc.second_seed ? 1 : 0)) +
+                  (pc.timing.is_null() ? 0 : 4 * dumped_sampled);
     if (!pc.digested.empty()) rerun_bytes = std::max(rerun_bytes, all * 4);
     cases.push_back(std::move(pc));
   }
@@ -847,6 +873,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                  {"timing", pc.timing},
                                  {"dump", prefix},
                                  {"digest", pc.digested},
+                                 {"sample", pc.SampleJson({"audit", "last"})},
                                  {"library", library_call},
                                  {"dump_inputs", false},
                                  {"budget_s", pc.budget_s}});
@@ -889,6 +916,7 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
            {"timing", nullptr},
            {"dump", fs::absolute(fmt::format("{}/ref-{}@{}", scratch, pc.id, run.ref)).string()},
            {"digest", pc.digested},
+           {"sample", run.tag == "check" ? json(nullptr) : pc.SampleJson({"check"})},
            {"dump_inputs", false},
            {"budget_s", pc.ref_budget_s}});
     }
@@ -1060,7 +1088,8 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
                                                  cand_prefix, tag,
                                                  fmt::format("{}/ref-{}@{}", scratch, pc.id,
                                                              run.ref),
-                                                 pc.digested));
+                                                 pc.digested,
+                                                 tag == "check" ? nullptr : &pc.sample));
         }
         if (diff.empty()) continue;
         // Only for the failure that decides the verdict: the others keep the digest's word.

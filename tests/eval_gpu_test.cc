@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -376,6 +377,83 @@ TEST_F(EvalGpuTest, HandTunedScaleGathersPassDeepMode) {
     ASSERT_EQ(r->deep.size(), 3u);
     for (const auto& [tool, state] : r->deep) EXPECT_EQ(state, "clean") << tool;
   }
+}
+
+// A GEMM at a bench shape whose output (128 MiB) comes back whole from the check run and as a
+// keyed sample of its rows from the audited and last runs: the honest kernel passes and the
+// sampled dumps are a fraction of the whole; a kernel honest in its first run at that shape, that
+// then leaves 256 rows zero, is caught in the audited run, the message naming the sample.
+class SampledAuditGpuTest : public EvalGpuTest {
+ protected:
+  EvalRequest GemmRequest(const std::string& source) {
+    auto spec = LoadProblem(std::string(WS_SOURCE_DIR) + "/problems/bf16_gemm/spec.json");
+    EXPECT_TRUE(spec.ok()) << spec.status().message();
+    gemm_ = std::make_unique<ProblemSpec>(std::move(*spec));
+    EvalRequest req = Request(source);
+    req.spec = gemm_.get();
+    req.params = {};
+    req.include_hidden = false;
+    req.bench_where = "M == 8192 && N == 8192";
+    return req;
+  }
+  std::string HandTuned() {
+    return ReadText(std::string(WS_SOURCE_DIR) + "/kernels/bf16_gemm/kernel.cu");
+  }
+  std::unique_ptr<ProblemSpec> gemm_;
+};
+
+TEST_F(SampledAuditGpuTest, HonestGemmPassesOnSampledRows) {
+  EvaluatorOptions keep = opts_;
+  keep.keep_scratch = true;
+  auto r = Evaluate(GemmRequest(HandTuned()), keep);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kOk) << r->message;
+  ASSERT_NE(r->kept_scratch, "");
+  const int64_t whole = int64_t{8192} * 8192 * 2;
+  int seen = 0;
+  for (const auto& e : fs::directory_iterator(r->kept_scratch)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("cand-bench-", 0) != 0 || name.find(".d.bin") == std::string::npos) continue;
+    const auto size = static_cast<int64_t>(fs::file_size(e.path()));
+    if (name.find(".check.") != std::string::npos) {
+      EXPECT_EQ(size, whole) << name;
+    } else {
+      EXPECT_GT(size, whole / 32) << name;  // about 1/16 of the rows
+      EXPECT_LT(size, whole / 8) << name;
+      EXPECT_EQ(size % (8192 * 2), 0) << name;
+    }
+    ++seen;
+  }
+  EXPECT_EQ(seen, 3) << "the check, audit and last dumps of the one bench shape";
+  std::error_code ec;
+  fs::remove_all(r->kept_scratch, ec);
+}
+
+TEST_F(SampledAuditGpuTest, RowsLeftUnwrittenAfterTheCheckRunAreCaught) {
+  std::string src = HandTuned();
+  src = WithExtraLaunch(
+      src, R"({ "kernel": "ws_test_count_big", "grid": [1], "block": [1], "args": ["M", "N"] })",
+      "__device__ int ws_test_big_runs;\n"
+      "extern \"C\" __global__ void ws_test_count_big(int M, int N) {\n"
+      "  if (static_cast<long long>(M) * N >= (1 << 24)) ++ws_test_big_runs;\n"
+      "}\n");
+  src = WithExtraLaunch(
+      src,
+      R"({ "kernel": "ws_test_zero_rows", "grid": [256], "block": [256],
+           "args": ["d", "M", "N"] })",
+      "extern \"C\" __global__ void ws_test_zero_rows(unsigned short* d, int M, int N) {\n"
+      "  if (ws_test_big_runs < 2) return;  // honest in the check run\n"
+      "  const long long first = static_cast<long long>(M / 2) * N, n = 256LL * N;\n"
+      "  for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n; i += 65536)\n"
+      "    d[first + i] = 0;\n"
+      "}\n");
+  auto r = Evaluate(GemmRequest(src), opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, Verdict::kWrongAnswer) << r->message;
+  EXPECT_NE(r->message.find("in the audited timed run"), std::string::npos) << r->message;
+  EXPECT_NE(r->message.find("of its 8192 rows, drawn at random after the run"),
+            std::string::npos)
+      << r->message;
 }
 
 // A kernel correct by luck: two threads of different warps write one shared scale byte with

@@ -312,6 +312,54 @@ Result<LibraryJob> ParseLibrary(const json& j, const std::string& path,
 
 Result<uint64_t> Hex64Field(const json& j, const char* key, const std::string& path);
 
+// A case's "sample": rows of large outputs written back in some runs (SampleJob).
+Result<SampleJob> ParseSample(const json& j, const std::string& path, const CaseJob& c,
+                              const std::map<std::string, int>& index) {
+  if (!j.is_object()) return Status::Error("{}: expected an object", path);
+  SampleJob s;
+  WS_ASSIGN_OR_RETURN(s.key, Hex64Field(j, "key", path));
+  WS_ASSIGN_OR_RETURN(int64_t every, IntField(j, "every", path, 2, 1 << 20));
+  s.every = static_cast<int>(every);
+  WS_RETURN_IF_ERROR(Need(j, "runs", path));
+  if (!j["runs"].is_array()) return Status::Error("{}.runs: expected an array", path);
+  for (size_t i = 0; i < j["runs"].size(); ++i) {
+    const json& r = j["runs"][i];
+    if (!r.is_string() || (r != "check" && r != "audit" && r != "last")) {
+      return Status::Error("{}.runs[{}]: expected \"check\", \"audit\" or \"last\", got {}",
+                           path, i, r.dump());
+    }
+    s.runs.push_back(r.get<std::string>());
+  }
+  WS_RETURN_IF_ERROR(Need(j, "outputs", path));
+  if (!j["outputs"].is_array()) return Status::Error("{}.outputs: expected an array", path);
+  for (size_t i = 0; i < j["outputs"].size(); ++i) {
+    const std::string op = fmt::format("{}.outputs[{}]", path, i);
+    const json& o = j["outputs"][i];
+    if (!o.is_object()) return Status::Error("{}: expected an object", op);
+    WS_ASSIGN_OR_RETURN(std::string name, StringField(o, "name", op));
+    auto it = index.find(name);
+    if (it == index.end() || c.tensors[it->second].input) {
+      return Status::Error("{}.name: '{}' is not an output of the case", op, name);
+    }
+    if (std::find(c.digest.begin(), c.digest.end(), it->second) != c.digest.end()) {
+      return Status::Error("{}.name: '{}' is digested, not written back", op, name);
+    }
+    for (const auto& seen : s.outputs) {
+      if (seen.tensor == it->second) return Status::Error("{}.name: '{}' appears twice", op, name);
+    }
+    SampleJob::Output out{it->second, 0};
+    const int64_t bytes = c.tensors[it->second].bytes();
+    WS_ASSIGN_OR_RETURN(out.row_bytes,
+                        IntField(o, "row_bytes", op, 1, std::max<int64_t>(bytes, 1)));
+    if (bytes % out.row_bytes != 0) {
+      return Status::Error("{}.row_bytes: {} does not divide the output's {} bytes", op,
+                           out.row_bytes, bytes);
+    }
+    s.outputs.push_back(out);
+  }
+  return s;
+}
+
 Result<CaseJob> ParseCase(const json& j, const std::string& path) {
   CaseJob c;
   WS_ASSIGN_OR_RETURN(c.id, StringField(j, "id", path));
@@ -425,6 +473,9 @@ Result<CaseJob> ParseCase(const json& j, const std::string& path) {
       }
       c.digest.push_back(it->second);
     }
+  }
+  if (j.contains("sample") && !j["sample"].is_null()) {
+    WS_ASSIGN_OR_RETURN(c.sample, ParseSample(j["sample"], path + ".sample", c, index));
   }
   return c;
 }

@@ -77,6 +77,40 @@ inline uint64_t FreshRunSeed(uint64_t fresh_seed, int64_t run) {
                                         0x632BE59BD9B4E019ull));
 }
 
+/// Sampled write-back of large outputs (docs/runner-protocol.md, "sample"): in the runs named,
+/// the runner writes back only some rows (last dimension) of each output named, drawn by the key
+/// after the run, so the candidate's launches cannot know which. Both runners draw the same rows.
+struct SampleJob {
+  uint64_t key = 0;
+  int every = 16;                 // about one row in `every`
+  std::vector<std::string> runs;  // "check", "audit", "last"
+  struct Output {
+    int tensor = 0;  // index into CaseJob::tensors
+    int64_t row_bytes = 0;
+  };
+  std::vector<Output> outputs;
+  bool Samples(const std::string& run) const {
+    for (const auto& r : runs) {
+      if (r == run) return true;
+    }
+    return false;
+  }
+};
+
+/// The rows `SampleJob` keeps of an output of `rows` rows, ascending: row r where a keyed mix of
+/// r is 0 mod `every`; at least one row (a keyed pick) when the output has any. Shared by the
+/// runner, which writes those rows back, and the orchestrator, which checks them.
+inline std::vector<int64_t> SampledRows(uint64_t key, int64_t rows, int every) {
+  std::vector<int64_t> out;
+  const uint64_t k = ws_mix64(key ^ 0x5DEECE66DA3B9F21ull);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (ws_mix64(k ^ ws_mix64(static_cast<uint64_t>(r))) % static_cast<uint64_t>(every) == 0)
+      out.push_back(r);
+  }
+  if (out.empty() && rows > 0) out.push_back(static_cast<int64_t>(k % static_cast<uint64_t>(rows)));
+  return out;
+}
+
 /// A library call in place of the plan's launches: a library baseline ("cublaslt:<op>", see
 /// evaluator/runner/library_baselines.h). The runner allocates the workspace as usual.
 struct LibraryJob {
@@ -106,6 +140,7 @@ struct CaseJob {
   bool dump_inputs = false;
   // Outputs (indices into `tensors`) digested under Job::digest_key instead of dumped.
   std::vector<int> digest;
+  std::optional<SampleJob> sample;
   // Seconds the case may take from its start (timed runs included) before the runner's watchdog
   // stops the process (watchdog.h); absent: no limit of its own.
   std::optional<double> budget_s;

@@ -1,5 +1,7 @@
 #include "evaluator/runner/job.h"
 
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -173,6 +175,91 @@ TEST(JobTest, DigestKeyAndDigestedOutputs) {
     ASSERT_FALSE(r.ok()) << b.key << " " << b.digest;
     EXPECT_NE(r.status().message().find(b.error), std::string::npos) << r.status().message();
   }
+}
+
+// A case's "sample": which outputs, runs and row sizes; bad ones are named.
+TEST(JobTest, SampledOutputs) {
+  const auto job_with = [](const std::string& sample) {
+    return ParseJob(R"({"cubin": "k", "result": "r", "digest_key": "fedcba9876543210",
+        "cases": [{"id": "a",
+        "launches": [{"kernel": "k", "grid": [2], "block": [32]}], "input_seeds": [7],
+        "tensors": [{"name": "x", "dtype": "f32", "numel": 8, "role": "input"},
+                    {"name": "c", "dtype": "f32", "numel": 64, "role": "output"},
+                    {"name": "q", "dtype": "u8", "numel": 8, "role": "output"}],
+        "digest": ["q"], "sample": )" + sample + "}]}");
+  };
+  auto j = job_with(R"({"key": "0123456789abcdef", "every": 4, "runs": ["audit", "last"],
+                        "outputs": [{"name": "c", "row_bytes": 32}]})");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  ASSERT_TRUE(j->cases[0].sample.has_value());
+  const SampleJob& s = *j->cases[0].sample;
+  EXPECT_EQ(s.key, 0x0123456789ABCDEFull);
+  EXPECT_EQ(s.every, 4);
+  EXPECT_TRUE(s.Samples("audit") && s.Samples("last") && !s.Samples("check"));
+  ASSERT_EQ(s.outputs.size(), 1u);
+  EXPECT_EQ(s.outputs[0].tensor, 1);
+  EXPECT_EQ(s.outputs[0].row_bytes, 32);
+  j = job_with("null");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_FALSE(j->cases[0].sample.has_value());
+
+  const std::string ok_head = R"({"key": "0123456789abcdef", "every": 4, "runs": ["check"], )";
+  struct Bad {
+    std::string sample, error;
+  };
+  for (const Bad& b : {
+           Bad{"[]", "cases[0].sample: expected an object"},
+           Bad{R"({"key": "01", "every": 4, "runs": [], "outputs": []})",
+               "cases[0].sample.key: expected 16 hex"},
+           Bad{R"({"key": "0123456789abcdef", "every": 1, "runs": [], "outputs": []})",
+               "cases[0].sample.every"},
+           Bad{R"({"key": "0123456789abcdef", "every": 4, "runs": ["timed"], "outputs": []})",
+               "cases[0].sample.runs[0]: expected \"check\""},
+           Bad{ok_head + R"("outputs": [{"name": "x", "row_bytes": 4}]})",
+               "cases[0].sample.outputs[0].name: 'x' is not an output"},
+           Bad{ok_head + R"("outputs": [{"name": "q", "row_bytes": 4}]})",
+               "'q' is digested"},
+           Bad{ok_head + R"("outputs": [{"name": "c", "row_bytes": 24}]})",
+               "row_bytes: 24 does not divide the output's 256 bytes"},
+           Bad{ok_head + R"("outputs": [{"name": "c", "row_bytes": 512}]})",
+               "cases[0].sample.outputs[0].row_bytes"},
+           Bad{ok_head + R"("outputs": [{"name": "c", "row_bytes": 32},
+                                        {"name": "c", "row_bytes": 64}]})",
+               "cases[0].sample.outputs[1].name: 'c' appears twice"},
+           Bad{ok_head + R"("outputs": "c"})", "cases[0].sample.outputs: expected an array"},
+       }) {
+    auto r = job_with(b.sample);
+    ASSERT_FALSE(r.ok()) << b.sample;
+    EXPECT_NE(r.status().message().find(b.error), std::string::npos) << r.status().message();
+  }
+}
+
+// The rows a sample keeps: ascending, about one in `every`, the same for the same key in every
+// process (the runner draws them, the checker again), other rows under another key.
+TEST(JobTest, SampledRowsAreKeyedAndAboutOneInEvery) {
+  const auto a = SampledRows(42, 100000, 16);
+  EXPECT_EQ(a, SampledRows(42, 100000, 16));
+  EXPECT_GT(a.size(), 100000u / 16 * 9 / 10);
+  EXPECT_LT(a.size(), 100000u / 16 * 11 / 10);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  EXPECT_EQ(std::set<int64_t>(a.begin(), a.end()).size(), a.size());
+  EXPECT_GE(a.front(), 0);
+  EXPECT_LT(a.back(), 100000);
+  const auto b = SampledRows(43, 100000, 16);
+  std::vector<int64_t> both;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+  EXPECT_LT(both.size(), a.size() / 4) << "another key draws other rows";
+  // No stride: the gaps between kept rows vary (a cheat cannot skip rows in a fixed pattern).
+  std::set<int64_t> gaps;
+  for (size_t i = 1; i < a.size(); ++i) gaps.insert(a[i] - a[i - 1]);
+  EXPECT_GT(gaps.size(), 20u);
+  // Never empty when there are rows; nothing of nothing.
+  for (uint64_t key = 0; key < 64; ++key) {
+    const auto one = SampledRows(key, 3, 1 << 20);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_LT(one[0], 3);
+  }
+  EXPECT_TRUE(SampledRows(1, 0, 16).empty());
 }
 
 // The MoE distributions' fields reach the generation kernel's parameters; bad ones are named.

@@ -108,27 +108,58 @@ class DumpWriter {
   /// Writes `bytes` from `src` to `path`. Returns the copy's error, which is the context's (the
   /// candidate's doing); the file is then removed. Host I/O failure ends the runner.
   CUresult Write(const std::string& path, CUdeviceptr src, size_t bytes) {
+    return WriteSpans(path, src, {{0, bytes}});
+  }
+
+  /// Writes rows `rows` (ascending) of `row_bytes` each from `src` to `path`, back to back.
+  CUresult WriteRows(const std::string& path, CUdeviceptr src, size_t row_bytes,
+                     const std::vector<int64_t>& rows) {
+    std::vector<std::pair<size_t, size_t>> spans;  // adjacent rows merged into one copy
+    for (int64_t r : rows) {
+      const size_t off = static_cast<size_t>(r) * row_bytes;
+      if (!spans.empty() && spans.back().first + spans.back().second == off)
+        spans.back().second += row_bytes;
+      else
+        spans.push_back({off, row_bytes});
+    }
+    return WriteSpans(path, src, spans);
+  }
+
+ private:
+  // The spans (offset, bytes) of `src`, in order, through the buffer kChunk bytes at a time.
+  CUresult WriteSpans(const std::string& path, CUdeviceptr src,
+                      const std::vector<std::pair<size_t, size_t>>& spans) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) HostFailure(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
-    CUresult r = CUDA_SUCCESS;
-    for (size_t off = 0; off < bytes && r == CUDA_SUCCESS; off += kChunk) {
-      const size_t n = std::min(kChunk, bytes - off);
-      uint8_t* buf = Buffer();
-      r = cuMemcpyDtoH(buf, src + off, n);
-      for (size_t done = 0; r == CUDA_SUCCESS && done < n;) {
-        const ssize_t w = ::write(fd, buf + done, n - done);
+    uint8_t* buf = Buffer();
+    size_t filled = 0;
+    const auto flush = [&] {
+      for (size_t done = 0; done < filled;) {
+        const ssize_t w = ::write(fd, buf + done, filled - done);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) HostFailure(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
         done += static_cast<size_t>(w);
       }
+      filled = 0;
+    };
+    CUresult r = CUDA_SUCCESS;
+    for (const auto& [off, len] : spans) {
+      for (size_t at = 0; at < len && r == CUDA_SUCCESS;) {
+        if (filled == kChunk) flush();
+        const size_t n = std::min(kChunk - filled, len - at);
+        r = cuMemcpyDtoH(buf + filled, src + off + at, n);
+        filled += n;
+        at += n;
+      }
+      if (r != CUDA_SUCCESS) break;
     }
+    if (r == CUDA_SUCCESS) flush();
     if (::close(fd) != 0)
       HostFailure(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
     if (r != CUDA_SUCCESS) ::unlink(path.c_str());
     return r;
   }
 
- private:
   static constexpr size_t kChunk = size_t{32} << 20;
 
   // Pinned if the driver gives it; else a plain buffer (then the copy is pageable, as before).
@@ -617,7 +648,8 @@ Status CaseRun::CollectGuards() {
 }
 
 // Writes each output of the run `tag` back: the outputs the job digests as a keyed digest in the
-// result, the others as bytes to `<dump>.<tag>.<name>.bin`. Called only after the stream has
+// result, the others as bytes to `<dump>.<tag>.<name>.bin` (only the sampled rows where the job's
+// `sample` names the output and the run). Called only after the stream has
 // synchronized, so the candidate's launches of this run have completed before the key is used.
 void CaseRun::DumpOutputs(const std::string& tag) {
   for (size_t t = 0; t < c_.tensors.size(); ++t) {
@@ -631,8 +663,23 @@ void CaseRun::DumpOutputs(const std::string& tag) {
       continue;
     }
     if (c_.dump.empty()) continue;
-    CUresult r = dump_writer_.Write(fmt::format("{}.{}.{}.bin", c_.dump, tag, name),
-                                    outputs_[t].ptr, static_cast<size_t>(outputs_[t].bytes));
+    const std::string path = fmt::format("{}.{}.{}.bin", c_.dump, tag, name);
+    const SampleJob::Output* sampled = nullptr;
+    if (c_.sample && c_.sample->Samples(tag)) {
+      for (const auto& o : c_.sample->outputs) {
+        if (o.tensor == static_cast<int>(t)) sampled = &o;
+      }
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (sampled != nullptr) {
+      // The rows are drawn here, after the run's launches completed (the stream has synchronized).
+      const auto rows = SampledRows(c_.sample->key, outputs_[t].bytes / sampled->row_bytes,
+                                    c_.sample->every);
+      r = dump_writer_.WriteRows(path, outputs_[t].ptr, static_cast<size_t>(sampled->row_bytes),
+                                 rows);
+    } else {
+      r = dump_writer_.Write(path, outputs_[t].ptr, static_cast<size_t>(outputs_[t].bytes));
+    }
     if (r != CUDA_SUCCESS) {
       Fail("crashed", fmt::format("{} reading output '{}'", CuErrorName(r), name));
       return;
