@@ -1003,10 +1003,11 @@ Result<EvalResult> Evaluate(const EvalRequest& req, const EvaluatorOptions& opts
     if (cc.is_null() || rc.is_null()) return "";
     const std::string cand_prefix = fs::absolute(scratch + "/rerun-cand-" + pc.id).string();
     const std::string ref_prefix = fs::absolute(scratch + "/rerun-ref-" + ref_id).string();
-    cc["digest"] = nullptr;
+    // Every output written back whole: neither digested nor sampled.
+    cc["digest"] = cc["sample"] = nullptr;
     cc["dump"] = cand_prefix;
     if (tag == "check") cc["timing"] = nullptr;
-    rc["digest"] = nullptr;
+    rc["digest"] = rc["sample"] = nullptr;
     rc["dump"] = ref_prefix;
     json rj = {{"cubin", ref_job["cubin"]},
                {"result", fs::absolute(scratch + "/rerun-reference.result.json").string()},
