@@ -1,18 +1,24 @@
 /* warpsmith:plan
 { "knobs":  { "TILE": [42, 81, 24, 22, 41], "WARPS": [8, 16], "LOAD_HINT": [2, 0, 1],
               "PREFETCH": [1, 0], "STAGES": [0, 4, 3, 2],
-              "TEAM": [8, 1, 4, 2, 16] },
-  "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma",
+              "TEAM": [8, 1, 4, 2, 16], "SOLO": [0, 1] },
+  "launch": [ { "kernel": "sm90_bf16_moe_decode_gate_up_mma", "when": "SOLO == 0 || T > 1",
                 "grid":  ["num_sms * (16 / WARPS)"], "block": ["32 * WARPS"],
                 "smem":  "4 * (2 * E + 5 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 512 * WARPS * (TILE % 10) * (1 + min(TEAM - 1, 1)) + 1024 * WARPS * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
                 "args":  ["x", "topk_ids", "topk_weights", "w13", "workspace",
                           "T", "E", "TOPK", "H", "I"] },
-              { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true,
+              { "kernel": "sm90_bf16_moe_decode_down_mma", "pdl": true, "when": "SOLO == 0 || T > 1",
                 "grid":  ["ceil_div(H, 16)"],
                 "block": ["32 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms))"],
                 "smem":  "4 * (2 * E + 4 * min(T, min(64, max(1, 512 / TOPK))) * TOPK + 40) + 64 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * min(T, min(64, max(1, 512 / TOPK))) + 1024 * max(1, 16 / ceil_div(ceil_div(H, 16), num_sms)) * (TILE / 10) * min(STAGES, 8 / (TILE / 10)) * min(1, min(STAGES, 8 / (TILE / 10)) / 2)",
-                "args":  ["topk_ids", "w2", "workspace", "y", "T", "E", "TOPK", "H", "I"] } ],
-  "workspace": { "bytes": "4 * T * TOPK * I", "zero": false } }
+                "args":  ["topk_ids", "w2", "workspace", "y", "T", "E", "TOPK", "H", "I"] },
+              { "kernel": "sm90_bf16_moe_decode_solo", "when": "SOLO != 0 && T == 1",
+                "grid":  ["TOPK * ceil_div(I, 32 * pow2(min(3, log2_floor(max(1, TOPK * I / (32 * num_sms))))))"],
+                "block": [256],
+                "smem":  "2 * H + 12 * 32 * pow2(min(3, log2_floor(max(1, TOPK * I / (32 * num_sms)))))",
+                "args":  ["x", "topk_ids", "topk_weights", "w13", "w2", "workspace", "y", "E", "TOPK",
+                          "H", "I", "32 * pow2(min(3, log2_floor(max(1, TOPK * I / (32 * num_sms)))))"] } ],
+  "workspace": { "bytes": "max(4 * T * TOPK * I, SOLO * (4 * H + 16))", "zero": true } }
 */
 // MoE decode, the fused expert MLP of a small batch, hand-tuned ("warp decode": organized around
 // outputs, no per-expert buffers, no gather, no padding): x [T,H] bf16, topk_ids/topk_weights
@@ -86,6 +92,8 @@
 // 0ddea0d has it).
 // TEAM (power of 2, clamped to WARPS): kernel 1's least team size (1: teams only at batch 1), so
 // a team's warps read TEAM neighbouring pieces of each row at once (NOTES.md, "DRAM runs").
+// SOLO (0 by default until it runs on a GPU): at T == 1, one launch instead of two (the kernel
+// at the end of this file, NOTES.md "Session 58: SOLO"); the plan zeroes the workspace for it.
 // LOAD_HINT=2 TEAM=8 are the defaults since session 42: 1.10-1.13x the old defaults (LOAD_HINT=0,
 // TEAM=1) in three sweeps on an H100, 1.06-1.20x at every bench shape, `ok` at every test and
 // hidden shape, clean under compute-sanitizer (bench/results/sweeps-h100-2026-12-06-session42.json).
@@ -99,6 +107,8 @@
 // warpsmith:sass sm_100a: HMMA.16816.F32.BF16 LDG.E.128.CONSTANT MATCH.ANY
 // warpsmith:sass sm_90a TILE=22 STAGES=4: HMMA.16816.F32.BF16 LDGSTS LDGDEPBAR DEPBAR MATCH.ANY
 // warpsmith:sass sm_100a TILE=22 STAGES=4: HMMA.16816.F32.BF16 LDGSTS LDGDEPBAR DEPBAR MATCH.ANY
+// warpsmith:sass sm_90a SOLO=1: LDG.E.128.CONSTANT REDG.E.ADD.F32
+// warpsmith:sass sm_100a SOLO=1: LDG.E.128.CONSTANT REDG.E.ADD.F32
 
 #ifndef TILE
 #define TILE 42
@@ -962,4 +972,182 @@ extern "C" __global__ void __launch_bounds__(Config::kMaxThreads2, 1)
     store_y(ys, y, t0, n_tok, tw, H, row0, nwarps, tid);
     __syncthreads();
   }
+}
+
+// ---- SOLO (T == 1): one launch, no h round trip between kernels --------------------------------
+// A unit (one CTA) is (pair k, slice s of SW columns of I): it computes its slice of
+// h = silu(g) * u * weight from 2 x SW rows of w13[e], then adds w2[e][:, slice] . h into an fp32
+// y accumulator in the workspace (red.global.add.v4.f32: units of one expert meet only there).
+// The last CTA to finish (a counter) rounds the accumulator to y and leaves accumulator and
+// counter zero again, so only a launch on a fresh workspace relies on the plan's zeroing. Units
+// of one expert are launch neighbours, so they read the rows of w2[e] side by side. The weights
+// of distinct experts (T = 1: TOPK distinct) leave HBM once; what the two-kernel path pays at
+// batch 1 (the second launch's ramp after the first's tail, h through L2) is gone. The sum order
+// of y depends on the atomics' order: y is not bitwise deterministic on this path.
+namespace solo {
+
+constexpr int kThreads = 256;  // 2 CTAs per SM at <= 128 registers
+constexpr int kBatch = 8;      // phase 1: chunks of each of a warp's two rows in flight per lane
+constexpr int kRows = 16;      // phase 2: consecutive rows per lane group (4 v4 reductions)
+
+__device__ __forceinline__ float dot8(const Chunk& w, const Chunk& v) {
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    s = fmaf(bf16_to_float(static_cast<uint16_t>(w.w[i] & 0xFFFFu)),
+             bf16_to_float(static_cast<uint16_t>(v.w[i] & 0xFFFFu)), s);
+    s = fmaf(bf16_to_float(static_cast<uint16_t>(w.w[i] >> 16)),
+             bf16_to_float(static_cast<uint16_t>(v.w[i] >> 16)), s);
+  }
+  return s;
+}
+
+__device__ __forceinline__ void red_add_v4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+
+}  // namespace solo
+
+// Workspace: acc [H] fp32, then the unit counter (16-byte aligned: H % 8 == 0). Shared memory:
+// x [H] bf16, g/u [2 SW] fp32, h [SW] fp32.
+extern "C" __global__ void __launch_bounds__(solo::kThreads, 2)
+    sm90_bf16_moe_decode_solo(const uint16_t* __restrict__ x, const int* __restrict__ topk_ids,
+                              const float* __restrict__ topk_weights,
+                              const uint16_t* __restrict__ w13, const uint16_t* __restrict__ w2,
+                              float* __restrict__ workspace, uint16_t* __restrict__ y, int E,
+                              int K, int H, int I, int SW) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint16_t* xs = reinterpret_cast<uint16_t*>(smem);
+  float* gu = reinterpret_cast<float*>(smem + 2 * H);  // H % 8 == 0: 16-byte aligned
+  float* hs = gu + 2 * SW;
+  float* acc = workspace;
+  unsigned* done = reinterpret_cast<unsigned*>(workspace + H);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = solo::kThreads / 32;
+  const int slices = (I + SW - 1) / SW;
+  const int k = blockIdx.x / slices, s = blockIdx.x % slices;
+  const int e = topk_ids[k];
+  const float wk = topk_weights[k];
+  const int c0 = s * SW, cols = min(SW, I - c0);  // cols % 8 == 0
+  const int hc = H / 8;                            // 16-byte chunks per row of w13 / of x
+  if (static_cast<unsigned>(e) < static_cast<unsigned>(E)) {
+    for (int c = tid; c < hc; c += solo::kThreads) {
+      const Chunk v = ws::load_global16(x + 8 * c);
+      reinterpret_cast<Chunk*>(xs)[c] = v;
+    }
+    __syncthreads();
+    // Phase 1: rows 0..cols-1 are gate rows c0.., cols..2cols-1 the up rows I + c0..; a warp takes
+    // two rows at a time, each lane kBatch chunks of each in flight.
+    const uint16_t* we = w13 + static_cast<long long>(e) * 2 * I * H;
+    const Chunk* xc = reinterpret_cast<const Chunk*>(xs);
+    for (int r = 2 * warp; r < 2 * cols; r += 2 * nwarps) {
+      const int ra = r < cols ? c0 + r : I + c0 + r - cols;
+      const int rb = r + 1 < cols ? c0 + r + 1 : I + c0 + r + 1 - cols;
+      const uint16_t* pa = we + static_cast<long long>(ra) * H;
+      const uint16_t* pb = we + static_cast<long long>(rb) * H;
+      float sa = 0.f, sb = 0.f;
+      for (int c = lane; c < hc; c += 32 * solo::kBatch) {
+        Chunk a[solo::kBatch], b[solo::kBatch];
+#pragma unroll
+        for (int i = 0; i < solo::kBatch; ++i) {
+          if (c + 32 * i < hc) {
+            a[i] = ws::load_global16<kWeightHint>(pa + 8 * (c + 32 * i));
+            b[i] = ws::load_global16<kWeightHint>(pb + 8 * (c + 32 * i));
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < solo::kBatch; ++i) {
+          if (c + 32 * i < hc) {
+            const Chunk v = xc[c + 32 * i];
+            sa += solo::dot8(a[i], v);
+            sb += solo::dot8(b[i], v);
+          }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        sa += __shfl_xor_sync(kFullMask, sa, o);
+        sb += __shfl_xor_sync(kFullMask, sb, o);
+      }
+      if (lane == 0) {
+        gu[r] = sa;
+        gu[r + 1] = sb;
+      }
+    }
+    __syncthreads();
+    for (int j = tid; j < SW; j += solo::kThreads) {
+      float h = 0.f;
+      if (j < cols) {
+        const float g = gu[j], u = gu[cols + j];
+        h = g / (1.f + expf(-g)) * u * wk;
+      }
+      hs[j] = h;
+    }
+    __syncthreads();
+    // Phase 2: lane group of L = SW / 8 lanes (lane q: columns c0 + 8q .. +8 of each row) takes
+    // kRows consecutive rows of w2[e]; the group's sums meet by shuffles, its first lane adds them
+    // to acc four rows at a time.
+    const int L = SW / 8, q = lane % L;
+    const bool live = 8 * q < cols;
+    float hq[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) hq[i] = hs[8 * q + i];
+    const Chunk hz = Chunk{{0u, 0u, 0u, 0u}};
+    const uint16_t* w2e = w2 + static_cast<long long>(e) * H * I + c0 + 8 * q;
+    const int groups = solo::kThreads / L;
+    // The bound is warp-uniform (base), so every lane reaches the shuffles.
+    for (int base = 0; base < H; base += groups * solo::kRows) {
+      const int r0 = base + (tid / L) * solo::kRows;
+      Chunk w[solo::kRows];
+#pragma unroll
+      for (int i = 0; i < solo::kRows; ++i) {
+        w[i] = hz;
+        if (live && r0 + i < H)
+          w[i] = ws::load_global16<kWeightHint>(w2e + static_cast<long long>(r0 + i) * I);
+      }
+      float sum[solo::kRows];
+#pragma unroll
+      for (int i = 0; i < solo::kRows; ++i) {
+        float t = 0.f;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          t = fmaf(bf16_to_float(static_cast<uint16_t>(w[i].w[j] & 0xFFFFu)), hq[2 * j], t);
+          t = fmaf(bf16_to_float(static_cast<uint16_t>(w[i].w[j] >> 16)), hq[2 * j + 1], t);
+        }
+        sum[i] = t;
+      }
+      for (int o = L / 2; o > 0; o >>= 1) {
+#pragma unroll
+        for (int i = 0; i < solo::kRows; ++i) sum[i] += __shfl_xor_sync(kFullMask, sum[i], o);
+      }
+      if (q == 0) {
+#pragma unroll
+        for (int i = 0; i < solo::kRows; i += 4) {
+          if (r0 + i < H)
+            solo::red_add_v4(acc + r0 + i, sum[i], sum[i + 1], sum[i + 2], sum[i + 3]);
+        }
+      }
+    }
+  }
+  // The last unit to finish rounds acc to y and leaves acc and the counter zero.
+  __threadfence();
+  __syncthreads();
+  __shared__ unsigned last;
+  if (tid == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = 4 * tid; r < H; r += 4 * solo::kThreads) {
+    float4 v;
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(acc + r)
+                 : "memory");
+    const unsigned lo = bf16_rne(v.x) | static_cast<unsigned>(bf16_rne(v.y)) << 16;
+    const unsigned hi = bf16_rne(v.z) | static_cast<unsigned>(bf16_rne(v.w)) << 16;
+    ws::store_global8<false>(y + r, lo, hi);
+    *reinterpret_cast<float4*>(acc + r) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  if (tid == 0) *done = 0u;
 }
