@@ -18,7 +18,7 @@
 #include "base/files.h"
 #include "evaluator/checkers/router_topk.h"
 #include "evaluator/internal.h"
-#include "evaluator/runner/job.h"
+#include "evaluator/runner/sample.h"
 
 namespace ws {
 namespace {

@@ -937,7 +937,7 @@ Status ShipReference(const std::vector<ExportItem>& items, const fs::path& src,
   auto ship = [&](const fs::path& rel) { return CopyTree(src / rel, dst / rel); };
   for (const char* f : {"base/status.h", "base/status.cc", "base/files.h", "base/files.cc",
                         "evaluator/check.cc", "evaluator/internal.h", "evaluator/evaluator.h",
-                        "evaluator/runner/tensor_map.h"}) {
+                        "evaluator/runner/sample.h", "evaluator/runner/tensor_map.h"}) {
     WS_RETURN_IF_ERROR(ship(f));
   }
   // problems/ includes problems/include: the references' own headers, beside the references.

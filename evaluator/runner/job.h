@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "evaluator/runner/sample.h"
 #include "evaluator/runner/tensor_map.h"
 #include "problems/init.h"
 
@@ -96,20 +97,6 @@ struct SampleJob {
     return false;
   }
 };
-
-/// The rows `SampleJob` keeps of an output of `rows` rows, ascending: row r where a keyed mix of
-/// r is 0 mod `every`; at least one row (a keyed pick) when the output has any. Shared by the
-/// runner, which writes those rows back, and the orchestrator, which checks them.
-inline std::vector<int64_t> SampledRows(uint64_t key, int64_t rows, int every) {
-  std::vector<int64_t> out;
-  const uint64_t k = ws_mix64(key ^ 0x5DEECE66DA3B9F21ull);
-  for (int64_t r = 0; r < rows; ++r) {
-    if (ws_mix64(k ^ ws_mix64(static_cast<uint64_t>(r))) % static_cast<uint64_t>(every) == 0)
-      out.push_back(r);
-  }
-  if (out.empty() && rows > 0) out.push_back(static_cast<int64_t>(k % static_cast<uint64_t>(rows)));
-  return out;
-}
 
 /// A library call in place of the plan's launches: a library baseline ("cublaslt:<op>", see
 /// evaluator/runner/library_baselines.h). The runner allocates the workspace as usual.
