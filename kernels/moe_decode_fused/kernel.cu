@@ -92,8 +92,9 @@
 // 0ddea0d has it).
 // TEAM (power of 2, clamped to WARPS): kernel 1's least team size (1: teams only at batch 1), so
 // a team's warps read TEAM neighbouring pieces of each row at once (NOTES.md, "DRAM runs").
-// SOLO (0 by default until it runs on a GPU): at T == 1, one launch instead of two (the kernel
-// at the end of this file, NOTES.md "Session 58: SOLO"); the plan zeroes the workspace for it.
+// SOLO (0 by default): at T == 1, one launch instead of two (the kernel at the end of this file;
+// the plan zeroes the workspace for it). On an H100 (s58c1) `ok` everywhere and 0.98-1.02x the
+// two launches at the T == 1 bench shapes: NOTES.md "Session 58: SOLO".
 // LOAD_HINT=2 TEAM=8 are the defaults since session 42: 1.10-1.13x the old defaults (LOAD_HINT=0,
 // TEAM=1) in three sweeps on an H100, 1.06-1.20x at every bench shape, `ok` at every test and
 // hidden shape, clean under compute-sanitizer (bench/results/sweeps-h100-2026-12-06-session42.json).
