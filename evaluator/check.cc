@@ -23,8 +23,6 @@
 namespace ws {
 namespace {
 
-constexpr int kMaxReports = 5;  // failures named per output (the Compare* functions' default)
-
 // The table of custom checkers, by the name a spec's {"kind": "custom", "checker": NAME} uses.
 // Add a line per checker.
 struct NamedChecker {
@@ -932,10 +930,8 @@ Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTable& sym
       }
     }
     if (!diff.empty() && rows != nullptr) {
-      int64_t all_rows = 1;
-      for (size_t d = 0; d + 1 < dims.size(); ++d) all_rows *= dims[d];
       diff += fmt::format(" (checked on {} of its {} rows, drawn at random after the run)",
-                          rows->size(), all_rows);
+                          rows->size(), LeadingRows(dims));
     }
     if (!diff.empty())
       return diff;

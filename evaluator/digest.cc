@@ -68,8 +68,7 @@ Result<std::map<std::string, int64_t>> SampledOutputRows(const ProblemSpec& spec
     if (dims.size() < 2 || dims.back() <= 0)
       continue;
     const int64_t row_bytes = dims.back() * DTypeSize(t.dtype);
-    int64_t rows = 1;
-    for (size_t d = 0; d + 1 < dims.size(); ++d) rows *= dims[d];
+    const int64_t rows = LeadingRows(dims);
     if (rows >= kSampleMinRows && rows * row_bytes >= kSampleMinBytes)
       out[t.name] = row_bytes;
   }

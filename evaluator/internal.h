@@ -33,6 +33,9 @@ std::string PlanCubinMismatch(const Plan& plan, const ProblemSpec& spec,
                               const std::map<std::string, std::vector<int>>& params);
 
 // ---- The checker (check.cc) ---------------------------------------------------------------------
+/// Failures each Compare* names by coordinates (its default max_reports).
+inline constexpr int kMaxReports = 5;
+
 // Each Compare* returns "" on a pass, else what failed, where (coordinates) and by how much, for
 // the first `max_reports` failures plus a count (and the worst one where it is not among them).
 // Where `rows` is given (ulp, close, gemm), the bytes hold only those rows (last dimension) of the
@@ -40,23 +43,27 @@ std::string PlanCubinMismatch(const Plan& plan, const ProblemSpec& spec,
 
 /// Exact bytes: "q[3, 17]: got 0x7e, expected 0x7f; ... (2 of 96 elements differ)".
 std::string CompareExact(const std::string& tensor, const std::vector<int64_t>& dims, int elem_size,
-                         std::string_view got, std::string_view want, int max_reports = 5);
+                         std::string_view got, std::string_view want,
+                         int max_reports = kMaxReports);
 
 /// bf16/f16/f32 within `max_ulp` ulps (+0 == -0; NaN only against NaN; infinities exactly).
 std::string CompareUlp(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                        std::string_view got, std::string_view want, int64_t max_ulp,
-                       int max_reports = 5, const std::vector<int64_t>* rows = nullptr);
+                       int max_reports = kMaxReports,
+                       const std::vector<int64_t>* rows = nullptr);
 
 /// bf16/f16/f32: |got - want| <= atol + rtol * |want|; NaN and infinities as for ulp.
 std::string CompareClose(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                          std::string_view got, std::string_view want, double rtol, double atol,
-                         int max_reports = 5, const std::vector<int64_t>* rows = nullptr);
+                         int max_reports = kMaxReports,
+                         const std::vector<int64_t>* rows = nullptr);
 
 /// The gemm tolerance (relative Frobenius error, per-element bound for a fraction, worst element
 /// against rms(want)); a non-finite result fails unless the reference has the same one there.
 std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& dims, DType dtype,
                         std::string_view got, std::string_view want, const Tolerance& tol,
-                        int max_reports = 5, const std::vector<int64_t>* rows = nullptr);
+                        int max_reports = kMaxReports,
+                        const std::vector<int64_t>* rows = nullptr);
 
 /// An mx_data output (fp8, `dims` [..., L], blocks of 32 along L) with its e8m0 scales
 /// [..., ceil(L/32)]: scales equal, or off by one in at most tol.scale_mismatch_fraction of blocks
@@ -65,7 +72,8 @@ std::string CompareGemm(const std::string& tensor, const std::vector<int64_t>& d
 std::string CompareMx(const std::string& data, const std::string& scales,
                       const std::vector<int64_t>& dims, DType dtype, std::string_view got_data,
                       std::string_view want_data, std::string_view got_scales,
-                      std::string_view want_scales, const Tolerance& tol, int max_reports = 5);
+                      std::string_view want_scales, const Tolerance& tol,
+                      int max_reports = kMaxReports);
 
 /// The threads a comparison uses: WARPSMITH_CHECK_THREADS when it is a positive number (1 =
 /// serial), else std::thread::hardware_concurrency(). Results never depend on it: every
@@ -154,12 +162,44 @@ inline Result<std::string> CheckOutputs(const ProblemSpec& spec, const SymbolTab
 /// whose dump prefix is `prefix`.
 std::string DumpPath(const std::string& prefix, const std::string& tag, const std::string& tensor);
 
+// ---- Sampled write-back of large bench outputs (digest.cc) --------------------------------------
+// A timed bench case is checked three times: its check run in full, its audited and last runs
+// (there to catch state kept across runs) against references on their own inputs. Outputs that
+// cannot be digested (an ulp, close or gemm tolerance) and are large come back from those two runs
+// as a sample of their rows, drawn by a key after each run, in both runners: the GEMMs' outputs of
+// gigabytes then cost about 2 dumps per case instead of 6 (docs/design-notes.md).
+
+/// About one row in kSampleEvery is kept; outputs below kSampleMinBytes or with fewer than
+/// kSampleMinRows rows (last dimension) come back whole.
+inline constexpr int kSampleEvery = 16;
+inline constexpr int64_t kSampleMinBytes = int64_t{64} << 20;
+inline constexpr int64_t kSampleMinRows = 2048;
+
+struct SampledOutputs {
+  uint64_t key = 0;
+  int every = kSampleEvery;
+  std::map<std::string, int64_t> row_bytes;  // output -> bytes per row (last dimension)
+};
+
+/// Rows of the last dimension: the product of the other dimensions (1 for one dimension).
+inline int64_t LeadingRows(const std::vector<int64_t>& dims) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < dims.size(); ++d) rows *= dims[d];
+  return rows;
+}
+
+/// The outputs of a timed case of `kind` whose audited and last runs are sampled, with their
+/// row sizes: bench shapes only; not `digested` ones; ulp, close and gemm tolerances only.
+Result<std::map<std::string, int64_t>> SampledOutputRows(const ProblemSpec& spec,
+                                                         const SymbolTable& symbols,
+                                                         std::string_view kind,
+                                                         const std::vector<std::string>& digested);
+
 /// CheckOutputs on dumped outputs: run `got_tag` of the candidate's case (under `got_prefix`)
 /// against the reference's check run on the same inputs (under `want_prefix`; the inputs are
 /// generated from `seed` if a custom checker asks). The dumps are mapped, not read. A candidate
 /// output that was not written back fails the candidate; a missing reference dump is an error.
 /// With `sample`, its outputs were written back as the rows SampledRows draws, by both runners.
-struct SampledOutputs;
 Result<std::string> CompareDumps(const ProblemSpec& spec, const SymbolTable& symbols,
                                  const std::map<std::string, std::string>& params, uint64_t seed,
                                  const std::string& got_prefix, const std::string& got_tag,
@@ -183,32 +223,6 @@ nlohmann::json LaunchesJson(const ResolvedPlan& plan);
 /// shapes the exact ones, except an mx_data check's partner; none when a custom checker (which
 /// reads every output) checks the problem. CheckOutputs skips them (`digested`).
 std::vector<std::string> DigestedOutputs(const ProblemSpec& spec, std::string_view kind);
-
-// ---- Sampled write-back of large bench outputs (digest.cc) --------------------------------------
-// A timed bench case is checked three times: its check run in full, its audited and last runs
-// (there to catch state kept across runs) against references on their own inputs. Outputs that
-// cannot be digested (an ulp, close or gemm tolerance) and are large come back from those two runs
-// as a sample of their rows, drawn by a key after each run, in both runners: the GEMMs' outputs of
-// gigabytes then cost about 2 dumps per case instead of 6 (docs/design-notes.md).
-
-/// About one row in kSampleEvery is kept; outputs below kSampleMinBytes or with fewer than
-/// kSampleMinRows rows (last dimension) come back whole.
-inline constexpr int kSampleEvery = 16;
-inline constexpr int64_t kSampleMinBytes = int64_t{64} << 20;
-inline constexpr int64_t kSampleMinRows = 2048;
-
-struct SampledOutputs {
-  uint64_t key = 0;
-  int every = kSampleEvery;
-  std::map<std::string, int64_t> row_bytes;  // output -> bytes per row (last dimension)
-};
-
-/// The outputs of a timed case of `kind` whose audited and last runs are sampled, with their
-/// row sizes: bench shapes only; not `digested` ones; ulp, close and gemm tolerances only.
-Result<std::map<std::string, int64_t>> SampledOutputRows(const ProblemSpec& spec,
-                                                         const SymbolTable& symbols,
-                                                         std::string_view kind,
-                                                         const std::vector<std::string>& digested);
 
 /// The digests (output -> 32 hex digits) a runner's case result reports for run `tag` ("check",
 /// "audit", "last"); empty when there are none.
